@@ -1,0 +1,8 @@
+// The umbrella header of the Ravel core.
+#pragma once
+
+#include "ravel/device.hpp"
+#include "ravel/dtype.hpp"
+#include "ravel/error.hpp"
+#include "ravel/runtime.hpp"
+#include "ravel/tensor.hpp"

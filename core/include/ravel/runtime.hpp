@@ -1,0 +1,81 @@
+// ravel::Runtime — finds, loads and version-negotiates backend plugins and lists their devices.
+//
+// Plugins are looked up (in this order) in the folders named by RAVEL_PLUGIN_PATH (':'-separated),
+// the config's "plugins.search_paths", and next to libravel_core (its folder and
+// ravel/plugins below it), so that an installed or built core finds its plugins with no
+// configuration. A plugin that cannot be used is recorded with the reason and skipped; the
+// others keep working (docs/architecture.md, "Plugin loading").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ravel/device.hpp"
+
+namespace ravel {
+
+struct PluginRecord {
+  std::string path;       // the shared object's path
+  std::string name;       // the backend's name (empty if it never got that far)
+  bool loaded = false;    // usable: loaded, negotiated, initialised, with >= 1 device
+  std::string status;     // "ok", or why it was skipped
+  uint32_t abi_major = 0, abi_minor = 0;
+  std::string version;    // the plugin's own version string
+  int32_t device_count = 0;
+};
+
+struct DeviceRecord {
+  Device device;
+  std::string name;
+  std::string kind;  // "cpu", "gpu", "other"
+  uint64_t memory_bytes = 0;
+  int32_t compute_units = 0;
+  std::vector<std::string> dtypes;
+  int32_t max_rank = 0;
+};
+
+struct RuntimeOptions {
+  std::string config_path;                // empty: RAVEL_CONFIG, else the built-in default
+  std::vector<std::string> extra_paths;   // searched before everything else
+  bool use_environment = true;            // honour RAVEL_PLUGIN_PATH and RAVEL_CONFIG
+  bool use_default_paths = true;          // search next to libravel_core
+};
+
+namespace detail { class Plugin; }
+
+class Runtime {
+ public:
+  // The process-wide runtime, created on first use with default options.
+  static Runtime& get();
+  // Replaces the process-wide runtime (tests, tools). Tensors made before keep their devices'
+  // plugins alive until they are destroyed.
+  static Runtime& reset(const RuntimeOptions& options);
+
+  explicit Runtime(const RuntimeOptions& options);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  const std::vector<PluginRecord>& plugins() const { return records_; }
+  std::vector<DeviceRecord> devices() const;
+  // Where new tensors go: the first device of the placement preference that exists.
+  Device default_device() const;
+  // Loads one plugin file now (even if a plugin of that name is already loaded elsewhere, the
+  // first one stays). Throws PluginError naming the path and the reason; the record is kept.
+  void load_plugin(const std::string& path);
+  // The loaded plugin that serves `device`; DeviceError naming the device and the ones available.
+  std::shared_ptr<detail::Plugin> plugin_for(const Device& device) const;
+  const std::vector<std::string>& search_paths() const { return search_paths_; }
+
+ private:
+  void discover(const std::string& folder);
+  std::vector<std::string> search_paths_;
+  std::vector<std::string> placement_;
+  std::vector<std::string> skip_;
+  std::vector<PluginRecord> records_;
+  std::vector<std::shared_ptr<detail::Plugin>> plugins_;
+};
+
+}  // namespace ravel

@@ -1,0 +1,227 @@
+// ravel::Tensor — a lazy, immutable handle to a node of the graph.
+//
+// Every op returns a new Tensor and only adds a node; nothing runs until realize(), to_vector(),
+// item() or printing. Movement ops (reshape, permute, expand, pad, shrink, flip, slice, ...)
+// never copy: they compose a view (see Note [Views] in core/src/tensor/view.hpp). Binary and
+// ternary ops broadcast with NumPy's rules and promote dtypes as docs/dtypes.md says.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <iosfwd>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ravel/device.hpp"
+#include "ravel/dtype.hpp"
+#include "ravel/error.hpp"
+
+namespace ravel {
+
+using Shape = std::vector<int64_t>;
+std::string shape_str(const Shape& s);  // "[3, 4]"
+
+// A set of axes; negative axes count from the end. Default-constructed means "all axes".
+class Axes {
+ public:
+  Axes() = default;
+  Axes(int64_t axis) : axes_{axis}, all_(false) {}  // NOLINT: implicit, so sum(1) works
+  Axes(std::initializer_list<int64_t> axes) : axes_(axes), all_(false) {}
+  Axes(std::vector<int64_t> axes) : axes_(std::move(axes)), all_(false) {}  // NOLINT
+  bool all() const { return all_; }
+  const std::vector<int64_t>& list() const { return axes_; }
+
+ private:
+  std::vector<int64_t> axes_;
+  bool all_ = true;
+};
+
+// Python's slice(start, stop, step); missing bounds default as in Python (negative steps too).
+struct Slice {
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+};
+
+struct PrintOptions {
+  int precision = 8;       // significant digits of floats
+  bool show_meta = false;  // append "shape=[..], dtype=.., device=.."
+};
+
+namespace detail { class Node; }
+
+class Tensor {
+ public:
+  Tensor() = default;  // an undefined tensor; every op on it throws ValueError
+  bool defined() const { return node_ != nullptr; }
+
+  // ---- creation -------------------------------------------------------------------------
+  // Row-major data with the given shape (data.size() must equal the product of shape).
+  template <class T>
+  static Tensor from_vector(const std::vector<T>& data, Shape shape, std::optional<Device> dev = {});
+  static Tensor from_data(const void* data, DType dtype, Shape shape, std::optional<Device> dev = {});
+  static Tensor scalar(double value, DType dtype = DType::F32, std::optional<Device> dev = {});
+  static Tensor full(Shape shape, double value, DType dtype = DType::F32, std::optional<Device> dev = {});
+  static Tensor zeros(Shape shape, DType dtype = DType::F32, std::optional<Device> dev = {});
+  static Tensor ones(Shape shape, DType dtype = DType::F32, std::optional<Device> dev = {});
+  static Tensor full_like(const Tensor& t, double value);
+  static Tensor zeros_like(const Tensor& t);
+  static Tensor ones_like(const Tensor& t);
+  // [start, stop) with step, like numpy.arange; dtype I64 if all arguments are integral
+  // unless given.
+  static Tensor arange(double start, double stop, double step = 1.0, std::optional<DType> dtype = {},
+                       std::optional<Device> dev = {});
+  static Tensor arange(int64_t stop);
+  // n evenly spaced values from start to stop inclusive, like numpy.linspace.
+  static Tensor linspace(double start, double stop, int64_t n, DType dtype = DType::F32,
+                         std::optional<Device> dev = {});
+  // Identity matrix, built from movement ops (pad, reshape, expand, shrink) as in Tensorken.
+  static Tensor eye(int64_t n, DType dtype = DType::F32, std::optional<Device> dev = {});
+  // Uniform [0, 1) and standard normal numbers from Threefry-2x32 (docs/random.md): the same
+  // seed gives the same numbers on every device.
+  static Tensor rand(Shape shape, uint64_t seed, DType dtype = DType::F32, std::optional<Device> dev = {});
+  static Tensor randn(Shape shape, uint64_t seed, DType dtype = DType::F32, std::optional<Device> dev = {});
+
+  // ---- descriptor -------------------------------------------------------------------------
+  DType dtype() const;
+  const Shape& shape() const;
+  int64_t ndim() const;
+  int64_t numel() const;
+  int64_t size(int64_t axis) const;  // negative axes count from the end
+  Device device() const;
+  // The view of this tensor onto its base buffer: strides in elements (0 and negative allowed),
+  // offset in elements, and whether any element is padding.
+  std::vector<int64_t> strides() const;
+  int64_t offset() const;
+  bool is_contiguous() const;  // strides row-major, offset 0, no padding
+
+  // ---- movement (zero-copy views) ---------------------------------------------------------
+  Tensor reshape(Shape shape) const;         // one -1 entry is inferred; like numpy.reshape
+  Tensor permute(std::vector<int64_t> order) const;  // like numpy.transpose(x, order)
+  Tensor transpose(int64_t a = -2, int64_t b = -1) const;  // swap two axes
+  Tensor expand(Shape shape) const;          // broadcast size-1 axes; like numpy.broadcast_to
+  // Zero padding: one (before, after) pair per axis, both >= 0; like numpy.pad.
+  Tensor pad(std::vector<std::pair<int64_t, int64_t>> widths) const;
+  // Keep [lo, hi) of each axis; like x[lo0:hi0, lo1:hi1, ...].
+  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const;
+  Tensor flip(Axes axes = {}) const;         // like numpy.flip
+  Tensor slice(std::vector<Slice> slices) const;  // one Slice per leading axis; like x[a:b:c, ...]
+  Tensor slice(int64_t axis, std::optional<int64_t> start, std::optional<int64_t> stop,
+               int64_t step = 1) const;
+  Tensor at(int64_t index) const;            // x[i]: drops axis 0 (negative i counts from end)
+  Tensor select(int64_t axis, int64_t index) const;  // drops `axis`
+  Tensor squeeze(Axes axes = {}) const;      // drop size-1 axes (all of them by default)
+  Tensor unsqueeze(int64_t axis) const;      // insert a size-1 axis
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const;
+  Tensor contiguous() const;                 // a copy with row-major strides, if not already
+
+  // ---- elementwise primitives -------------------------------------------------------------
+  Tensor neg() const;
+  Tensor recip() const;
+  Tensor sqrt() const;
+  Tensor exp2() const;
+  Tensor log2() const;
+  Tensor sin() const;
+  Tensor trunc() const;
+  Tensor cast(DType dtype) const;
+  // Binary primitives, broadcasting and promoting.
+  Tensor add(const Tensor& o) const;
+  Tensor mul(const Tensor& o) const;
+  Tensor maximum(const Tensor& o) const;
+  Tensor mod(const Tensor& o) const;   // C semantics: sign of the dividend; x % 0 == 0 for ints
+  Tensor idiv(const Tensor& o) const;  // truncating division; x / 0 == 0 for ints
+  Tensor lt(const Tensor& o) const;
+  Tensor ne(const Tensor& o) const;
+  Tensor logical_and(const Tensor& o) const;  // bool and integer dtypes (bitwise for ints)
+  Tensor logical_or(const Tensor& o) const;
+  Tensor logical_xor(const Tensor& o) const;
+  static Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b);
+
+  // ---- elementwise composites ---------------------------------------------------------------
+  Tensor sub(const Tensor& o) const;
+  Tensor div(const Tensor& o) const;   // true division (ints promote to f32)
+  Tensor pow(const Tensor& o) const;
+  Tensor minimum(const Tensor& o) const;
+  Tensor gt(const Tensor& o) const;
+  Tensor le(const Tensor& o) const;
+  Tensor ge(const Tensor& o) const;
+  Tensor eq(const Tensor& o) const;
+  Tensor logical_not() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor cos() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor abs() const;
+  Tensor square() const;
+
+  // ---- reductions (keepdim keeps reduced axes as size 1) ----------------------------------
+  Tensor sum(Axes axes = {}, bool keepdim = false) const;   // bool sums as i64, like NumPy
+  Tensor max(Axes axes = {}, bool keepdim = false) const;
+  Tensor min(Axes axes = {}, bool keepdim = false) const;
+  Tensor prod(Axes axes = {}, bool keepdim = false) const;
+  Tensor mean(Axes axes = {}, bool keepdim = false) const;
+  Tensor var(Axes axes = {}, bool keepdim = false, int64_t correction = 1) const;
+  Tensor logsumexp(Axes axes = {}, bool keepdim = false) const;
+  Tensor softmax(int64_t axis = -1) const;
+  Tensor log_softmax(int64_t axis = -1) const;
+  Tensor argmax(std::optional<int64_t> axis = {}, bool keepdim = false) const;  // first max, i64
+  Tensor cumsum(int64_t axis = 0) const;
+
+  // ---- linear algebra, indexing, joining ------------------------------------------------------
+  // NumPy/PyTorch matmul: 1-D operands are promoted and the added axis removed again; batch
+  // axes broadcast: (3,4,1,2) @ (1,2,3) -> (3,4,1,3).
+  Tensor matmul(const Tensor& o) const;
+  Tensor dot(const Tensor& o) const;  // 1-D inner product (like numpy.dot for vectors)
+  Tensor one_hot(int64_t num_classes) const;  // integer tensor -> f32 with a new last axis
+  Tensor gather(int64_t axis, const Tensor& index) const;  // like torch.gather
+  static Tensor concatenate(const std::vector<Tensor>& ts, int64_t axis = 0);
+  static Tensor stack(const std::vector<Tensor>& ts, int64_t axis = 0);
+
+  // ---- realization --------------------------------------------------------------------------
+  // Runs every kernel this tensor needs; later reads reuse the result.
+  const Tensor& realize() const;
+  bool is_realized() const;
+  template <class T>
+  std::vector<T> to_vector() const;  // row-major; casts when T's dtype differs
+  template <class T>
+  T item() const;  // the value of a one-element tensor
+  std::string to_string(PrintOptions opts = {}) const;
+
+  // Internal: the graph node (for the scheduler, autograd and tests of the graph).
+  const std::shared_ptr<detail::Node>& node() const { return node_; }
+  explicit Tensor(std::shared_ptr<detail::Node> node) : node_(std::move(node)) {}
+
+ private:
+  void read_into(void* dst, DType as) const;
+  const detail::Node& n() const;
+  std::shared_ptr<detail::Node> node_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// Operators, with scalars converted to a tensor of the other operand's kind (docs/dtypes.md).
+Tensor operator-(const Tensor& a);
+#define RAVEL_DECLARE_BINARY_OPERATOR(op)                 \
+  Tensor operator op(const Tensor& a, const Tensor& b);   \
+  Tensor operator op(const Tensor& a, double b);          \
+  Tensor operator op(double a, const Tensor& b);
+RAVEL_DECLARE_BINARY_OPERATOR(+)
+RAVEL_DECLARE_BINARY_OPERATOR(-)
+RAVEL_DECLARE_BINARY_OPERATOR(*)
+RAVEL_DECLARE_BINARY_OPERATOR(/)
+RAVEL_DECLARE_BINARY_OPERATOR(<)
+RAVEL_DECLARE_BINARY_OPERATOR(>)
+RAVEL_DECLARE_BINARY_OPERATOR(<=)
+RAVEL_DECLARE_BINARY_OPERATOR(>=)
+RAVEL_DECLARE_BINARY_OPERATOR(==)
+RAVEL_DECLARE_BINARY_OPERATOR(!=)
+#undef RAVEL_DECLARE_BINARY_OPERATOR
+
+// The shape two shapes broadcast to under NumPy's rules; ShapeError naming both otherwise.
+Shape broadcast_shapes(const Shape& a, const Shape& b);
+
+}  // namespace ravel

@@ -1,0 +1,134 @@
+#include "graph/node.hpp"
+
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "runtime/plugin.hpp"
+
+namespace ravel::detail {
+
+// Note [Hash-consing]
+// All non-Buffer nodes live in one table keyed by their structural hash; intern() returns the
+// living node equal to the prototype if there is one. Entries hold weak pointers, and a node
+// erases its own entry when it dies, so the table never keeps a graph alive. Sources are
+// compared by identity (their ids), which is sound because sources are themselves interned.
+
+namespace {
+
+std::mutex g_mutex;
+std::unordered_multimap<size_t, std::weak_ptr<Node>> g_table;
+uint64_t g_next_id = 1;
+size_t g_live = 0;
+
+inline void mix(size_t& h, size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
+
+size_t structural_hash(const Node& n) {
+  size_t h = static_cast<size_t>(n.kind);
+  mix(h, static_cast<size_t>(n.dtype));
+  for (int64_t s : n.shape) mix(h, static_cast<size_t>(s));
+  mix(h, std::hash<std::string>{}(n.device.backend()));
+  mix(h, static_cast<size_t>(n.device.index()));
+  for (const auto& s : n.srcs) mix(h, s->id);
+  mix(h, static_cast<size_t>(n.alu));
+  mix(h, static_cast<size_t>(n.reduce));
+  mix(h, n.axes);
+  for (int64_t s : n.view.strides) mix(h, static_cast<size_t>(s));
+  mix(h, static_cast<size_t>(n.view.offset));
+  if (n.view.mask)
+    for (auto [lo, hi] : *n.view.mask) mix(h, static_cast<size_t>(lo * 31 + hi));
+  mix(h, std::hash<double>{}(n.value.f));
+  mix(h, static_cast<size_t>(n.value.i));
+  return h;
+}
+
+bool same_structure(const Node& a, const Node& b) {
+  if (a.kind != b.kind || a.dtype != b.dtype || a.shape != b.shape || !(a.device == b.device) ||
+      a.alu != b.alu || a.reduce != b.reduce || a.axes != b.axes || !(a.view == b.view) ||
+      a.srcs.size() != b.srcs.size())
+    return false;
+  // Bitwise comparison of the float value, so that NaN constants intern and -0.0 != 0.0.
+  if (std::memcmp(&a.value.f, &b.value.f, sizeof(double)) != 0 || a.value.i != b.value.i) return false;
+  for (size_t i = 0; i < a.srcs.size(); ++i)
+    if (a.srcs[i] != b.srcs[i]) return false;
+  return true;
+}
+
+// Deep graphs: destroying the last handle of a 100,000-node chain would recurse 100,000 deep
+// through shared_ptr destructors. Instead a dying node moves its sources onto this thread's
+// pending list, and only the outermost destructor drains it, so the depth stays constant.
+thread_local std::vector<NodePtr>* t_pending = nullptr;
+
+}  // namespace
+
+int64_t Node::numel() const {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+Node::~Node() {
+  if (id == 0) return;  // a prototype that was never registered (see intern)
+  if (kind != NodeKind::Buffer) {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto [it, end] = g_table.equal_range(hash);
+    for (; it != end; ++it) {
+      // Our own entry is the expired one whose id matches; compare by the control block.
+      if (it->second.expired()) {
+        // Several expired entries may share the hash; erase just one per dying node.
+        g_table.erase(it);
+        break;
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    --g_live;
+  }
+  if (t_pending != nullptr) {
+    for (auto& s : srcs) t_pending->push_back(std::move(s));
+    return;
+  }
+  std::vector<NodePtr> pending;
+  t_pending = &pending;
+  for (auto& s : srcs) pending.push_back(std::move(s));
+  while (!pending.empty()) {
+    NodePtr last = std::move(pending.back());
+    pending.pop_back();
+    last.reset();  // may run ~Node, which appends to `pending`
+  }
+  t_pending = nullptr;
+}
+
+NodePtr intern(Node&& proto) {
+  proto.hash = structural_hash(proto);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  auto [it, end] = g_table.equal_range(proto.hash);
+  for (; it != end; ++it)
+    if (NodePtr existing = it->second.lock(); existing && same_structure(*existing, proto)) return existing;
+  auto node = std::make_shared<Node>(std::move(proto));
+  node->id = g_next_id++;
+  ++g_live;
+  g_table.emplace(node->hash, node);
+  return node;
+}
+
+NodePtr make_buffer_node(DType dtype, Shape shape, Device device, std::shared_ptr<DeviceBuffer> buffer) {
+  auto node = std::make_shared<Node>();
+  node->kind = NodeKind::Buffer;
+  node->dtype = dtype;
+  node->shape = std::move(shape);
+  node->device = std::move(device);
+  node->buffer = std::move(buffer);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  node->id = g_next_id++;
+  ++g_live;
+  return node;
+}
+
+size_t live_node_count() {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  return g_live;
+}
+
+}  // namespace ravel::detail

@@ -1,0 +1,71 @@
+// Node — one vertex of the lazy graph.
+//
+// A Tensor is a handle to a Node. Nodes are immutable once made, except for `buffer`, which
+// realization fills in. Kinds:
+//   Buffer  data uploaded from the host; always has `buffer`
+//   Const   a scalar (shape []), e.g. the 2 in x * 2; broadcast with a View
+//   View    srcs[0] seen through `view` (movement ops); srcs[0] is never itself a View
+//   Copy    srcs[0] (a View) copied into a fresh contiguous buffer; inserted where a chain of
+//           views cannot be one view (Note [Views])
+//   Alu     an elementwise primitive over srcs of identical shape (broadcasting has already
+//           been made explicit with expand views)
+//   Reduce  a reduction of srcs[0] over `axes`, keeping them as size 1
+// Every node except Buffer is hash-consed (Note [Hash-consing] in node.cpp): building the same op
+// on the same sources twice yields the same node, so shared work is computed once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "graph/ops.hpp"
+#include "ravel/device.hpp"
+#include "ravel/dtype.hpp"
+#include "tensor/view.hpp"
+
+namespace ravel::detail {
+
+class DeviceBuffer;
+class Node;
+using NodePtr = std::shared_ptr<Node>;
+
+enum class NodeKind : uint8_t { Buffer, Const, View, Copy, Alu, Reduce };
+
+// The value of a Const node, exact for every dtype.
+struct Scalar {
+  double f = 0;   // float dtypes
+  int64_t i = 0;  // bool and integer dtypes
+  bool operator==(const Scalar&) const = default;
+};
+
+class Node {
+ public:
+  NodeKind kind = NodeKind::Const;
+  DType dtype = DType::F32;
+  Shape shape;
+  Device device;
+  std::vector<NodePtr> srcs;
+  AluOp alu = AluOp::Add;        // Alu only
+  ReduceOp reduce = ReduceOp::Sum;  // Reduce only
+  uint32_t axes = 0;             // Reduce only: bit d set means axis d is reduced
+  View view;                     // View only
+  Scalar value;                  // Const only
+  uint64_t id = 0;               // unique, increasing: creation order
+  size_t hash = 0;
+
+  // Realized storage: a contiguous buffer of `shape` and `dtype` on `device`.
+  std::shared_ptr<DeviceBuffer> buffer;
+
+  int64_t numel() const;
+  ~Node();
+};
+
+// Returns the canonical node equal to `proto` (kind, dtype, shape, device, srcs, op, axes, view,
+// value), creating it if none is alive. `proto.kind` must not be Buffer.
+NodePtr intern(Node&& proto);
+// A new (never shared) Buffer node around `buffer`.
+NodePtr make_buffer_node(DType dtype, Shape shape, Device device, std::shared_ptr<DeviceBuffer> buffer);
+// How many nodes are alive (tests use it to check that graphs are freed).
+size_t live_node_count();
+
+}  // namespace ravel::detail

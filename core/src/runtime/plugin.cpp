@@ -1,0 +1,119 @@
+#include "runtime/plugin.hpp"
+
+#include <cstdio>
+
+#include "ravel/error.hpp"
+
+namespace ravel::detail {
+
+namespace {
+std::string take_message(const rvl_backend_api* api, rvl_error* err) {
+  std::string msg = "(no message)";
+  if (RAVEL_API_HAS(api, error_message)) {
+    const char* m = api->error_message(err);
+    if (m) msg = m;
+  }
+  if (RAVEL_API_HAS(api, error_destroy)) api->error_destroy(err);
+  return msg;
+}
+}  // namespace
+
+std::shared_ptr<Plugin> Plugin::load(const std::string& path) {
+  std::shared_ptr<Plugin> p(new Plugin());
+  p->path_ = path;
+  auto fail = [&](const std::string& why) -> PluginError {
+    return PluginError("plugin " + path + ": " + why);
+  };
+  try {
+    p->lib_.load(path, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
+  } catch (const std::exception& e) {
+    throw fail(std::string("cannot load (not a shared object, or missing dependencies): ") + e.what());
+  }
+  if (!p->lib_.has(RVL_BACKEND_ENTRY_SYMBOL))
+    throw fail("does not export the entry symbol " RVL_BACKEND_ENTRY_SYMBOL);
+  auto entry = p->lib_.get<const rvl_backend_api*()>(RVL_BACKEND_ENTRY_SYMBOL);
+  const rvl_backend_api* api = entry();
+  if (api == nullptr) throw fail("entry symbol returned NULL");
+  if (api->struct_size < offsetof(rvl_backend_api, abi_minor) + sizeof(uint32_t))
+    throw fail("function table too small (struct_size " + std::to_string(api->struct_size) + ")");
+  if (api->abi_major != RVL_ABI_MAJOR)
+    throw fail("ABI major version " + std::to_string(api->abi_major) + " does not match the core's " +
+               std::to_string(RVL_ABI_MAJOR) + " (expected " + std::to_string(RVL_ABI_MAJOR) + ".x)");
+  // Members every backend must have (docs/abi.md, "Required members").
+  const char* missing = nullptr;
+  if (!RAVEL_API_HAS(api, error_message)) missing = "error_message";
+  else if (!RAVEL_API_HAS(api, error_destroy)) missing = "error_destroy";
+  else if (!RAVEL_API_HAS(api, probe)) missing = "probe";
+  else if (!RAVEL_API_HAS(api, initialize)) missing = "initialize";
+  else if (!RAVEL_API_HAS(api, get_info)) missing = "get_info";
+  else if (!RAVEL_API_HAS(api, device_count)) missing = "device_count";
+  else if (!RAVEL_API_HAS(api, buffer_allocate)) missing = "buffer_allocate";
+  else if (!RAVEL_API_HAS(api, buffer_free)) missing = "buffer_free";
+  else if (!RAVEL_API_HAS(api, buffer_write)) missing = "buffer_write";
+  else if (!RAVEL_API_HAS(api, buffer_read)) missing = "buffer_read";
+  else if (!RAVEL_API_HAS(api, execute_program)) missing = "execute_program";
+  if (missing)
+    throw fail(std::string("function table lacks the required member ") + missing +
+               " (struct_size " + std::to_string(api->struct_size) + ")");
+  p->api_ = api;
+
+  rvl_probe_result probe{sizeof(rvl_probe_result), 0, 0};
+  if (rvl_error* e = api->probe(&probe)) throw fail("probe failed: " + take_message(api, e));
+  if (probe.device_count <= 0) throw fail("no devices (probe found 0); skipped");
+
+  if (rvl_error* e = api->initialize()) throw fail("initialize failed: " + take_message(api, e));
+  p->initialized_ = true;
+
+  rvl_backend_info info{sizeof(rvl_backend_info), nullptr, nullptr, nullptr};
+  if (rvl_error* e = api->get_info(&info)) throw fail("get_info failed: " + take_message(api, e));
+  if (info.name == nullptr || *info.name == '\0') throw fail("get_info returned no name");
+  p->name_ = info.name;
+  p->version_ = info.version ? info.version : "";
+
+  if (rvl_error* e = api->device_count(&p->device_count_))
+    throw fail("device_count failed: " + take_message(api, e));
+  if (p->device_count_ <= 0) throw fail("no devices after initialize; skipped");
+  return p;
+}
+
+Plugin::~Plugin() {
+  // Join the plugin's threads before the library is unloaded (lib_ is destroyed after this).
+  if (initialized_ && RAVEL_API_HAS(api_, shutdown)) api_->shutdown();
+}
+
+void Plugin::check(rvl_error* err, const std::string& what) const {
+  if (err == nullptr) return;
+  rvl_status code = RAVEL_API_HAS(api_, error_code) ? api_->error_code(err) : RVL_STATUS_INTERNAL;
+  std::string msg = name_ + ": " + what + " failed: " + take_message(api_, err);
+  if (code == RVL_STATUS_OUT_OF_MEMORY) throw OutOfMemoryError(msg);
+  throw DeviceError(msg);
+}
+
+DeviceBuffer::DeviceBuffer(std::shared_ptr<Plugin> plugin, int32_t device, uint64_t bytes)
+    : plugin_(std::move(plugin)), device_(device), bytes_(bytes) {
+  // Zero-byte tensors still get a (1-byte) buffer so every node has a handle.
+  plugin_->check(plugin_->api().buffer_allocate(device, bytes ? bytes : 1, &buffer_),
+                 "allocating " + std::to_string(bytes) + " bytes on device " + std::to_string(device));
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  rvl_error* e = plugin_->api().buffer_free(buffer_);
+  if (e) {
+    // A destructor cannot throw: report and go on (the plugin keeps ownership of the error).
+    std::string msg = take_message(&plugin_->api(), e);
+    std::fprintf(stderr, "ravel: warning: %s: freeing a buffer failed: %s\n", plugin_->name().c_str(),
+                 msg.c_str());
+  }
+}
+
+void DeviceBuffer::write(const void* src, uint64_t bytes, uint64_t offset) {
+  if (bytes == 0) return;
+  plugin_->check(plugin_->api().buffer_write(nullptr, buffer_, offset, src, bytes), "buffer_write");
+}
+
+void DeviceBuffer::read(void* dst, uint64_t bytes, uint64_t offset) const {
+  if (bytes == 0) return;
+  plugin_->check(plugin_->api().buffer_read(nullptr, buffer_, offset, dst, bytes), "buffer_read");
+}
+
+}  // namespace ravel::detail

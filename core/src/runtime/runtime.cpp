@@ -1,0 +1,183 @@
+#include "ravel/runtime.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <sstream>
+
+#include <boost/dll/runtime_symbol_info.hpp>
+
+#include "config/config.hpp"
+#include "ravel/error.hpp"
+#include "runtime/plugin.hpp"
+
+namespace ravel {
+
+using detail::Plugin;
+
+namespace {
+std::mutex g_runtime_mutex;
+std::unique_ptr<Runtime> g_runtime;
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+bool is_plugin_file(const std::filesystem::path& p) {
+  std::string f = p.filename().string();
+  return f.rfind("libravel_backend_", 0) == 0 && p.extension() == ".so";
+}
+
+// Loading is silent unless RAVEL_LOG_PLUGINS is set; ravel-info shows the same records.
+void log_skip(const PluginRecord& r) {
+  if (!env("RAVEL_LOG_PLUGINS").empty()) std::fprintf(stderr, "ravel: skipped plugin %s: %s\n", r.path.c_str(), r.status.c_str());
+}
+}  // namespace
+
+Runtime& Runtime::get() {
+  std::lock_guard<std::mutex> lock(g_runtime_mutex);
+  if (!g_runtime) g_runtime = std::make_unique<Runtime>(RuntimeOptions{});
+  return *g_runtime;
+}
+
+Runtime& Runtime::reset(const RuntimeOptions& options) {
+  auto fresh = std::make_unique<Runtime>(options);
+  std::lock_guard<std::mutex> lock(g_runtime_mutex);
+  g_runtime = std::move(fresh);
+  return *g_runtime;
+}
+
+Runtime::Runtime(const RuntimeOptions& options) {
+  std::string config_path = options.config_path;
+  if (config_path.empty() && options.use_environment) config_path = env("RAVEL_CONFIG");
+  detail::Config config;
+  if (!config_path.empty()) config = detail::load_config(config_path);
+  placement_ = config.placement;
+  skip_ = config.plugin_skip;
+
+  search_paths_ = options.extra_paths;
+  if (options.use_environment) {
+    std::stringstream ss(env("RAVEL_PLUGIN_PATH"));
+    for (std::string dir; std::getline(ss, dir, ':');)
+      if (!dir.empty()) search_paths_.push_back(dir);
+  }
+  search_paths_.insert(search_paths_.end(), config.plugin_paths.begin(), config.plugin_paths.end());
+  if (options.use_default_paths) {
+    // Next to libravel_core: its folder and ravel/plugins below it (build and install trees).
+    auto lib_dir = boost::dll::this_line_location().parent_path();
+    search_paths_.push_back((lib_dir / "ravel" / "plugins").string());
+    search_paths_.push_back(lib_dir.string());
+  }
+  for (const auto& dir : search_paths_) discover(dir);
+}
+
+Runtime::~Runtime() = default;
+
+void Runtime::discover(const std::string& folder) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec)) return;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(folder, ec))
+    if (is_plugin_file(entry.path())) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());  // deterministic order
+  for (const auto& f : files) {
+    auto canonical = std::filesystem::weakly_canonical(f, ec).string();
+    bool seen = false;
+    for (const auto& r : records_) seen = seen || r.path == canonical;
+    if (seen) continue;
+    try {
+      load_plugin(canonical);
+    } catch (const PluginError&) {
+      log_skip(records_.back());  // recorded; the other plugins go on
+    }
+  }
+}
+
+void Runtime::load_plugin(const std::string& path) {
+  PluginRecord rec;
+  rec.path = path;
+  try {
+    auto plugin = Plugin::load(path);
+    rec.name = plugin->name();
+    rec.abi_major = plugin->api().abi_major;
+    rec.abi_minor = plugin->api().abi_minor;
+    rec.version = plugin->version();
+    rec.device_count = plugin->device_count();
+    if (std::find(skip_.begin(), skip_.end(), rec.name) != skip_.end()) {
+      rec.status = "skipped: listed in the config's plugins.skip";
+      records_.push_back(rec);
+      return;
+    }
+    for (const auto& p : plugins_)
+      if (p->name() == rec.name) {
+        rec.status = "skipped: a plugin named " + rec.name + " is already loaded from " + p->path();
+        records_.push_back(rec);
+        return;
+      }
+    rec.loaded = true;
+    rec.status = "ok";
+    records_.push_back(rec);
+    plugins_.push_back(std::move(plugin));
+  } catch (const PluginError& e) {
+    rec.status = e.what();
+    records_.push_back(rec);
+    throw;
+  }
+}
+
+std::shared_ptr<Plugin> Runtime::plugin_for(const Device& device) const {
+  for (const auto& p : plugins_)
+    if (p->name() == device.backend()) {
+      RAVEL_CHECK(device.index() < p->device_count(), DeviceError, "unknown device ", device.str(), ": backend ",
+                  p->name(), " has ", p->device_count(), " device(s)");
+      return p;
+    }
+  std::string avail;
+  for (const auto& p : plugins_)
+    for (int32_t i = 0; i < p->device_count(); ++i) avail += (avail.empty() ? "" : ", ") + Device(p->name(), i).str();
+  throw DeviceError("unknown device " + device.str() + ": no loaded backend is named \"" + device.backend() +
+                    "\"; available devices: " + (avail.empty() ? "none (no plugin loaded; see ravel-info)" : avail));
+}
+
+Device Runtime::default_device() const {
+  for (const auto& want : placement_) {
+    Device d = Device::parse(want);
+    for (const auto& p : plugins_)
+      if (p->name() == d.backend() && d.index() < p->device_count()) return d;
+  }
+  RAVEL_CHECK(!plugins_.empty(), DeviceError,
+              "no device available: no backend plugin could be loaded (searched: ",
+              [&] { std::string s; for (auto& p : search_paths_) s += (s.empty() ? "" : ", ") + p; return s; }(),
+              "); run ravel-info to see why");
+  return Device(plugins_.front()->name(), 0);
+}
+
+std::vector<DeviceRecord> Runtime::devices() const {
+  static const char* kDTypeNames[] = {"bool", "u8", "i32", "i64", "f32", "f64"};
+  std::vector<DeviceRecord> out;
+  for (const auto& p : plugins_) {
+    for (int32_t i = 0; i < p->device_count(); ++i) {
+      DeviceRecord r;
+      r.device = Device(p->name(), i);
+      if (RAVEL_API_HAS(&p->api(), device_properties)) {
+        rvl_device_properties props{};
+        props.struct_size = sizeof props;
+        p->check(p->api().device_properties(i, &props), "device_properties");
+        props.name[sizeof props.name - 1] = '\0';
+        r.name = props.name;
+        r.kind = props.kind == RVL_DEVICE_CPU ? "cpu" : props.kind == RVL_DEVICE_GPU ? "gpu" : "other";
+        r.memory_bytes = props.memory_bytes;
+        r.compute_units = props.compute_units;
+        r.max_rank = props.max_rank;
+        for (int t = 0; t < RVL_DTYPE_COUNT_; ++t)
+          if (props.dtypes & (1u << t)) r.dtypes.push_back(kDTypeNames[t]);
+      }
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+}  // namespace ravel

@@ -1,0 +1,77 @@
+#include "schedule/contraction.hpp"
+
+#include "ravel/error.hpp"
+#include "runtime/plugin.hpp"
+#include "schedule/kernel_builder.hpp"
+
+namespace ravel::detail {
+
+std::optional<ContractionPlan> match_contraction(const Node& reduce) {
+  if (reduce.kind != NodeKind::Reduce || reduce.reduce != ReduceOp::Sum) return std::nullopt;
+  if (__builtin_popcount(reduce.axes) != 1) return std::nullopt;
+  const NodePtr& mul = reduce.srcs[0];
+  if (mul->kind != NodeKind::Alu || mul->alu != AluOp::Mul || mul->buffer) return std::nullopt;
+  ContractionPlan p;
+  p.x = mul->srcs[0];
+  p.y = mul->srcs[1];
+  p.r = __builtin_ctz(reduce.axes);
+  Source sx = resolve(p.x), sy = resolve(p.y);
+  if (sx.view.has_mask() || sy.view.has_mask()) return std::nullopt;
+  const Shape& s = mul->shape;
+  for (int64_t d = 0; d < static_cast<int64_t>(s.size()); ++d) {
+    if (d == p.r) continue;
+    bool vx = sx.view.strides[d] != 0 && s[d] > 1, vy = sy.view.strides[d] != 0 && s[d] > 1;
+    if (vx && !vy) {
+      if (p.m_axis >= 0) return std::nullopt;
+      p.m_axis = d;
+    } else if (vy && !vx) {
+      if (p.n_axis >= 0) return std::nullopt;
+      p.n_axis = d;
+    } else {
+      p.batch.push_back(d);
+    }
+  }
+  return p;
+}
+
+void run_contraction(const ContractionPlan& p, const Node& out) {
+  Source sx = resolve(p.x), sy = resolve(p.y);
+  for (Source* s : {&sx, &sy})
+    if (s->base->kind == NodeKind::Const) realize_const(*s->base);
+  const Shape& s = sx.view.shape;
+  const auto out_strides = View::contiguous_strides(out.shape);
+  auto stride = [](const std::vector<int64_t>& st, int64_t axis) { return axis >= 0 ? st[axis] : 0; };
+  auto extent = [&](int64_t axis) { return axis >= 0 ? s[axis] : 1; };
+
+  rvl_contraction c{};
+  c.struct_size = sizeof(rvl_contraction);
+  c.dtype = static_cast<int32_t>(out.dtype);
+  c.batch_rank = static_cast<int32_t>(p.batch.size());
+  c.m = extent(p.m_axis);
+  c.n = extent(p.n_axis);
+  c.k = s[p.r];
+  // Operand views are [batch..., row, col]; see rvl_contraction.
+  auto operand = [&](const Source& src, const std::vector<int64_t>& st, int64_t offset, int64_t row, int64_t col,
+                     int64_t rows, int64_t cols) {
+    const size_t nb = p.batch.size();
+    View v{Shape(nb + 2), std::vector<int64_t>(nb + 2), offset, {}};
+    for (size_t b = 0; b < nb; ++b) v.shape[b] = s[p.batch[b]], v.strides[b] = st[p.batch[b]];
+    v.shape[nb] = rows, v.strides[nb] = row;
+    v.shape[nb + 1] = cols, v.strides[nb + 1] = col;
+    return make_operand(*src.base, v);
+  };
+  c.a = operand(sx, sx.view.strides, sx.view.offset, stride(sx.view.strides, p.m_axis), sx.view.strides[p.r], c.m, c.k);
+  c.b = operand(sy, sy.view.strides, sy.view.offset, sy.view.strides[p.r], stride(sy.view.strides, p.n_axis), c.k, c.n);
+  Source so{nullptr, View::contiguous(out.shape)};
+  Node& o = const_cast<Node&>(out);
+  NodePtr alias(std::shared_ptr<Node>{}, &o);  // non-owning: make_operand only reads it
+  so.base = alias;
+  c.c = operand(so, out_strides, 0, stride(out_strides, p.m_axis), stride(out_strides, p.n_axis), c.m, c.n);
+  for (size_t b = 0; b < p.batch.size(); ++b) c.batch_shape[b] = s[p.batch[b]];
+  Plugin& plugin = out.buffer->plugin();
+  RAVEL_CHECK(RAVEL_API_HAS(&plugin.api(), execute_contraction), DeviceError, plugin.name(),
+              " does not implement execute_contraction (optional in the ABI); matmul needs it for now");
+  plugin.check(plugin.api().execute_contraction(out.device.index(), nullptr, &c), "contraction kernel");
+}
+
+}  // namespace ravel::detail

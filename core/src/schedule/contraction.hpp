@@ -1,0 +1,26 @@
+// Recognises sum_k(x * y) over one axis as a batched GEMM (Note [Matmul as mul + sum]).
+#pragma once
+
+#include <optional>
+
+#include "ravel/backend.h"
+#include "schedule/schedule.hpp"
+
+namespace ravel::detail {
+
+struct ContractionPlan {
+  NodePtr x, y;  // the product's two operands (their bases are what the kernel reads)
+  int64_t r = -1;      // the summed axis of the product's shape
+  int64_t m_axis = -1, n_axis = -1;  // -1: that side has extent 1
+  std::vector<int64_t> batch;        // the remaining axes, in order
+};
+
+// A plan if `reduce` is a single-axis sum of an unrealized two-operand Mul whose operands are
+// unpadded views in which every non-summed axis varies in x only (m), y only (n), or both
+// (batch); at most one m and one n axis.
+std::optional<ContractionPlan> match_contraction(const Node& reduce);
+
+// Runs the plan into `out` (the reduce node, realized and contiguous).
+void run_contraction(const ContractionPlan& plan, const Node& out);
+
+}  // namespace ravel::detail

@@ -1,0 +1,94 @@
+#include "schedule/kernel_builder.hpp"
+
+#include <cassert>
+#include <cstring>
+
+#include "ravel/error.hpp"
+#include "ravel/runtime.hpp"
+#include "runtime/plugin.hpp"
+
+namespace ravel::detail {
+
+rvl_operand make_operand(const Node& base, const View& view) {
+  assert(base.buffer);
+  rvl_operand op{};
+  op.struct_size = sizeof(rvl_operand);
+  op.buffer = base.buffer->handle();
+  op.dtype = static_cast<int32_t>(base.dtype);
+  op.view.struct_size = sizeof(rvl_view);
+  op.view.offset = view.offset;
+  for (int64_t d = 0; d < view.rank(); ++d) {
+    op.view.strides[d] = view.strides[d];
+    auto [lo, hi] = view.valid(d);
+    op.view.valid_lo[d] = lo;
+    op.view.valid_hi[d] = hi;
+  }
+  return op;
+}
+
+void realize_const(Node& n) {
+  if (n.buffer) return;
+  auto plugin = Runtime::get().plugin_for(n.device);
+  n.buffer = std::make_shared<DeviceBuffer>(plugin, n.device.index(), dtype_size(n.dtype));
+  unsigned char bytes[8] = {};
+  switch (n.dtype) {
+    case DType::Bool: case DType::U8: bytes[0] = static_cast<unsigned char>(n.value.i); break;
+    case DType::I32: { int32_t v = static_cast<int32_t>(n.value.i); std::memcpy(bytes, &v, 4); break; }
+    case DType::I64: std::memcpy(bytes, &n.value.i, 8); break;
+    case DType::F32: { float v = static_cast<float>(n.value.f); std::memcpy(bytes, &v, 4); break; }
+    case DType::F64: std::memcpy(bytes, &n.value.f, 8); break;
+  }
+  n.buffer->write(bytes, dtype_size(n.dtype));
+}
+
+int32_t KernelBuilder::emit(rvl_op op, DType dtype, std::vector<int32_t> srcs) {
+  rvl_instruction in{};
+  in.op = op;
+  in.dtype = static_cast<int32_t>(dtype);
+  in.src[0] = in.src[1] = in.src[2] = -1;
+  for (size_t i = 0; i < srcs.size(); ++i) in.src[i] = srcs[i];
+  instrs_.push_back(in);
+  return static_cast<int32_t>(instrs_.size() - 1);
+}
+
+int32_t KernelBuilder::load(const NodePtr& n) {
+  Source s = resolve(n);
+  assert(s.view.shape == shape_);
+  if (s.base->kind == NodeKind::Const && !s.view.has_mask()) {
+    int32_t i = emit(RVL_OP_CONST, s.base->dtype, {});
+    if (is_float(s.base->dtype)) instrs_[i].value.f = s.base->value.f;
+    else instrs_[i].value.i = s.base->value.i;
+    return i;
+  }
+  if (s.base->kind == NodeKind::Const) realize_const(*s.base);
+  auto key = std::make_pair(s.base->id, s.view.str());
+  if (auto it = loaded_.find(key); it != loaded_.end()) return it->second;
+  inputs_.push_back(make_operand(*s.base, s.view));
+  bases_.push_back(s.base);
+  int32_t i = emit(RVL_OP_LOAD, s.base->dtype, {});
+  instrs_[i].arg = static_cast<int32_t>(inputs_.size() - 1);
+  loaded_[key] = i;
+  return i;
+}
+
+const rvl_program& KernelBuilder::finish(const Node& out, rvl_reduce_op reduce, uint32_t axes) {
+  View ov = View::contiguous(out.shape);
+  // The iteration space has the reduced axes at full size; the output repeats along them.
+  ov.shape = shape_;
+  for (size_t d = 0; d < shape_.size(); ++d)
+    if (axes & (1u << d)) ov.strides[d] = 0;
+  program_ = rvl_program{};
+  program_.struct_size = sizeof(rvl_program);
+  program_.rank = static_cast<int32_t>(shape_.size());
+  for (size_t d = 0; d < shape_.size(); ++d) program_.shape[d] = shape_[d];
+  program_.n_inputs = static_cast<int32_t>(inputs_.size());
+  program_.inputs = inputs_.data();
+  program_.n_instructions = static_cast<int32_t>(instrs_.size());
+  program_.instructions = instrs_.data();
+  program_.reduce_op = reduce;
+  program_.reduce_axes = axes;
+  program_.output = make_operand(out, ov);
+  return program_;
+}
+
+}  // namespace ravel::detail

@@ -1,0 +1,44 @@
+// Builds one C ABI kernel program (rvl_program) from graph nodes.
+#pragma once
+
+#include <map>
+#include <vector>
+
+#include "ravel/backend.h"
+#include "schedule/schedule.hpp"
+
+namespace ravel::detail {
+
+// rvl_operand for a view of a realized node, over an iteration space of view.rank() axes.
+rvl_operand make_operand(const Node& base, const View& view);
+
+class KernelBuilder {
+ public:
+  explicit KernelBuilder(Shape iteration) : shape_(std::move(iteration)) {}
+
+  // Emits instructions that read `n` over the iteration space (which must equal n's shape);
+  // returns the SSA index of the value. Constants become CONST instructions; everything else
+  // must already be realized.
+  int32_t load(const NodePtr& n);
+  int32_t emit(rvl_op op, DType dtype, std::vector<int32_t> srcs);
+
+  // The finished program writing into `out` (realized, contiguous, of the result's shape);
+  // with a reduction, `axes` are reduced and the output view has stride 0 along them.
+  // The returned struct points into this builder, which must outlive its use.
+  const rvl_program& finish(const Node& out, rvl_reduce_op reduce = RVL_REDUCE_NONE, uint32_t axes = 0);
+  // Bases read by the program (for freeing temporaries afterwards).
+  const std::vector<NodePtr>& bases() const { return bases_; }
+
+ private:
+  Shape shape_;
+  std::vector<rvl_operand> inputs_;
+  std::vector<NodePtr> bases_;
+  std::vector<rvl_instruction> instrs_;
+  std::map<std::pair<uint64_t, std::string>, int32_t> loaded_;  // (base id, view) -> SSA index
+  rvl_program program_{};
+};
+
+// Gives a Const node a one-element buffer (needed when it is read through a padded view).
+void realize_const(Node& n);
+
+}  // namespace ravel::detail

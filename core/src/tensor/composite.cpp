@@ -1,0 +1,99 @@
+// Elementwise composites, written over the primitives (so they get gradients for free).
+#include <cmath>
+
+#include "tensor/internal.hpp"
+
+namespace ravel {
+
+using namespace detail;
+
+namespace {
+// Float ops on integer tensors compute in f32 (NumPy/PyTorch behaviour).
+Tensor as_float(const Tensor& t) { return is_float(t.dtype()) ? t : t.cast(DType::F32); }
+constexpr double kLog2E = 1.4426950408889634;  // log2(e)
+constexpr double kLn2 = 0.6931471805599453;    // ln(2)
+}  // namespace
+
+Tensor Tensor::sub(const Tensor& o) const {
+  check_defined(*this, "sub");
+  check_defined(o, "sub");
+  DType t = promote(dtype(), o.dtype());
+  RAVEL_CHECK(t != DType::Bool, DTypeError, "sub expects a numeric dtype, got bool - bool (use logical_xor)");
+  return cast(t).add(o.cast(t).neg());
+}
+
+Tensor Tensor::div(const Tensor& o) const {
+  check_defined(*this, "div");
+  check_defined(o, "div");
+  DType t = promote(dtype(), o.dtype());
+  if (!is_float(t)) t = DType::F32;
+  return cast(t).mul(o.cast(t).recip());
+}
+
+Tensor Tensor::minimum(const Tensor& o) const {
+  check_defined(*this, "minimum");
+  DType t = promote(dtype(), o.dtype());
+  // -max(-a, -b) keeps NaN propagation for floats; for integers negation overflows at the
+  // minimum value, so pick with a comparison instead.
+  if (is_float(t)) return cast(t).neg().maximum(o.cast(t).neg()).neg();
+  return where(lt(o), *this, o);
+}
+
+Tensor Tensor::gt(const Tensor& o) const { return o.lt(*this); }
+Tensor Tensor::eq(const Tensor& o) const { return ne(o).logical_not(); }
+// a <= b as (a < b) or (a == b), so NaN compares false as IEEE says.
+Tensor Tensor::le(const Tensor& o) const { return lt(o).logical_or(eq(o)); }
+Tensor Tensor::ge(const Tensor& o) const { return o.le(*this); }
+
+Tensor Tensor::logical_not() const {
+  check_defined(*this, "logical_not");
+  Tensor b = dtype() == DType::Bool ? *this : ne(zeros_like(*this));
+  return b.logical_xor(Tensor::full_like(b, 1));
+}
+
+Tensor Tensor::exp() const { return as_float(*this).mul(scalar_like(as_float(*this), kLog2E)).exp2(); }
+Tensor Tensor::log() const { return log2().mul(scalar_like(as_float(*this), kLn2)); }
+Tensor Tensor::cos() const { return as_float(*this).add(scalar_like(as_float(*this), M_PI / 2)).sin(); }
+
+Tensor Tensor::sigmoid() const {
+  // 1 / (1 + e^-x): e^-x overflows to inf for very negative x, and 1/inf is the right 0.
+  Tensor x = as_float(*this);
+  return x.neg().exp().add(scalar_like(x, 1.0)).recip();
+}
+
+Tensor Tensor::tanh() const {
+  Tensor x = as_float(*this);
+  return x.mul(scalar_like(x, 2.0)).sigmoid().mul(scalar_like(x, 2.0)).sub(scalar_like(x, 1.0));
+}
+
+Tensor Tensor::relu() const { return maximum(zeros_like(*this)); }
+Tensor Tensor::abs() const {
+  if (dtype() == DType::Bool || dtype() == DType::U8) return *this;
+  return maximum(neg());
+}
+Tensor Tensor::square() const { return mul(*this); }
+
+Tensor Tensor::pow(const Tensor& o) const {
+  check_defined(*this, "pow");
+  check_defined(o, "pow");
+  DType t = promote(dtype(), o.dtype());
+  DType ft = is_float(t) ? t : DType::F64;  // integer powers compute in f64, then cast back
+  Tensor a = cast(ft), b = o.cast(ft);
+  Shape out = broadcast_shapes(a.shape(), b.shape());
+  a = a.expand(out);
+  b = b.expand(out);
+  // |a|^b = 2^(b log2|a|); a negative base keeps its sign for odd integer b and gives NaN for a
+  // non-integer b (as std::pow); anything ^ 0 is 1, including 0^0 and NaN^0.
+  Tensor zero = zeros_like(a), one = ones_like(a);
+  Tensor mag = b.mul(a.abs().log2()).exp2();
+  Tensor b_int = b.trunc().eq(b);
+  Tensor b_odd = b_int.logical_and(b.mod(full_like(b, 2)).ne(zero));
+  Tensor nan = full_like(a, NAN);
+  Tensor neg_result = where(b_int, where(b_odd, mag.neg(), mag), nan);
+  Tensor r = where(a.lt(zero), neg_result, mag);
+  r = where(b.eq(zero), one, r);
+  if (!is_float(t)) r = r.add(where(r.lt(zero), full_like(r, -0.5), full_like(r, 0.5))).trunc();  // round
+  return r.cast(t);
+}
+
+}  // namespace ravel

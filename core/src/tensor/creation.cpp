@@ -1,0 +1,134 @@
+// Creation: from host data, constants, ranges, eye, and random numbers.
+#include <cmath>
+#include <cstring>
+
+#include "ravel/runtime.hpp"
+#include "runtime/plugin.hpp"
+#include "tensor/internal.hpp"
+#include "tensor/threefry.hpp"
+
+namespace ravel {
+
+using namespace detail;
+
+namespace {
+Device pick(const std::optional<Device>& dev) { return dev ? *dev : Runtime::get().default_device(); }
+
+int64_t checked_numel(const Shape& shape, const char* op) {
+  check_rank(shape.size(), op);
+  int64_t n = 1;
+  for (int64_t s : shape) {
+    RAVEL_CHECK(s >= 0, ValueError, op, ": expected sizes >= 0, got shape ", shape_str(shape));
+    n *= s;
+  }
+  return n;
+}
+}  // namespace
+
+Tensor Tensor::from_data(const void* data, DType dtype, Shape shape, std::optional<Device> dev) {
+  int64_t n = checked_numel(shape, "from_data");
+  Device device = pick(dev);
+  auto plugin = Runtime::get().plugin_for(device);
+  uint64_t bytes = static_cast<uint64_t>(n) * dtype_size(dtype);
+  auto buffer = std::make_shared<DeviceBuffer>(plugin, device.index(), bytes);
+  if (dtype == DType::Bool) {
+    // A bool is stored as the byte 0 or 1, whatever else the caller's bytes held.
+    std::vector<uint8_t> norm(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) norm[i] = static_cast<const uint8_t*>(data)[i] != 0;
+    buffer->write(norm.data(), bytes);
+  } else {
+    buffer->write(data, bytes);
+  }
+  return Tensor(make_buffer_node(dtype, std::move(shape), device, std::move(buffer)));
+}
+
+template <class T>
+Tensor Tensor::from_vector(const std::vector<T>& data, Shape shape, std::optional<Device> dev) {
+  int64_t n = checked_numel(shape, "from_vector");
+  RAVEL_CHECK(static_cast<int64_t>(data.size()) == n, ShapeError, "from_vector: shape ", shape_str(shape),
+              " needs ", n, " elements, got ", data.size());
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(data.begin(), data.end());  // vector<bool> is packed
+    return from_data(bytes.data(), DType::Bool, std::move(shape), dev);
+  } else {
+    return from_data(data.data(), dtype_v<T>, std::move(shape), dev);
+  }
+}
+template Tensor Tensor::from_vector(const std::vector<bool>&, Shape, std::optional<Device>);
+template Tensor Tensor::from_vector(const std::vector<uint8_t>&, Shape, std::optional<Device>);
+template Tensor Tensor::from_vector(const std::vector<int32_t>&, Shape, std::optional<Device>);
+template Tensor Tensor::from_vector(const std::vector<int64_t>&, Shape, std::optional<Device>);
+template Tensor Tensor::from_vector(const std::vector<float>&, Shape, std::optional<Device>);
+template Tensor Tensor::from_vector(const std::vector<double>&, Shape, std::optional<Device>);
+
+Tensor Tensor::scalar(double value, DType dtype, std::optional<Device> dev) {
+  return make_scalar(value, dtype, pick(dev));
+}
+
+Tensor Tensor::full(Shape shape, double value, DType dtype, std::optional<Device> dev) {
+  checked_numel(shape, "full");
+  Tensor s = scalar(value, dtype, dev);
+  return s.reshape(Shape(shape.size(), 1)).expand(shape);
+}
+Tensor Tensor::zeros(Shape shape, DType dtype, std::optional<Device> dev) { return full(std::move(shape), 0, dtype, dev); }
+Tensor Tensor::ones(Shape shape, DType dtype, std::optional<Device> dev) { return full(std::move(shape), 1, dtype, dev); }
+Tensor Tensor::full_like(const Tensor& t, double value) { return full(t.shape(), value, t.dtype(), t.device()); }
+Tensor Tensor::zeros_like(const Tensor& t) { return full_like(t, 0); }
+Tensor Tensor::ones_like(const Tensor& t) { return full_like(t, 1); }
+
+Tensor Tensor::arange(double start, double stop, double step, std::optional<DType> dtype, std::optional<Device> dev) {
+  RAVEL_CHECK(step != 0 && std::isfinite(step) && std::isfinite(start) && std::isfinite(stop), ValueError,
+              "arange: expected finite start/stop and a finite nonzero step, got (", start, ", ", stop, ", ", step, ")");
+  auto integral = [](double v) { return v == std::trunc(v); };
+  DType t = dtype ? *dtype : (integral(start) && integral(stop) && integral(step) ? DType::I64 : DType::F32);
+  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((stop - start) / step)));
+  // Computed on the host in f64 (exact for integers below 2^53) and uploaded once.
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * step;
+  return from_vector(v, {n}, dev).cast(t);
+}
+Tensor Tensor::arange(int64_t stop) { return arange(0, static_cast<double>(stop)); }
+
+Tensor Tensor::linspace(double start, double stop, int64_t n, DType dtype, std::optional<Device> dev) {
+  RAVEL_CHECK(n >= 0, ValueError, "linspace: expected n >= 0, got ", n);
+  // numpy.linspace: start + i * (stop - start) / (n - 1), and the last value is exactly stop.
+  std::vector<double> v(static_cast<size_t>(n));
+  double step = n > 1 ? (stop - start) / static_cast<double>(n - 1) : 0.0;
+  for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * step;
+  if (n > 1) v[n - 1] = stop;
+  return from_vector(v, {n}, dev).cast(dtype);
+}
+
+Tensor Tensor::eye(int64_t n, DType dtype, std::optional<Device> dev) {
+  RAVEL_CHECK(n >= 0, ValueError, "eye: expected n >= 0, got ", n);
+  if (n == 0) return zeros({0, 0}, dtype, dev);
+  // Tensorken's construction: [1] padded to [1, 0, ..., 0] (n+1 long), repeated n times and
+  // flattened, then cut to n*n: the 1s land every n+1 elements, i.e. on the diagonal.
+  return scalar(1, dtype, dev)
+      .reshape({1})
+      .pad({{0, n}})
+      .expand({n, n + 1})
+      .reshape({n * (n + 1)})
+      .shrink({{0, n * n}})
+      .reshape({n, n});
+}
+
+Tensor Tensor::rand(Shape shape, uint64_t seed, DType dtype, std::optional<Device> dev) {
+  RAVEL_CHECK(is_float(dtype), DTypeError, "rand: expected a float dtype, got ", dtype_name(dtype));
+  int64_t n = checked_numel(shape, "rand");
+  std::vector<double> v = uniform_threefry(seed, n, dtype == DType::F64);
+  return from_vector(v, std::move(shape), dev).cast(dtype);
+}
+
+Tensor Tensor::randn(Shape shape, uint64_t seed, DType dtype, std::optional<Device> dev) {
+  RAVEL_CHECK(is_float(dtype), DTypeError, "randn: expected a float dtype, got ", dtype_name(dtype));
+  int64_t n = checked_numel(shape, "randn");
+  // Box-Muller over pairs of uniforms; 1 - u keeps the log's argument in (0, 1].
+  std::vector<double> u = uniform_threefry(seed, 2 * n, true);
+  std::vector<double> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    v[i] = std::sqrt(-2.0 * std::log(1.0 - u[2 * i])) * std::cos(2.0 * M_PI * u[2 * i + 1]);
+  return from_vector(v, std::move(shape), dev).cast(dtype);
+}
+
+}  // namespace ravel

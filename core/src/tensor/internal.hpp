@@ -1,0 +1,38 @@
+// Helpers the tensor layer shares: building nodes from tensors and checking arguments.
+#pragma once
+
+#include <vector>
+
+#include "graph/node.hpp"
+#include "ravel/tensor.hpp"
+
+namespace ravel::detail {
+
+// The view of `t` onto the buffer of base(t) (contiguous unless t is a View node).
+View view_of(const Tensor& t);
+// The node whose buffer a View reads (t's node itself unless it is a View).
+const NodePtr& base_of(const Tensor& t);
+
+Tensor make_const(Scalar value, DType dtype, const Device& device);
+Tensor make_scalar(double value, DType dtype, const Device& device);
+// A movement op's result: composes with t's view (or inserts a copy where it cannot).
+Tensor make_view(const Tensor& t, View view);
+// An elementwise primitive; srcs must already share shape, dtype rules and device.
+Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out);
+// A reduction keeping reduced axes as size 1.
+Tensor make_reduce(ReduceOp op, const Tensor& t, uint32_t axes);
+
+// Elementwise binary primitive with broadcasting and promotion (the inputs are cast).
+Tensor binary(AluOp op, const Tensor& a, const Tensor& b);
+// `value` as a tensor that combines with `t` without surprising promotion (docs/dtypes.md).
+Tensor scalar_like(const Tensor& t, double value);
+
+// Axis in [-ndim, ndim) -> [0, ndim); AxisError otherwise.
+int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op);
+// Axes -> bit mask over ndim axes (all axes if axes.all()); AxisError on a bad or repeated axis.
+uint32_t axes_mask(const Axes& axes, int64_t ndim, const char* op);
+// Throws ShapeError if the rank exceeds what kernels support.
+void check_rank(size_t rank, const char* op);
+void check_defined(const Tensor& t, const char* op);
+
+}  // namespace ravel::detail

@@ -1,0 +1,107 @@
+// NumPy-style printing: nested brackets, right-aligned columns, "1." for integral floats,
+// and "..." summarisation of large tensors (more than 1000 elements, 3 edge items per axis).
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+#include <sstream>
+
+#include "tensor/internal.hpp"
+
+namespace ravel {
+
+using namespace detail;
+
+namespace {
+
+constexpr int64_t kThreshold = 1000, kEdgeItems = 3;
+
+std::string format_float(double v, int precision, bool all_integral) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  if (all_integral && std::fabs(v) < 1e16) {
+    std::snprintf(buf, sizeof buf, "%.0f.", v);
+    return buf;
+  }
+  std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+  std::string s = buf;
+  if (s.find_first_of(".e") == std::string::npos) s += ".";
+  return s;
+}
+
+struct Printer {
+  const std::vector<std::string>& cells;
+  const Shape& shape;
+  size_t width;
+  bool summarize;
+  std::ostringstream out;
+
+  // Indices shown along an axis of size n (all, or the edges around a "..." marker = -1).
+  std::vector<int64_t> shown(int64_t n) const {
+    std::vector<int64_t> idx;
+    if (!summarize || n <= 2 * kEdgeItems) {
+      for (int64_t i = 0; i < n; ++i) idx.push_back(i);
+    } else {
+      for (int64_t i = 0; i < kEdgeItems; ++i) idx.push_back(i);
+      idx.push_back(-1);
+      for (int64_t i = n - kEdgeItems; i < n; ++i) idx.push_back(i);
+    }
+    return idx;
+  }
+
+  void print(size_t depth, int64_t flat) {
+    if (depth == shape.size()) {
+      std::string c = cells[flat];
+      out << std::string(width > c.size() ? width - c.size() : 0, ' ') << c;
+      return;
+    }
+    out << "[";
+    int64_t inner = 1;
+    for (size_t d = depth + 1; d < shape.size(); ++d) inner *= shape[d];
+    auto idx = shown(shape[depth]);
+    for (size_t j = 0; j < idx.size(); ++j) {
+      if (j > 0) {
+        if (depth + 1 == shape.size()) out << " ";
+        else out << std::string(shape.size() - depth - 1, '\n') << std::string(depth + 1, ' ');
+      }
+      if (idx[j] < 0) out << "...";
+      else print(depth + 1, flat + idx[j] * inner);
+    }
+    out << "]";
+  }
+};
+
+}  // namespace
+
+std::string Tensor::to_string(PrintOptions opts) const {
+  if (!defined()) return "Tensor(undefined)";
+  const int64_t n = numel();
+  const bool summarize = n > kThreshold;
+  std::vector<std::string> cells(static_cast<size_t>(n));
+  // Read once; summarised output still reads everything (simple, and printing is not a hot path).
+  if (is_float(dtype())) {
+    auto v = to_vector<double>();
+    bool integral = true;
+    for (double x : v)
+      if (std::isfinite(x) && x != std::trunc(x)) integral = false;
+    for (int64_t i = 0; i < n; ++i) cells[i] = format_float(v[i], opts.precision, integral);
+  } else if (dtype() == DType::Bool) {
+    auto v = to_vector<uint8_t>();
+    for (int64_t i = 0; i < n; ++i) cells[i] = v[i] ? "True" : "False";
+  } else {
+    auto v = to_vector<int64_t>();
+    for (int64_t i = 0; i < n; ++i) cells[i] = std::to_string(v[i]);
+  }
+  size_t width = 0;
+  for (const auto& c : cells) width = std::max(width, c.size());
+  Printer p{cells, shape(), width, summarize, {}};
+  if (n == 0) p.out << "[]";
+  else p.print(0, 0);
+  if (opts.show_meta)
+    p.out << "\nshape=" << shape_str(shape()) << " dtype=" << dtype_name(dtype()) << " device=" << device().str();
+  return p.out.str();
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.to_string(); }
+
+}  // namespace ravel

@@ -1,0 +1,65 @@
+// Tensor::realize and reading results back to the host.
+#include <cstring>
+
+#include "runtime/plugin.hpp"
+#include "schedule/schedule.hpp"
+#include "tensor/internal.hpp"
+
+namespace ravel {
+
+using namespace detail;
+
+const Tensor& Tensor::realize() const {
+  check_defined(*this, "realize");
+  realize_nodes({node_});
+  return *this;
+}
+
+bool Tensor::is_realized() const {
+  check_defined(*this, "is_realized");
+  return resolve(node_).base->buffer != nullptr;
+}
+
+void Tensor::read_into(void* dst, DType as) const {
+  check_defined(*this, "read");
+  Tensor t = cast(as);
+  if (t.numel() == 0) return;
+  if (!view_of(t).is_contiguous()) t = t.contiguous();  // a copy kernel gathers the view
+  realize_nodes({t.node()});
+  resolve(t.node()).base->buffer->read(dst, static_cast<uint64_t>(t.numel()) * dtype_size(as));
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  check_defined(*this, "to_vector");
+  if constexpr (std::is_same_v<T, bool>) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(numel()));
+    read_into(bytes.data(), DType::Bool);
+    return std::vector<bool>(bytes.begin(), bytes.end());
+  } else {
+    std::vector<T> out(static_cast<size_t>(numel()));
+    read_into(out.data(), dtype_v<T>);
+    return out;
+  }
+}
+
+template <class T>
+T Tensor::item() const {
+  check_defined(*this, "item");
+  RAVEL_CHECK(numel() == 1, ValueError, "item() expects a tensor with one element, got shape ", shape_str(shape()),
+              " (", numel(), " elements)");
+  return to_vector<T>()[0];
+}
+
+#define RAVEL_INSTANTIATE_READ(T)                     \
+  template std::vector<T> Tensor::to_vector<T>() const; \
+  template T Tensor::item<T>() const;
+RAVEL_INSTANTIATE_READ(bool)
+RAVEL_INSTANTIATE_READ(uint8_t)
+RAVEL_INSTANTIATE_READ(int32_t)
+RAVEL_INSTANTIATE_READ(int64_t)
+RAVEL_INSTANTIATE_READ(float)
+RAVEL_INSTANTIATE_READ(double)
+#undef RAVEL_INSTANTIATE_READ
+
+}  // namespace ravel

@@ -1,0 +1,126 @@
+// Reductions and the composites built on them (mean, var, softmax, argmax, cumsum, ...).
+#include <cmath>
+#include <limits>
+
+#include "tensor/internal.hpp"
+
+namespace ravel {
+
+using namespace detail;
+
+namespace {
+// Reduces with the primitive, then drops the reduced axes unless keepdim.
+Tensor reduce(const Tensor& t, ReduceOp op, const Axes& axes, bool keepdim, const char* name) {
+  check_defined(t, name);
+  uint32_t mask = axes_mask(axes, t.ndim(), name);
+  Tensor r = make_reduce(op, t, mask);
+  if (keepdim) return r;
+  Shape s;
+  for (int64_t d = 0; d < t.ndim(); ++d)
+    if (!(mask & (1u << d))) s.push_back(t.shape()[d]);
+  return r.reshape(s);
+}
+
+int64_t reduced_count(const Tensor& t, const Axes& axes, const char* name) {
+  uint32_t mask = axes_mask(axes, t.ndim(), name);
+  int64_t n = 1;
+  for (int64_t d = 0; d < t.ndim(); ++d)
+    if (mask & (1u << d)) n *= t.shape()[d];
+  return n;
+}
+
+// ~x: an order-reversing bijection on integers that, unlike negation, never overflows.
+Tensor bit_not(const Tensor& t) { return t.logical_xor(Tensor::full_like(t, t.dtype() == DType::U8 ? 255 : -1)); }
+}  // namespace
+
+Tensor Tensor::sum(Axes axes, bool keepdim) const {
+  Tensor x = dtype() == DType::Bool ? cast(DType::I64) : *this;  // NumPy: sum of bools counts
+  return reduce(x, ReduceOp::Sum, axes, keepdim, "sum");
+}
+Tensor Tensor::prod(Axes axes, bool keepdim) const {
+  Tensor x = dtype() == DType::Bool ? cast(DType::I64) : *this;
+  return reduce(x, ReduceOp::Prod, axes, keepdim, "prod");
+}
+Tensor Tensor::max(Axes axes, bool keepdim) const { return reduce(*this, ReduceOp::Max, axes, keepdim, "max"); }
+
+Tensor Tensor::min(Axes axes, bool keepdim) const {
+  check_defined(*this, "min");
+  if (is_float(dtype())) return neg().max(axes, keepdim).neg();
+  if (dtype() == DType::Bool) return reduce(*this, ReduceOp::Prod, axes, keepdim, "min");  // and
+  return bit_not(bit_not(*this).max(axes, keepdim));
+}
+
+Tensor Tensor::mean(Axes axes, bool keepdim) const {
+  check_defined(*this, "mean");
+  Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
+  int64_t n = reduced_count(x, axes, "mean");
+  return x.sum(axes, keepdim).div(scalar_like(x, static_cast<double>(n)));
+}
+
+Tensor Tensor::var(Axes axes, bool keepdim, int64_t correction) const {
+  check_defined(*this, "var");
+  Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
+  int64_t n = reduced_count(x, axes, "var");
+  Tensor centered = x.sub(x.mean(axes, true));
+  double denom = std::max<double>(0.0, static_cast<double>(n - correction));
+  return centered.square().sum(axes, keepdim).div(scalar_like(x, denom));
+}
+
+Tensor Tensor::logsumexp(Axes axes, bool keepdim) const {
+  check_defined(*this, "logsumexp");
+  Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
+  // Shift by the max for stability; an all -inf slice keeps a shift of 0 (giving -inf, not NaN).
+  Tensor m = x.max(axes, true);
+  m = where(m.eq(scalar_like(m, -INFINITY)).logical_or(m.eq(scalar_like(m, INFINITY))), zeros_like(m), m);
+  Tensor r = x.sub(m).exp().sum(axes, true).log().add(m);
+  if (keepdim) return r;
+  return r.squeeze(axes.all() ? Axes() : axes);
+}
+
+Tensor Tensor::softmax(int64_t axis) const {
+  check_defined(*this, "softmax");
+  Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
+  Tensor e = x.sub(x.max(axis, true)).exp();
+  return e.div(e.sum(axis, true));
+}
+
+Tensor Tensor::log_softmax(int64_t axis) const {
+  check_defined(*this, "log_softmax");
+  Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
+  return x.sub(x.logsumexp(axis, true));
+}
+
+Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim) const {
+  check_defined(*this, "argmax");
+  if (!axis) {
+    Tensor r = flatten().argmax(0, false);
+    return keepdim ? r.reshape(Shape(ndim(), 1)) : r;
+  }
+  int64_t d = normalize_axis(*axis, ndim(), "argmax");
+  int64_t n = shape()[d];
+  RAVEL_CHECK(n > 0, ValueError, "argmax of an empty axis (shape ", shape_str(shape()), ", axis ", d, ")");
+  // The first maximum wins: weight position i by n - i, keep the largest weight among maxima.
+  Shape s(ndim(), 1);
+  s[d] = n;
+  Tensor weight = arange(static_cast<double>(n), 0.0, -1.0, DType::I64, device()).reshape(s);
+  Tensor is_max = eq(max(d, true));
+  Tensor best = where(is_max, weight.expand(shape()), zeros({}, DType::I64, device())).max(d, keepdim);
+  return scalar_like(best, static_cast<double>(n)).sub(best);
+}
+
+Tensor Tensor::cumsum(int64_t axis) const {
+  check_defined(*this, "cumsum");
+  int64_t d = normalize_axis(axis, ndim(), "cumsum");
+  int64_t n = shape()[d];
+  Tensor x = (dtype() == DType::Bool ? cast(DType::I64) : *this).transpose(d, -1);  // [..., n]
+  // out[..., i] = sum_j x[..., j] * (j <= i): a masked sum over an [..., n(i), n(j)] view.
+  Shape sq = x.shape();
+  sq.insert(sq.end() - 1, n);
+  Tensor r0 = arange(0, static_cast<double>(n), 1, DType::I64, device());
+  Tensor j = r0.reshape({1, n}), i = r0.reshape({n, 1});
+  Tensor tri = j.le(i);  // [n, n]
+  Tensor r = where(tri, x.unsqueeze(-2).expand(sq), zeros({}, x.dtype(), device())).sum(-1);
+  return r.transpose(d, -1);
+}
+
+}  // namespace ravel

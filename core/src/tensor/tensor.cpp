@@ -1,0 +1,230 @@
+// The Tensor handle: accessors, node construction, and the elementwise primitives.
+#include <cmath>
+#include <sstream>
+
+#include "ravel/runtime.hpp"
+#include "tensor/internal.hpp"
+
+namespace ravel {
+
+using namespace detail;
+
+std::string shape_str(const Shape& s) {
+  std::ostringstream o;
+  o << "[";
+  for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
+  o << "]";
+  return o.str();
+}
+
+namespace detail {
+
+void check_defined(const Tensor& t, const char* op) {
+  RAVEL_CHECK(t.defined(), ValueError, op, ": expected a defined tensor, got an undefined (default-constructed) Tensor");
+}
+
+void check_rank(size_t rank, const char* op) {
+  RAVEL_CHECK(rank <= RVL_MAX_RANK, ShapeError, op, ": expected at most ", RVL_MAX_RANK, " axes, got ", rank);
+}
+
+int64_t normalize_axis(int64_t axis, int64_t ndim, const char* op) {
+  RAVEL_CHECK(axis >= -ndim && axis < ndim, AxisError, op, ": axis ", axis, " is out of range for a tensor with ",
+              ndim, " axes (expected ", -ndim, " <= axis < ", ndim, ")");
+  return axis < 0 ? axis + ndim : axis;
+}
+
+uint32_t axes_mask(const Axes& axes, int64_t ndim, const char* op) {
+  if (axes.all()) return ndim >= 32 ? ~0u : ((1u << ndim) - 1u);
+  uint32_t mask = 0;
+  for (int64_t a : axes.list()) {
+    int64_t d = normalize_axis(a, ndim, op);
+    RAVEL_CHECK(!(mask & (1u << d)), AxisError, op, ": axis ", a, " is repeated");
+    mask |= 1u << d;
+  }
+  return mask;
+}
+
+const NodePtr& base_of(const Tensor& t) {
+  const NodePtr& n = t.node();
+  return n->kind == NodeKind::View ? n->srcs[0] : n;
+}
+
+View view_of(const Tensor& t) {
+  const NodePtr& n = t.node();
+  return n->kind == NodeKind::View ? n->view : View::contiguous(n->shape);
+}
+
+Tensor make_const(Scalar value, DType dtype, const Device& device) {
+  Node proto;
+  proto.kind = NodeKind::Const;
+  proto.dtype = dtype;
+  proto.device = device;
+  proto.value = value;
+  return Tensor(intern(std::move(proto)));
+}
+
+Tensor make_scalar(double value, DType dtype, const Device& device) {
+  Scalar s;
+  if (is_float(dtype)) s.f = value;
+  else if (dtype == DType::Bool) s.i = value != 0;
+  else s.i = static_cast<int64_t>(value);
+  return make_const(s, dtype, device);
+}
+
+Tensor make_view(const Tensor& t, View view) {
+  if (view.is_contiguous() && view.shape == base_of(t)->shape) return Tensor(base_of(t));
+  Node proto;
+  proto.kind = NodeKind::View;
+  proto.dtype = t.dtype();
+  proto.shape = view.shape;
+  proto.device = t.device();
+  proto.srcs = {base_of(t)};
+  proto.view = std::move(view);
+  return Tensor(intern(std::move(proto)));
+}
+
+Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
+  Node proto;
+  proto.kind = NodeKind::Alu;
+  proto.alu = op;
+  proto.dtype = out;
+  proto.shape = srcs[0].shape();
+  proto.device = srcs[0].device();
+  for (auto& s : srcs) {
+    RAVEL_CHECK(s.device() == proto.device, DeviceError, alu_info(op).name, ": operands are on different devices, ",
+                proto.device.str(), " and ", s.device().str(), " (move one with to())");
+    proto.srcs.push_back(s.node());
+  }
+  return Tensor(intern(std::move(proto)));
+}
+
+Tensor make_reduce(ReduceOp op, const Tensor& t, uint32_t axes) {
+  if (axes == 0) return t;
+  Node proto;
+  proto.kind = NodeKind::Reduce;
+  proto.reduce = op;
+  proto.dtype = t.dtype();
+  proto.shape = t.shape();
+  for (size_t d = 0; d < proto.shape.size(); ++d)
+    if (axes & (1u << d)) proto.shape[d] = 1;
+  proto.device = t.device();
+  proto.axes = axes;
+  proto.srcs = {t.node()};
+  return Tensor(intern(std::move(proto)));
+}
+
+Tensor binary(AluOp op, const Tensor& a, const Tensor& b) {
+  check_defined(a, alu_info(op).name);
+  check_defined(b, alu_info(op).name);
+  Shape out = broadcast_shapes(a.shape(), b.shape());
+  DType t = promote(a.dtype(), b.dtype());
+  check_alu_dtype(op, t);
+  Tensor x = a.cast(t).expand(out), y = b.cast(t).expand(out);
+  return make_alu(op, {x, y}, alu_info(op).result_is_bool ? DType::Bool : t);
+}
+
+Tensor scalar_like(const Tensor& t, double value) {
+  check_defined(t, "scalar operand");
+  DType d = t.dtype();
+  bool integral = std::isfinite(value) && value == std::trunc(value);
+  if (!is_float(d)) d = !integral ? DType::F32 : (d == DType::Bool ? DType::I64 : d);
+  return make_scalar(value, d, t.device());
+}
+
+}  // namespace detail
+
+Shape broadcast_shapes(const Shape& a, const Shape& b) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    RAVEL_CHECK(x == y || x == 1 || y == 1, ShapeError, "shapes ", shape_str(a), " and ", shape_str(b),
+                " cannot be broadcast together (axis ", static_cast<int64_t>(i) - static_cast<int64_t>(n),
+                ": sizes ", x, " and ", y, "; expected equal sizes or 1)");
+    out[i] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+// ---- descriptor ----------------------------------------------------------------------------
+
+const Node& Tensor::n() const {
+  check_defined(*this, "Tensor");
+  return *node_;
+}
+DType Tensor::dtype() const { return n().dtype; }
+const Shape& Tensor::shape() const { return n().shape; }
+int64_t Tensor::ndim() const { return static_cast<int64_t>(n().shape.size()); }
+int64_t Tensor::numel() const { return n().numel(); }
+int64_t Tensor::size(int64_t axis) const { return shape()[normalize_axis(axis, ndim(), "size")]; }
+Device Tensor::device() const { return n().device; }
+std::vector<int64_t> Tensor::strides() const { return view_of(*this).strides; }
+int64_t Tensor::offset() const { return view_of(*this).offset; }
+bool Tensor::is_contiguous() const { return view_of(*this).is_contiguous(); }
+
+// ---- elementwise primitives ------------------------------------------------------------------
+
+namespace {
+// Float math on ints promotes to f32 first (as NumPy and PyTorch do).
+Tensor float_unary(const Tensor& t, AluOp op) {
+  check_defined(t, alu_info(op).name);
+  Tensor x = is_float(t.dtype()) ? t : t.cast(DType::F32);
+  return make_alu(op, {x}, x.dtype());
+}
+}  // namespace
+
+Tensor Tensor::neg() const {
+  check_alu_dtype(AluOp::Neg, dtype());
+  return make_alu(AluOp::Neg, {*this}, dtype());
+}
+Tensor Tensor::recip() const { return float_unary(*this, AluOp::Recip); }
+Tensor Tensor::sqrt() const { return float_unary(*this, AluOp::Sqrt); }
+Tensor Tensor::exp2() const { return float_unary(*this, AluOp::Exp2); }
+Tensor Tensor::log2() const { return float_unary(*this, AluOp::Log2); }
+Tensor Tensor::sin() const { return float_unary(*this, AluOp::Sin); }
+Tensor Tensor::trunc() const { return is_float(dtype()) ? make_alu(AluOp::Trunc, {*this}, dtype()) : *this; }
+Tensor Tensor::cast(DType to) const { return dtype() == to ? *this : make_alu(AluOp::Cast, {*this}, to); }
+
+Tensor Tensor::add(const Tensor& o) const { return binary(AluOp::Add, *this, o); }
+Tensor Tensor::mul(const Tensor& o) const { return binary(AluOp::Mul, *this, o); }
+Tensor Tensor::maximum(const Tensor& o) const { return binary(AluOp::Max, *this, o); }
+Tensor Tensor::mod(const Tensor& o) const { return binary(AluOp::Mod, *this, o); }
+Tensor Tensor::idiv(const Tensor& o) const { return binary(AluOp::IDiv, *this, o); }
+Tensor Tensor::lt(const Tensor& o) const { return binary(AluOp::CmpLt, *this, o); }
+Tensor Tensor::ne(const Tensor& o) const { return binary(AluOp::CmpNe, *this, o); }
+Tensor Tensor::logical_and(const Tensor& o) const { return binary(AluOp::And, *this, o); }
+Tensor Tensor::logical_or(const Tensor& o) const { return binary(AluOp::Or, *this, o); }
+Tensor Tensor::logical_xor(const Tensor& o) const { return binary(AluOp::Xor, *this, o); }
+
+Tensor Tensor::where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_defined(cond, "where");
+  check_defined(a, "where");
+  check_defined(b, "where");
+  Shape out = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape()), b.shape());
+  DType t = promote(a.dtype(), b.dtype());
+  Tensor c = cond.dtype() == DType::Bool ? cond : cond.ne(Tensor::zeros_like(cond));
+  return make_alu(AluOp::Where, {c.expand(out), a.cast(t).expand(out), b.cast(t).expand(out)}, t);
+}
+
+// ---- operators -------------------------------------------------------------------------------
+
+Tensor operator-(const Tensor& a) { return a.neg(); }
+
+#define RAVEL_DEFINE_BINARY_OPERATOR(op, method)                                                  \
+  Tensor operator op(const Tensor& a, const Tensor& b) { return a.method(b); }                    \
+  Tensor operator op(const Tensor& a, double b) { return a.method(scalar_like(a, b)); }           \
+  Tensor operator op(double a, const Tensor& b) { return scalar_like(b, a).method(b); }
+RAVEL_DEFINE_BINARY_OPERATOR(+, add)
+RAVEL_DEFINE_BINARY_OPERATOR(-, sub)
+RAVEL_DEFINE_BINARY_OPERATOR(*, mul)
+RAVEL_DEFINE_BINARY_OPERATOR(/, div)
+RAVEL_DEFINE_BINARY_OPERATOR(<, lt)
+RAVEL_DEFINE_BINARY_OPERATOR(>, gt)
+RAVEL_DEFINE_BINARY_OPERATOR(<=, le)
+RAVEL_DEFINE_BINARY_OPERATOR(>=, ge)
+RAVEL_DEFINE_BINARY_OPERATOR(==, eq)
+RAVEL_DEFINE_BINARY_OPERATOR(!=, ne)
+#undef RAVEL_DEFINE_BINARY_OPERATOR
+
+}  // namespace ravel

@@ -1,0 +1,206 @@
+#include "tensor/view.hpp"
+
+#include <algorithm>
+#include <cassert>
+#include <sstream>
+
+namespace ravel::detail {
+
+std::vector<int64_t> View::contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size());
+  int64_t s = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = s;
+    s *= std::max<int64_t>(shape[d], 1);
+  }
+  return strides;
+}
+
+View View::contiguous(const Shape& shape) { return View{shape, contiguous_strides(shape), 0, {}}; }
+
+int64_t View::numel() const {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return n;
+}
+
+bool View::is_contiguous() const {
+  if (mask || offset != 0) return false;
+  auto expected = contiguous_strides(shape);
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1 && strides[d] != expected[d]) return false;
+  return true;
+}
+
+View& View::normalize() {
+  if (!mask) return *this;
+  bool full = true, empty = false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    auto& [lo, hi] = (*mask)[d];
+    lo = std::clamp<int64_t>(lo, 0, shape[d]);
+    hi = std::clamp<int64_t>(hi, 0, shape[d]);
+    if (lo >= hi) empty = true;
+    if (lo != 0 || hi != shape[d]) full = false;
+  }
+  if (empty)  // canonical form of "nothing valid": every empty range is (0, 0)
+    for (auto& r : *mask)
+      if (r.first >= r.second) r = {0, 0};
+  if (full) mask.reset();
+  return *this;
+}
+
+// Reshape without a copy, following NumPy's _attempt_nocopy_reshape: group old and new axes
+// into runs with equal products; a run of several old axes must be mutually contiguous.
+std::optional<View> View::reshape(const Shape& new_shape) const {
+  int64_t n = 1;
+  for (int64_t s : new_shape) n *= s;
+  assert(n == numel());
+  if (n == 0) return View::contiguous(new_shape);  // nothing is ever read
+  if (mask) {
+    // A masked view only reshapes by adding or removing size-1 axes (the mask stays per axis).
+    std::vector<int64_t> old_axes, new_axes;
+    for (int64_t d = 0; d < rank(); ++d) {
+      if (shape[d] != 1) old_axes.push_back(d);
+      else if (valid(d).first >= valid(d).second) return std::nullopt;  // rare: keep it simple
+    }
+    for (size_t d = 0; d < new_shape.size(); ++d)
+      if (new_shape[d] != 1) new_axes.push_back(static_cast<int64_t>(d));
+    if (old_axes.size() != new_axes.size()) return std::nullopt;
+    View v{new_shape, std::vector<int64_t>(new_shape.size(), 0), offset,
+           std::vector<Range>(new_shape.size(), Range{0, 1})};
+    for (size_t j = 0; j < old_axes.size(); ++j) {
+      if (shape[old_axes[j]] != new_shape[new_axes[j]]) return std::nullopt;
+      v.strides[new_axes[j]] = strides[old_axes[j]];
+      (*v.mask)[new_axes[j]] = valid(old_axes[j]);
+    }
+    return v.normalize();
+  }
+  std::vector<int64_t> od, os;  // old dims and strides without size-1 axes
+  for (int64_t d = 0; d < rank(); ++d)
+    if (shape[d] != 1) od.push_back(shape[d]), os.push_back(strides[d]);
+  View v{new_shape, std::vector<int64_t>(new_shape.size(), 0), offset, {}};
+  size_t oi = 0, ni = 0;
+  const size_t on = od.size(), nn = new_shape.size();
+  while (ni < nn && oi < on) {
+    if (new_shape[ni] == 1) { ++ni; continue; }
+    int64_t np = new_shape[ni], op = od[oi];
+    size_t nj = ni + 1, oj = oi + 1;
+    while (np != op) {
+      if (np < op) np *= new_shape[nj++];
+      else op *= od[oj++];
+    }
+    for (size_t ok = oi; ok + 1 < oj; ++ok)
+      if (os[ok] != od[ok + 1] * os[ok + 1]) return std::nullopt;
+    v.strides[nj - 1] = os[oj - 1];
+    for (size_t nk = nj - 1; nk > ni; --nk) v.strides[nk - 1] = v.strides[nk] * new_shape[nk];
+    ni = nj;
+    oi = oj;
+  }
+  return v;
+}
+
+View View::permute(const std::vector<int64_t>& order) const {
+  View v{Shape(order.size()), std::vector<int64_t>(order.size()), offset, {}};
+  if (mask) v.mask = std::vector<Range>(order.size());
+  for (size_t d = 0; d < order.size(); ++d) {
+    v.shape[d] = shape[order[d]];
+    v.strides[d] = strides[order[d]];
+    if (mask) (*v.mask)[d] = (*mask)[order[d]];
+  }
+  return v;
+}
+
+View View::expand(const Shape& new_shape) const {
+  View v = *this;
+  for (size_t d = 0; d < new_shape.size(); ++d) {
+    if (shape[d] == new_shape[d]) continue;
+    assert(shape[d] == 1);
+    v.shape[d] = new_shape[d];
+    v.strides[d] = 0;
+    if (v.mask) {
+      auto& r = (*v.mask)[d];
+      r = r.first < r.second ? Range{0, new_shape[d]} : Range{0, 0};
+    }
+  }
+  return v.normalize();
+}
+
+View View::pad(const std::vector<Range>& widths) const {
+  View v = *this;
+  std::vector<Range> m(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    auto [b, a] = widths[d];
+    auto [lo, hi] = valid(static_cast<int64_t>(d));
+    m[d] = {lo + b, hi + b};
+    v.shape[d] += b + a;
+    v.offset -= b * strides[d];
+  }
+  v.mask = std::move(m);
+  return v.normalize();
+}
+
+View View::shrink(const std::vector<Range>& ranges) const {
+  View v = *this;
+  std::optional<std::vector<Range>> m;
+  if (mask) m = std::vector<Range>(shape.size());
+  for (size_t d = 0; d < shape.size(); ++d) {
+    auto [lo, hi] = ranges[d];
+    v.offset += lo * strides[d];
+    v.shape[d] = hi - lo;
+    if (m) (*m)[d] = {(*mask)[d].first - lo, (*mask)[d].second - lo};
+  }
+  v.mask = std::move(m);
+  return v.normalize();
+}
+
+View View::flip(const std::vector<bool>& axes) const {
+  View v = *this;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!axes[d] || shape[d] == 0) continue;
+    v.offset += (shape[d] - 1) * strides[d];
+    v.strides[d] = -strides[d];
+    if (v.mask) {
+      auto [lo, hi] = (*mask)[d];
+      (*v.mask)[d] = {shape[d] - hi, shape[d] - lo};
+    }
+  }
+  return v.normalize();
+}
+
+View View::subsample(int64_t axis, int64_t step) const {
+  // New index j reads old index j * step; it is valid iff lo <= j * step < hi, i.e.
+  // ceil(lo / step) <= j < ceil(hi / step).
+  View v = *this;
+  auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  v.shape[axis] = ceil_div(shape[axis], step);
+  v.strides[axis] = strides[axis] * step;
+  if (v.mask) {
+    auto [lo, hi] = (*mask)[axis];
+    (*v.mask)[axis] = {ceil_div(lo, step), ceil_div(hi, step)};
+  }
+  return v.normalize();
+}
+
+std::string View::str() const {
+  std::ostringstream o;
+  auto list = [&](const std::vector<int64_t>& xs) {
+    o << "(";
+    for (size_t i = 0; i < xs.size(); ++i) o << (i ? "," : "") << xs[i];
+    o << ")";
+  };
+  o << "View(shape=";
+  list(shape);
+  o << ", strides=";
+  list(strides);
+  o << ", offset=" << offset;
+  if (mask) {
+    o << ", mask=(";
+    for (size_t d = 0; d < mask->size(); ++d)
+      o << (d ? "," : "") << "[" << (*mask)[d].first << "," << (*mask)[d].second << ")";
+    o << ")";
+  }
+  o << ")";
+  return o.str();
+}
+
+}  // namespace ravel::detail

@@ -1,0 +1,113 @@
+// Batched strided GEMM with an optional epilogue.
+//
+// Work is split over (batch, block of rows of C). For one row m of C the accumulator row
+// acc[0..N) is built in i-k-j order (a contiguous inner loop over j that GCC vectorises); B is
+// read in place when its column stride is 1, otherwise its K x N slice is first packed
+// contiguously (per task) so the inner loop stays contiguous. The finished row is handed to the
+// epilogue evaluator, whose ACC instruction reads acc, and stored through C's view.
+//
+// Accumulation is in the contraction dtype in k order: sum_k a*b with int wrap-around, bool
+// or-of-ands, floats as plain multiply then add (no FMA contraction in ISO C++ mode).
+#include "evaluator.hpp"
+
+#include "dtype_ops.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace tbbcpu {
+namespace {
+
+inline uint64_t term(int64_t i, int64_t stride) {
+  return static_cast<uint64_t>(i) * static_cast<uint64_t>(stride);
+}
+
+template <class T>
+struct Local {
+  Scratch sc;
+  std::vector<T> acc;
+  std::vector<T> packed;
+};
+
+template <int DT>
+void gemm(const Contraction& c, const Evaluator& ep) {
+  using T = ctype<DT>;
+  const int br = c.batch_rank;
+  const int64_t M = c.m, N = c.n, K = c.k;
+  int64_t batches = 1;
+  for (int d = 0; d < br; ++d) batches *= c.batch_shape[d];
+  if (batches == 0 || M == 0 || N == 0) return;
+
+  // Rows per task: enough work (~64k multiply-adds) to amortise the per-task setup.
+  const int64_t work_per_row = std::max<int64_t>(1, K * N);
+  const int64_t rows = std::clamp<int64_t>((int64_t{1} << 16) / work_per_row, 1, M);
+  const int64_t row_blocks = (M + rows - 1) / rows;
+  const bool b_contiguous = N == 1 || c.b.stride[br + 1] == 1;
+  const bool pack = !b_contiguous && K * N <= (int64_t{1} << 22);
+
+  const T* A = reinterpret_cast<const T*>(c.a.data);
+  const T* B = reinterpret_cast<const T*>(c.b.data);
+  const int64_t sam = c.a.stride[br], sak = c.a.stride[br + 1];
+  const int64_t sbk = c.b.stride[br], sbn = c.b.stride[br + 1];
+
+  tbb::enumerable_thread_specific<Local<T>> locals([&] {
+    Local<T> l{ep.make_scratch(), std::vector<T>(N), {}};
+    if (pack) l.packed.resize(K * N);
+    return l;
+  });
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, batches * row_blocks), [&](const auto& r) {
+    Local<T>& L = locals.local();
+    for (int64_t t = r.begin(); t != r.end(); ++t) {
+      const int64_t batch = t / row_blocks;
+      const int64_t m0 = (t % row_blocks) * rows, m1 = std::min(M, m0 + rows);
+      uint64_t oa = static_cast<uint64_t>(c.a.offset), ob = static_cast<uint64_t>(c.b.offset);
+      for (int64_t d = br - 1, rest = batch; d >= 0; --d) {
+        const int64_t i = rest % c.batch_shape[d];
+        rest /= c.batch_shape[d];
+        oa += term(i, c.a.stride[d]);
+        ob += term(i, c.b.stride[d]);
+      }
+      if (pack) {
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t j = 0; j < N; ++j)
+            L.packed[k * N + j] = B[static_cast<int64_t>(ob + term(k, sbk) + term(j, sbn))];
+      }
+      T* __restrict acc = L.acc.data();
+      for (int64_t m = m0; m < m1; ++m) {
+        std::fill(acc, acc + N, T{});
+        const uint64_t arow = oa + term(m, sam);
+        for (int64_t k = 0; k < K; ++k) {
+          const T a = A[static_cast<int64_t>(arow + term(k, sak))];
+          if (pack || b_contiguous) {
+            const T* __restrict brow =
+                pack ? L.packed.data() + k * N : B + static_cast<int64_t>(ob + term(k, sbk));
+            for (int64_t j = 0; j < N; ++j) acc[j] = s_add<DT>(acc[j], s_mul<DT>(a, brow[j]));
+          } else {
+            for (int64_t j = 0; j < N; ++j)
+              acc[j] = s_add<DT>(
+                  acc[j], s_mul<DT>(a, B[static_cast<int64_t>(ob + term(k, sbk) + term(j, sbn))]));
+          }
+        }
+        // Epilogue over the row's linear range of the [batch.., M, N] space.
+        const int64_t start = (batch * M + m) * N;
+        for (int64_t s = start; s < start + N; s += ep.block()) {
+          const int64_t e = std::min(start + N, s + ep.block());
+          ep.store(s, e, ep.eval(s, e, L.sc, acc + (s - start)), L.sc);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void run_contraction(const Contraction& c) {
+  const Evaluator ep(c.epilogue);
+  dispatch_dtype(c.dtype, [&](auto tag) { gemm<decltype(tag)::value>(c, ep); });
+}
+
+}  // namespace tbbcpu

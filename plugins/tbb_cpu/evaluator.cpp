@@ -1,0 +1,267 @@
+// Evaluator: geometry normalisation, per-block instruction evaluation, strided loads/stores.
+#include "evaluator.hpp"
+
+#include "array_ops.hpp"
+#include "dtype_ops.hpp"
+
+#include <ravel/backend.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+namespace tbbcpu {
+namespace {
+
+// Instructions per block: large blocks amortise dispatch; scratch (n_ins * block * 8 bytes)
+// should stay cache-sized, so long programs use shorter blocks.
+int64_t choose_block(int32_t n_ins) {
+  int64_t b = 1024;
+  while (b > 64 && b * n_ins > (int64_t{1} << 16)) b /= 2;
+  return b;
+}
+
+void move_axis(View& v, int to, int from) {
+  v.stride[to] = v.stride[from];
+  v.lo[to] = v.lo[from];
+  v.hi[to] = v.hi[from];
+}
+
+// Address arithmetic is done in uint64 (wrapping, never UB); validation guarantees that the
+// final address of every valid element is in [0, elements), so the wrapped result is exact.
+inline uint64_t term(int64_t i, int64_t stride) {
+  return static_cast<uint64_t>(i) * static_cast<uint64_t>(stride);
+}
+
+template <class T>
+const void* load_typed(const View& v, const std::vector<Segment>& segs, int rank, T* dst) {
+  const int in = rank - 1;
+  // Zero-copy fast path: one fully valid unit-stride segment is read straight from the buffer.
+  if (segs.size() == 1 && !v.empty && v.stride[in] == 1) {
+    const Segment& g = segs[0];
+    bool ok = g.idx[in] >= v.lo[in] && g.idx[in] + g.len <= v.hi[in];
+    uint64_t base = static_cast<uint64_t>(v.offset);
+    for (int d = 0; d < in && ok; ++d) {
+      ok = g.idx[d] >= v.lo[d] && g.idx[d] < v.hi[d];
+      base += term(g.idx[d], v.stride[d]);
+    }
+    if (ok) return reinterpret_cast<const T*>(v.data) + static_cast<int64_t>(base + g.idx[in]);
+  }
+  const T* src = reinterpret_cast<const T*>(v.data);
+  for (const Segment& g : segs) {
+    T* out = dst + g.pos;
+    bool ok = !v.empty;
+    uint64_t base = static_cast<uint64_t>(v.offset);
+    for (int d = 0; d < in && ok; ++d) {
+      ok = g.idx[d] >= v.lo[d] && g.idx[d] < v.hi[d];
+      base += term(g.idx[d], v.stride[d]);
+    }
+    const int64_t i0 = g.idx[in];
+    const int64_t a = ok ? std::max(i0, v.lo[in]) : i0;
+    const int64_t b = ok ? std::min(i0 + g.len, v.hi[in]) : i0;
+    if (a >= b) {  // nothing valid in this segment
+      std::fill(out, out + g.len, T{});
+      continue;
+    }
+    std::fill(out, out + (a - i0), T{});
+    std::fill(out + (b - i0), out + g.len, T{});
+    const int64_t s = v.stride[in];
+    if (s == 1) {
+      std::memcpy(out + (a - i0), src + static_cast<int64_t>(base + a), (b - a) * sizeof(T));
+    } else {
+      for (int64_t i = a; i < b; ++i) out[i - i0] = src[static_cast<int64_t>(base + term(i, s))];
+    }
+  }
+  return dst;
+}
+
+template <class T>
+void store_typed(const View& v, const std::vector<Segment>& segs, int rank, const T* values) {
+  const int in = rank - 1;
+  T* dst = reinterpret_cast<T*>(v.data);
+  for (const Segment& g : segs) {
+    uint64_t base = static_cast<uint64_t>(v.offset);
+    for (int d = 0; d < in; ++d) base += term(g.idx[d], v.stride[d]);
+    const T* src = values + g.pos;
+    const int64_t i0 = g.idx[in];
+    const int64_t s = v.stride[in];
+    if (s == 1) {
+      // memmove: the values may be a zero-copy view of the very same memory (in-place copy).
+      std::memmove(dst + static_cast<int64_t>(base + i0), src, g.len * sizeof(T));
+    } else {
+      for (int64_t i = 0; i < g.len; ++i)
+        dst[static_cast<int64_t>(base + term(i0 + i, s))] = src[i];
+    }
+  }
+}
+
+}  // namespace
+
+Evaluator::Evaluator(const Program& p)
+    : in_(p.inputs), out_(p.out), ins_(p.ins), n_ins_(p.n_ins), reduce_op_(p.reduce_op) {
+  std::vector<View*> views;
+  for (auto& v : in_) views.push_back(&v);
+  views.push_back(&out_);
+
+  // 1. Reduced axes innermost (stable order otherwise). Without a reduction this is identity.
+  int perm[RVL_MAX_RANK];
+  int n = 0;
+  for (int d = 0; d < p.rank; ++d)
+    if (!((p.reduce_axes >> d) & 1u)) perm[n++] = d;
+  kept_ = n;
+  for (int d = 0; d < p.rank; ++d)
+    if ((p.reduce_axes >> d) & 1u) perm[n++] = d;
+  for (View* v : views) {
+    const View old = *v;
+    for (int d = 0; d < p.rank; ++d) {
+      v->stride[d] = old.stride[perm[d]];
+      v->lo[d] = old.lo[perm[d]];
+      v->hi[d] = old.hi[perm[d]];
+    }
+  }
+  rank_ = 0;
+  int kept = 0;
+  // 2. Drop extent-1 axes (index is always 0: contributes nothing to addresses; validity at 0
+  //    was already folded into View::empty by validation).
+  for (int d = 0; d < p.rank; ++d) {
+    const int64_t ext = p.shape[perm[d]];
+    if (ext == 1) continue;
+    if (d < kept_) ++kept;
+    shape_[rank_] = ext;
+    for (View* v : views) move_axis(*v, rank_, d);
+    ++rank_;
+  }
+  kept_ = kept;
+  // 3. Fuse neighbours d, d+1 (same group) that every non-empty view walks densely and fully.
+  for (int d = rank_ - 2; d >= 0; --d) {
+    if (d + 1 == kept_) continue;
+    bool ok = true;
+    for (View* v : views) {
+      if (v->empty) continue;
+      int64_t step = 0;
+      ok = ok && !__builtin_mul_overflow(v->stride[d + 1], shape_[d + 1], &step) &&
+           step == v->stride[d] && v->lo[d] == 0 && v->hi[d] == shape_[d] &&
+           v->lo[d + 1] == 0 && v->hi[d + 1] == shape_[d + 1];
+    }
+    if (!ok) continue;
+    shape_[d] *= shape_[d + 1];  // cannot overflow: validation bounded the element count
+    for (View* v : views) {
+      v->stride[d] = v->stride[d + 1];
+      v->lo[d] = 0;
+      v->hi[d] = shape_[d];
+      for (int e = d + 1; e + 1 < rank_; ++e) move_axis(*v, e, e + 1);
+    }
+    for (int e = d + 1; e + 1 < rank_; ++e) shape_[e] = shape_[e + 1];
+    --rank_;
+    if (d + 1 < kept_) --kept_;
+  }
+  // 4. Rank 0 becomes one axis of extent 1 so every loop can assume rank >= 1.
+  if (rank_ == 0) {
+    rank_ = 1;
+    shape_[0] = 1;
+    for (View* v : views) v->stride[0] = 0, v->lo[0] = 0, v->hi[0] = v->empty ? 0 : 1;
+  }
+  outputs_ = 1;
+  reduced_ = 1;
+  for (int d = 0; d < rank_; ++d) (d < kept_ ? outputs_ : reduced_) *= shape_[d];
+  total_ = outputs_ * reduced_;
+  block_ = choose_block(n_ins_);
+}
+
+Scratch Evaluator::make_scratch() const {
+  Scratch sc;
+  sc.slots.resize(static_cast<size_t>(n_ins_) * block_);
+  sc.result.assign(n_ins_, nullptr);
+  sc.segs.reserve(block_);
+  // CONST values do not depend on the element: fill their slots once per scratch.
+  for (int j = 0; j < n_ins_; ++j)
+    if (ins_[j].op == RVL_OP_CONST)
+      fill_const(&sc.slots[static_cast<size_t>(j) * block_], ins_[j].dtype, ins_[j].value, block_);
+  return sc;
+}
+
+void Evaluator::segments(int64_t s, int64_t e, std::vector<Segment>& out) const {
+  out.clear();
+  Segment g;
+  int64_t rest = s;
+  for (int d = rank_ - 1; d >= 0; --d) {
+    g.idx[d] = rest % shape_[d];
+    rest /= shape_[d];
+  }
+  const int in = rank_ - 1;
+  int64_t pos = 0;
+  while (pos < e - s) {
+    g.len = std::min(shape_[in] - g.idx[in], e - s - pos);
+    g.pos = pos;
+    out.push_back(g);
+    pos += g.len;
+    g.idx[in] += g.len;
+    for (int d = in; d > 0 && g.idx[d] == shape_[d]; --d) g.idx[d] = 0, ++g.idx[d - 1];
+  }
+}
+
+const void* Evaluator::eval(int64_t s, int64_t e, Scratch& sc, const void* acc) const {
+  const int64_t n = e - s;
+  bool have_segs = false;
+  for (int j = 0; j < n_ins_; ++j) {
+    const rvl_instruction& I = ins_[j];
+    void* slot = &sc.slots[static_cast<size_t>(j) * block_];
+    const void* src[3] = {nullptr, nullptr, nullptr};
+    for (int k = 0; k < 3; ++k)
+      if (I.src[k] >= 0) src[k] = sc.result[I.src[k]];
+    switch (I.op) {
+      case RVL_OP_LOAD: {
+        if (!have_segs) segments(s, e, sc.segs), have_segs = true;
+        const View& v = in_[I.arg];
+        const void* r = nullptr;
+        switch (rvl::dtype_size(v.dtype)) {
+          case 1: r = load_typed(v, sc.segs, rank_, static_cast<uint8_t*>(slot)); break;
+          case 4: r = load_typed(v, sc.segs, rank_, static_cast<uint32_t*>(slot)); break;
+          default: r = load_typed(v, sc.segs, rank_, static_cast<uint64_t*>(slot)); break;
+        }
+        if (v.dtype == RVL_DTYPE_BOOL) {  // stored bytes other than 0/1 read as true
+          auto* b = static_cast<uint8_t*>(slot);
+          auto* from = static_cast<const uint8_t*>(r);
+          for (int64_t i = 0; i < n; ++i) b[i] = from[i] != 0;
+          r = slot;
+        }
+        sc.result[j] = r;
+        break;
+      }
+      case RVL_OP_CONST: sc.result[j] = slot; break;  // filled by make_scratch
+      case RVL_OP_ACC: sc.result[j] = acc; break;
+      case RVL_OP_CAST:
+        cast_kernel(ins_[I.src[0]].dtype, I.dtype)(slot, src[0], n);
+        sc.result[j] = slot;
+        break;
+      default: {
+        const int32_t dt = (I.op == RVL_OP_CMPLT || I.op == RVL_OP_CMPNE) ? ins_[I.src[0]].dtype
+                                                                         : I.dtype;
+        ArrayFn fn = array_kernel(I.op, dt);
+        if (fn == nullptr) rvl::fail(RVL_STATUS_INTERNAL, "no kernel for a validated op");
+        fn(slot, src[0], src[1], src[2], n);
+        sc.result[j] = slot;
+      }
+    }
+  }
+  return sc.result[n_ins_ - 1];
+}
+
+void Evaluator::store(int64_t s, int64_t e, const void* values, Scratch& sc) const {
+  segments(s, e, sc.segs);
+  switch (rvl::dtype_size(out_.dtype)) {
+    case 1: store_typed(out_, sc.segs, rank_, static_cast<const uint8_t*>(values)); break;
+    case 4: store_typed(out_, sc.segs, rank_, static_cast<const uint32_t*>(values)); break;
+    default: store_typed(out_, sc.segs, rank_, static_cast<const uint64_t*>(values)); break;
+  }
+}
+
+std::byte* Evaluator::output_address(int64_t o) const {
+  uint64_t addr = static_cast<uint64_t>(out_.offset);
+  for (int d = kept_ - 1; d >= 0; --d) {
+    addr += term(o % shape_[d], out_.stride[d]);
+    o /= shape_[d];
+  }
+  return out_.data + static_cast<int64_t>(addr) * static_cast<int64_t>(rvl::dtype_size(out_.dtype));
+}
+
+}  // namespace tbbcpu

@@ -1,0 +1,36 @@
+// Plugin-wide object definitions and the live-object registry.
+//
+// The C ABI hands out opaque pointers; this plugin defines what they point to. Every pointer the
+// host passes back is looked up in the registry before use, so a stale or foreign pointer is an
+// RVL_STATUS_INVALID_ARGUMENT error instead of a crash. The registry is guarded by one mutex;
+// lookups hold it only for the lookup. Freeing a buffer while a kernel that uses it is running
+// on another thread is a host bug (the ABI serialises per stream, and the host owns lifetimes).
+#pragma once
+
+#include <ravel/backend.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+// Device memory: plain host memory, 16-byte aligned (calloc), zero-filled on allocation.
+struct rvl_buffer {
+  std::byte* data;  // NULL only when size == 0
+  uint64_t size;    // bytes
+};
+// The CPU backend completes all work before returning, so a stream only carries its device.
+struct rvl_stream {
+  int32_t device;
+};
+// An event marks completed work; it records its stream for diagnostics only.
+struct rvl_event {
+  const rvl_stream* stream;
+};
+
+namespace tbbcpu {
+
+// Throws INVALID_ARGUMENT (naming `what`) unless `b` is a live buffer of this plugin.
+rvl_buffer* lookup_buffer(const rvl_buffer* b, const char* what);
+// NULL (the default stream) is accepted; anything else must be a live stream.
+void check_stream(const rvl_stream* s);
+
+}  // namespace tbbcpu

@@ -1,0 +1,134 @@
+// Reductions sum/max/min/prod/mean/var x axis sets x keepdim x dtypes x view kinds.
+#define BOOST_TEST_MODULE core_reduce
+#include <boost/test/data/monomorphic.hpp>
+#include <boost/test/data/test_case.hpp>
+
+#include "common.hpp"
+
+namespace bdata = boost::unit_test::data;
+using namespace rtest;
+
+namespace {
+
+const Shape kShape = {2, 3, 4};
+using Vals = std::vector<double>;
+using AxesOpt = std::optional<std::vector<int64_t>>;
+
+// nullopt = every axis (Axes{} in Ravel).
+const std::vector<AxesOpt> kAxisSets = {std::nullopt, std::vector<int64_t>{0}, std::vector<int64_t>{1},
+                                        std::vector<int64_t>{-1}, std::vector<int64_t>{0, 2},
+                                        std::vector<int64_t>{-2, -1}, std::vector<int64_t>{0, 1, 2}};
+
+std::string axes_text(const AxesOpt& a) {
+  if (!a) return "all";
+  std::string s = "{";
+  for (size_t k = 0; k < a->size(); ++k) s += (k ? "," : "") + std::to_string((*a)[k]);
+  return s + "}";
+}
+ravel::Axes to_axes(const AxesOpt& a) { return a ? ravel::Axes(*a) : ravel::Axes(); }
+
+struct ReduceRow {
+  std::string name;
+  std::vector<DType> dtypes;
+  Domain domain;
+  std::function<Tensor(const Tensor&, ravel::Axes, bool)> op;
+  std::function<double(const Vals&, DType)> f;
+  std::function<DType(DType)> out = [](DType t) { return t; };
+};
+std::ostream& operator<<(std::ostream& o, const ReduceRow& r) { return o << r.name; }
+
+double vsum(const Vals& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return s;
+}
+double vmean(const Vals& v) { return vsum(v) / static_cast<double>(v.size()); }
+double vvar(const Vals& v, int64_t correction) {
+  double m = vmean(v), s = 0;
+  for (double x : v) s += (x - m) * (x - m);
+  return s / static_cast<double>(static_cast<int64_t>(v.size()) - correction);
+}
+
+std::vector<ReduceRow> rows() {
+  return {
+      // Bool sums count the trues, as i64 (NumPy).
+      {"sum", kAllDTypes, Domain::Any, [](const Tensor& x, ravel::Axes a, bool k) { return x.sum(a, k); },
+       [](const Vals& v, DType) { return vsum(v); },
+       [](DType t) { return t == DType::Bool ? DType::I64 : t; }},
+      // bool max = any, bool min = all.
+      {"max", kAllDTypes, Domain::Any, [](const Tensor& x, ravel::Axes a, bool k) { return x.max(a, k); },
+       [](const Vals& v, DType) { return *std::max_element(v.begin(), v.end()); }},
+      {"min", kAllDTypes, Domain::Any, [](const Tensor& x, ravel::Axes a, bool k) { return x.min(a, k); },
+       [](const Vals& v, DType) { return *std::min_element(v.begin(), v.end()); }},
+      {"prod", kNumeric, Domain::Prod, [](const Tensor& x, ravel::Axes a, bool k) { return x.prod(a, k); },
+       [](const Vals& v, DType) {
+         double p = 1;
+         for (double x : v) p *= x;
+         return p;
+       }},
+      {"mean", kFloats, Domain::Any, [](const Tensor& x, ravel::Axes a, bool k) { return x.mean(a, k); },
+       [](const Vals& v, DType) { return vmean(v); }},
+      {"var(correction=1)", kFloats, Domain::Any, [](const Tensor& x, ravel::Axes a, bool k) { return x.var(a, k); },
+       [](const Vals& v, DType) { return vvar(v, 1); }},
+      {"var(correction=0)", kFloats, Domain::Any,
+       [](const Tensor& x, ravel::Axes a, bool k) { return x.var(a, k, 0); },
+       [](const Vals& v, DType) { return vvar(v, 0); }},
+  };
+}
+
+}  // namespace
+
+BOOST_DATA_TEST_CASE(reduction, bdata::make(rows()), row) {
+  uint64_t seed = 7;
+  for (DType dt : row.dtypes)
+    for (ViewKind kind : kAllKinds) {
+      // Every axis set on the contiguous and permuted inputs; a representative subset on the
+      // other kinds keeps the run short.
+      bool full = kind == ViewKind::Contiguous || kind == ViewKind::Permuted;
+      Built x = build(kind, kShape, dt, row.domain, ++seed);
+      for (size_t ai = 0; ai < kAxisSets.size(); ++ai) {
+        if (!full && ai != 0 && ai != 2 && ai != 4) continue;
+        for (bool keep : {false, true})
+          guarded(row.name + " dtype=" + ravel::dtype_name(dt) + " view=" + kind_name(kind) +
+                      " axes=" + axes_text(kAxisSets[ai]) + " keepdim=" + (keep ? "true" : "false"),
+                  [&] {
+                    NDArray want = ref::reduce(x.r, kAxisSets[ai], keep, row.out(dt),
+                                               [&](const Vals& v) { return row.f(v, dt); });
+                    check_tensor(row.op(x.t, to_axes(kAxisSets[ai]), keep), want);
+                  });
+      }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(reduce_shapes_and_defaults) {
+  auto x = Tensor::arange(24).reshape({2, 3, 4});
+  BOOST_TEST(x.sum().shape() == Shape{});              // np.arange(24).reshape(2,3,4).sum().shape == ()
+  BOOST_TEST(x.sum().item<int64_t>() == 276);           // 23*24/2
+  BOOST_TEST(x.sum(1).shape() == (Shape{2, 4}));
+  BOOST_TEST(x.sum(1, true).shape() == (Shape{2, 1, 4}));
+  BOOST_TEST(x.sum({}, true).shape() == (Shape{1, 1, 1}));  // Axes{} = all axes
+  BOOST_TEST(x.max(-1).to_vector<int64_t>() == (std::vector<int64_t>{3, 7, 11, 15, 19, 23}),
+             boost::test_tools::per_element());
+  // np.arange(24).reshape(2,3,4).min(axis=(0,2)) -> [0 4 8]
+  BOOST_TEST(x.min({0, 2}).to_vector<int64_t>() == (std::vector<int64_t>{0, 4, 8}), boost::test_tools::per_element());
+  // bool sum is an i64 count: np.array([True, False, True]).sum() -> 2 (int64)
+  std::vector<uint8_t> b = {1, 0, 1};
+  auto bs = Tensor::from_data(b.data(), DType::Bool, {3}).sum();
+  BOOST_TEST((bs.dtype() == DType::I64));
+  BOOST_TEST(bs.item<int64_t>() == 2);
+  // np.var([1., 2., 3., 4.]) == 1.25; ddof=1 -> 1.6666666666666667
+  auto v = Tensor::from_vector<double>({1, 2, 3, 4}, {4});
+  BOOST_TEST(v.var({}, false, 0).item<double>() == 1.25, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(v.var().item<double>() == 5.0 / 3.0, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(v.mean().item<double>() == 2.5);
+  // Reducing a size-0 axis gives the identity: np.zeros((0, 3)).sum(0) -> [0. 0. 0.], prod -> 1
+  auto e = Tensor::zeros({0, 3});
+  BOOST_TEST(e.sum(0).to_vector<float>() == (std::vector<float>{0, 0, 0}), boost::test_tools::per_element());
+  BOOST_TEST(e.prod(0).to_vector<float>() == (std::vector<float>{1, 1, 1}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(max_propagates_nan) {
+  // np.max([1., nan, 3.]) -> nan (the ABI's MAX reduce: "NaN propagates")
+  auto x = Tensor::from_vector<float>({1.f, std::nanf(""), 3.f}, {3});
+  BOOST_TEST(std::isnan(x.max().item<float>()));
+}
