@@ -20,7 +20,7 @@ bool is_float(int32_t dt) { return dt == RVL_DTYPE_F32 || dt == RVL_DTYPE_F64; }
 int64_t HostBuf::elems() const { return static_cast<int64_t>(bytes.size() / dsize(dtype)); }
 
 Val HostBuf::get(int64_t idx) const {
-  BOOST_REQUIRE(idx >= 0 && idx < elems());
+  if (idx < 0 || idx >= elems()) BOOST_FAIL("HostBuf::get out of range: " << idx);
   const uint8_t* p = bytes.data() + idx * dsize(dtype);
   switch (dtype) {
     case RVL_DTYPE_BOOL: return I(*p != 0);
@@ -33,7 +33,7 @@ Val HostBuf::get(int64_t idx) const {
 }
 
 void HostBuf::set(int64_t idx, Val x) {
-  BOOST_REQUIRE(idx >= 0 && idx < elems());
+  if (idx < 0 || idx >= elems()) BOOST_FAIL("HostBuf::set out of range: " << idx);
   uint8_t* p = bytes.data() + idx * dsize(dtype);
   switch (dtype) {
     case RVL_DTYPE_BOOL: *p = x.i != 0; break;

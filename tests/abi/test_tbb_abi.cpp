@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 
 #include <cstring>
+#include <memory>
 
 namespace abi {
 namespace {
