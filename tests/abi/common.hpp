@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace abi {
+namespace abitest {
 
 // The plugin's table, loaded once by the global fixture and initialized.
 const rvl_backend_api& api();
@@ -101,4 +101,4 @@ struct ProgramCase {
   void run(const std::string& ctx, double rel = 0) const;
 };
 
-}  // namespace abi
+}  // namespace abitest

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-namespace abi {
+namespace abitest {
 
 Val I(int64_t i) { return Val{i, 0}; }
 Val F(double f) { return Val{0, f}; }
@@ -247,4 +247,4 @@ void check_same(const HostBuf& got, const HostBuf& want, const std::string& ctx,
   }
 }
 
-}  // namespace abi
+}  // namespace abitest

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-using namespace abi;
+using namespace abitest;
 
 namespace {
 

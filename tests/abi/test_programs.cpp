@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-using namespace abi;
+using namespace abitest;
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-namespace abi {
+namespace abitest {
 namespace {
 
 const rvl_backend_api* g_api = nullptr;
@@ -142,9 +142,9 @@ void ProgramCase::run(const std::string& ctx, double rel) const {
   check_same(dout.read(out.dtype), want, ctx, rel);
 }
 
-}  // namespace abi
+}  // namespace abitest
 
-using namespace abi;
+using namespace abitest;
 
 BOOST_TEST_GLOBAL_FIXTURE(PluginFixture);
 

@@ -6,7 +6,7 @@ namespace ravel::detail {
 
 namespace {
 constexpr AluInfo kAluTable[] = {
-#define RAVEL_ALU_ROW_(name, arity, code, rule, boolean) {#name, arity, code, DTypeRule::rule, boolean},
+#define RAVEL_ALU_ROW_(name, display, arity, code, rule, boolean) {display, arity, code, DTypeRule::rule, boolean},
     RAVEL_ALU_OPS(RAVEL_ALU_ROW_)
 #undef RAVEL_ALU_ROW_
 };
@@ -24,7 +24,7 @@ void check_alu_dtype(AluOp op, DType t) {
     case DTypeRule::Float: ok = is_float(t); expected = "a float dtype (f32, f64)"; break;
     case DTypeRule::IntOrBool: ok = !is_float(t); expected = "bool or an integer dtype"; break;
   }
-  RAVEL_CHECK(ok, DTypeError, "op ", info.name, " expects ", expected, ", got ", dtype_name(t));
+  RAVEL_CHECK(ok, DTypeError, info.name, " expects ", expected, ", got ", dtype_name(t));
 }
 
 const char* reduce_name(ReduceOp op) {

@@ -22,36 +22,36 @@ enum class DTypeRule : uint8_t {
   IntOrBool,  // logical/bitwise ops
 };
 
-// X(Name, arity, rvl_op, DTypeRule, result_is_bool)
+// X(Name, user-facing name, arity, rvl_op, DTypeRule, result_is_bool)
 #define RAVEL_ALU_OPS(X)                               \
-  X(Neg, 1, RVL_OP_NEG, Signed, false)                 \
-  X(Recip, 1, RVL_OP_RECIP, Float, false)              \
-  X(Sqrt, 1, RVL_OP_SQRT, Float, false)                \
-  X(Exp2, 1, RVL_OP_EXP2, Float, false)                \
-  X(Log2, 1, RVL_OP_LOG2, Float, false)                \
-  X(Sin, 1, RVL_OP_SIN, Float, false)                  \
-  X(Trunc, 1, RVL_OP_TRUNC, Any, false)                \
-  X(Cast, 1, RVL_OP_CAST, Any, false)                  \
-  X(Add, 2, RVL_OP_ADD, Any, false)                    \
-  X(Mul, 2, RVL_OP_MUL, Any, false)                    \
-  X(Max, 2, RVL_OP_MAX, Any, false)                    \
-  X(Mod, 2, RVL_OP_MOD, Signed, false)                 \
-  X(IDiv, 2, RVL_OP_IDIV, Signed, false)               \
-  X(CmpLt, 2, RVL_OP_CMPLT, Any, true)                 \
-  X(CmpNe, 2, RVL_OP_CMPNE, Any, true)                 \
-  X(And, 2, RVL_OP_AND, IntOrBool, false)              \
-  X(Or, 2, RVL_OP_OR, IntOrBool, false)                \
-  X(Xor, 2, RVL_OP_XOR, IntOrBool, false)              \
-  X(Where, 3, RVL_OP_WHERE, Any, false)
+  X(Neg, "neg", 1, RVL_OP_NEG, Signed, false)                 \
+  X(Recip, "recip", 1, RVL_OP_RECIP, Float, false)              \
+  X(Sqrt, "sqrt", 1, RVL_OP_SQRT, Float, false)                \
+  X(Exp2, "exp2", 1, RVL_OP_EXP2, Float, false)                \
+  X(Log2, "log2", 1, RVL_OP_LOG2, Float, false)                \
+  X(Sin, "sin", 1, RVL_OP_SIN, Float, false)                  \
+  X(Trunc, "trunc", 1, RVL_OP_TRUNC, Any, false)                \
+  X(Cast, "cast", 1, RVL_OP_CAST, Any, false)                  \
+  X(Add, "add", 2, RVL_OP_ADD, Any, false)                    \
+  X(Mul, "mul", 2, RVL_OP_MUL, Any, false)                    \
+  X(Max, "maximum", 2, RVL_OP_MAX, Any, false)                    \
+  X(Mod, "mod", 2, RVL_OP_MOD, Signed, false)                 \
+  X(IDiv, "idiv", 2, RVL_OP_IDIV, Signed, false)               \
+  X(CmpLt, "lt", 2, RVL_OP_CMPLT, Any, true)                 \
+  X(CmpNe, "ne", 2, RVL_OP_CMPNE, Any, true)                 \
+  X(And, "logical_and", 2, RVL_OP_AND, IntOrBool, false)              \
+  X(Or, "logical_or", 2, RVL_OP_OR, IntOrBool, false)                \
+  X(Xor, "logical_xor", 2, RVL_OP_XOR, IntOrBool, false)              \
+  X(Where, "where", 3, RVL_OP_WHERE, Any, false)
 
 enum class AluOp : uint8_t {
-#define RAVEL_ALU_ENUM_(name, arity, code, rule, boolean) name,
+#define RAVEL_ALU_ENUM_(name, display, arity, code, rule, boolean) name,
   RAVEL_ALU_OPS(RAVEL_ALU_ENUM_)
 #undef RAVEL_ALU_ENUM_
 };
 
 struct AluInfo {
-  const char* name;
+  const char* name;  // as the user calls it (Tensor method)
   int arity;
   rvl_op code;
   DTypeRule rule;

@@ -12,7 +12,12 @@ namespace ravel {
 using namespace detail;
 
 namespace {
-Device pick(const std::optional<Device>& dev) { return dev ? *dev : Runtime::get().default_device(); }
+// An explicit device is checked now, so a typo fails where it is written, not at realization.
+Device pick(const std::optional<Device>& dev) {
+  if (!dev) return Runtime::get().default_device();
+  Runtime::get().plugin_for(*dev);
+  return *dev;
+}
 
 int64_t checked_numel(const Shape& shape, const char* op) {
   check_rank(shape.size(), op);
