@@ -221,6 +221,9 @@ RAVEL_DECLARE_BINARY_OPERATOR(==)
 RAVEL_DECLARE_BINARY_OPERATOR(!=)
 #undef RAVEL_DECLARE_BINARY_OPERATOR
 
+// Realizes several tensors in one scheduling pass (shared work is computed once).
+void realize(const std::vector<Tensor>& tensors);
+
 // The shape two shapes broadcast to under NumPy's rules; ShapeError naming both otherwise.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
 

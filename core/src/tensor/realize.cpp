@@ -15,6 +15,15 @@ const Tensor& Tensor::realize() const {
   return *this;
 }
 
+void realize(const std::vector<Tensor>& tensors) {
+  std::vector<NodePtr> nodes;
+  for (const auto& t : tensors) {
+    check_defined(t, "realize");
+    nodes.push_back(t.node());
+  }
+  realize_nodes(nodes);
+}
+
 bool Tensor::is_realized() const {
   check_defined(*this, "is_realized");
   return resolve(node_).base->buffer != nullptr;

@@ -41,7 +41,12 @@ Tensor Tensor::prod(Axes axes, bool keepdim) const {
   Tensor x = dtype() == DType::Bool ? cast(DType::I64) : *this;
   return reduce(x, ReduceOp::Prod, axes, keepdim, "prod");
 }
-Tensor Tensor::max(Axes axes, bool keepdim) const { return reduce(*this, ReduceOp::Max, axes, keepdim, "max"); }
+Tensor Tensor::max(Axes axes, bool keepdim) const {
+  check_defined(*this, "max");
+  RAVEL_CHECK(reduced_count(*this, axes, "max") > 0, ValueError, "max of an empty selection (shape ",
+              shape_str(shape()), "): a maximum needs at least one element");
+  return reduce(*this, ReduceOp::Max, axes, keepdim, "max");
+}
 
 Tensor Tensor::min(Axes axes, bool keepdim) const {
   check_defined(*this, "min");
