@@ -54,9 +54,9 @@ void for_each_index(const Shape& s, F&& f) {
   }
 }
 
-inline bool is_float(DType t) { return t == DType::F32 || t == DType::F64; }
-inline bool is_int(DType t) { return t == DType::U8 || t == DType::I32 || t == DType::I64; }
-inline bool is_signed(DType t) { return t == DType::I32 || t == DType::I64 || is_float(t); }
+inline bool float_type(DType t) { return t == DType::F32 || t == DType::F64; }
+inline bool int_type(DType t) { return t == DType::U8 || t == DType::I32 || t == DType::I64; }
+inline bool signed_type(DType t) { return t == DType::I32 || t == DType::I64 || float_type(t); }
 
 // The value x (already integral for integer targets) as stored in dtype t: floats round to the
 // target precision, integers wrap modulo 2^bits (two's complement), bool is x != 0.
@@ -72,7 +72,7 @@ inline double wrap(double x, DType t) {
   return x;
 }
 // C-style conversion: float -> int truncates toward zero, anything -> bool is x != 0.
-inline double convert(double x, DType to) { return is_int(to) ? wrap(std::trunc(x), to) : wrap(x, to); }
+inline double convert(double x, DType to) { return int_type(to) ? wrap(std::trunc(x), to) : wrap(x, to); }
 
 struct NDArray {
   Shape shape;
@@ -346,10 +346,10 @@ struct Gen {
   }
   double value(DType t, Domain d) {
     uint64_t r = next();
-    bool sgn = is_signed(t);
+    bool sgn = signed_type(t);
     if (t == DType::Bool) return d == Domain::Positive || d == Domain::NonZero ? 1 : (d == Domain::Prod ? (r % 4 != 0) : (r % 2));
     if (d == Domain::Prod) return r % 5 == 0 ? 2 : (sgn && r % 7 == 3 ? -1 : 1);
-    if (is_float(t)) {  // multiples of 1/8 in [-4, 4]: exact in f32, sums of them too
+    if (float_type(t)) {  // multiples of 1/8 in [-4, 4]: exact in f32, sums of them too
       switch (d) {
         case Domain::Any: return (static_cast<int64_t>(r % 65) - 32) / 8.0;
         case Domain::Positive: return static_cast<double>(1 + r % 32) / 8.0;

@@ -150,6 +150,6 @@ BOOST_AUTO_TEST_CASE(mismatch_throws_shape_error_naming_both_shapes) {
       expect("mul", [&] { a.mul(b); });
       expect("lt", [&] { a.lt(b); });
       expect("operator-", [&] { (void)(a - b); });
-      expect("where", [&] { Tensor::where(a.lt(1.0), a, b); });
+      expect("where", [&] { Tensor::where((a < 1.0), a, b); });
     }
 }

@@ -13,7 +13,7 @@ namespace {
 
 const Shape kShape = {3, 4, 2};
 
-DType to_f32_if_int(DType t) { return ref::is_float(t) ? t : DType::F32; }
+DType to_f32_if_int(DType t) { return ref::float_type(t) ? t : DType::F32; }
 
 std::vector<UnaryRow> unary_rows() {
   return {

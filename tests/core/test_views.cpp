@@ -156,11 +156,15 @@ BOOST_AUTO_TEST_CASE(reshape_views_and_copies) {
   BOOST_TEST(flat.strides() == (V{1}));
   BOOST_TEST(flat.offset() == 6);
   BOOST_TEST(flat.to_vector<int64_t>()[0] == 6);
-  // np.arange(6).reshape(2, 3).T.reshape(3, 2) -> [[0 3] [1 4] [2 5]]: no strides fit, so a copy
+  // np.arange(6).reshape(2, 3).T.reshape(2, 3) -> [[0 3 1] [4 2 5]]: no strides fit, so a copy
   // (Tensorken: "reshape first copies the original tensor to a contiguous tensor").
-  auto c = ar(6).reshape({2, 3}).transpose().reshape({3, 2});
+  auto c = ar(6).reshape({2, 3}).transpose().reshape({2, 3});
   BOOST_TEST(c.to_vector<int64_t>() == (V{0, 3, 1, 4, 2, 5}), boost::test_tools::per_element());
   BOOST_TEST(c.is_contiguous());
+  BOOST_TEST(c.strides() == (V{3, 1}));
+  // .T.reshape(3, 2) keeps the shape, so NumPy (and Ravel) return the transposed view itself.
+  auto same = ar(6).reshape({2, 3}).transpose().reshape({3, 2});
+  BOOST_TEST(same.strides() == (V{1, 3}));
   auto c2 = ar(6).reshape({2, 3}).transpose().reshape({6});  // .T.reshape(6) -> [0 3 1 4 2 5]
   BOOST_TEST(c2.to_vector<int64_t>() == (V{0, 3, 1, 4, 2, 5}), boost::test_tools::per_element());
   auto cc = ar(6).reshape({2, 3}).transpose().contiguous();

@@ -14,6 +14,12 @@
  *    it back with error_destroy. No C++ exception ever crosses this boundary.
  *  - Ownership: whoever allocates frees. Buffers, streams and events are created and destroyed by
  *    the plugin; the host never frees plugin memory with its own allocator and vice versa.
+ *  - Frozen layouts: rvl_view, rvl_operand and rvl_instruction are embedded by value in arrays
+ *    and in other structs, so their layout is frozen for the whole of major version 1; a minor
+ *    version extends kernels only through new members appended to rvl_program/rvl_contraction.
+ *  - Aliasing: a program's output may alias an input only through the identical view (an
+ *    in-place update); any other overlap gives unspecified (but memory-safe) results. A
+ *    contraction's C must not overlap A or B.
  *  - Validation: the plugin validates every kernel before running it (live buffers, views inside
  *    their buffers, op codes, dtypes, ranks, SSA order). A malformed kernel returns
  *    RVL_STATUS_INVALID_ARGUMENT; it never crashes or touches memory outside a buffer.
@@ -75,9 +81,11 @@ typedef enum rvl_dtype {
 /* X(name, arity). The one list of kernel instructions; enum values follow list order and are
  * stable (new ops are only appended). Semantics, per docs/abi.md:
  *  LOAD    dst = input[arg].view[idx], or 0 outside the view's validity range
- *  CONST   dst = the constant in `value`, of the instruction's dtype
+ *  CONST   dst = the constant in `value`, of the instruction's dtype (value.i is converted to
+ *          U8/I32/BOOL like a CAST from I64; value.f to F32 like a CAST from F64)
  *  ACC     (contraction epilogues only) dst = the contraction's accumulated value
- *  CAST    dst = (dtype) src0; float->int truncates toward zero, ->bool is (x != 0)
+ *  CAST    dst = (dtype) src0; float->int truncates toward zero and saturates at the target's
+ *          range (NaN -> 0); int->int wraps (two's complement); ->bool is (x != 0)
  *  NEG RECIP SQRT EXP2 LOG2 SIN TRUNC   float math (NEG and TRUNC for every dtype)
  *  ADD MUL MAX                           every dtype; ints wrap on overflow; bool: or/and/or
  *  MOD IDIV   ints: C semantics (truncating), x/0 == 0 and x%0 == 0; floats: fmod, trunc(a/b)
@@ -187,7 +195,8 @@ typedef struct rvl_program {
  * `dtype`; accumulation happens in that dtype (bool: or of ands). Operand views of A and B must
  * have full validity. The optional epilogue is a program over the iteration space
  * [batch..., M, N] whose ACC instruction yields the accumulated value; its LOADs refer to
- * `epilogue_inputs`. Without an epilogue (n_epilogue == 0) C receives the accumulator. */
+ * `epilogue_inputs`. Without an epilogue (n_epilogue == 0) C receives the accumulator. k == 0
+ * is valid: the accumulator is then 0 (false for bool). */
 typedef struct rvl_contraction {
   size_t struct_size;
   int32_t dtype;
@@ -245,10 +254,11 @@ typedef struct rvl_backend_api {
   /* Cheap and side-effect free: may be called before initialize; touches no device state and
    * runs no ISA-specific code. */
   rvl_error* (*probe)(rvl_probe_result* out);
-  /* Brings the backend up. Must be called once before any member below. */
+  /* Brings the backend up. get_info, device_count and device_properties may be called before
+   * it; buffers, streams, events and kernels need it. */
   rvl_error* (*initialize)(void);
   /* Joins every thread the plugin started and releases every resource; called before unload.
-   * Buffers still alive are freed. */
+   * Buffers, streams and events still alive are freed. */
   void (*shutdown)(void);
   rvl_error* (*get_info)(rvl_backend_info* out);
 

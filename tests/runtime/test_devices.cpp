@@ -1,0 +1,121 @@
+// Devices: Device::parse, unknown devices, the default device, and a backend whose kernels fail
+// (BROKEN_PLUGIN_DIR/kernel_fails: buffers work, execute_program returns an error).
+#define BOOST_TEST_MODULE runtime_devices
+#include <boost/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+#include "ravel/ravel.hpp"
+
+using ravel::Device;
+using ravel::DType;
+using ravel::Runtime;
+using ravel::RuntimeOptions;
+using ravel::Tensor;
+namespace tt = boost::test_tools;
+
+namespace {
+const std::string kDir = BROKEN_PLUGIN_DIR;
+RuntimeOptions opts(const std::vector<std::string>& dirs) {
+  return RuntimeOptions{.extra_paths = dirs, .use_environment = false, .use_default_paths = true};
+}
+bool contains(const std::string& s, const std::string& k) { return s.find(k) != std::string::npos; }
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(device_parse) {
+  Device a = Device::parse("tbb_cpu");
+  BOOST_TEST(a.backend() == "tbb_cpu");
+  BOOST_TEST(a.index() == 0);
+  Device b = Device::parse("hip:1");
+  BOOST_TEST(b.backend() == "hip");
+  BOOST_TEST(b.index() == 1);
+  BOOST_TEST(b.str() == "hip:1");
+  BOOST_TEST((Device::parse("level_zero:12") == Device("level_zero", 12)));
+  BOOST_TEST((Device() == Device("tbb_cpu", 0)));
+  for (const char* bad : {"x:y", "hip:", ":1", "hip:1:2", "hip:-1", ""})
+    BOOST_TEST_CONTEXT("Device::parse(\"" << bad << "\")") {
+      try {
+        Device::parse(bad);
+        BOOST_ERROR("no exception");
+      } catch (const ravel::DeviceError& e) {
+        if (*bad) BOOST_TEST(contains(e.what(), bad), e.what());
+      } catch (const std::exception& e) {
+        BOOST_ERROR("wrong exception type: " << e.what());
+      }
+    }
+}
+
+BOOST_AUTO_TEST_CASE(unknown_device_lists_the_available_ones) {
+  Runtime& rt = Runtime::reset(opts({}));
+  BOOST_TEST((rt.default_device() == Device("tbb_cpu", 0)));
+  BOOST_TEST((Tensor::zeros({2}).device() == Device("tbb_cpu", 0)));
+  try {
+    rt.plugin_for(Device("cuda", 0));
+    BOOST_ERROR("no exception");
+  } catch (const ravel::DeviceError& e) {
+    BOOST_TEST(contains(e.what(), "cuda"), e.what());
+    BOOST_TEST(contains(e.what(), "tbb_cpu:0"), e.what());
+  }
+  try {
+    rt.plugin_for(Device("tbb_cpu", 7));
+    BOOST_ERROR("no exception");
+  } catch (const ravel::DeviceError& e) {
+    BOOST_TEST(contains(e.what(), "tbb_cpu:7"), e.what());
+  }
+  try {  // through the tensor API, at creation or at first use
+    Tensor::ones({3}, DType::F32, Device("cuda", 0)).to_vector<float>();
+    BOOST_ERROR("no exception");
+  } catch (const ravel::DeviceError& e) {
+    BOOST_TEST(contains(e.what(), "cuda"), e.what());
+    BOOST_TEST(contains(e.what(), "tbb_cpu"), e.what());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(failing_kernels_raise_device_error_and_leave_tbb_working) {
+  Runtime& rt = Runtime::reset(opts({kDir + "/kernel_fails"}));
+  bool found = false;
+  for (const auto& d : rt.devices()) found = found || d.device == Device("failing", 0);
+  BOOST_TEST_REQUIRE(found, "the kernel-failing plugin did not load");
+
+  const Device bad("failing", 0);
+  // Buffers work: data goes in and comes back out without any kernel.
+  auto x = Tensor::from_vector<float>({1, 2, 3}, {3}, bad);
+  BOOST_TEST((x.device() == bad));
+  BOOST_TEST(x.to_vector<float>() == (std::vector<float>{1, 2, 3}), tt::per_element());
+  // A computation needs a kernel: DeviceError carrying the plugin's own message.
+  auto y = x + 1.0;
+  try {
+    y.to_vector<float>();
+    BOOST_ERROR("no exception");
+  } catch (const ravel::DeviceError& e) {
+    BOOST_TEST(contains(e.what(), "kernel exploded on purpose"), e.what());
+  } catch (const std::exception& e) {
+    BOOST_ERROR("wrong exception type: " << e.what());
+  }
+  BOOST_TEST(!y.is_realized());
+  // Trying again fails the same way (no half-realized state).
+  BOOST_CHECK_THROW(y.realize(), ravel::DeviceError);
+  BOOST_CHECK_THROW(Tensor::zeros({2, 2}, DType::F32, bad).sum().item<float>(), ravel::DeviceError);
+
+  // Meanwhile the TBB device computes correctly.
+  auto t = Tensor::arange(0, 6, 1, DType::F32).reshape({2, 3});
+  BOOST_TEST((t.device() == Device("tbb_cpu", 0)));
+  auto s = (t * 2.0 + 1.0).sum(1);  // [[1,3,5],[7,9,11]] -> [9, 27]
+  BOOST_TEST(s.to_vector<float>() == (std::vector<float>{9, 27}), tt::per_element());
+  BOOST_TEST(Tensor::eye(3).sum().item<float>() == 3.0f);
+  // And the failing tensor's plain data is still readable.
+  BOOST_TEST(x.to_vector<float>() == (std::vector<float>{1, 2, 3}), tt::per_element());
+  Runtime::reset(opts({}));
+}
+
+BOOST_AUTO_TEST_CASE(devices_of_the_default_runtime) {
+  Runtime& rt = Runtime::reset(opts({}));
+  auto devs = rt.devices();
+  BOOST_TEST_REQUIRE(!devs.empty());
+  BOOST_TEST((devs[0].device == Device("tbb_cpu", 0)));
+  BOOST_TEST(devs[0].kind == "cpu");
+  BOOST_TEST(devs[0].compute_units >= 1);
+  BOOST_TEST(devs[0].max_rank >= 1);
+  BOOST_TEST(devs[0].dtypes.size() == 6u);
+}
