@@ -11,6 +11,11 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
+if [ -x scripts/check-sdk.sh ]; then
+  echo "== SDK: install, out-of-tree template plugin and consumer, conformance"
+  ./scripts/check-sdk.sh build
+fi
+
 echo "== ASan + UBSan build and tests (build-asan/)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRAVEL_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"

@@ -78,6 +78,9 @@ BOOST_AUTO_TEST_CASE(failing_kernels_raise_device_error_and_leave_tbb_working) {
   for (const auto& d : rt.devices()) found = found || d.device == Device("failing", 0);
   BOOST_TEST_REQUIRE(found, "the kernel-failing plugin did not load");
 
+  // No config: the built-in placement (configs/default.json: hip:0, level_zero:0, tbb_cpu:0)
+  // applies, so the default device stays tbb_cpu:0 although "failing" was found first.
+  BOOST_TEST((rt.default_device() == Device("tbb_cpu", 0)), "default device " << rt.default_device().str());
   const Device bad("failing", 0);
   // Buffers work: data goes in and comes back out without any kernel.
   auto x = Tensor::from_vector<float>({1, 2, 3}, {3}, bad);
@@ -99,11 +102,11 @@ BOOST_AUTO_TEST_CASE(failing_kernels_raise_device_error_and_leave_tbb_working) {
   BOOST_CHECK_THROW(Tensor::zeros({2, 2}, DType::F32, bad).sum().item<float>(), ravel::DeviceError);
 
   // Meanwhile the TBB device computes correctly.
-  auto t = Tensor::arange(0, 6, 1, DType::F32).reshape({2, 3});
+  auto t = Tensor::arange(0, 6, 1, DType::F32, Device("tbb_cpu", 0)).reshape({2, 3});
   BOOST_TEST((t.device() == Device("tbb_cpu", 0)));
   auto s = (t * 2.0 + 1.0).sum(1);  // [[1,3,5],[7,9,11]] -> [9, 27]
   BOOST_TEST(s.to_vector<float>() == (std::vector<float>{9, 27}), tt::per_element());
-  BOOST_TEST(Tensor::eye(3).sum().item<float>() == 3.0f);
+  BOOST_TEST(Tensor::eye(3, DType::F32, Device("tbb_cpu", 0)).sum().item<float>() == 3.0f);
   // And the failing tensor's plain data is still readable.
   BOOST_TEST(x.to_vector<float>() == (std::vector<float>{1, 2, 3}), tt::per_element());
   Runtime::reset(opts({}));

@@ -168,11 +168,15 @@ BOOST_AUTO_TEST_CASE(tbb_plugin_works_beside_all_broken_ones) {
     BOOST_TEST(rt.search_paths().front() == dirs.front());
   }
   // The process-wide runtime with the same options: tensors still compute correctly.
-  Runtime::reset(opts);
+  Runtime& global = Runtime::reset(opts);
+  // No config: the built-in placement (configs/default.json: hip:0, level_zero:0, tbb_cpu:0)
+  // applies, so new tensors go to tbb_cpu:0 even though the "failing" plugin loaded first.
+  BOOST_TEST((global.default_device() == ravel::Device("tbb_cpu", 0)), "default device "
+                                                                          << global.default_device().str());
   auto a = ravel::Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}, ravel::Device("tbb_cpu", 0));
   auto b = (a.matmul(a) + 1.0).sum(0);  // [[7, 10], [15, 22]] + 1 -> column sums [24, 34]
   BOOST_TEST(b.to_vector<float>() == (std::vector<float>{24, 34}), boost::test_tools::per_element());
-  auto c = ravel::Tensor::arange(10).sum();
+  auto c = ravel::Tensor::arange(0, 10, 1, std::nullopt, ravel::Device("tbb_cpu", 0)).sum();
   BOOST_TEST(c.item<int64_t>() == 45);
   Runtime::reset(only({}, true));
 }

@@ -1,0 +1,1 @@
+# Install rules and the RavelConfig.cmake package (issue 5 fills this in).
