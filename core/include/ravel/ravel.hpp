@@ -5,4 +5,5 @@
 #include "ravel/dtype.hpp"
 #include "ravel/error.hpp"
 #include "ravel/runtime.hpp"
+#include "ravel/schedule.hpp"
 #include "ravel/tensor.hpp"

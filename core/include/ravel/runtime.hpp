@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ravel/device.hpp"
+#include "ravel/schedule.hpp"
 
 namespace ravel {
 
@@ -68,12 +69,15 @@ class Runtime {
   // The loaded plugin that serves `device`; DeviceError naming the device and the ones available.
   std::shared_ptr<detail::Plugin> plugin_for(const Device& device) const;
   const std::vector<std::string>& search_paths() const { return search_paths_; }
+  // The config's fusion options (before RAVEL_FUSION; see ravel::fusion_options()).
+  const FusionOptions& configured_fusion() const { return fusion_; }
 
  private:
   void discover(const std::string& folder);
   std::vector<std::string> search_paths_;
   std::vector<std::string> placement_;
   std::vector<std::string> skip_;
+  FusionOptions fusion_;
   std::vector<PluginRecord> records_;
   std::vector<std::shared_ptr<detail::Plugin>> plugins_;
 };

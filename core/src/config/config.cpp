@@ -95,6 +95,28 @@ Config parse_config(const std::string& text, const std::string& source, const st
       }
     }
   }
+  if (j.contains("fusion")) {
+    const json& f = j["fusion"];
+    check_keys(c, f, "$.fusion", {"policy", "max_instructions", "max_inputs", "max_recompute_instructions"});
+    if (f.contains("policy")) {
+      if (!f["policy"].is_string()) fail(c, "$.fusion.policy", "expected a string, got " + f["policy"].dump());
+      try {
+        c.fusion.policy = parse_fusion_policy(f["policy"].get<std::string>());
+      } catch (const ConfigError& e) {
+        fail(c, "$.fusion.policy", e.what());
+      }
+    }
+    auto limit = [&](const char* key, int& out, int lo) {
+      if (!f.contains(key)) return;
+      const json& v = f[key];
+      if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > 1000000)
+        fail(c, std::string("$.fusion.") + key, "expected an integer in [" + std::to_string(lo) + ", 1000000], got " + v.dump());
+      out = v.get<int>();
+    };
+    limit("max_instructions", c.fusion.max_instructions, 2);
+    limit("max_inputs", c.fusion.max_inputs, 2);
+    limit("max_recompute_instructions", c.fusion.max_recompute_instructions, 0);
+  }
   return c;
 }
 

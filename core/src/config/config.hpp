@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "ravel/schedule.hpp"
+
 namespace ravel::detail {
 
 struct Config {
@@ -12,6 +14,7 @@ struct Config {
   std::vector<std::string> plugin_paths;       // absolute (relative ones resolved against the file)
   std::vector<std::string> plugin_skip;        // backend names not to load
   std::vector<std::string> placement;          // device preference, e.g. {"hip:0", "tbb_cpu"}
+  FusionOptions fusion;                        // "fusion" section
 };
 
 // Parses the file at `path`; throws ConfigError on I/O errors, malformed JSON or bad values.

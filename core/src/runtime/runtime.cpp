@@ -56,6 +56,7 @@ Runtime::Runtime(const RuntimeOptions& options) {
   if (!config_path.empty()) config = detail::load_config(config_path);
   placement_ = config.placement;
   skip_ = config.plugin_skip;
+  fusion_ = config.fusion;
 
   search_paths_ = options.extra_paths;
   if (options.use_environment) {

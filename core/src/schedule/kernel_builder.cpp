@@ -65,10 +65,43 @@ int32_t KernelBuilder::load(const NodePtr& n) {
   if (auto it = loaded_.find(key); it != loaded_.end()) return it->second;
   inputs_.push_back(make_operand(*s.base, s.view));
   bases_.push_back(s.base);
+  views_.push_back(s.view);
   int32_t i = emit(RVL_OP_LOAD, s.base->dtype, {});
   instrs_[i].arg = static_cast<int32_t>(inputs_.size() - 1);
   loaded_[key] = i;
   return i;
+}
+
+int32_t KernelBuilder::value(const NodePtr& n) {
+  if (n->kind != NodeKind::Alu || !inlined_ || !inlined_->count(n.get())) return load(n);
+  if (auto it = emitted_.find(n.get()); it != emitted_.end()) return it->second;
+  // Depth is bounded by the planner's max_instructions, so this recursion is shallow.
+  std::vector<int32_t> ins;
+  for (const auto& s : n->srcs) ins.push_back(value(s));
+  int32_t i = emit(alu_info(n->alu).code, n->dtype, ins);
+  emitted_[n.get()] = i;
+  return i;
+}
+
+std::string KernelBuilder::describe() const {
+  static const char* kOpNames[] = {
+#define RAVEL_OP_NAME_(name, arity) #name,
+      RVL_OP_LIST(RAVEL_OP_NAME_)
+#undef RAVEL_OP_NAME_
+  };
+  std::string out;
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    out += "    in" + std::to_string(i) + ": " + dtype_name(static_cast<DType>(inputs_[i].dtype)) + " " +
+           views_[i].str() + " of node " + std::to_string(bases_[i]->id) + "\n";
+  for (size_t i = 0; i < instrs_.size(); ++i) {
+    const auto& in = instrs_[i];
+    out += "    %" + std::to_string(i) + " = " + kOpNames[in.op] + "." + dtype_name(static_cast<DType>(in.dtype));
+    if (in.op == RVL_OP_LOAD) out += " in" + std::to_string(in.arg);
+    else if (in.op == RVL_OP_CONST) out += " " + (is_float(static_cast<DType>(in.dtype)) ? std::to_string(in.value.f) : std::to_string(in.value.i));
+    for (int k = 0; k < 3 && in.src[k] >= 0; ++k) out += " %" + std::to_string(in.src[k]);
+    out += "\n";
+  }
+  return out;
 }
 
 const rvl_program& KernelBuilder::finish(const Node& out, rvl_reduce_op reduce, uint32_t axes) {

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <map>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ravel/backend.h"
@@ -14,7 +16,13 @@ rvl_operand make_operand(const Node& base, const View& view);
 
 class KernelBuilder {
  public:
-  explicit KernelBuilder(Shape iteration) : shape_(std::move(iteration)) {}
+  // `inlined`: Alu nodes to evaluate inside this kernel rather than load (may be null).
+  explicit KernelBuilder(Shape iteration, const std::unordered_set<const Node*>* inlined = nullptr)
+      : shape_(std::move(iteration)), inlined_(inlined) {}
+
+  // Emits the value of `n` over the iteration space: inlined Alu nodes as instructions on
+  // their sources' values, everything else via load(). Each node is emitted once per kernel.
+  int32_t value(const NodePtr& n);
 
   // Emits instructions that read `n` over the iteration space (which must equal n's shape);
   // returns the SSA index of the value. Constants become CONST instructions; everything else
@@ -28,11 +36,16 @@ class KernelBuilder {
   const rvl_program& finish(const Node& out, rvl_reduce_op reduce = RVL_REDUCE_NONE, uint32_t axes = 0);
   // Bases read by the program (for freeing temporaries afterwards).
   const std::vector<NodePtr>& bases() const { return bases_; }
+  // One line per instruction and input, for RAVEL_DEBUG.
+  std::string describe() const;
 
  private:
   Shape shape_;
+  const std::unordered_set<const Node*>* inlined_;
+  std::unordered_map<const Node*, int32_t> emitted_;
   std::vector<rvl_operand> inputs_;
   std::vector<NodePtr> bases_;
+  std::vector<View> views_;
   std::vector<rvl_instruction> instrs_;
   std::map<std::pair<uint64_t, std::string>, int32_t> loaded_;  // (base id, view) -> SSA index
   rvl_program program_{};

@@ -19,7 +19,10 @@ Tensor Tensor::sub(const Tensor& o) const {
   check_defined(o, "sub");
   DType t = promote(dtype(), o.dtype());
   RAVEL_CHECK(t != DType::Bool, DTypeError, "sub expects a numeric dtype, got bool - bool (use logical_xor)");
-  return cast(t).add(o.cast(t).neg());
+  // Broadcast before negating: neg then runs inside the consuming kernel instead of needing a
+  // buffer of its own that is read through a broadcast view (see Note [Fusion]).
+  Shape out = broadcast_shapes(shape(), o.shape());
+  return expand(out).cast(t).add(o.expand(out).cast(t).neg());
 }
 
 Tensor Tensor::div(const Tensor& o) const {
@@ -27,7 +30,8 @@ Tensor Tensor::div(const Tensor& o) const {
   check_defined(o, "div");
   DType t = promote(dtype(), o.dtype());
   if (!is_float(t)) t = DType::F32;
-  return cast(t).mul(o.cast(t).recip());
+  Shape out = broadcast_shapes(shape(), o.shape());  // broadcast first, as in sub
+  return expand(out).cast(t).mul(o.expand(out).cast(t).recip());
 }
 
 Tensor Tensor::minimum(const Tensor& o) const {

@@ -119,7 +119,8 @@ Tensor binary(AluOp op, const Tensor& a, const Tensor& b) {
   Shape out = broadcast_shapes(a.shape(), b.shape());
   DType t = promote(a.dtype(), b.dtype());
   check_alu_dtype(op, t);
-  Tensor x = a.cast(t).expand(out), y = b.cast(t).expand(out);
+  // Expand before casting, so the cast fuses into the consumer (Note [Fusion]).
+  Tensor x = a.expand(out).cast(t), y = b.expand(out).cast(t);
   return make_alu(op, {x, y}, alu_info(op).result_is_bool ? DType::Bool : t);
 }
 
@@ -204,7 +205,7 @@ Tensor Tensor::where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Shape out = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape()), b.shape());
   DType t = promote(a.dtype(), b.dtype());
   Tensor c = cond.dtype() == DType::Bool ? cond : cond.ne(Tensor::zeros_like(cond));
-  return make_alu(AluOp::Where, {c.expand(out), a.cast(t).expand(out), b.cast(t).expand(out)}, t);
+  return make_alu(AluOp::Where, {c.expand(out), a.expand(out).cast(t), b.expand(out).cast(t)}, t);
 }
 
 // ---- operators -------------------------------------------------------------------------------

@@ -1,0 +1,165 @@
+#include "schedule/fusion.hpp"
+
+#include <algorithm>
+
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+
+#include "ravel/error.hpp"
+#include "ravel/runtime.hpp"
+
+namespace ravel {
+
+const char* fusion_policy_name(FusionPolicy p) {
+  switch (p) {
+    case FusionPolicy::None: return "none";
+    case FusionPolicy::Elementwise: return "elementwise";
+    case FusionPolicy::Reduce: return "reduce";
+    case FusionPolicy::Full: return "full";
+  }
+  return "?";
+}
+
+FusionPolicy parse_fusion_policy(const std::string& name) {
+  for (auto p : {FusionPolicy::None, FusionPolicy::Elementwise, FusionPolicy::Reduce, FusionPolicy::Full})
+    if (name == fusion_policy_name(p)) return p;
+  throw ConfigError("unknown fusion policy \"" + name + "\"; expected one of: none, elementwise, reduce, full");
+}
+
+namespace {
+std::mutex g_options_mutex;
+std::optional<FusionOptions> g_override;
+}  // namespace
+
+FusionOptions fusion_options() {
+  {
+    std::lock_guard<std::mutex> lock(g_options_mutex);
+    if (g_override) return *g_override;
+  }
+  FusionOptions o = Runtime::get().configured_fusion();
+  if (const char* env = std::getenv("RAVEL_FUSION"); env && *env) {
+    try {
+      o.policy = parse_fusion_policy(env);
+    } catch (const ConfigError& e) {
+      throw ConfigError(std::string("RAVEL_FUSION: ") + e.what());
+    }
+  }
+  return o;
+}
+
+void set_fusion_options(const FusionOptions& options) {
+  std::lock_guard<std::mutex> lock(g_options_mutex);
+  g_override = options;
+}
+
+}  // namespace ravel
+
+namespace ravel::detail {
+
+// Note [Fusion]
+// Walking the unrealized nodes in topological order, an Alu node is *inlined* (evaluated inside
+// each consumer's kernel instead of getting a buffer) when the policy allows fusing into every
+// kind of consumer it has, no consumer reads it through a movement view (the kernel would need
+// a different index per element), it is not a target, and it is used once — or used several
+// times but small enough to recompute (reduce/full). Each kernel's size is kept within
+// max_instructions / max_inputs by turning inlined sources back into buffers, largest first.
+// Reduce and Copy nodes always get buffers. A single-use product summed over one axis becomes
+// a contraction (reduce/full), whose operands must then be buffers.
+
+namespace {
+struct Use {
+  int count = 0;
+  bool viewed = false;     // some consumer reads it through a View node
+  bool by_reduce = false;  // some consumer is a Reduce
+};
+
+bool is_kernel(const Node& n) {
+  return n.kind == NodeKind::Alu || n.kind == NodeKind::Reduce || n.kind == NodeKind::Copy;
+}
+}  // namespace
+
+KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
+                        const FusionOptions& opt, bool device_has_contraction) {
+  KernelPlan plan;
+  std::unordered_map<const Node*, Use> uses;
+  for (const auto& k : order)
+    if (is_kernel(*k))
+      for (const auto& s : k->srcs) {
+        Use& u = uses[resolve(s).base.get()];
+        ++u.count;
+        u.viewed = u.viewed || s->kind == NodeKind::View;
+        u.by_reduce = u.by_reduce || k->kind == NodeKind::Reduce;
+      }
+
+  std::unordered_set<const Node*> absorbed, operands;
+  if (opt.policy >= FusionPolicy::Reduce && device_has_contraction)
+    for (const auto& k : order) {
+      if (k->kind != NodeKind::Reduce) continue;
+      auto c = match_contraction(*k);
+      const Node* mul = k->srcs[0].get();
+      if (!c || uses[mul].count != 1 || keep.count(mul)) continue;
+      absorbed.insert(mul);
+      operands.insert(resolve(c->x).base.get());
+      operands.insert(resolve(c->y).base.get());
+      plan.contractions.emplace(k.get(), std::move(*c));
+    }
+
+  // cost: instructions an inlined node contributes; leaves: input views it may add.
+  std::unordered_map<const Node*, int> cost, leaves;
+  for (const auto& n : order) {
+    if (!is_kernel(*n) || absorbed.count(n.get())) continue;
+    // Size of this node's kernel tree, turning over-large inlined sources into buffers.
+    int c = 1, l = 0;
+    std::vector<const Node*> inl;
+    for (const auto& s : n->srcs) {
+      const Node* b = resolve(s).base.get();
+      if (s->kind != NodeKind::View && plan.inlined.count(b)) inl.push_back(b);
+      else ++l;
+    }
+    std::sort(inl.begin(), inl.end(), [&](const Node* a, const Node* b) { return cost[a] < cost[b]; });
+    for (const Node* b : inl) {
+      if (c + cost[b] > opt.max_instructions || l + leaves[b] > opt.max_inputs) {
+        plan.inlined.erase(b);  // it gets a buffer after all
+        ++l;
+      } else {
+        c += cost[b];
+        l += leaves[b];
+      }
+    }
+    cost[n.get()] = c;
+    leaves[n.get()] = l;
+    if (n->kind != NodeKind::Alu || keep.count(n.get()) || operands.count(n.get())) continue;
+    const Use& u = uses[n.get()];
+    bool allowed = opt.policy >= FusionPolicy::Elementwise && !u.viewed && u.count >= 1 &&
+                   (!u.by_reduce || opt.policy >= FusionPolicy::Reduce);
+    bool single = u.count == 1 || (opt.policy >= FusionPolicy::Reduce && c <= opt.max_recompute_instructions);
+    if (allowed && single) plan.inlined.insert(n.get());
+  }
+
+  for (const auto& k : order) {
+    if (!is_kernel(*k) || absorbed.count(k.get()) || plan.inlined.count(k.get())) continue;
+    plan.roots.push_back(k);
+    // The buffers this kernel reads: leaves of its inlined tree (or the GEMM operands).
+    std::vector<NodePtr>& r = plan.reads[k.get()];
+    if (auto it = plan.contractions.find(k.get()); it != plan.contractions.end()) {
+      r = {resolve(it->second.x).base, resolve(it->second.y).base};
+      continue;
+    }
+    std::unordered_set<const Node*> seen;
+    std::vector<const Node*> stack{k.get()};
+    while (!stack.empty()) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      for (const auto& s : n->srcs) {
+        NodePtr b = resolve(s).base;
+        if (!seen.insert(b.get()).second) continue;
+        if (s->kind != NodeKind::View && plan.inlined.count(b.get())) stack.push_back(b.get());
+        else if (b->kind != NodeKind::Const) r.push_back(b);
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace ravel::detail
