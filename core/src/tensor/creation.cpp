@@ -28,6 +28,23 @@ int64_t checked_numel(const Shape& shape, const char* op) {
   }
   return n;
 }
+// Host-made values (ranges, random numbers) are converted to their dtype on the host, so the
+// device holds the final dtype and no cast runs each time they are read.
+Tensor from_doubles(const std::vector<double>& v, Shape shape, DType dtype, const std::optional<Device>& dev) {
+  switch (dtype) {
+    case DType::F64: return Tensor::from_vector(v, std::move(shape), dev);
+    case DType::F32: return Tensor::from_vector(std::vector<float>(v.begin(), v.end()), std::move(shape), dev);
+    case DType::I64: return Tensor::from_vector(std::vector<int64_t>(v.begin(), v.end()), std::move(shape), dev);
+    case DType::I32: return Tensor::from_vector(std::vector<int32_t>(v.begin(), v.end()), std::move(shape), dev);
+    case DType::U8: return Tensor::from_vector(std::vector<uint8_t>(v.begin(), v.end()), std::move(shape), dev);
+    case DType::Bool: {
+      std::vector<uint8_t> b(v.size());
+      for (size_t i = 0; i < v.size(); ++i) b[i] = v[i] != 0;
+      return Tensor::from_data(b.data(), DType::Bool, std::move(shape), dev);
+    }
+  }
+  return {};
+}
 }  // namespace
 
 Tensor Tensor::from_data(const void* data, DType dtype, Shape shape, std::optional<Device> dev) {
@@ -90,7 +107,7 @@ Tensor Tensor::arange(double start, double stop, double step, std::optional<DTyp
   // Computed on the host in f64 (exact for integers below 2^53) and uploaded once.
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * step;
-  return from_vector(v, {n}, dev).cast(t);
+  return from_doubles(v, {n}, t, dev);
 }
 Tensor Tensor::arange(int64_t stop) { return arange(0, static_cast<double>(stop)); }
 
@@ -101,7 +118,7 @@ Tensor Tensor::linspace(double start, double stop, int64_t n, DType dtype, std::
   double step = n > 1 ? (stop - start) / static_cast<double>(n - 1) : 0.0;
   for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * step;
   if (n > 1) v[n - 1] = stop;
-  return from_vector(v, {n}, dev).cast(dtype);
+  return from_doubles(v, {n}, dtype, dev);
 }
 
 Tensor Tensor::eye(int64_t n, DType dtype, std::optional<Device> dev) {
@@ -122,7 +139,7 @@ Tensor Tensor::rand(Shape shape, uint64_t seed, DType dtype, std::optional<Devic
   RAVEL_CHECK(is_float(dtype), DTypeError, "rand: expected a float dtype, got ", dtype_name(dtype));
   int64_t n = checked_numel(shape, "rand");
   std::vector<double> v = uniform_threefry(seed, n, dtype == DType::F64);
-  return from_vector(v, std::move(shape), dev).cast(dtype);
+  return from_doubles(v, std::move(shape), dtype, dev);
 }
 
 Tensor Tensor::randn(Shape shape, uint64_t seed, DType dtype, std::optional<Device> dev) {
@@ -133,7 +150,7 @@ Tensor Tensor::randn(Shape shape, uint64_t seed, DType dtype, std::optional<Devi
   std::vector<double> v(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
     v[i] = std::sqrt(-2.0 * std::log(1.0 - u[2 * i])) * std::cos(2.0 * M_PI * u[2 * i + 1]);
-  return from_vector(v, std::move(shape), dev).cast(dtype);
+  return from_doubles(v, std::move(shape), dtype, dev);
 }
 
 }  // namespace ravel
