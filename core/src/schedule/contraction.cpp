@@ -34,18 +34,19 @@ std::optional<ContractionPlan> match_contraction(const Node& reduce) {
   return p;
 }
 
-void run_contraction(const ContractionPlan& p, const Node& out) {
+void run_contraction(const ContractionPlan& p, const Node& reduce, const Node& out,
+                     const std::vector<rvl_operand>* epilogue_inputs, const std::vector<rvl_instruction>* epilogue) {
   Source sx = resolve(p.x), sy = resolve(p.y);
   for (Source* s : {&sx, &sy})
     if (s->base->kind == NodeKind::Const) realize_const(*s->base);
   const Shape& s = sx.view.shape;
-  const auto out_strides = View::contiguous_strides(out.shape);
+  const auto out_strides = View::contiguous_strides(reduce.shape);
   auto stride = [](const std::vector<int64_t>& st, int64_t axis) { return axis >= 0 ? st[axis] : 0; };
   auto extent = [&](int64_t axis) { return axis >= 0 ? s[axis] : 1; };
 
   rvl_contraction c{};
   c.struct_size = sizeof(rvl_contraction);
-  c.dtype = static_cast<int32_t>(out.dtype);
+  c.dtype = static_cast<int32_t>(reduce.dtype);
   c.batch_rank = static_cast<int32_t>(p.batch.size());
   c.m = extent(p.m_axis);
   c.n = extent(p.n_axis);
@@ -68,6 +69,12 @@ void run_contraction(const ContractionPlan& p, const Node& out) {
   so.base = alias;
   c.c = operand(so, out_strides, 0, stride(out_strides, p.m_axis), stride(out_strides, p.n_axis), c.m, c.n);
   for (size_t b = 0; b < p.batch.size(); ++b) c.batch_shape[b] = s[p.batch[b]];
+  if (epilogue != nullptr) {
+    c.n_epilogue_inputs = static_cast<int32_t>(epilogue_inputs->size());
+    c.epilogue_inputs = epilogue_inputs->data();
+    c.n_epilogue = static_cast<int32_t>(epilogue->size());
+    c.epilogue = epilogue->data();
+  }
   Plugin& plugin = out.buffer->plugin();
   RAVEL_CHECK(RAVEL_API_HAS(&plugin.api(), execute_contraction), DeviceError, plugin.name(),
               " does not implement execute_contraction (optional in the ABI); matmul needs it for now");

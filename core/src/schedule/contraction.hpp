@@ -20,7 +20,10 @@ struct ContractionPlan {
 // (batch); at most one m and one n axis.
 std::optional<ContractionPlan> match_contraction(const Node& reduce);
 
-// Runs the plan into `out` (the reduce node, realized and contiguous).
-void run_contraction(const ContractionPlan& plan, const Node& out);
+// Runs the plan for `reduce` into `out`'s buffer (contiguous, laid out as reduce's shape), with
+// an optional epilogue program (Note [Epilogue fusion]).
+void run_contraction(const ContractionPlan& plan, const Node& reduce, const Node& out,
+                     const std::vector<rvl_operand>* epilogue_inputs = nullptr,
+                     const std::vector<rvl_instruction>* epilogue = nullptr);
 
 }  // namespace ravel::detail

@@ -79,6 +79,56 @@ bool is_kernel(const Node& n) {
 }
 }  // namespace
 
+// Note [Epilogue fusion]
+// Under `full`, an elementwise kernel whose only read of a contraction's result is through a
+// plain reshape to exactly [batch..., m, n] (the contraction's own output layout) runs as that
+// contraction's epilogue: the GEMM accumulator enters the program as ACC and the contraction
+// never writes its own buffer. relu(x @ W + b) is then one kernel.
+void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
+                    std::unordered_map<const Node*, Use>& uses, KernelPlan& plan) {
+  for (const auto& e : order) {
+    if (e->kind != NodeKind::Alu || plan.inlined.count(e.get())) continue;
+    // The contractions this kernel's inlined tree reads, and how.
+    const Node* found = nullptr;
+    bool ok = true;
+    std::unordered_set<const Node*> seen;
+    std::vector<const Node*> stack{e.get()};
+    while (!stack.empty() && ok) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      for (const auto& s : n->srcs) {
+        const Node* b = resolve(s).base.get();
+        if (s->kind != NodeKind::View && plan.inlined.count(b)) {
+          if (seen.insert(b).second) stack.push_back(b);
+          continue;
+        }
+        auto c = plan.contractions.find(b);
+        if (c == plan.contractions.end() || plan.fused_contractions.count(b)) continue;
+        if (found || keep.count(b) || uses[b].count != 1) { ok = false; break; }
+        // The read must be the contraction's output layout, viewed as [batch..., m, n].
+        const ContractionPlan& p = c->second;
+        Shape want;
+        std::vector<int64_t> axes;
+        for (int64_t d = 0; d < static_cast<int64_t>(b->shape.size()); ++d)
+          if (d != p.r) axes.push_back(d);
+        std::vector<int64_t> expect = p.batch;
+        expect.push_back(p.m_axis);
+        expect.push_back(p.n_axis);
+        if (p.m_axis < 0 || p.n_axis < 0 || axes != expect) { ok = false; break; }
+        for (int64_t d : axes) want.push_back(b->shape[d]);
+        View v = resolve(s).view;
+        // ABI v1: C has the contraction's dtype, so the epilogue must end in that dtype too.
+        if (!v.is_contiguous() || v.shape != want || e->shape != want || e->dtype != b->dtype) { ok = false; break; }
+        found = b;
+      }
+    }
+    if (ok && found) {
+      plan.epilogues[e.get()] = found;
+      plan.fused_contractions.insert(found);
+    }
+  }
+}
+
 KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
                         const FusionOptions& opt, bool device_has_contraction) {
   KernelPlan plan;
@@ -137,14 +187,21 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
     if (allowed && single) plan.inlined.insert(n.get());
   }
 
+  if (opt.policy >= FusionPolicy::Full) plan_epilogues(order, keep, uses, plan);
+
   for (const auto& k : order) {
     if (!is_kernel(*k) || absorbed.count(k.get()) || plan.inlined.count(k.get())) continue;
+    if (plan.fused_contractions.count(k.get())) continue;
     plan.roots.push_back(k);
     // The buffers this kernel reads: leaves of its inlined tree (or the GEMM operands).
     std::vector<NodePtr>& r = plan.reads[k.get()];
     if (auto it = plan.contractions.find(k.get()); it != plan.contractions.end()) {
       r = {resolve(it->second.x).base, resolve(it->second.y).base};
       continue;
+    }
+    if (auto e = plan.epilogues.find(k.get()); e != plan.epilogues.end()) {
+      const ContractionPlan& c = plan.contractions.at(e->second);
+      r = {resolve(c.x).base, resolve(c.y).base};
     }
     std::unordered_set<const Node*> seen;
     std::vector<const Node*> stack{k.get()};
@@ -155,7 +212,7 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
         NodePtr b = resolve(s).base;
         if (!seen.insert(b.get()).second) continue;
         if (s->kind != NodeKind::View && plan.inlined.count(b.get())) stack.push_back(b.get());
-        else if (b->kind != NodeKind::Const) r.push_back(b);
+        else if (b->kind != NodeKind::Const && !plan.fused_contractions.count(b.get())) r.push_back(b);
       }
     }
   }

@@ -16,6 +16,10 @@ struct KernelPlan {
   std::unordered_set<const Node*> inlined;             // Alu nodes evaluated inside their consumers
   std::unordered_map<const Node*, ContractionPlan> contractions;  // Reduce root -> its GEMM
   std::unordered_map<const Node*, std::vector<NodePtr>> reads;    // root -> buffers it reads
+  // (full) Alu root -> the contraction (Reduce node) it consumes as its epilogue's ACC; that
+  // contraction then runs as part of the root's kernel and gets no buffer.
+  std::unordered_map<const Node*, const Node*> epilogues;
+  std::unordered_set<const Node*> fused_contractions;  // the values of `epilogues`
 };
 
 // `order`: the unrealized nodes in topological order; `keep`: nodes that must get a buffer.

@@ -53,6 +53,7 @@ int32_t KernelBuilder::emit(rvl_op op, DType dtype, std::vector<int32_t> srcs) {
 
 int32_t KernelBuilder::load(const NodePtr& n) {
   Source s = resolve(n);
+  if (acc_ != nullptr && s.base.get() == acc_) return emit(RVL_OP_ACC, acc_->dtype, {});
   assert(s.view.shape == shape_);
   if (s.base->kind == NodeKind::Const && !s.view.has_mask()) {
     int32_t i = emit(RVL_OP_CONST, s.base->dtype, {});

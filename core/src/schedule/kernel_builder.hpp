@@ -36,12 +36,17 @@ class KernelBuilder {
   const rvl_program& finish(const Node& out, rvl_reduce_op reduce = RVL_REDUCE_NONE, uint32_t axes = 0);
   // Bases read by the program (for freeing temporaries afterwards).
   const std::vector<NodePtr>& bases() const { return bases_; }
+  // Reads of `contraction` become ACC instructions (a contraction epilogue, Note [Epilogue fusion]).
+  void set_accumulator(const Node* contraction) { acc_ = contraction; }
+  const std::vector<rvl_operand>& inputs() const { return inputs_; }
+  const std::vector<rvl_instruction>& instructions() const { return instrs_; }
   // One line per instruction and input, for RAVEL_DEBUG.
   std::string describe() const;
 
  private:
   Shape shape_;
   const std::unordered_set<const Node*>* inlined_;
+  const Node* acc_ = nullptr;
   std::unordered_map<const Node*, int32_t> emitted_;
   std::vector<rvl_operand> inputs_;
   std::vector<NodePtr> bases_;

@@ -168,8 +168,19 @@ void realize_nodes(const std::vector<NodePtr>& targets) {
       run.kind = "contraction";
       const auto t0 = Clock::now();
       try {
-        if (it != plan.contractions.end()) {
-          run_contraction(it->second, *k);
+        if (auto e = plan.epilogues.find(k.get()); e != plan.epilogues.end()) {
+          // Note [Epilogue fusion]: this elementwise kernel runs as its contraction's epilogue.
+          KernelBuilder b(k->shape, &plan.inlined);
+          b.set_accumulator(e->second);
+          std::vector<int32_t> ins;
+          for (const auto& s : k->srcs) ins.push_back(b.value(s));
+          b.emit(alu_info(k->alu).code, k->dtype, ins);
+          run_contraction(plan.contractions.at(e->second), *e->second, *k, &b.inputs(), &b.instructions());
+          ++stats.contractions;
+          for (const auto& r : plan.reads.at(k.get())) run.bytes_read += r->numel() * dtype_size(r->dtype);
+          if (debug) run.detail = "    epilogue:\n" + b.describe();
+        } else if (it != plan.contractions.end()) {
+          run_contraction(it->second, *k, *k);
           ++stats.contractions;
           for (const auto& r : plan.reads.at(k.get())) run.bytes_read += r->numel() * dtype_size(r->dtype);
         } else {
