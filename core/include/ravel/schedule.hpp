@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 
 namespace ravel {
@@ -18,6 +19,7 @@ enum class FusionPolicy : uint8_t { None, Elementwise, Reduce, Full };
 const char* fusion_policy_name(FusionPolicy p);
 // "none", "elementwise", "reduce", "full"; ConfigError naming the accepted names otherwise.
 FusionPolicy parse_fusion_policy(const std::string& name);
+std::ostream& operator<<(std::ostream& os, FusionPolicy p);
 
 struct FusionOptions {
   FusionPolicy policy = FusionPolicy::Full;

@@ -1,6 +1,7 @@
 #include "config/config.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -36,10 +37,12 @@ void check_keys(const Config& c, const json& obj, const std::string& path, const
   if (!obj.is_object()) fail(c, path, "expected an object, got " + obj.dump());
   for (const auto& [key, value] : obj.items()) {
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    // Suggest the closest known key if it is within half the longer name's length.
     std::string best;
-    size_t best_d = 3;
+    size_t best_d = SIZE_MAX;
     for (const auto& k : known)
-      if (size_t d = edit_distance(key, k); d < best_d) best_d = d, best = k;
+      if (size_t d = edit_distance(key, k); d <= std::max<size_t>(2, std::max(key.size(), k.size()) / 2) && d < best_d)
+        best_d = d, best = k;
     std::string list;
     for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
     fail(c, path + "." + key, "unknown key" + (best.empty() ? "" : " (did you mean \"" + best + "\"?)") +

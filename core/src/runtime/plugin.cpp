@@ -1,6 +1,8 @@
 #include "runtime/plugin.hpp"
 
 #include <cstdio>
+#include <map>
+#include <mutex>
 
 #include "ravel/error.hpp"
 
@@ -18,7 +20,21 @@ std::string take_message(const rvl_backend_api* api, rvl_error* err) {
 }
 }  // namespace
 
+// A shared object is loaded once per process (dlopen would hand every Runtime the same
+// library, whose global state initialize/shutdown manage), so live Plugins are shared by path
+// and the library is shut down only when its last user lets go.
 std::shared_ptr<Plugin> Plugin::load(const std::string& path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::weak_ptr<Plugin>> live;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = live.find(path); it != live.end())
+    if (auto existing = it->second.lock()) return existing;
+  auto p = load_new(path);
+  live[path] = p;
+  return p;
+}
+
+std::shared_ptr<Plugin> Plugin::load_new(const std::string& path) {
   std::shared_ptr<Plugin> p(new Plugin());
   p->path_ = path;
   auto fail = [&](const std::string& why) -> PluginError {

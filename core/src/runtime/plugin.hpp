@@ -27,7 +27,8 @@ namespace ravel::detail {
 
 class Plugin {
  public:
-  // Loads, negotiates, probes and initialises; throws PluginError naming `path` and the reason.
+  // Loads, negotiates, probes and initialises (or returns the live Plugin already loaded from
+  // `path`); throws PluginError naming `path` and the reason.
   static std::shared_ptr<Plugin> load(const std::string& path);
   ~Plugin();
   Plugin(const Plugin&) = delete;
@@ -44,6 +45,7 @@ class Plugin {
 
  private:
   Plugin() = default;
+  static std::shared_ptr<Plugin> load_new(const std::string& path);
   boost::dll::shared_library lib_;
   const rvl_backend_api* api_ = nullptr;
   std::string name_, path_, version_;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <ostream>
 
 #include "ravel/error.hpp"
 #include "ravel/runtime.hpp"
@@ -26,6 +27,8 @@ FusionPolicy parse_fusion_policy(const std::string& name) {
     if (name == fusion_policy_name(p)) return p;
   throw ConfigError("unknown fusion policy \"" + name + "\"; expected one of: none, elementwise, reduce, full");
 }
+
+std::ostream& operator<<(std::ostream& os, FusionPolicy p) { return os << fusion_policy_name(p); }
 
 namespace {
 std::mutex g_options_mutex;
