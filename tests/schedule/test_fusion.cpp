@@ -178,7 +178,7 @@ BOOST_AUTO_TEST_CASE(fusion_config_errors_name_the_json_path) {
   expect(R"({"fusion": {"policy": "fastest"}})", "$.fusion.policy");
   expect(R"({"fusion": {"policy": 3}})", "$.fusion.policy");
   expect(R"({"fusion": {"max_instructions": 1}})", "$.fusion.max_instructions");
-  expect(R"({"fusion": {"max_instrs": 10}})", "did you mean \"max_instructions\"");
+  expect(R"({"fusion": {"max_instruction": 10}})", "did you mean \"max_instructions\"");
   expect(R"({"fusion": )", "malformed JSON");
   ravel::RuntimeOptions o;
   o.config_path = write(R"({"fusion": {"policy": "elementwise", "max_inputs": 4}})");
