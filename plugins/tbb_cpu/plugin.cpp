@@ -30,8 +30,10 @@ struct Registry {
 };
 
 Registry& registry() {
-  static Registry r;  // function-local: constructed on first use, no static-init order issues
-  return r;
+  // Never destroyed: the host may call shutdown() from its own static destructors at exit,
+  // after this library's statics would otherwise be gone.
+  static Registry* r = new Registry;
+  return *r;
 }
 
 void require_initialized() {

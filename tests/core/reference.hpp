@@ -74,6 +74,17 @@ inline double wrap(double x, DType t) {
 // C-style conversion: float -> int truncates toward zero, anything -> bool is x != 0.
 inline double convert(double x, DType to) { return int_type(to) ? wrap(std::trunc(x), to) : wrap(x, to); }
 
+// CAST as docs/abi.md 7.3 defines it: to bool is x != 0 (NaN is true); integer -> integer is
+// modular; float -> integer truncates toward zero and saturates (NaN -> 0, U8 negatives -> 0).
+inline double cast_value(double x, DType from, DType to) {
+  if (to == DType::Bool) return x != 0 || std::isnan(x) ? 1.0 : 0.0;
+  if (!int_type(to) || !float_type(from)) return convert(x, to);
+  if (std::isnan(x)) return 0.0;
+  double lo = to == DType::U8 ? 0.0 : to == DType::I32 ? -2147483648.0 : -9223372036854775808.0;
+  double hi = to == DType::U8 ? 255.0 : to == DType::I32 ? 2147483647.0 : 9223372036854775807.0;
+  return std::clamp(std::trunc(x), lo, hi);
+}
+
 struct NDArray {
   Shape shape;
   DType dtype = DType::F32;

@@ -14,6 +14,7 @@ namespace {
 const Shape kShape = {3, 4, 2};
 
 DType to_f32_if_int(DType t) { return ref::float_type(t) ? t : DType::F32; }
+DType to_f32(DType) { return DType::F32; }
 
 std::vector<UnaryRow> unary_rows() {
   return {
@@ -32,6 +33,17 @@ std::vector<UnaryRow> unary_rows() {
        [](double x, DType) { return std::max(x, 0.0); }},
       {"abs", kNumeric, Domain::Any, [](const Tensor& x) { return x.abs(); }, [](double x, DType) { return std::fabs(x); }},
       {"square", kNumeric, Domain::Any, [](const Tensor& x) { return x.square(); }, [](double x, DType) { return x * x; }},
+      // Float math on integers and bools computes in f32 (docs/dtypes.md).
+      {"exp(int/bool)", kBoolInts, Domain::Any, [](const Tensor& x) { return x.exp(); },
+       [](double x, DType) { return std::exp(x); }, to_f32},
+      {"log(int/bool)", kBoolInts, Domain::Positive, [](const Tensor& x) { return x.log(); },
+       [](double x, DType) { return std::log(x); }, to_f32},
+      {"cos(int/bool)", kBoolInts, Domain::Any, [](const Tensor& x) { return x.cos(); },
+       [](double x, DType) { return std::cos(x); }, to_f32},
+      {"tanh(int/bool)", kBoolInts, Domain::Any, [](const Tensor& x) { return x.tanh(); },
+       [](double x, DType) { return std::tanh(x); }, to_f32},
+      {"sigmoid(int/bool)", kBoolInts, Domain::Any, [](const Tensor& x) { return x.sigmoid(); },
+       [](double x, DType) { return 1.0 / (1.0 + std::exp(-x)); }, to_f32},
       {"operator-(unary)", kSigned, Domain::Any, [](const Tensor& x) { return -x; }, [](double x, DType) { return -x; }},
   };
 }

@@ -5,6 +5,8 @@
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 
+#include <limits>
+
 #include "common.hpp"
 
 namespace bdata = boost::unit_test::data;
@@ -33,13 +35,22 @@ std::vector<UnaryRow> unary_rows() {
        [](double x, DType) { return std::trunc(x); }},
   };
   for (DType to : kAllDTypes) {
-    // Float -> u8 of a negative value is undefined in C, so u8 targets get non-negative inputs
-    // (integer -> u8 wrapping is checked by name below).
-    Domain d = to == DType::U8 ? Domain::NonNeg : Domain::Any;
-    rows.push_back({std::string("cast->") + ravel::dtype_name(to), kAllDTypes, d,
-                    [to](const Tensor& x) { return x.cast(to); }, [to](double x, DType) { return ref::convert(x, to); },
-                    [to](DType) { return to; }});
+    // Mixed signs: float -> u8 saturates negatives to 0, integer -> u8 wraps (docs/abi.md 7.3).
+    rows.push_back({std::string("cast->") + ravel::dtype_name(to), kAllDTypes, Domain::Any,
+                    [to](const Tensor& x) { return x.cast(to); },
+                    [to](double x, DType from) { return ref::cast_value(x, from, to); }, [to](DType) { return to; }});
   }
+  // Float math on integers and bools computes in f32 (docs/dtypes.md).
+  auto f32_math = [](std::string name, Domain d, std::function<Tensor(const Tensor&)> op, double (*f)(double)) {
+    return UnaryRow{name + "(int/bool -> f32)", kBoolInts, d, op, [f](double x, DType) { return f(x); },
+                    [](DType) { return DType::F32; }};
+  };
+  rows.push_back(f32_math("recip", Domain::NonZero, [](const Tensor& x) { return x.recip(); },
+                          [](double x) { return double(1.0f / float(x)); }));
+  rows.push_back(f32_math("sqrt", Domain::NonNeg, [](const Tensor& x) { return x.sqrt(); }, [](double x) { return std::sqrt(x); }));
+  rows.push_back(f32_math("exp2", Domain::Any, [](const Tensor& x) { return x.exp2(); }, [](double x) { return std::exp2(x); }));
+  rows.push_back(f32_math("log2", Domain::Positive, [](const Tensor& x) { return x.log2(); }, [](double x) { return std::log2(x); }));
+  rows.push_back(f32_math("sin", Domain::Any, [](const Tensor& x) { return x.sin(); }, [](double x) { return std::sin(x); }));
   return rows;
 }
 
@@ -214,4 +225,49 @@ BOOST_AUTO_TEST_CASE(scalar_operands) {
   BOOST_TEST(((10.0 / Tensor::from_vector<int32_t>({4}, {1})).dtype() == DType::F32));
   BOOST_TEST((10.0 / Tensor::from_vector<int32_t>({4}, {1})).item<float>() == 2.5f);
   BOOST_TEST((-i).to_vector<int32_t>() == (std::vector<int32_t>{-1, -2}), boost::test_tools::per_element());
+}
+
+// The ABI's defined edge cases (docs/abi.md 7.2, 7.3), value by value.
+BOOST_AUTO_TEST_CASE(abi_defined_edge_values) {
+  // MIN / -1 == MIN and MIN % -1 == 0 (no trap).
+  auto m32 = Tensor::from_vector<int32_t>({INT32_MIN}, {1}), n32 = Tensor::from_vector<int32_t>({-1}, {1});
+  BOOST_TEST(m32.idiv(n32).item<int32_t>() == INT32_MIN);
+  BOOST_TEST(m32.mod(n32).item<int32_t>() == 0);
+  auto m64 = Tensor::from_vector<int64_t>({INT64_MIN}, {1}), n64 = Tensor::from_vector<int64_t>({-1}, {1});
+  BOOST_TEST(m64.idiv(n64).item<int64_t>() == INT64_MIN);
+  BOOST_TEST(m64.mod(n64).item<int64_t>() == 0);
+  // Saturating float -> int casts: F32 3e9 -> I32 2147483647; -5.5 -> U8 0; 300.7 -> U8 255; NaN -> 0.
+  const float inf = std::numeric_limits<float>::infinity();
+  auto f = Tensor::from_vector<float>({3e9f, -5.5f, 300.7f, std::nanf(""), -inf, inf}, {6});
+  BOOST_TEST(f.cast(DType::I32).to_vector<int32_t>() ==
+                 (std::vector<int32_t>{INT32_MAX, -5, 300, 0, INT32_MIN, INT32_MAX}),
+             boost::test_tools::per_element());
+  BOOST_TEST(f.cast(DType::U8).to_vector<uint8_t>() == (std::vector<uint8_t>{255, 0, 255, 0, 0, 255}),
+             boost::test_tools::per_element());
+  // NaN -> bool is true.
+  BOOST_TEST(f.cast(DType::Bool).to_vector<int32_t>() == (std::vector<int32_t>{1, 1, 1, 1, 1, 1}),
+             boost::test_tools::per_element());
+  // I64 300 -> U8 44 (modular).
+  BOOST_TEST(Tensor::from_vector<int64_t>({300}, {1}).cast(DType::U8).item<uint8_t>() == 44);
+  // MAX propagates NaN from either side.
+  auto nan1 = Tensor::from_vector<float>({std::nanf(""), 1.f}, {2}), one_nan = Tensor::from_vector<float>({1.f, std::nanf("")}, {2});
+  auto mx = nan1.maximum(one_nan).to_vector<float>();
+  BOOST_TEST(std::isnan(mx[0]));
+  BOOST_TEST(std::isnan(mx[1]));
+  // Float idiv by zero: trunc(x / 0) = +-inf (or NaN for 0 / 0); float mod by 0 is NaN.
+  auto z = Tensor::from_vector<double>({1, -1, 0}, {3}).idiv(Tensor::zeros({3}, DType::F64)).to_vector<double>();
+  BOOST_TEST(z[0] == std::numeric_limits<double>::infinity());
+  BOOST_TEST(z[1] == -std::numeric_limits<double>::infinity());
+  BOOST_TEST(std::isnan(z[2]));
+}
+
+BOOST_AUTO_TEST_CASE(where_with_non_bool_condition_means_nonzero) {
+  // docs/dtypes.md: a non-bool condition means c != 0.
+  auto c = Tensor::from_vector<int32_t>({0, 2, -1, 0}, {4});
+  auto r = Tensor::where(c, Tensor::full({4}, 1.0), Tensor::full({4}, 2.0));
+  BOOST_TEST(r.to_vector<float>() == (std::vector<float>{2, 1, 1, 2}), boost::test_tools::per_element());
+  auto cf = Tensor::from_vector<float>({0.5f, 0.f}, {2});
+  BOOST_TEST(Tensor::where(cf, Tensor::arange(2), Tensor::arange(2) + 10.0).to_vector<int64_t>() ==
+                 (std::vector<int64_t>{0, 11}),
+             boost::test_tools::per_element());
 }

@@ -109,6 +109,11 @@ BOOST_AUTO_TEST_CASE(dtype_errors) {
   expect_throw<ravel::DTypeError>("logical_and on f32", [&] { f.logical_and(f); }, {{"f32"}});
   expect_throw<ravel::DTypeError>("logical_or on f64", [&] { g.logical_or(g); }, {{"f64"}});
   expect_throw<ravel::DTypeError>("logical_xor on f32 with bool", [&] { f.logical_xor((f < 1.0)); }, {{"f32"}});
+  std::vector<uint8_t> bv = {1, 0};
+  auto b = Tensor::from_data(bv.data(), DType::Bool, {2});
+  // docs/dtypes.md: neg rejects bool (use logical_not); sub of two bools is a DTypeError.
+  expect_throw<ravel::DTypeError>("neg of bool", [&] { b.neg(); }, {{"bool"}});
+  expect_throw<ravel::DTypeError>("sub of two bools", [&] { b.sub(b); }, {{"bool"}});
   expect_throw<ravel::DTypeError>("one_hot of f32", [&] { f.one_hot(3); }, {{"f32"}});
   expect_throw<ravel::DTypeError>("gather with an f32 index",
                                   [&] { Tensor::zeros({2, 2}).gather(0, Tensor::zeros({2, 2})); }, {{"f32"}});

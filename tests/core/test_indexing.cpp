@@ -49,7 +49,8 @@ BOOST_AUTO_TEST_CASE(gather_like_torch) {
                   Built x = build(k, {3, 4}, dt, Domain::Any, ++seed);
                   int64_t ax = axis < 0 ? axis + 2 : axis;
                   Shape is = ax == 0 ? Shape{2, 4} : Shape{3, 2};
-                  Built idx = index_tensor(kAllKinds[(seed + 1) % kAllKinds.size()], is, DType::I64, x.r.shape[ax], ++seed);
+                  ViewKind ik = kAllKinds[(seed + 1) % kAllKinds.size()];
+                  Built idx = index_tensor(ik, is, DType::I64, x.r.shape[ax], ++seed);
                   NDArray want(is, dt);
                   ref::for_each_index(is, [&](const ref::Index& i) {
                     ref::Index j(i);

@@ -60,12 +60,19 @@ std::vector<ReduceRow> rows() {
        [](const Vals& v, DType) { return *std::max_element(v.begin(), v.end()); }},
       {"min", kAllDTypes, Domain::Any, [](const Tensor& x, ravel::Axes a, bool k) { return x.min(a, k); },
        [](const Vals& v, DType) { return *std::min_element(v.begin(), v.end()); }},
-      {"prod", kNumeric, Domain::Prod, [](const Tensor& x, ravel::Axes a, bool k) { return x.prod(a, k); },
+      // Bool products are i64 (docs/dtypes.md), i.e. "all" as 0/1.
+      {"prod", kAllDTypes, Domain::Prod, [](const Tensor& x, ravel::Axes a, bool k) { return x.prod(a, k); },
        [](const Vals& v, DType) {
          double p = 1;
          for (double x : v) p *= x;
          return p;
-       }},
+       },
+       [](DType t) { return t == DType::Bool ? DType::I64 : t; }},
+      // mean and var of integers (and bools) give f32 (docs/dtypes.md).
+      {"mean(int/bool -> f32)", kBoolInts, Domain::Any, [](const Tensor& x, ravel::Axes a, bool k) { return x.mean(a, k); },
+       [](const Vals& v, DType) { return vmean(v); }, [](DType) { return DType::F32; }},
+      {"var(int -> f32)", kInts, Domain::Any, [](const Tensor& x, ravel::Axes a, bool k) { return x.var(a, k); },
+       [](const Vals& v, DType) { return vvar(v, 1); }, [](DType) { return DType::F32; }},
       {"mean", kFloats, Domain::Any, [](const Tensor& x, ravel::Axes a, bool k) { return x.mean(a, k); },
        [](const Vals& v, DType) { return vmean(v); }},
       {"var(correction=1)", kFloats, Domain::Any, [](const Tensor& x, ravel::Axes a, bool k) { return x.var(a, k); },

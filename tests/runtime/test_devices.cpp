@@ -3,6 +3,7 @@
 #define BOOST_TEST_MODULE runtime_devices
 #include <boost/test/unit_test.hpp>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,7 @@ namespace tt = boost::test_tools;
 namespace {
 const std::string kDir = BROKEN_PLUGIN_DIR;
 RuntimeOptions opts(const std::vector<std::string>& dirs) {
-  return RuntimeOptions{.extra_paths = dirs, .use_environment = false, .use_default_paths = true};
+  return RuntimeOptions{.config_path = {}, .extra_paths = dirs, .use_environment = false, .use_default_paths = true};
 }
 bool contains(const std::string& s, const std::string& k) { return s.find(k) != std::string::npos; }
 }  // namespace
@@ -121,4 +122,31 @@ BOOST_AUTO_TEST_CASE(devices_of_the_default_runtime) {
   BOOST_TEST(devs[0].compute_units >= 1);
   BOOST_TEST(devs[0].max_rank >= 1);
   BOOST_TEST(devs[0].dtypes.size() == 6u);
+}
+
+BOOST_AUTO_TEST_CASE(config_placement_makes_the_failing_backend_the_default) {
+  // docs/config.md: placement.devices lists where new tensors go, first existing device first.
+  const std::string cfg = kDir + "/placement_failing_first.json";
+  {
+    std::ofstream out(cfg);
+    out << R"({"placement": {"devices": ["failing:0", "tbb_cpu:0"]}})";
+  }
+  RuntimeOptions o = opts({kDir + "/kernel_fails"});
+  o.config_path = cfg;
+  Runtime& rt = Runtime::reset(o);
+  BOOST_TEST((rt.default_device() == Device("failing", 0)));
+  auto x = Tensor::ones({4});
+  BOOST_TEST((x.device() == Device("failing", 0)));
+  try {
+    (x * 3.0).sum().item<float>();
+    BOOST_ERROR("no exception");
+  } catch (const ravel::DeviceError& e) {
+    BOOST_TEST(contains(e.what(), "kernel exploded on purpose"), e.what());
+  } catch (const std::exception& e) {
+    BOOST_ERROR("wrong exception type: " << e.what());
+  }
+  // An explicit TBB tensor in the same runtime is fine.
+  auto y = Tensor::full({3}, 2.0, DType::F32, Device("tbb_cpu", 0));
+  BOOST_TEST((y * 3.0).sum().item<float>() == 18.0f);
+  Runtime::reset(opts({}));
 }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 #include "ravel/ravel.hpp"
@@ -161,7 +162,7 @@ BOOST_AUTO_TEST_CASE(policy_names_and_env_override) {
 
 BOOST_AUTO_TEST_CASE(fusion_config_errors_name_the_json_path) {
   auto write = [](const std::string& text) {
-    std::string path = "fusion_test_config.json";
+    std::string path = (std::filesystem::temp_directory_path() / "ravel_fusion_test_config.json").string();
     std::ofstream(path) << text;
     return path;
   };

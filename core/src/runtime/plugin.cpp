@@ -76,6 +76,7 @@ std::shared_ptr<Plugin> Plugin::load_new(const std::string& path) {
   rvl_probe_result probe{sizeof(rvl_probe_result), 0, 0};
   if (rvl_error* e = api->probe(&probe)) throw fail("probe failed: " + take_message(api, e));
   if (probe.device_count <= 0) throw fail("no devices (probe found 0); skipped");
+  p->score_ = probe.score;
 
   if (rvl_error* e = api->initialize()) throw fail("initialize failed: " + take_message(api, e));
   p->initialized_ = true;

@@ -39,6 +39,7 @@ class Plugin {
   const std::string& path() const { return path_; }
   const std::string& version() const { return version_; }
   int32_t device_count() const { return device_count_; }
+  int32_t score() const { return score_; }  // the probe's preference; higher is better
   // Throws DeviceError (OutOfMemoryError for RVL_STATUS_OUT_OF_MEMORY) if `err` is not NULL,
   // with `what` and the plugin's message; always destroys `err`.
   void check(rvl_error* err, const std::string& what) const;
@@ -50,6 +51,7 @@ class Plugin {
   const rvl_backend_api* api_ = nullptr;
   std::string name_, path_, version_;
   int32_t device_count_ = 0;
+  int32_t score_ = 0;
   bool initialized_ = false;
 };
 

@@ -55,6 +55,8 @@ Runtime::Runtime(const RuntimeOptions& options) {
   detail::Config config;
   if (!config_path.empty()) config = detail::load_config(config_path);
   placement_ = config.placement;
+  // The built-in default (configs/default.json writes it out): GPUs first, then the CPU.
+  if (placement_.empty()) placement_ = {"hip:0", "level_zero:0", "tbb_cpu:0"};
   skip_ = config.plugin_skip;
   fusion_ = config.fusion;
 
@@ -152,7 +154,12 @@ Device Runtime::default_device() const {
               "no device available: no backend plugin could be loaded (searched: ",
               [&] { std::string s; for (auto& p : search_paths_) s += (s.empty() ? "" : ", ") + p; return s; }(),
               "); run ravel-info to see why");
-  return Device(plugins_.front()->name(), 0);
+  // Nothing in the preference list exists: the backend whose probe scored highest (the first
+  // found among equals).
+  const Plugin* best = plugins_.front().get();
+  for (const auto& p : plugins_)
+    if (p->score() > best->score()) best = p.get();
+  return Device(best->name(), 0);
 }
 
 std::vector<DeviceRecord> Runtime::devices() const {

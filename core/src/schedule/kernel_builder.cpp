@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cstring>
+#include <sstream>
 
 #include "ravel/error.hpp"
 #include "ravel/runtime.hpp"
@@ -90,19 +91,22 @@ std::string KernelBuilder::describe() const {
       RVL_OP_LIST(RAVEL_OP_NAME_)
 #undef RAVEL_OP_NAME_
   };
-  std::string out;
+  std::ostringstream out;
   for (size_t i = 0; i < inputs_.size(); ++i)
-    out += "    in" + std::to_string(i) + ": " + dtype_name(static_cast<DType>(inputs_[i].dtype)) + " " +
-           views_[i].str() + " of node " + std::to_string(bases_[i]->id) + "\n";
+    out << "    in" << i << ": " << dtype_name(static_cast<DType>(inputs_[i].dtype)) << " " << views_[i].str()
+        << " of node " << bases_[i]->id << "\n";
   for (size_t i = 0; i < instrs_.size(); ++i) {
     const auto& in = instrs_[i];
-    out += "    %" + std::to_string(i) + " = " + kOpNames[in.op] + "." + dtype_name(static_cast<DType>(in.dtype));
-    if (in.op == RVL_OP_LOAD) out += " in" + std::to_string(in.arg);
-    else if (in.op == RVL_OP_CONST) out += " " + (is_float(static_cast<DType>(in.dtype)) ? std::to_string(in.value.f) : std::to_string(in.value.i));
-    for (int k = 0; k < 3 && in.src[k] >= 0; ++k) out += " %" + std::to_string(in.src[k]);
-    out += "\n";
+    out << "    %" << i << " = " << kOpNames[in.op] << "." << dtype_name(static_cast<DType>(in.dtype));
+    if (in.op == RVL_OP_LOAD) out << " in" << in.arg;
+    if (in.op == RVL_OP_CONST) {
+      if (is_float(static_cast<DType>(in.dtype))) out << " " << in.value.f;
+      else out << " " << in.value.i;
+    }
+    for (int k = 0; k < 3 && in.src[k] >= 0; ++k) out << " %" << in.src[k];
+    out << "\n";
   }
-  return out;
+  return out.str();
 }
 
 const rvl_program& KernelBuilder::finish(const Node& out, rvl_reduce_op reduce, uint32_t axes) {

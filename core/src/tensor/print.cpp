@@ -92,6 +92,14 @@ std::string Tensor::to_string(PrintOptions opts) const {
     auto v = to_vector<int64_t>();
     for (int64_t i = 0; i < n; ++i) cells[i] = std::to_string(v[i]);
   }
+  // Like NumPy, line decimal points up: pad integer parts on the left, fractions on the right.
+  bool fixed = is_float(dtype());
+  for (const auto& c : cells) fixed = fixed && c.find('e') == std::string::npos && c.find('n') == std::string::npos;
+  if (fixed) {
+    size_t frac = 0;
+    for (const auto& c : cells) frac = std::max(frac, c.size() - c.find('.') - 1);
+    for (auto& c : cells) c += std::string(frac - (c.size() - c.find('.') - 1), ' ');
+  }
   size_t width = 0;
   for (const auto& c : cells) width = std::max(width, c.size());
   Printer p{cells, shape(), width, summarize, {}};

@@ -1,0 +1,67 @@
+// The case table, the error measure and the runner's report.
+#pragma once
+
+#include "plugin.hpp"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace rvl::conformance {
+
+// What one case produced. A case body fills `error`/`threshold` when it measures something and
+// throws Failure (fail) or Skip (not supported) otherwise it passes.
+struct Measure {
+  double error = 0;
+  double threshold = 0;
+};
+
+struct Case {
+  std::string group;
+  std::string name;
+  std::function<void(Measure&)> body;
+};
+
+std::vector<Case>& cases();
+void add_case(const std::string& group, const std::string& name, std::function<void(Measure&)> body);
+
+// The case groups, one registration function per file.
+void register_abi_cases();
+void register_elementwise_cases();
+void register_view_cases();
+void register_reduction_cases();
+void register_contraction_cases();
+void register_fused_cases();
+void register_malformed_cases();
+
+std::string dtype_str(int32_t dtype);
+std::string op_str(int32_t op);
+
+// ---- error measure -----------------------------------------------------------------------
+// Per-op thresholds on the normalised mean squared error (NMSE) of float results:
+//   sum((got - want)^2) / max(sum(want^2), n * 1e-30)
+// over the finite expected elements; NaN and +-Inf positions must match exactly. Integer and
+// bool results (and float results of integer/bool kernels) must match exactly.
+enum class Accuracy {
+  Exact,          // correctly rounded IEEE ops: ADD MUL NEG MAX TRUNC MOD IDIV CAST CMP WHERE
+  Transcendental, // RECIP SQRT EXP2 LOG2 SIN (device math libraries may differ by a few ulp)
+  Accumulation    // reductions, contractions, fused programs (order of summation, FMA)
+};
+double threshold(Accuracy a, int32_t dtype);  // 0 for non-float dtypes
+Accuracy accuracy_of(int32_t op);
+
+// Compares whole buffers; returns the NMSE (0 for exact dtypes); throws Failure on a mismatch.
+double compare(const ref::HostBuffer& got, const ref::HostBuffer& want, double threshold,
+               const std::string& what);
+
+// ---- runner --------------------------------------------------------------------------------
+struct RunOptions {
+  std::string filter;  // ECMAScript regex on "group/name"; empty = all
+  std::string json;    // report path; empty = none
+  bool list = false;
+  bool verbose = false;
+  std::string plugin_path;
+};
+int run_cases(const RunOptions& options);  // returns the number of failed cases
+
+}  // namespace rvl::conformance

@@ -1,0 +1,146 @@
+// Reference evaluation of whole kernels: programs (with reductions) and contractions.
+// One element at a time from its multi-index; accumulators are f64 / wrapping int64.
+#include <ravel/conformance/reference.hpp>
+
+#include <cmath>
+#include <functional>
+#include <string>
+
+namespace rvl::ref {
+namespace {
+
+int64_t address(const rvl_view& v, int rank, const int64_t* idx) {
+  int64_t a = v.offset;
+  for (int d = 0; d < rank; ++d) a += idx[d] * v.strides[d];
+  return a;
+}
+
+bool valid(const rvl_view& v, int rank, const int64_t* idx) {
+  for (int d = 0; d < rank; ++d)
+    if (idx[d] < v.valid_lo[d] || idx[d] >= v.valid_hi[d]) return false;
+  return true;
+}
+
+// Calls fn(idx) for every index of `shape` in row-major order.
+void for_each_index(int rank, const int64_t* shape, const std::function<void(const int64_t*)>& fn) {
+  int64_t total = 1;
+  for (int d = 0; d < rank; ++d) total *= shape[d];
+  for (int64_t lin = 0; lin < total; ++lin) {
+    int64_t idx[RVL_MAX_RANK] = {};
+    int64_t rest = lin;
+    for (int d = rank - 1; d >= 0; --d) idx[d] = rest % shape[d], rest /= shape[d];
+    fn(idx);
+  }
+}
+
+// The value of the last instruction at `idx`. `acc` gives ACC (contraction epilogues).
+Value evaluate(const rvl_instruction* code, int32_t n, const rvl_operand* inputs, int rank,
+               const std::vector<const HostBuffer*>& bufs, const int64_t* idx, Value acc) {
+  std::vector<Value> regs(static_cast<size_t>(n));
+  for (int j = 0; j < n; ++j) {
+    const rvl_instruction& in = code[j];
+    switch (in.op) {
+      case RVL_OP_LOAD: {
+        const rvl_view& v = inputs[in.arg].view;
+        regs[j] = valid(v, rank, idx) ? bufs.at(in.arg)->get(address(v, rank, idx))
+                                      : normalize(in.dtype, Value{});
+        break;
+      }
+      case RVL_OP_CONST: regs[j] = constant(in.dtype, in.value); break;
+      case RVL_OP_ACC: regs[j] = acc; break;
+      default: {
+        const Value none{};
+        regs[j] = apply(in.op, in.dtype, code[in.src[0]].dtype, regs[in.src[0]],
+                        in.src[1] >= 0 ? regs[in.src[1]] : none,
+                        in.src[2] >= 0 ? regs[in.src[2]] : none);
+      }
+    }
+  }
+  return regs[n - 1];
+}
+
+// Wide accumulation: f64 for floats, wrapping int64 for integers, or/and for bool.
+Value combine_wide(int32_t rop, int32_t dt, Value x, Value y) {
+  if (is_float(dt)) {
+    if (rop == RVL_REDUCE_SUM) return fval(x.f + y.f);
+    if (rop == RVL_REDUCE_PROD) return fval(x.f * y.f);
+    if (std::isnan(x.f)) return x;
+    if (std::isnan(y.f)) return y;
+    return fval(x.f < y.f ? y.f : x.f);
+  }
+  if (dt == RVL_DTYPE_BOOL) {
+    if (rop == RVL_REDUCE_PROD) return ival(x.i && y.i);
+    return ival(x.i || y.i);
+  }
+  const uint64_t a = static_cast<uint64_t>(x.i), b = static_cast<uint64_t>(y.i);
+  if (rop == RVL_REDUCE_SUM) return ival(static_cast<int64_t>(a + b));
+  if (rop == RVL_REDUCE_PROD) return ival(static_cast<int64_t>(a * b));
+  return ival(x.i > y.i ? x.i : y.i);
+}
+
+}  // namespace
+
+void run_program(const rvl_program& p, const std::vector<const HostBuffer*>& inputs,
+                 HostBuffer& out) {
+  const int R = p.rank;
+  const int32_t odt = p.output.dtype;
+  const rvl_view& ov = p.output.view;
+  if (p.reduce_op == RVL_REDUCE_NONE) {
+    for_each_index(R, p.shape, [&](const int64_t* idx) {
+      out.set(address(ov, R, idx),
+              evaluate(p.instructions, p.n_instructions, p.inputs, R, inputs, idx, {}));
+    });
+    return;
+  }
+  // Reduction: accumulate every output from its identity over the reduced sub-space.
+  int64_t kept_shape[RVL_MAX_RANK], red_shape[RVL_MAX_RANK];
+  for (int d = 0; d < R; ++d) {
+    const bool reduced = (p.reduce_axes >> d) & 1u;
+    kept_shape[d] = reduced ? 1 : p.shape[d];
+    red_shape[d] = reduced ? p.shape[d] : 1;
+  }
+  for_each_index(R, kept_shape, [&](const int64_t* kept) {
+    Value acc = reduce_identity(p.reduce_op, odt);
+    for_each_index(R, red_shape, [&](const int64_t* red) {
+      int64_t idx[RVL_MAX_RANK];
+      for (int d = 0; d < R; ++d) idx[d] = kept[d] + red[d];
+      acc = combine_wide(p.reduce_op, odt,
+                         acc, evaluate(p.instructions, p.n_instructions, p.inputs, R, inputs, idx, {}));
+    });
+    out.set(address(ov, R, kept), acc);  // rounds / wraps once
+  });
+}
+
+void run_contraction(const rvl_contraction& c, const HostBuffer& a, const HostBuffer& b,
+                     const std::vector<const HostBuffer*>& epilogue_inputs, HostBuffer& out) {
+  const int br = c.batch_rank, R = br + 2;
+  int64_t shape[RVL_MAX_RANK] = {};
+  for (int d = 0; d < br; ++d) shape[d] = c.batch_shape[d];
+  shape[br] = c.m;
+  shape[br + 1] = c.n;
+  const int32_t dt = c.dtype;
+  for_each_index(R, shape, [&](const int64_t* idx) {
+    Value acc = reduce_identity(RVL_REDUCE_SUM, dt);
+    int64_t ia[RVL_MAX_RANK], ib[RVL_MAX_RANK];
+    for (int d = 0; d < br; ++d) ia[d] = ib[d] = idx[d];
+    ia[br] = idx[br];
+    ib[br + 1] = idx[br + 1];
+    for (int64_t k = 0; k < c.k; ++k) {
+      ia[br + 1] = k;
+      ib[br] = k;
+      const Value x = a.get(address(c.a.view, R, ia)), y = b.get(address(c.b.view, R, ib));
+      Value prod;
+      if (is_float(dt)) prod = fval(x.f * y.f);
+      else if (dt == RVL_DTYPE_BOOL) prod = ival(x.i && y.i);
+      else prod = ival(static_cast<int64_t>(static_cast<uint64_t>(x.i) * static_cast<uint64_t>(y.i)));
+      acc = combine_wide(RVL_REDUCE_SUM, dt, acc, prod);
+    }
+    acc = normalize(dt, acc);
+    const Value r = c.n_epilogue > 0 ? evaluate(c.epilogue, c.n_epilogue, c.epilogue_inputs, R,
+                                                epilogue_inputs, idx, acc)
+                                     : acc;
+    out.set(address(c.c.view, R, idx), r);
+  });
+}
+
+}  // namespace rvl::ref

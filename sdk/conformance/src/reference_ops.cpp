@@ -1,0 +1,178 @@
+// Reference scalar semantics: one value at a time, every rule from docs/abi.md sections 5-7.
+#include <ravel/conformance/reference.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace rvl::ref {
+namespace {
+
+uint64_t U(int64_t x) { return static_cast<uint64_t>(x); }
+int64_t imin(int32_t dt) {
+  return dt == RVL_DTYPE_I32 ? INT32_MIN : dt == RVL_DTYPE_I64 ? INT64_MIN : 0;
+}
+// Reduces an int64 to the value range of dt modulo 2^bits (two's complement).
+int64_t wrap(int32_t dt, int64_t x) {
+  switch (dt) {
+    case RVL_DTYPE_BOOL: return x != 0;
+    case RVL_DTYPE_U8: return x & 0xff;
+    case RVL_DTYPE_I32: {
+      const int64_t y = x & 0xffffffffLL;
+      return y >= 0x80000000LL ? y - 0x100000000LL : y;
+    }
+    default: return x;
+  }
+}
+double round_to(int32_t dt, double x) { return dt == RVL_DTYPE_F32 ? double(float(x)) : x; }
+
+// Float math evaluated in the dtype's own precision (f32 ops use the float overloads).
+template <class Fn>
+Value fl1(int32_t dt, Value a, Fn fn) {
+  if (dt == RVL_DTYPE_F32) return fval(double(fn(float(a.f))));
+  return fval(fn(a.f));
+}
+template <class Fn>
+Value fl2(int32_t dt, Value a, Value b, Fn fn) {
+  if (dt == RVL_DTYPE_F32) return fval(double(fn(float(a.f), float(b.f))));
+  return fval(fn(a.f, b.f));
+}
+
+}  // namespace
+
+bool is_float(int32_t dt) { return dt == RVL_DTYPE_F32 || dt == RVL_DTYPE_F64; }
+
+size_t element_size(int32_t dt) {
+  switch (dt) {
+    case RVL_DTYPE_BOOL: case RVL_DTYPE_U8: return 1;
+    case RVL_DTYPE_I32: case RVL_DTYPE_F32: return 4;
+    case RVL_DTYPE_I64: case RVL_DTYPE_F64: return 8;
+    default: throw std::invalid_argument("unknown dtype " + std::to_string(dt));
+  }
+}
+
+HostBuffer::HostBuffer(int32_t dt, int64_t n)
+    : dtype(dt), bytes(static_cast<size_t>(n) * element_size(dt), 0) {}
+
+int64_t HostBuffer::elements() const {
+  return static_cast<int64_t>(bytes.size() / element_size(dtype));
+}
+
+Value HostBuffer::get(int64_t idx) const {
+  if (idx < 0 || idx >= elements())
+    throw std::out_of_range("reference: read of element " + std::to_string(idx) +
+                            " outside a buffer of " + std::to_string(elements()));
+  const uint8_t* p = bytes.data() + idx * element_size(dtype);
+  switch (dtype) {
+    case RVL_DTYPE_BOOL: return ival(*p != 0);
+    case RVL_DTYPE_U8: return ival(*p);
+    case RVL_DTYPE_I32: { int32_t v; std::memcpy(&v, p, 4); return ival(v); }
+    case RVL_DTYPE_I64: { int64_t v; std::memcpy(&v, p, 8); return ival(v); }
+    case RVL_DTYPE_F32: { float v; std::memcpy(&v, p, 4); return fval(v); }
+    default: { double v; std::memcpy(&v, p, 8); return fval(v); }
+  }
+}
+
+void HostBuffer::set(int64_t idx, Value x) {
+  if (idx < 0 || idx >= elements())
+    throw std::out_of_range("reference: write of element " + std::to_string(idx) +
+                            " outside a buffer of " + std::to_string(elements()));
+  uint8_t* p = bytes.data() + idx * element_size(dtype);
+  x = normalize(dtype, x);
+  switch (dtype) {
+    case RVL_DTYPE_BOOL: case RVL_DTYPE_U8: *p = static_cast<uint8_t>(x.i); break;
+    case RVL_DTYPE_I32: { const int32_t v = static_cast<int32_t>(x.i); std::memcpy(p, &v, 4); break; }
+    case RVL_DTYPE_I64: std::memcpy(p, &x.i, 8); break;
+    case RVL_DTYPE_F32: { const float v = static_cast<float>(x.f); std::memcpy(p, &v, 4); break; }
+    default: std::memcpy(p, &x.f, 8); break;
+  }
+}
+
+Value normalize(int32_t dt, Value v) {
+  return is_float(dt) ? fval(round_to(dt, v.f)) : ival(wrap(dt, v.i));
+}
+
+Value cast(int32_t to, int32_t from, Value x) {
+  if (to == RVL_DTYPE_BOOL) return ival(is_float(from) ? (x.f != 0) : (x.i != 0));  // NaN -> 1
+  if (is_float(to)) return fval(round_to(to, is_float(from) ? x.f : static_cast<double>(x.i)));
+  if (!is_float(from)) return ival(wrap(to, x.i));
+  if (std::isnan(x.f)) return ival(0);
+  const double t = std::trunc(x.f);  // toward zero, then saturate
+  switch (to) {
+    case RVL_DTYPE_U8: return ival(t <= 0 ? 0 : t >= 255 ? 255 : int64_t(t));
+    case RVL_DTYPE_I32:
+      return ival(t <= -2147483648.0 ? INT32_MIN : t >= 2147483647.0 ? INT32_MAX : int64_t(t));
+    default:
+      return ival(t <= -9223372036854775808.0 ? INT64_MIN
+                  : t >= 9223372036854775808.0 ? INT64_MAX : int64_t(t));
+  }
+}
+
+Value constant(int32_t dt, const rvl_scalar& s) {
+  return is_float(dt) ? fval(round_to(dt, s.f)) : cast(dt, RVL_DTYPE_I64, ival(s.i));
+}
+
+bool op_defined(int32_t op, int32_t dt) {
+  switch (op) {
+    case RVL_OP_NEG: return dt != RVL_DTYPE_BOOL;
+    case RVL_OP_RECIP: case RVL_OP_SQRT: case RVL_OP_EXP2: case RVL_OP_LOG2: case RVL_OP_SIN:
+      return is_float(dt);
+    case RVL_OP_AND: case RVL_OP_OR: case RVL_OP_XOR: return !is_float(dt);
+    case RVL_OP_LOAD: case RVL_OP_CONST: case RVL_OP_ACC: return false;
+    default: return op >= 0 && op < RVL_OP_COUNT_;
+  }
+}
+
+Value apply(int32_t op, int32_t dt, int32_t sdt, Value a, Value b, Value c) {
+  const bool fp = is_float(sdt);
+  switch (op) {
+    case RVL_OP_CAST: return cast(dt, sdt, a);
+    case RVL_OP_NEG:
+      return fp ? fl1(dt, a, [](auto x) { return -x; }) : ival(wrap(dt, int64_t(0 - U(a.i))));
+    case RVL_OP_RECIP: return fl1(dt, a, [](auto x) { return decltype(x)(1) / x; });
+    case RVL_OP_SQRT: return fl1(dt, a, [](auto x) { return std::sqrt(x); });
+    case RVL_OP_EXP2: return fl1(dt, a, [](auto x) { return std::exp2(x); });
+    case RVL_OP_LOG2: return fl1(dt, a, [](auto x) { return std::log2(x); });
+    case RVL_OP_SIN: return fl1(dt, a, [](auto x) { return std::sin(x); });
+    case RVL_OP_TRUNC: return fp ? fl1(dt, a, [](auto x) { return std::trunc(x); }) : a;
+    case RVL_OP_ADD:
+      if (dt == RVL_DTYPE_BOOL) return ival(a.i || b.i);
+      return fp ? fl2(dt, a, b, [](auto x, auto y) { return x + y; })
+                : ival(wrap(dt, int64_t(U(a.i) + U(b.i))));
+    case RVL_OP_MUL:
+      if (dt == RVL_DTYPE_BOOL) return ival(a.i && b.i);
+      return fp ? fl2(dt, a, b, [](auto x, auto y) { return x * y; })
+                : ival(wrap(dt, int64_t(U(a.i) * U(b.i))));
+    case RVL_OP_MAX:
+      if (!fp) return ival(a.i > b.i ? a.i : b.i);
+      if (std::isnan(a.f)) return a;  // NaN propagates
+      if (std::isnan(b.f)) return b;
+      return fval(a.f < b.f ? b.f : a.f);
+    case RVL_OP_MOD:
+    case RVL_OP_IDIV:
+      if (fp) {
+        if (op == RVL_OP_MOD) return fl2(dt, a, b, [](auto x, auto y) { return std::fmod(x, y); });
+        return fl2(dt, a, b, [](auto x, auto y) { return std::trunc(x / y); });
+      }
+      if (b.i == 0) return ival(0);                                   // x/0 == x%0 == 0
+      if (b.i == -1 && a.i == imin(dt)) return ival(op == RVL_OP_MOD ? 0 : a.i);  // MIN/-1 == MIN
+      return ival(wrap(dt, op == RVL_OP_MOD ? a.i % b.i : a.i / b.i));
+    case RVL_OP_CMPLT: return ival(fp ? a.f < b.f : a.i < b.i);
+    case RVL_OP_CMPNE: return ival(fp ? a.f != b.f : a.i != b.i);
+    case RVL_OP_AND: return ival(wrap(dt, a.i & b.i));
+    case RVL_OP_OR: return ival(wrap(dt, a.i | b.i));
+    case RVL_OP_XOR: return ival(wrap(dt, a.i ^ b.i));
+    case RVL_OP_WHERE: return a.i ? b : c;
+    default: throw std::invalid_argument("reference: op " + std::to_string(op) + " is not element-wise");
+  }
+}
+
+Value reduce_identity(int32_t rop, int32_t dt) {
+  if (rop == RVL_REDUCE_PROD) return is_float(dt) ? fval(1) : ival(1);
+  if (rop == RVL_REDUCE_MAX)
+    return is_float(dt) ? fval(-std::numeric_limits<double>::infinity()) : ival(imin(dt));
+  return is_float(dt) ? fval(0) : ival(0);
+}
+
+}  // namespace rvl::ref

@@ -1,0 +1,300 @@
+// Kernel validation: everything the ABI says a plugin must check before running anything.
+//
+// Every check throws rvl::Error(INVALID_ARGUMENT) with a message naming the offending part and
+// what was expected. Address arithmetic uses checked int64 operations: a view whose extreme
+// address cannot even be computed is rejected as absurd rather than overflowing.
+#include "kernel.hpp"
+#include "state.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace tmpl {
+namespace {
+
+using std::to_string;
+
+std::string dt_str(int32_t dt) { return rvl::dtype_name(dt); }
+
+void check_shape(const std::string& what, int32_t rank, const int64_t* shape) {
+  if (rank < 0 || rank > RVL_MAX_RANK)
+    rvl::invalid(what + ": rank " + to_string(rank) + " out of range, expected 0.." +
+                 to_string(RVL_MAX_RANK));
+  int64_t total = 1;
+  bool overflow = false;
+  for (int d = 0; d < rank; ++d) {
+    if (shape[d] < 0)
+      rvl::invalid(what + ": shape[" + to_string(d) + "] is " + to_string(shape[d]) +
+                   ", expected >= 0");
+    overflow |= __builtin_mul_overflow(total, shape[d], &total);
+  }
+  // A zero extent makes the space empty whatever the other extents are.
+  if (overflow && std::find(shape, shape + rank, int64_t{0}) == shape + rank)
+    rvl::invalid(what + ": element count overflows int64");
+}
+
+// Checks an operand against the iteration space and returns its normalised View.
+// `full_validity`: the view must cover the whole space (contraction A/B); `output`: additionally
+// no mask at all, stride 0 on `reduced` axes and no aliasing of distinct elements.
+View check_operand(const std::string& what, const rvl_operand* op, int32_t rank,
+                   const int64_t* shape, bool full_validity, bool output, uint32_t reduced) {
+  rvl::require_struct(op, what.c_str());
+  rvl::require_struct(&op->view, (what + " view").c_str());
+  rvl_buffer* buf = lookup_buffer(op->buffer, what.c_str());
+  if (!rvl::dtype_valid(op->dtype))
+    rvl::invalid(what + ": unknown dtype " + to_string(op->dtype));
+  const rvl_view& v = op->view;
+  const int64_t elems = static_cast<int64_t>(buf->size / rvl::dtype_size(op->dtype));
+
+  View out;
+  out.data = buf->data;
+  out.dtype = op->dtype;
+  out.offset = v.offset;
+  bool space_empty = false;
+  for (int d = 0; d < rank; ++d) {
+    out.stride[d] = v.strides[d];
+    if ((full_validity || output) && (v.valid_lo[d] > 0 || v.valid_hi[d] < shape[d]))
+      rvl::invalid(what + ": axis " + to_string(d) + " has validity [" + to_string(v.valid_lo[d]) +
+                   ", " + to_string(v.valid_hi[d]) + "), expected it to cover [0, " +
+                   to_string(shape[d]) + ")");
+    if (output && (v.valid_lo[d] != 0 || v.valid_hi[d] != shape[d]))
+      rvl::invalid(what + ": outputs may not have a validity mask, axis " + to_string(d) +
+                   " has [" + to_string(v.valid_lo[d]) + ", " + to_string(v.valid_hi[d]) +
+                   "), expected [0, " + to_string(shape[d]) + ")");
+    out.lo[d] = std::clamp<int64_t>(v.valid_lo[d], 0, shape[d]);
+    out.hi[d] = std::clamp<int64_t>(v.valid_hi[d], 0, shape[d]);
+    if (out.lo[d] >= out.hi[d]) out.empty = true;
+    if (shape[d] == 0) space_empty = true;
+    if (output && ((reduced >> d) & 1u) && v.strides[d] != 0)
+      rvl::invalid(what + ": reduced axis " + to_string(d) + " has stride " +
+                   to_string(v.strides[d]) + ", expected 0");
+  }
+  if (out.empty) return out;  // nothing is ever addressed
+
+  // Extreme addresses over the valid box, with overflow checks.
+  int64_t lo_addr = v.offset, hi_addr = v.offset;
+  bool overflow = false;
+  for (int d = 0; d < rank; ++d) {
+    int64_t a = 0, b = 0;
+    overflow |= __builtin_mul_overflow(v.strides[d], out.lo[d], &a);
+    overflow |= __builtin_mul_overflow(v.strides[d], out.hi[d] - 1, &b);
+    overflow |= __builtin_add_overflow(lo_addr, std::min(a, b), &lo_addr);
+    overflow |= __builtin_add_overflow(hi_addr, std::max(a, b), &hi_addr);
+  }
+  if (overflow)
+    rvl::invalid(what + ": view address computation overflows int64 (absurd offset/strides)");
+  if (lo_addr < 0 || hi_addr >= elems)
+    rvl::invalid(what + ": view reaches element " + to_string(lo_addr < 0 ? lo_addr : hi_addr) +
+                 ", outside buffer of " + to_string(elems) + " elements");
+
+  if (output && !space_empty) {
+    // Sufficient no-alias check: order the stored axes by |stride|; each must step past the
+    // whole span covered by the smaller ones. Bounded by the buffer size, so no overflow.
+    int axes[RVL_MAX_RANK];
+    int n = 0;
+    for (int d = 0; d < rank; ++d)
+      if (!((reduced >> d) & 1u) && shape[d] > 1) axes[n++] = d;
+    // Insertion sort by |stride| (n <= 8; std::sort trips a GCC 12 -Warray-bounds false alarm).
+    for (int i = 1; i < n; ++i)
+      for (int j = i; j > 0 && std::abs(v.strides[axes[j]]) < std::abs(v.strides[axes[j - 1]]); --j)
+        std::swap(axes[j], axes[j - 1]);
+    int64_t span = 1;
+    for (int i = 0; i < n; ++i) {
+      const int64_t s = std::abs(v.strides[axes[i]]);
+      if (s < span)
+        rvl::invalid(what + ": overlapping output, axis " + to_string(axes[i]) + " stride " +
+                     to_string(v.strides[axes[i]]) + " aliases elements of the axes inside it (" +
+                     "expected |stride| >= " + to_string(span) + ")");
+      span += s * (shape[axes[i]] - 1);
+    }
+  }
+  return out;
+}
+
+std::string ins_str(const char* kind, int j, int32_t op) {
+  return std::string(kind) + " " + to_string(j) + " (" + rvl::op_name(op) + ")";
+}
+
+// Validates an SSA instruction list. `acc_dtype` < 0: ACC not allowed.
+void check_instructions(const char* kind, const rvl_instruction* ins, int32_t n,
+                        const std::vector<View>& inputs, int32_t acc_dtype, int32_t out_dtype) {
+  for (int j = 0; j < n; ++j) {
+    const rvl_instruction& I = ins[j];
+    if (!rvl::op_valid(I.op))
+      rvl::invalid(std::string(kind) + " " + to_string(j) + ": unknown op code " +
+                   to_string(I.op) + ", expected 0.." + to_string(RVL_OP_COUNT_ - 1));
+    const std::string w = ins_str(kind, j, I.op);
+    if (!rvl::dtype_valid(I.dtype)) rvl::invalid(w + ": unknown dtype " + to_string(I.dtype));
+    const int arity = rvl::op_arity(I.op);
+    int32_t sd[3] = {-1, -1, -1};
+    for (int k = 0; k < 3; ++k) {
+      if (k < arity) {
+        if (I.src[k] < 0 || I.src[k] >= j)
+          rvl::invalid(w + ": source " + to_string(k) + " is " + to_string(I.src[k]) +
+                       ", expected an earlier instruction in [0, " + to_string(j) +
+                       ") (SSA order)");
+        sd[k] = ins[I.src[k]].dtype;
+      } else if (I.src[k] != -1) {
+        rvl::invalid(w + ": unused source " + to_string(k) + " is " + to_string(I.src[k]) +
+                     ", expected -1");
+      }
+    }
+    const int32_t dt = I.dtype;
+    auto bad_dtype = [&](const std::string& expected) {
+      rvl::invalid(w + ": wrong dtype " + dt_str(dt) + " (sources " + dt_str(sd[0]) + ", " +
+                   dt_str(sd[1]) + ", " + dt_str(sd[2]) + "), expected " + expected);
+    };
+    switch (I.op) {
+      case RVL_OP_LOAD:
+        if (I.arg < 0 || I.arg >= static_cast<int32_t>(inputs.size()))
+          rvl::invalid(w + ": input index " + to_string(I.arg) + " out of range [0, " +
+                       to_string(inputs.size()) + ")");
+        if (inputs[I.arg].dtype != dt)
+          rvl::invalid(w + ": dtype " + dt_str(dt) + " differs from input " + to_string(I.arg) +
+                       " dtype " + dt_str(inputs[I.arg].dtype));
+        break;
+      case RVL_OP_CONST: break;
+      case RVL_OP_ACC:
+        if (acc_dtype < 0) rvl::invalid(w + ": ACC is only allowed in contraction epilogues");
+        if (dt != acc_dtype) bad_dtype("the contraction dtype " + dt_str(acc_dtype));
+        break;
+      case RVL_OP_CAST: break;
+      case RVL_OP_NEG:
+        if (dt == RVL_DTYPE_BOOL || sd[0] != dt) bad_dtype("a non-bool dtype equal to the source");
+        break;
+      case RVL_OP_RECIP: case RVL_OP_SQRT: case RVL_OP_EXP2: case RVL_OP_LOG2: case RVL_OP_SIN:
+        if (!rvl::dtype_is_float(dt) || sd[0] != dt) bad_dtype("f32 or f64, equal to the source");
+        break;
+      case RVL_OP_TRUNC:
+        if (sd[0] != dt) bad_dtype("the source dtype");
+        break;
+      case RVL_OP_ADD: case RVL_OP_MUL: case RVL_OP_MAX: case RVL_OP_MOD: case RVL_OP_IDIV:
+        if (sd[0] != dt || sd[1] != dt) bad_dtype("both sources of the result dtype");
+        break;
+      case RVL_OP_CMPLT: case RVL_OP_CMPNE:
+        if (sd[0] != sd[1] || dt != RVL_DTYPE_BOOL) bad_dtype("bool result of equal-dtype sources");
+        break;
+      case RVL_OP_AND: case RVL_OP_OR: case RVL_OP_XOR:
+        if (rvl::dtype_is_float(dt) || sd[0] != dt || sd[1] != dt)
+          bad_dtype("bool or integer, both sources of the result dtype");
+        break;
+      case RVL_OP_WHERE:
+        if (sd[0] != RVL_DTYPE_BOOL || sd[1] != dt || sd[2] != dt)
+          bad_dtype("bool condition and both values of the result dtype");
+        break;
+      default: break;
+    }
+  }
+  if (ins[n - 1].dtype != out_dtype)
+    rvl::invalid(std::string("last ") + kind + " dtype " + dt_str(ins[n - 1].dtype) +
+                 " differs from the output dtype " + dt_str(out_dtype));
+}
+
+std::vector<View> check_inputs(const char* kind, int32_t n, const rvl_operand* ops,
+                               int32_t rank, const int64_t* shape) {
+  if (n < 0 || n > RVL_MAX_INPUTS)
+    rvl::invalid(std::string(kind) + " count " + to_string(n) + " out of range, expected 0.." +
+                 to_string(RVL_MAX_INPUTS));
+  if (n > 0 && ops == nullptr)
+    rvl::invalid(std::string(kind) + "s pointer is NULL but count is " + to_string(n));
+  std::vector<View> views;
+  views.reserve(n);
+  for (int i = 0; i < n; ++i)
+    views.push_back(check_operand(std::string(kind) + " " + to_string(i), &ops[i], rank, shape,
+                                  false, false, 0));
+  return views;
+}
+
+void check_count(const char* what, int32_t n, bool allow_zero, const void* ptr) {
+  if (n < (allow_zero ? 0 : 1) || n > RVL_MAX_INSTRUCTIONS)
+    rvl::invalid(std::string(what) + " count " + to_string(n) + " out of range, expected " +
+                 (allow_zero ? "0" : "1") + ".." + to_string(RVL_MAX_INSTRUCTIONS));
+  if (n > 0 && ptr == nullptr)
+    rvl::invalid(std::string(what) + "s pointer is NULL but count is " + to_string(n));
+}
+
+}  // namespace
+
+Program validate_program(const rvl_program* p) {
+  rvl::require_struct(p, "program");
+  Program out;
+  check_shape("program", p->rank, p->shape);
+  out.rank = p->rank;
+  std::copy(p->shape, p->shape + p->rank, out.shape);
+  if (p->reduce_op < RVL_REDUCE_NONE || p->reduce_op > RVL_REDUCE_PROD)
+    rvl::invalid("program: unknown reduce_op " + to_string(p->reduce_op) + ", expected 0..3");
+  if (p->rank < 32 && (p->reduce_axes >> p->rank) != 0)
+    rvl::invalid("program: reduce_axes " + to_string(p->reduce_axes) +
+                 " names an axis >= rank " + to_string(p->rank));
+  if (p->reduce_op == RVL_REDUCE_NONE && p->reduce_axes != 0)
+    rvl::invalid("program: reduce_axes set but reduce_op is NONE");
+  out.reduce_op = p->reduce_op;
+  out.reduce_axes = p->reduce_axes;
+  out.inputs = check_inputs("input", p->n_inputs, p->inputs, p->rank, p->shape);
+  out.out = check_operand("output", &p->output, p->rank, p->shape, true, true, p->reduce_axes);
+  check_count("instruction", p->n_instructions, false, p->instructions);
+  check_instructions("instruction", p->instructions, p->n_instructions, out.inputs, -1,
+                     out.out.dtype);
+  out.ins = p->instructions;
+  out.n_ins = p->n_instructions;
+  return out;
+}
+
+Contraction validate_contraction(const rvl_contraction* c) {
+  // One ACC instruction per dtype: the implicit epilogue when the host gives none.
+  static const rvl_instruction kAccOnly[RVL_DTYPE_COUNT_] = {
+      {RVL_OP_ACC, 0, {-1, -1, -1}, 0, {0}}, {RVL_OP_ACC, 1, {-1, -1, -1}, 0, {0}},
+      {RVL_OP_ACC, 2, {-1, -1, -1}, 0, {0}}, {RVL_OP_ACC, 3, {-1, -1, -1}, 0, {0}},
+      {RVL_OP_ACC, 4, {-1, -1, -1}, 0, {0}}, {RVL_OP_ACC, 5, {-1, -1, -1}, 0, {0}}};
+
+  rvl::require_struct(c, "contraction");
+  Contraction out;
+  if (!rvl::dtype_valid(c->dtype)) rvl::invalid("contraction: unknown dtype " + to_string(c->dtype));
+  out.dtype = c->dtype;
+  if (c->batch_rank < 0 || c->batch_rank > RVL_MAX_RANK - 2)
+    rvl::invalid("contraction: batch_rank " + to_string(c->batch_rank) +
+                 " out of range, expected 0.." + to_string(RVL_MAX_RANK - 2));
+  const int br = c->batch_rank;
+  check_shape("contraction batch", br, c->batch_shape);
+  if (c->m < 0 || c->n < 0 || c->k < 0)
+    rvl::invalid("contraction: m, n, k must be >= 0, got " + to_string(c->m) + ", " +
+                 to_string(c->n) + ", " + to_string(c->k));
+  out.batch_rank = br;
+  std::copy(c->batch_shape, c->batch_shape + br, out.batch_shape);
+  out.m = c->m; out.n = c->n; out.k = c->k;
+
+  int64_t sa[RVL_MAX_RANK] = {}, sb[RVL_MAX_RANK] = {}, sc[RVL_MAX_RANK] = {};
+  std::copy(c->batch_shape, c->batch_shape + br, sa);
+  std::copy(c->batch_shape, c->batch_shape + br, sb);
+  std::copy(c->batch_shape, c->batch_shape + br, sc);
+  sa[br] = c->m; sa[br + 1] = c->k;
+  sb[br] = c->k; sb[br + 1] = c->n;
+  sc[br] = c->m; sc[br + 1] = c->n;
+  check_shape("contraction C", br + 2, sc);
+  check_shape("contraction A", br + 2, sa);
+  check_shape("contraction B", br + 2, sb);
+  out.a = check_operand("contraction operand A", &c->a, br + 2, sa, true, false, 0);
+  out.b = check_operand("contraction operand B", &c->b, br + 2, sb, true, false, 0);
+  Program& e = out.epilogue;
+  e.rank = br + 2;
+  std::copy(sc, sc + br + 2, e.shape);
+  e.out = check_operand("contraction operand C", &c->c, br + 2, sc, true, true, 0);
+  for (const auto* v : {&out.a, &out.b, &e.out})
+    if (v->dtype != c->dtype)
+      rvl::invalid("contraction: operand dtype " + dt_str(v->dtype) +
+                   " differs from the contraction dtype " + dt_str(c->dtype));
+  e.inputs = check_inputs("epilogue input", c->n_epilogue_inputs, c->epilogue_inputs, br + 2, sc);
+  check_count("epilogue instruction", c->n_epilogue, true, c->epilogue);
+  if (c->n_epilogue > 0) {
+    check_instructions("epilogue instruction", c->epilogue, c->n_epilogue, e.inputs, c->dtype,
+                       c->dtype);
+    e.ins = c->epilogue;
+    e.n_ins = c->n_epilogue;
+  } else {
+    e.ins = &kAccOnly[c->dtype];
+    e.n_ins = 1;
+  }
+  return out;
+}
+
+}  // namespace tmpl
