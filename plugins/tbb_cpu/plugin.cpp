@@ -14,6 +14,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -27,7 +28,19 @@ struct Registry {
   std::unordered_set<const rvl_buffer*> buffers;
   std::unordered_set<const rvl_stream*> streams;
   std::unordered_set<const rvl_event*> events;
+  // Recycled memory blocks by exact size (Note [Block cache]).
+  std::multimap<uint64_t, std::byte*> cached_blocks;
+  uint64_t cached_bytes = 0;
 };
+
+// Note [Block cache]
+// A training step or a benchmark allocates the same sizes again and again. Fresh large
+// allocations come from mmap as untouched pages, and the first write to each page faults:
+// for a 64 MiB result that alone costs more than the kernel. So freed blocks of at least
+// kCacheMin bytes are kept (up to kCacheMax in total) and handed out again for the same size.
+// A recycled block keeps its old contents, which the ABI allows (contents are unspecified).
+constexpr uint64_t kCacheMin = 64 * 1024;
+constexpr uint64_t kCacheMax = uint64_t{1} << 30;
 
 Registry& registry() {
   // Never destroyed: the host may call shutdown() from its own static destructors at exit,
@@ -59,7 +72,41 @@ void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t siz
                  ") is outside the buffer of " + std::to_string(size) + " bytes");
 }
 
+void drop_cache_locked(Registry& r) {
+  for (auto& [size, data] : r.cached_blocks) std::free(data);
+  r.cached_blocks.clear();
+  r.cached_bytes = 0;
+}
+
+// A block of `bytes` from the cache, or NULL.
+std::byte* take_cached(uint64_t bytes) {
+  if (bytes < kCacheMin) return nullptr;
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  auto it = r.cached_blocks.find(bytes);
+  if (it == r.cached_blocks.end()) return nullptr;
+  std::byte* data = it->second;
+  r.cached_blocks.erase(it);
+  r.cached_bytes -= bytes;
+  return data;
+}
+
+// Keeps `data` for reuse if it is worth it and there is room; otherwise frees it.
+void release_block(std::byte* data, uint64_t bytes) {
+  if (bytes >= kCacheMin) {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.initialized && r.cached_bytes + bytes <= kCacheMax) {
+      r.cached_blocks.emplace(bytes, data);
+      r.cached_bytes += bytes;
+      return;
+    }
+  }
+  std::free(data);
+}
+
 void free_all_locked(Registry& r) {
+  drop_cache_locked(r);
   for (const rvl_buffer* b : r.buffers) {
     std::free(b->data);
     delete b;
@@ -136,8 +183,17 @@ rvl_error* buffer_allocate(int32_t device, uint64_t bytes, rvl_buffer** out) {
     require_initialized();
     if (bytes > uint64_t(INT64_MAX))
       rvl::fail(RVL_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
-    // calloc: zero-filled (deterministic), large requests get lazily zeroed pages.
-    void* data = bytes ? std::calloc(bytes, 1) : nullptr;
+    // A recycled block (Note [Block cache]), else calloc: fresh memory is zero-filled, and large
+    // requests get lazily zeroed pages. Out of memory drops the cache and tries once more.
+    void* data = take_cached(bytes);
+    if (!data && bytes) data = std::calloc(bytes, 1);
+    if (bytes && !data) {
+      {
+        std::lock_guard<std::mutex> lock(registry().mu);
+        drop_cache_locked(registry());
+      }
+      data = std::calloc(bytes, 1);
+    }
     if (bytes && !data)
       rvl::fail(RVL_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
     rvl_buffer* b = nullptr;
@@ -161,7 +217,7 @@ rvl_error* buffer_free(rvl_buffer* buffer) {
       if (registry().buffers.erase(buffer) == 0)
         rvl::invalid("buffer_free: not a live buffer (freed twice, or never allocated here)");
     }
-    std::free(buffer->data);
+    release_block(buffer->data, buffer->size);
     delete buffer;
   });
 }
