@@ -37,6 +37,16 @@ struct DeviceRecord {
   int32_t max_rank = 0;
 };
 
+// How one entry of the config's placement preference resolved (ravel-info --config shows these).
+struct PlacementRule {
+  std::string rule;        // as written in the config, e.g. "hip:0"
+  bool available = false;  // a loaded backend of that name has that device
+  std::string reason;      // why not, when not available
+};
+
+// What an op does with operands on different devices (config "placement.on_mixed_devices").
+enum class MixedDevices : uint8_t { Error, Copy };
+
 struct RuntimeOptions {
   std::string config_path;                // empty: RAVEL_CONFIG, else the built-in default
   std::vector<std::string> extra_paths;   // searched before everything else
@@ -72,7 +82,28 @@ class Runtime {
   // The config's fusion options (before RAVEL_FUSION; see ravel::fusion_options()).
   const FusionOptions& configured_fusion() const { return fusion_; }
 
+  // ---- placement and configuration (issue 6) -------------------------------------------------
+  // The config file in force ("<built-in default>" when none), and the effective configuration
+  // written back as JSON with every default filled in.
+  const std::string& config_source() const { return config_source_; }
+  const std::string& effective_config() const { return effective_config_; }
+  // Each placement preference entry and whether it exists here. An explicit "placement.default"
+  // is the only rule when set.
+  std::vector<PlacementRule> placement_rules() const;
+  // An explicitly named device ("hip:0"): DeviceError naming it and the available devices when
+  // it does not exist (no fallback, unlike the preference list).
+  Device resolve_device(const std::string& name) const;
+  // "tbb_cpu:0, hip:0" (or "none ...").
+  std::string available_devices() const;
+  // "placement.on_mixed_devices"; Copy is accepted but not implemented yet (docs/config.md).
+  MixedDevices on_mixed_devices() const { return mixed_; }
+
  private:
+  std::string config_source_, effective_config_, placement_default_;
+  std::vector<std::string> load_only_;
+  MixedDevices mixed_ = MixedDevices::Error;
+  bool log_plugins_ = false;
+
   void discover(const std::string& folder);
   std::vector<std::string> search_paths_;
   std::vector<std::string> placement_;

@@ -9,6 +9,7 @@
 // Results are the same under every policy, within floating-point rounding.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <iosfwd>
 #include <string>
@@ -29,6 +30,11 @@ struct FusionOptions {
   // written to memory once and read back) when its inlined size is at most this many
   // instructions; 0 disables recomputation. Only under `reduce` and `full`.
   int max_recompute_instructions = 8;
+  // Kernel cache (Note [Kernel cache], core/src/schedule/kernel_cache.cpp): a realization of a
+  // graph with the same structure as an earlier one reuses its plan and lowered kernels and
+  // only binds buffers. RAVEL_KERNEL_CACHE=0 in the environment also disables it.
+  bool cache_kernels = true;
+  int kernel_cache_entries = 256;  // least recently used entries are evicted beyond this
 };
 
 // The options in force: the config's "fusion" section, with RAVEL_FUSION (a policy name)
@@ -48,9 +54,17 @@ struct KernelStats {
   double schedule_seconds = 0;  // planning and lowering
   double execute_seconds = 0;   // inside the plugin
   int64_t kernels() const { return programs + contractions; }
+  // Realizations whose plan and kernels came from the kernel cache / had to be built (and were
+  // then cached). A realization with nothing to run, or with the cache disabled, counts as neither.
+  int64_t cache_hits = 0;
+  int64_t cache_misses = 0;
 };
 KernelStats last_realization_stats();
 KernelStats cumulative_stats();
 void reset_stats();
+
+// Empties the kernel cache (tests, benchmarks of the uncached path); its current entry count.
+void clear_kernel_cache();
+size_t kernel_cache_size();
 
 }  // namespace ravel

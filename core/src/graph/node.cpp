@@ -37,6 +37,9 @@ size_t structural_hash(const Node& n) {
   mix(h, static_cast<size_t>(n.view.offset));
   if (n.view.mask)
     for (auto [lo, hi] : *n.view.mask) mix(h, static_cast<size_t>(lo * 31 + hi));
+  mix(h, n.parent ? n.parent->id : 0);
+  mix(h, static_cast<size_t>(n.move));
+  for (int64_t a : n.move_args) mix(h, static_cast<size_t>(a));
   mix(h, std::hash<double>{}(n.value.f));
   mix(h, static_cast<size_t>(n.value.i));
   return h;
@@ -45,7 +48,7 @@ size_t structural_hash(const Node& n) {
 bool same_structure(const Node& a, const Node& b) {
   if (a.kind != b.kind || a.dtype != b.dtype || a.shape != b.shape || !(a.device == b.device) ||
       a.alu != b.alu || a.reduce != b.reduce || a.axes != b.axes || !(a.view == b.view) ||
-      a.srcs.size() != b.srcs.size())
+      a.srcs.size() != b.srcs.size() || a.parent != b.parent || a.move != b.move || a.move_args != b.move_args)
     return false;
   // Bitwise comparison of the float value, so that NaN constants intern and -0.0 != 0.0.
   if (std::memcmp(&a.value.f, &b.value.f, sizeof(double)) != 0 || a.value.i != b.value.i) return false;
@@ -69,7 +72,7 @@ int64_t Node::numel() const {
 
 Node::~Node() {
   if (id == 0) return;  // a prototype that was never registered (see intern)
-  if (kind != NodeKind::Buffer) {
+  if (interned) {
     std::lock_guard<std::mutex> lock(g_mutex);
     auto [it, end] = g_table.equal_range(hash);
     for (; it != end; ++it) {
@@ -85,6 +88,7 @@ Node::~Node() {
     std::lock_guard<std::mutex> lock(g_mutex);
     --g_live;
   }
+  if (parent) srcs.push_back(std::move(parent));  // view chains can be deep too
   if (t_pending != nullptr) {
     for (auto& s : srcs) t_pending->push_back(std::move(s));
     return;
@@ -113,8 +117,18 @@ NodePtr intern(Node&& proto) {
   return node;
 }
 
+NodePtr make_unique_node(Node&& proto) {
+  auto node = std::make_shared<Node>(std::move(proto));
+  node->interned = false;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  node->id = g_next_id++;
+  ++g_live;
+  return node;
+}
+
 NodePtr make_buffer_node(DType dtype, Shape shape, Device device, std::shared_ptr<DeviceBuffer> buffer) {
   auto node = std::make_shared<Node>();
+  node->interned = false;
   node->kind = NodeKind::Buffer;
   node->dtype = dtype;
   node->shape = std::move(shape);

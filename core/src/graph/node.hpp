@@ -4,7 +4,9 @@
 // realization fills in. Kinds:
 //   Buffer  data uploaded from the host; always has `buffer`
 //   Const   a scalar (shape []), e.g. the 2 in x * 2; broadcast with a View
-//   View    srcs[0] seen through `view` (movement ops); srcs[0] is never itself a View
+//   View    srcs[0] (the *base*, never itself a View) seen through `view`, the composition of
+//           all movement ops since the base. `parent` is the node the last movement op was
+//           applied to and `move` that op, so autodiff can transpose each op (Note [Views]).
 //   Copy    srcs[0] (a View) copied into a fresh contiguous buffer; inserted where a chain of
 //           views cannot be one view (Note [Views])
 //   Alu     an elementwise primitive over srcs of identical shape (broadcasting has already
@@ -31,6 +33,11 @@ using NodePtr = std::shared_ptr<Node>;
 
 enum class NodeKind : uint8_t { Buffer, Const, View, Copy, Alu, Reduce };
 
+// The movement op that made a View node. Identity and StopGradient are unique (never
+// hash-consed) aliases: Identity marks a function argument for autodiff (so grad(f)(x, x)
+// can tell its arguments apart); StopGradient blocks gradients.
+enum class MoveOp : uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Subsample, Identity, StopGradient };
+
 // The value of a Const node, exact for every dtype.
 struct Scalar {
   double f = 0;   // float dtypes
@@ -49,6 +56,10 @@ class Node {
   ReduceOp reduce = ReduceOp::Sum;  // Reduce only
   uint32_t axes = 0;             // Reduce only: bit d set means axis d is reduced
   View view;                     // View only
+  NodePtr parent;                // View only: the input of the last movement op
+  MoveOp move = MoveOp::Reshape;  // View only
+  std::vector<int64_t> move_args;  // View only: the op's arguments (shape, order, widths, ...)
+  bool interned = true;          // false for Buffer nodes and unique aliases
   Scalar value;                  // Const only
   uint64_t id = 0;               // unique, increasing: creation order
   size_t hash = 0;
@@ -63,6 +74,8 @@ class Node {
 // Returns the canonical node equal to `proto` (kind, dtype, shape, device, srcs, op, axes, view,
 // value), creating it if none is alive. `proto.kind` must not be Buffer.
 NodePtr intern(Node&& proto);
+// Registers `proto` as a new node that is never shared (not hash-consed).
+NodePtr make_unique_node(Node&& proto);
 // A new (never shared) Buffer node around `buffer`.
 NodePtr make_buffer_node(DType dtype, Shape shape, Device device, std::shared_ptr<DeviceBuffer> buffer);
 // How many nodes are alive (tests use it to check that graphs are freed).

@@ -30,9 +30,11 @@ bool is_plugin_file(const std::filesystem::path& p) {
   return f.rfind("libravel_backend_", 0) == 0 && p.extension() == ".so";
 }
 
-// Loading is silent unless RAVEL_LOG_PLUGINS is set; ravel-info shows the same records.
-void log_skip(const PluginRecord& r) {
-  if (!env("RAVEL_LOG_PLUGINS").empty()) std::fprintf(stderr, "ravel: skipped plugin %s: %s\n", r.path.c_str(), r.status.c_str());
+// Loading is silent unless RAVEL_LOG_PLUGINS or the config's logging asks; ravel-info shows the
+// same records.
+void log_skip(const PluginRecord& r, bool from_config) {
+  if (from_config || !env("RAVEL_LOG_PLUGINS").empty())
+    std::fprintf(stderr, "ravel: skipped plugin %s: %s\n", r.path.c_str(), r.status.c_str());
 }
 }  // namespace
 
@@ -54,11 +56,18 @@ Runtime::Runtime(const RuntimeOptions& options) {
   if (config_path.empty() && options.use_environment) config_path = env("RAVEL_CONFIG");
   detail::Config config;
   if (!config_path.empty()) config = detail::load_config(config_path);
-  placement_ = config.placement;
   // The built-in default (configs/default.json writes it out): GPUs first, then the CPU.
-  if (placement_.empty()) placement_ = {"hip:0", "level_zero:0", "tbb_cpu:0"};
+  if (config.placement.empty() && config.placement_default.empty()) config.placement = {"hip:0", "level_zero:0", "tbb_cpu:0"};
+  placement_ = config.placement;
+  placement_default_ = config.placement_default;
   skip_ = config.plugin_skip;
+  load_only_ = config.plugin_load;
   fusion_ = config.fusion;
+  mixed_ = config.on_mixed_devices == "copy" ? MixedDevices::Copy : MixedDevices::Error;
+  const int level = config.logging.level == "debug" ? 4 : config.logging.level == "info" ? 3 : 0;
+  log_plugins_ = config.logging.plugins || level >= 3;
+  config_source_ = config.source;
+  effective_config_ = detail::config_to_json(config);
 
   search_paths_ = options.extra_paths;
   if (options.use_environment) {
@@ -74,6 +83,15 @@ Runtime::Runtime(const RuntimeOptions& options) {
     search_paths_.push_back(lib_dir.string());
   }
   for (const auto& dir : search_paths_) discover(dir);
+  if (config.logging.placement || level >= 3) {
+    for (const auto& r : placement_rules())
+      std::fprintf(stderr, "ravel: placement %s: %s\n", r.rule.c_str(), r.available ? "available" : r.reason.c_str());
+    try {
+      std::fprintf(stderr, "ravel: new tensors go to %s\n", default_device().str().c_str());
+    } catch (const Error& e) {
+      std::fprintf(stderr, "ravel: no default device: %s\n", e.what());
+    }
+  }
 }
 
 Runtime::~Runtime() = default;
@@ -93,7 +111,7 @@ void Runtime::discover(const std::string& folder) {
     try {
       load_plugin(canonical);
     } catch (const PluginError&) {
-      log_skip(records_.back());  // recorded; the other plugins go on
+      log_skip(records_.back(), log_plugins_);  // recorded; the other plugins go on
     }
   }
 }
@@ -111,6 +129,13 @@ void Runtime::load_plugin(const std::string& path) {
     if (std::find(skip_.begin(), skip_.end(), rec.name) != skip_.end()) {
       rec.status = "skipped: listed in the config's plugins.skip";
       records_.push_back(rec);
+      log_skip(rec, log_plugins_);
+      return;
+    }
+    if (!load_only_.empty() && std::find(load_only_.begin(), load_only_.end(), rec.name) == load_only_.end()) {
+      rec.status = "skipped: not listed in the config's plugins.load";
+      records_.push_back(rec);
+      log_skip(rec, log_plugins_);
       return;
     }
     for (const auto& p : plugins_)
@@ -137,14 +162,49 @@ std::shared_ptr<Plugin> Runtime::plugin_for(const Device& device) const {
                   p->name(), " has ", p->device_count(), " device(s)");
       return p;
     }
+  throw DeviceError("unknown device " + device.str() + ": no loaded backend is named \"" + device.backend() +
+                    "\"; available devices: " + available_devices());
+}
+
+std::string Runtime::available_devices() const {
   std::string avail;
   for (const auto& p : plugins_)
     for (int32_t i = 0; i < p->device_count(); ++i) avail += (avail.empty() ? "" : ", ") + Device(p->name(), i).str();
-  throw DeviceError("unknown device " + device.str() + ": no loaded backend is named \"" + device.backend() +
-                    "\"; available devices: " + (avail.empty() ? "none (no plugin loaded; see ravel-info)" : avail));
+  return avail.empty() ? "none (no plugin loaded; see ravel-info)" : avail;
+}
+
+Device Runtime::resolve_device(const std::string& name) const {
+  Device d = Device::parse(name);
+  plugin_for(d);  // DeviceError naming the device and the available ones
+  return d;
+}
+
+std::vector<PlacementRule> Runtime::placement_rules() const {
+  std::vector<PlacementRule> out;
+  auto rules = placement_default_.empty() ? placement_ : std::vector<std::string>{placement_default_};
+  for (const auto& want : rules) {
+    PlacementRule r;
+    r.rule = want;
+    try {
+      resolve_device(want);
+      r.available = true;
+    } catch (const DeviceError& e) {
+      r.reason = e.what();
+    }
+    out.push_back(r);
+  }
+  return out;
 }
 
 Device Runtime::default_device() const {
+  // An explicit device has no fallback: a config that names one wants exactly that one.
+  if (!placement_default_.empty()) {
+    try {
+      return resolve_device(placement_default_);
+    } catch (const DeviceError& e) {
+      throw DeviceError(std::string("placement.default of ") + config_source_ + ": " + e.what());
+    }
+  }
   for (const auto& want : placement_) {
     Device d = Device::parse(want);
     for (const auto& p : plugins_)

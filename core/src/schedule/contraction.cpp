@@ -1,7 +1,5 @@
 #include "schedule/contraction.hpp"
 
-#include "ravel/error.hpp"
-#include "runtime/plugin.hpp"
 #include "schedule/kernel_builder.hpp"
 
 namespace ravel::detail {
@@ -34,11 +32,8 @@ std::optional<ContractionPlan> match_contraction(const Node& reduce) {
   return p;
 }
 
-void run_contraction(const ContractionPlan& p, const Node& reduce, const Node& out,
-                     const std::vector<rvl_operand>* epilogue_inputs, const std::vector<rvl_instruction>* epilogue) {
+rvl_contraction lower_contraction(const ContractionPlan& p, const Node& reduce, const Node& out) {
   Source sx = resolve(p.x), sy = resolve(p.y);
-  for (Source* s : {&sx, &sy})
-    if (s->base->kind == NodeKind::Const) realize_const(*s->base);
   const Shape& s = sx.view.shape;
   const auto out_strides = View::contiguous_strides(reduce.shape);
   auto stride = [](const std::vector<int64_t>& st, int64_t axis) { return axis >= 0 ? st[axis] : 0; };
@@ -51,34 +46,23 @@ void run_contraction(const ContractionPlan& p, const Node& reduce, const Node& o
   c.m = extent(p.m_axis);
   c.n = extent(p.n_axis);
   c.k = s[p.r];
-  // Operand views are [batch..., row, col]; see rvl_contraction.
-  auto operand = [&](const Source& src, const std::vector<int64_t>& st, int64_t offset, int64_t row, int64_t col,
+  // Operand views are [batch..., row, col]; see rvl_contraction. Buffer handles are bound later.
+  auto operand = [&](DType dtype, const std::vector<int64_t>& st, int64_t offset, int64_t row, int64_t col,
                      int64_t rows, int64_t cols) {
     const size_t nb = p.batch.size();
     View v{Shape(nb + 2), std::vector<int64_t>(nb + 2), offset, {}};
     for (size_t b = 0; b < nb; ++b) v.shape[b] = s[p.batch[b]], v.strides[b] = st[p.batch[b]];
     v.shape[nb] = rows, v.strides[nb] = row;
     v.shape[nb + 1] = cols, v.strides[nb + 1] = col;
-    return make_operand(*src.base, v);
+    return make_operand(dtype, v);
   };
-  c.a = operand(sx, sx.view.strides, sx.view.offset, stride(sx.view.strides, p.m_axis), sx.view.strides[p.r], c.m, c.k);
-  c.b = operand(sy, sy.view.strides, sy.view.offset, sy.view.strides[p.r], stride(sy.view.strides, p.n_axis), c.k, c.n);
-  Source so{nullptr, View::contiguous(out.shape)};
-  Node& o = const_cast<Node&>(out);
-  NodePtr alias(std::shared_ptr<Node>{}, &o);  // non-owning: make_operand only reads it
-  so.base = alias;
-  c.c = operand(so, out_strides, 0, stride(out_strides, p.m_axis), stride(out_strides, p.n_axis), c.m, c.n);
+  c.a = operand(sx.base->dtype, sx.view.strides, sx.view.offset, stride(sx.view.strides, p.m_axis),
+                sx.view.strides[p.r], c.m, c.k);
+  c.b = operand(sy.base->dtype, sy.view.strides, sy.view.offset, sy.view.strides[p.r],
+                stride(sy.view.strides, p.n_axis), c.k, c.n);
+  c.c = operand(out.dtype, out_strides, 0, stride(out_strides, p.m_axis), stride(out_strides, p.n_axis), c.m, c.n);
   for (size_t b = 0; b < p.batch.size(); ++b) c.batch_shape[b] = s[p.batch[b]];
-  if (epilogue != nullptr) {
-    c.n_epilogue_inputs = static_cast<int32_t>(epilogue_inputs->size());
-    c.epilogue_inputs = epilogue_inputs->data();
-    c.n_epilogue = static_cast<int32_t>(epilogue->size());
-    c.epilogue = epilogue->data();
-  }
-  Plugin& plugin = out.buffer->plugin();
-  RAVEL_CHECK(RAVEL_API_HAS(&plugin.api(), execute_contraction), DeviceError, plugin.name(),
-              " does not implement execute_contraction (optional in the ABI); matmul needs it for now");
-  plugin.check(plugin.api().execute_contraction(out.device.index(), nullptr, &c), "contraction kernel");
+  return c;
 }
 
 }  // namespace ravel::detail

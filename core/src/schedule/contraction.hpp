@@ -20,10 +20,8 @@ struct ContractionPlan {
 // (batch); at most one m and one n axis.
 std::optional<ContractionPlan> match_contraction(const Node& reduce);
 
-// Runs the plan for `reduce` into `out`'s buffer (contiguous, laid out as reduce's shape), with
-// an optional epilogue program (Note [Epilogue fusion]).
-void run_contraction(const ContractionPlan& plan, const Node& reduce, const Node& out,
-                     const std::vector<rvl_operand>* epilogue_inputs = nullptr,
-                     const std::vector<rvl_instruction>* epilogue = nullptr);
+// The contraction for `reduce` writing `out` (contiguous, laid out as reduce's shape), with every
+// operand's buffer handle NULL (bound per run, Note [Kernel cache]) and no epilogue.
+rvl_contraction lower_contraction(const ContractionPlan& plan, const Node& reduce, const Node& out);
 
 }  // namespace ravel::detail

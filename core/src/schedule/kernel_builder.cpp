@@ -10,12 +10,11 @@
 
 namespace ravel::detail {
 
-rvl_operand make_operand(const Node& base, const View& view) {
-  assert(base.buffer);
+rvl_operand make_operand(DType dtype, const View& view) {
   rvl_operand op{};
   op.struct_size = sizeof(rvl_operand);
-  op.buffer = base.buffer->handle();
-  op.dtype = static_cast<int32_t>(base.dtype);
+  op.buffer = nullptr;  // bound when the kernel runs (Note [Kernel cache])
+  op.dtype = static_cast<int32_t>(dtype);
   op.view.struct_size = sizeof(rvl_view);
   op.view.offset = view.offset;
   for (int64_t d = 0; d < view.rank(); ++d) {
@@ -62,10 +61,10 @@ int32_t KernelBuilder::load(const NodePtr& n) {
     else instrs_[i].value.i = s.base->value.i;
     return i;
   }
-  if (s.base->kind == NodeKind::Const) realize_const(*s.base);
+  // A padded Const is read from a one-element buffer (realize_const, when the kernel runs).
   auto key = std::make_pair(s.base->id, s.view.str());
   if (auto it = loaded_.find(key); it != loaded_.end()) return it->second;
-  inputs_.push_back(make_operand(*s.base, s.view));
+  inputs_.push_back(make_operand(s.base->dtype, s.view));
   bases_.push_back(s.base);
   views_.push_back(s.view);
   int32_t i = emit(RVL_OP_LOAD, s.base->dtype, {});
@@ -125,7 +124,7 @@ const rvl_program& KernelBuilder::finish(const Node& out, rvl_reduce_op reduce, 
   program_.instructions = instrs_.data();
   program_.reduce_op = reduce;
   program_.reduce_axes = axes;
-  program_.output = make_operand(out, ov);
+  program_.output = make_operand(out.dtype, ov);
   return program_;
 }
 

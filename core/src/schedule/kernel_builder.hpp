@@ -11,8 +11,9 @@
 
 namespace ravel::detail {
 
-// rvl_operand for a view of a realized node, over an iteration space of view.rank() axes.
-rvl_operand make_operand(const Node& base, const View& view);
+// rvl_operand for a view of a node of `dtype`, over an iteration space of view.rank() axes. Its
+// buffer handle is NULL: lowered kernels are bound to buffers when they run (kernel_cache.hpp).
+rvl_operand make_operand(DType dtype, const View& view);
 
 class KernelBuilder {
  public:
@@ -26,11 +27,11 @@ class KernelBuilder {
 
   // Emits instructions that read `n` over the iteration space (which must equal n's shape);
   // returns the SSA index of the value. Constants become CONST instructions; everything else
-  // must already be realized.
+  // becomes a LOAD of an input whose buffer is bound at run time (bases()[arg]).
   int32_t load(const NodePtr& n);
   int32_t emit(rvl_op op, DType dtype, std::vector<int32_t> srcs);
 
-  // The finished program writing into `out` (realized, contiguous, of the result's shape);
+  // The finished program writing into `out` (contiguous, of the result's shape, bound later);
   // with a reduction, `axes` are reduced and the output view has stride 0 along them.
   // The returned struct points into this builder, which must outlive its use.
   const rvl_program& finish(const Node& out, rvl_reduce_op reduce = RVL_REDUCE_NONE, uint32_t axes = 0);

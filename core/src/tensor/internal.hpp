@@ -15,8 +15,11 @@ const NodePtr& base_of(const Tensor& t);
 
 Tensor make_const(Scalar value, DType dtype, const Device& device);
 Tensor make_scalar(double value, DType dtype, const Device& device);
-// A movement op's result: composes with t's view (or inserts a copy where it cannot).
-Tensor make_view(const Tensor& t, View view);
+// A movement op's result: `view` (t's view composed with the op) on t's base, remembering the
+// op and its arguments for autodiff.
+Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, View view);
+// A unique alias of t (same data): an autodiff argument marker or a gradient barrier.
+Tensor make_alias(const Tensor& t, MoveOp op);
 // An elementwise primitive; srcs must already share shape, dtype rules and device.
 Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out);
 // A reduction keeping reduced axes as size 1.

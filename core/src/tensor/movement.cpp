@@ -10,6 +10,12 @@ namespace ravel {
 using namespace detail;
 
 namespace {
+std::vector<int64_t> flatten_pairs(const std::vector<std::pair<int64_t, int64_t>>& ps) {
+  std::vector<int64_t> out;
+  for (auto [a, b] : ps) out.push_back(a), out.push_back(b);
+  return out;
+}
+
 Tensor copy_of(const Tensor& t) {
   Node proto;
   proto.kind = NodeKind::Copy;
@@ -44,9 +50,9 @@ Tensor Tensor::reshape(Shape shape) const {
               " elements) to ", shape_str(shape), " (", known, " elements)");
   check_rank(shape.size(), "reshape");
   if (shape == this->shape()) return *this;
-  if (auto v = view_of(*this).reshape(shape)) return make_view(*this, std::move(*v));
+  if (auto v = view_of(*this).reshape(shape)) return make_view(*this, MoveOp::Reshape, shape, std::move(*v));
   // Note [Views]: the chain cannot be one view (e.g. a permuted tensor merged): copy, then view.
-  return make_view(copy_of(*this), View::contiguous(this->shape()).reshape(shape).value());
+  return make_view(copy_of(*this), MoveOp::Reshape, shape, View::contiguous(this->shape()).reshape(shape).value());
 }
 
 Tensor Tensor::permute(std::vector<int64_t> order) const {
@@ -55,7 +61,7 @@ Tensor Tensor::permute(std::vector<int64_t> order) const {
               shape_str(shape()), ": expected ", ndim(), " axes in the order, got ", order.size());
   axes_mask(Axes(order), ndim(), "permute");  // range and repetition checks
   for (auto& a : order) a = normalize_axis(a, ndim(), "permute");
-  return make_view(*this, view_of(*this).permute(order));
+  return make_view(*this, MoveOp::Permute, order, view_of(*this).permute(order));
 }
 
 Tensor Tensor::transpose(int64_t a, int64_t b) const {
@@ -81,7 +87,7 @@ Tensor Tensor::expand(Shape shape) const {
   }
   if (shape == this->shape()) return *this;
   Tensor t = padded == this->shape() ? *this : reshape(padded);
-  return make_view(t, view_of(t).expand(shape));
+  return make_view(t, MoveOp::Expand, shape, view_of(t).expand(shape));
 }
 
 Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> widths) const {
@@ -94,7 +100,7 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> widths) const {
                 ") (use shrink to cut)");
     any = any || b || a;
   }
-  return any ? make_view(*this, view_of(*this).pad(widths)) : *this;
+  return any ? make_view(*this, MoveOp::Pad, flatten_pairs(widths), view_of(*this).pad(widths)) : *this;
 }
 
 Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
@@ -108,7 +114,7 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
                 ": axis ", d, " range [", lo, ", ", hi, ") is outside [0, ", shape()[d], "]");
     any = any || lo != 0 || hi != shape()[d];
   }
-  return any ? make_view(*this, view_of(*this).shrink(ranges)) : *this;
+  return any ? make_view(*this, MoveOp::Shrink, flatten_pairs(ranges), view_of(*this).shrink(ranges)) : *this;
 }
 
 Tensor Tensor::flip(Axes axes) const {
@@ -116,7 +122,7 @@ Tensor Tensor::flip(Axes axes) const {
   uint32_t mask = axes_mask(axes, ndim(), "flip");
   std::vector<bool> which(ndim());
   for (int64_t d = 0; d < ndim(); ++d) which[d] = mask & (1u << d);
-  return mask ? make_view(*this, view_of(*this).flip(which)) : *this;
+  return mask ? make_view(*this, MoveOp::Flip, {static_cast<int64_t>(mask)}, view_of(*this).flip(which)) : *this;
 }
 
 Tensor Tensor::slice(int64_t axis, std::optional<int64_t> start, std::optional<int64_t> stop, int64_t step) const {
@@ -137,13 +143,13 @@ Tensor Tensor::slice(int64_t axis, std::optional<int64_t> start, std::optional<i
     int64_t count = e > b ? (e - b + step - 1) / step : 0;
     ranges[d] = {b, count ? b + (count - 1) * step + 1 : b};
     Tensor t = shrink(ranges);
-    return step == 1 ? t : make_view(t, view_of(t).subsample(d, step));
+    return step == 1 ? t : make_view(t, MoveOp::Subsample, {d, step}, view_of(t).subsample(d, step));
   }
   int64_t b = norm(start, n - 1, -1, n - 1), e = norm(stop, -1, -1, n - 1);
   int64_t count = b > e ? (b - e + (-step) - 1) / (-step) : 0;
   ranges[d] = count ? std::pair<int64_t, int64_t>{b - (count - 1) * (-step), b + 1} : std::pair<int64_t, int64_t>{0, 0};
   Tensor t = shrink(ranges).flip(d);
-  return step == -1 ? t : make_view(t, view_of(t).subsample(d, -step));
+  return step == -1 ? t : make_view(t, MoveOp::Subsample, {d, -step}, view_of(t).subsample(d, -step));
 }
 
 Tensor Tensor::slice(std::vector<Slice> slices) const {

@@ -71,7 +71,8 @@ Tensor make_scalar(double value, DType dtype, const Device& device) {
   return make_const(s, dtype, device);
 }
 
-Tensor make_view(const Tensor& t, View view) {
+Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, View view) {
+  // An identity composition needs no node: its gradient is the identity too.
   if (view.is_contiguous() && view.shape == base_of(t)->shape) return Tensor(base_of(t));
   Node proto;
   proto.kind = NodeKind::View;
@@ -80,7 +81,23 @@ Tensor make_view(const Tensor& t, View view) {
   proto.device = t.device();
   proto.srcs = {base_of(t)};
   proto.view = std::move(view);
+  proto.parent = t.node();
+  proto.move = op;
+  proto.move_args = std::move(args);
   return Tensor(intern(std::move(proto)));
+}
+
+Tensor make_alias(const Tensor& t, MoveOp op) {
+  Node proto;
+  proto.kind = NodeKind::View;
+  proto.dtype = t.dtype();
+  proto.shape = t.shape();
+  proto.device = t.device();
+  proto.srcs = {base_of(t)};
+  proto.view = view_of(t);
+  proto.parent = t.node();
+  proto.move = op;
+  return Tensor(make_unique_node(std::move(proto)));
 }
 
 Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
