@@ -1,6 +1,7 @@
 // The umbrella header of the Ravel core.
 #pragma once
 
+#include "ravel/autodiff.hpp"
 #include "ravel/device.hpp"
 #include "ravel/dtype.hpp"
 #include "ravel/error.hpp"

@@ -181,6 +181,21 @@ class Tensor {
   static Tensor concatenate(const std::vector<Tensor>& ts, int64_t axis = 0);
   static Tensor stack(const std::vector<Tensor>& ts, int64_t axis = 0);
 
+  // ---- autograd, PyTorch style (ravel/autodiff.hpp has the functional transforms) ----------
+  // Marks this tensor as a leaf whose gradient backward() accumulates. A tensor that is not
+  // already a leaf is realized and becomes one (its data is shared, not copied).
+  Tensor& requires_grad_(bool on = true);
+  bool requires_grad() const;  // a leaf that requires grad, or computed from one
+  // Accumulates d(this)/d(leaf) * cotangent into leaf.grad() for every leaf that requires grad
+  // (cotangent defaults to 1 for a one-element tensor), and realizes those gradients.
+  void backward(const Tensor& cotangent = {}) const;
+  Tensor grad() const;        // undefined until backward() reached this leaf
+  void zero_grad();           // forget the accumulated gradient
+  Tensor detach() const;      // same values, no gradient (stop_gradient)
+  // Replaces this tensor's value by `value` (same shape; cast to this dtype), realized, keeping
+  // requires_grad: how optimizers update parameters without growing the graph.
+  Tensor& assign(const Tensor& value);
+
   // ---- realization --------------------------------------------------------------------------
   // Runs every kernel this tensor needs; later reads reuse the result.
   const Tensor& realize() const;

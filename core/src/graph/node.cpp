@@ -89,6 +89,7 @@ Node::~Node() {
     --g_live;
   }
   if (parent) srcs.push_back(std::move(parent));  // view chains can be deep too
+  if (grad) srcs.push_back(std::move(grad));
   if (t_pending != nullptr) {
     for (auto& s : srcs) t_pending->push_back(std::move(s));
     return;

@@ -60,6 +60,8 @@ class Node {
   MoveOp move = MoveOp::Reshape;  // View only
   std::vector<int64_t> move_args;  // View only: the op's arguments (shape, order, widths, ...)
   bool interned = true;          // false for Buffer nodes and unique aliases
+  bool requires_grad = false;    // Buffer leaves only (Tensor::requires_grad_)
+  NodePtr grad;                  // Buffer leaves only: the gradient backward() accumulated
   Scalar value;                  // Const only
   uint64_t id = 0;               // unique, increasing: creation order
   size_t hash = 0;

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "ravel/autodiff.hpp"
 #include "ravel/runtime.hpp"
 #include "tensor/internal.hpp"
 
@@ -71,6 +72,9 @@ Tensor make_scalar(double value, DType dtype, const Device& device) {
   return make_const(s, dtype, device);
 }
 
+// Under a NoGradGuard, new op results are detached (Tensor::detach), like torch.no_grad.
+static Tensor detach_if_no_grad(Tensor t) { return grad_enabled() ? t : make_alias(t, MoveOp::StopGradient); }
+
 Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, View view) {
   // An identity composition needs no node: its gradient is the identity too.
   if (view.is_contiguous() && view.shape == base_of(t)->shape) return Tensor(base_of(t));
@@ -84,7 +88,7 @@ Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, View vie
   proto.parent = t.node();
   proto.move = op;
   proto.move_args = std::move(args);
-  return Tensor(intern(std::move(proto)));
+  return detach_if_no_grad(Tensor(intern(std::move(proto))));
 }
 
 Tensor make_alias(const Tensor& t, MoveOp op) {
@@ -112,7 +116,7 @@ Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
                 proto.device.str(), " and ", s.device().str(), " (move one with to())");
     proto.srcs.push_back(s.node());
   }
-  return Tensor(intern(std::move(proto)));
+  return detach_if_no_grad(Tensor(intern(std::move(proto))));
 }
 
 Tensor make_reduce(ReduceOp op, const Tensor& t, uint32_t axes) {
@@ -127,7 +131,7 @@ Tensor make_reduce(ReduceOp op, const Tensor& t, uint32_t axes) {
   proto.device = t.device();
   proto.axes = axes;
   proto.srcs = {t.node()};
-  return Tensor(intern(std::move(proto)));
+  return detach_if_no_grad(Tensor(intern(std::move(proto))));
 }
 
 Tensor binary(AluOp op, const Tensor& a, const Tensor& b) {

@@ -1,0 +1,86 @@
+// gradients(): reverse-mode accumulation over the graph, iteratively (deep graphs), building
+// the gradient as new graph nodes.
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autodiff/rules.hpp"
+#include "ravel/autodiff.hpp"
+#include "tensor/internal.hpp"
+
+namespace ravel {
+
+using namespace detail;
+
+std::vector<Tensor> gradients(const Tensor& output, const std::vector<Tensor>& inputs, const Tensor& cotangent) {
+  check_defined(output, "gradients");
+  Tensor cot = cotangent;
+  if (!cot.defined()) {
+    RAVEL_CHECK(output.numel() == 1, ShapeError, "gradients of a tensor of shape ", shape_str(output.shape()),
+                " need a cotangent of that shape (only one-element outputs default to 1)");
+    cot = Tensor::ones_like(output);
+  }
+  RAVEL_CHECK(cot.shape() == output.shape(), ShapeError, "cotangent of shape ", shape_str(cot.shape()),
+              " does not match the output shape ", shape_str(output.shape()));
+  RAVEL_CHECK(is_float(output.dtype()), DTypeError, "gradients need a float output, got ", dtype_name(output.dtype()));
+  cot = cot.cast(output.dtype());
+
+  // Post-order of everything the output depends on through differentiable edges.
+  std::vector<NodePtr> order;
+  {
+    std::unordered_set<const Node*> seen;
+    std::vector<std::pair<NodePtr, bool>> stack{{output.node(), false}};
+    while (!stack.empty()) {
+      auto [n, expanded] = std::move(stack.back());
+      stack.pop_back();
+      if (expanded) {
+        order.push_back(n);
+        continue;
+      }
+      if (!seen.insert(n.get()).second) continue;
+      stack.emplace_back(n, true);
+      for (auto& s : diff_inputs(*n))
+        if (!seen.count(s.get())) stack.emplace_back(s, false);
+    }
+  }
+  // Only nodes on a path to some input need an adjoint.
+  std::unordered_set<const Node*> targets, relevant;
+  for (const auto& x : inputs) {
+    check_defined(x, "gradients");
+    targets.insert(x.node().get());
+  }
+  for (const auto& n : order) {  // sources come first in post-order
+    bool r = targets.count(n.get()) > 0;
+    for (auto& s : diff_inputs(*n)) r = r || relevant.count(s.get());
+    if (r) relevant.insert(n.get());
+  }
+
+  std::unordered_map<const Node*, Tensor> adjoint;
+  adjoint[output.node().get()] = cot;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const NodePtr& n = *it;
+    auto a = adjoint.find(n.get());
+    if (a == adjoint.end() || !relevant.count(n.get())) continue;
+    Tensor g = a->second;
+    auto ins = diff_inputs(*n);
+    bool needed = false;
+    for (auto& s : ins) needed = needed || (relevant.count(s.get()) && is_float(s->dtype));
+    if (!needed) continue;
+    std::vector<Tensor> parts = vjp_rule(n, g);
+    for (size_t i = 0; i < ins.size() && i < parts.size(); ++i) {
+      const Node* s = ins[i].get();
+      if (!parts[i].defined() || !relevant.count(s) || !is_float(s->dtype)) continue;
+      Tensor p = parts[i].cast(s->dtype);
+      auto [slot, fresh] = adjoint.try_emplace(s, p);
+      if (!fresh) slot->second = slot->second + p;
+    }
+  }
+  std::vector<Tensor> out;
+  for (const auto& x : inputs) {
+    auto a = adjoint.find(x.node().get());
+    out.push_back(a != adjoint.end() && x.node() != output.node() ? a->second
+                  : x.node() == output.node() ? cot.cast(x.dtype()) : Tensor::zeros_like(x));
+  }
+  return out;
+}
+
+}  // namespace ravel

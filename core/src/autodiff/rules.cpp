@@ -1,0 +1,138 @@
+// One vector-Jacobian rule per primitive (the table in graph/ops.hpp, the reductions, and the
+// movement ops), each a line or two of tensor ops. Composites (tanh, softmax, matmul, ...) have
+// no rules: they are differentiated through the primitives they are made of.
+#include "autodiff/rules.hpp"
+
+#include <cmath>
+#include <numeric>
+
+#include "tensor/internal.hpp"
+
+namespace ravel::detail {
+
+namespace {
+constexpr double kLn2 = 0.6931471805599453;
+
+Tensor T(const NodePtr& n) { return Tensor(n); }
+Tensor c(const Tensor& like, double v) { return scalar_like(like, v); }
+
+// Axis order that undoes `order`.
+std::vector<int64_t> inverse(const std::vector<int64_t>& order) {
+  std::vector<int64_t> inv(order.size());
+  for (size_t i = 0; i < order.size(); ++i) inv[order[i]] = static_cast<int64_t>(i);
+  return inv;
+}
+
+std::vector<Tensor> alu_rule(const NodePtr& n, const Tensor& g) {
+  const Tensor y = T(n);
+  auto x = [&](int i) { return T(n->srcs[i]); };
+  switch (n->alu) {
+    case AluOp::Neg: return {g.neg()};
+    case AluOp::Recip: return {g.neg() * y * y};                      // d(1/x) = -1/x^2
+    case AluOp::Sqrt: return {g * (y * 2.0).recip()};                   // 1 / (2 sqrt x)
+    case AluOp::Exp2: return {g * y * kLn2};                            // 2^x ln 2
+    case AluOp::Log2: return {g * (x(0) * kLn2).recip()};               // 1 / (x ln 2)
+    case AluOp::Sin: return {g * x(0).cos()};
+    case AluOp::Trunc: return {Tensor::zeros_like(x(0))};               // flat almost everywhere
+    case AluOp::Cast: return {is_float(x(0).dtype()) ? g.cast(x(0).dtype()) : Tensor()};
+    case AluOp::Add: return {g, g};
+    case AluOp::Mul: return {g * x(1), g * x(0)};
+    case AluOp::Max: {
+      // Note [Gradient of max]: the larger input takes the gradient; on a tie each gets half
+      // (so the sum of the two gradients is always g, as for max(x, x) = x).
+      Tensor wx = Tensor::where(x(0).gt(x(1)), Tensor::ones_like(g), Tensor::where(x(0).eq(x(1)), Tensor::full_like(g, 0.5), Tensor::zeros_like(g)));
+      return {g * wx, g * (c(wx, 1.0) - wx)};
+    }
+    case AluOp::Mod: return {g, g.neg() * x(0).idiv(x(1))};  // a - b trunc(a/b)
+    case AluOp::Where: return {Tensor(), Tensor::where(x(0), g, Tensor::zeros_like(g)), Tensor::where(x(0), Tensor::zeros_like(g), g)};
+    case AluOp::IDiv: case AluOp::CmpLt: case AluOp::CmpNe: case AluOp::And: case AluOp::Or: case AluOp::Xor:
+      return std::vector<Tensor>(n->srcs.size());  // piecewise constant or not float
+  }
+  return std::vector<Tensor>(n->srcs.size());
+}
+
+std::vector<Tensor> reduce_rule(const NodePtr& n, const Tensor& g) {
+  const Tensor x = T(n->srcs[0]), y = T(n);
+  const Shape& s = x.shape();
+  std::vector<int64_t> axes;
+  for (int64_t d = 0; d < x.ndim(); ++d)
+    if (n->axes & (1u << d)) axes.push_back(d);
+  switch (n->reduce) {
+    case ReduceOp::Sum: return {g.expand(s)};
+    case ReduceOp::Prod: return {g.expand(s) * y.expand(s) / x};  // undefined where x == 0
+    case ReduceOp::Max: {
+      // Note [Gradient of max]: ties share the gradient equally among the maxima.
+      Tensor hit = x.eq(y.expand(s)).cast(g.dtype());
+      Tensor count = make_reduce(ReduceOp::Sum, hit, n->axes);
+      return {hit * (g / count).expand(s)};
+    }
+  }
+  return {Tensor()};
+}
+
+std::vector<Tensor> movement_rule(const NodePtr& n, const Tensor& g) {
+  const Shape& ps = n->parent->shape;
+  const auto& a = n->move_args;
+  switch (n->move) {
+    case MoveOp::Reshape: return {g.reshape(ps)};
+    case MoveOp::Permute: return {g.permute(inverse(a))};
+    case MoveOp::Expand: {
+      std::vector<int64_t> grown;
+      for (size_t d = 0; d < ps.size(); ++d)
+        if (ps[d] != n->shape[d]) grown.push_back(static_cast<int64_t>(d));
+      return {grown.empty() ? g : g.sum(Axes(grown), true)};
+    }
+    case MoveOp::Pad: {  // the adjoint of zero padding cuts the padding away
+      std::vector<std::pair<int64_t, int64_t>> r;
+      for (size_t d = 0; d < ps.size(); ++d) r.emplace_back(a[2 * d], a[2 * d] + ps[d]);
+      return {g.shrink(r)};
+    }
+    case MoveOp::Shrink: {  // and the adjoint of a cut is zero padding
+      std::vector<std::pair<int64_t, int64_t>> w;
+      for (size_t d = 0; d < ps.size(); ++d) w.emplace_back(a[2 * d], ps[d] - a[2 * d + 1]);
+      return {g.pad(w)};
+    }
+    case MoveOp::Flip: {
+      std::vector<int64_t> axes;
+      for (size_t d = 0; d < ps.size(); ++d)
+        if (a[0] & (int64_t{1} << d)) axes.push_back(static_cast<int64_t>(d));
+      return {g.flip(Axes(axes))};
+    }
+    case MoveOp::Subsample: {  // scatter every step-th element back, zeros between
+      const int64_t axis = a[0], step = a[1], m = n->shape[axis];
+      std::vector<std::pair<int64_t, int64_t>> w(ps.size() + 1, {0, 0});
+      w[axis + 1] = {0, step - 1};
+      Shape spread = ps;
+      spread[axis] = m * step;
+      std::vector<std::pair<int64_t, int64_t>> cut;
+      for (size_t d = 0; d < ps.size(); ++d) cut.emplace_back(0, ps[d]);
+      return {g.unsqueeze(axis + 1).pad(w).reshape(spread).shrink(cut)};
+    }
+    case MoveOp::Identity: return {g};
+    case MoveOp::StopGradient: return {};
+  }
+  return {};
+}
+}  // namespace
+
+std::vector<NodePtr> diff_inputs(const Node& n) {
+  switch (n.kind) {
+    case NodeKind::Alu: case NodeKind::Reduce: case NodeKind::Copy: return n.srcs;
+    case NodeKind::View: return n.move == MoveOp::StopGradient ? std::vector<NodePtr>{} : std::vector<NodePtr>{n.parent};
+    case NodeKind::Buffer: case NodeKind::Const: return {};
+  }
+  return {};
+}
+
+std::vector<Tensor> vjp_rule(const NodePtr& n, const Tensor& g) {
+  switch (n->kind) {
+    case NodeKind::Alu: return alu_rule(n, g);
+    case NodeKind::Reduce: return reduce_rule(n, g);
+    case NodeKind::Copy: return {g};
+    case NodeKind::View: return movement_rule(n, g);
+    case NodeKind::Buffer: case NodeKind::Const: return {};
+  }
+  return {};
+}
+
+}  // namespace ravel::detail
