@@ -3,7 +3,7 @@
 # when everything is there). Run as root, or with sudo available.
 set -euo pipefail
 
-PACKAGES=(g++ cmake make pkg-config libtbb-dev libboost-dev libboost-test-dev nlohmann-json3-dev)
+PACKAGES=(g++ cmake make pkg-config libtbb-dev libboost-dev libboost-test-dev nlohmann-json3-dev wamerican)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

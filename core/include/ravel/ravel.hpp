@@ -5,6 +5,7 @@
 #include "ravel/device.hpp"
 #include "ravel/dtype.hpp"
 #include "ravel/error.hpp"
+#include "ravel/nn.hpp"
 #include "ravel/runtime.hpp"
 #include "ravel/schedule.hpp"
 #include "ravel/tensor.hpp"

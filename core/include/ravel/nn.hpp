@@ -1,0 +1,118 @@
+// Neural-network building blocks, without magic: a Module owns named parameters (leaf tensors
+// that require grad) and has a forward function; optimizers update parameters in place with
+// Tensor::assign under a NoGradGuard. Initialisation draws from the seeded Threefry generator.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ravel/autodiff.hpp"
+#include "ravel/tensor.hpp"
+
+namespace ravel::nn {
+
+// A named parameter: a pointer into the module that owns the tensor (so assign() updates it).
+using NamedParameter = std::pair<std::string, Tensor*>;
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  // Every parameter, named "layer.weight" etc.; stable order (saving and optimizers rely on it).
+  virtual std::vector<NamedParameter> named_parameters() = 0;
+  std::vector<Tensor*> parameters();
+  void zero_grad();
+  int64_t parameter_count();
+};
+
+// y = x @ weight + bias; weight [in, out] and bias [out] ~ U(-1/sqrt(in), 1/sqrt(in)), as
+// torch.nn.Linear initialises them.
+class Linear : public Module {
+ public:
+  Linear(int64_t in, int64_t out, uint64_t seed, bool bias = true, DType dtype = DType::F32);
+  Tensor operator()(const Tensor& x) const;
+  std::vector<NamedParameter> named_parameters() override;
+  Tensor weight, bias;
+};
+
+// Rows of a [num, dim] table ~ N(0, 1) looked up by integer indices: [...] -> [..., dim].
+class Embedding : public Module {
+ public:
+  Embedding(int64_t num, int64_t dim, uint64_t seed, DType dtype = DType::F32);
+  Tensor operator()(const Tensor& indices) const;
+  std::vector<NamedParameter> named_parameters() override;
+  Tensor weight;
+};
+
+// (x - mean) / sqrt(var + eps) * weight + bias over the last axis (weight = 1, bias = 0).
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(int64_t dim, double eps = 1e-5, DType dtype = DType::F32);
+  Tensor operator()(const Tensor& x) const;
+  std::vector<NamedParameter> named_parameters() override;
+  Tensor weight, bias;
+  double eps;
+};
+
+enum class Activation { ReLU, Tanh, Sigmoid, GELU };
+Tensor activate(const Tensor& x, Activation a);
+Tensor gelu(const Tensor& x);  // tanh approximation (as torch.nn.GELU(approximate="tanh"))
+
+// Linear layers of the given sizes with `activation` between them (none after the last).
+class MLP : public Module {
+ public:
+  MLP(const std::vector<int64_t>& sizes, Activation activation, uint64_t seed, DType dtype = DType::F32);
+  Tensor operator()(const Tensor& x) const;
+  std::vector<NamedParameter> named_parameters() override;
+  std::vector<Linear> layers;
+  Activation activation;
+};
+
+// Mean cross-entropy of logits [N, C] against integer targets [N]; stable for huge logits
+// (log-sum-exp with the max subtracted), like torch.nn.functional.cross_entropy.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+Tensor mse_loss(const Tensor& prediction, const Tensor& target);
+
+class Optimizer {
+ public:
+  explicit Optimizer(std::vector<Tensor*> params) : params_(std::move(params)) {}
+  virtual ~Optimizer() = default;
+  virtual void step() = 0;  // uses each parameter's grad(); parameters without one are skipped
+  void zero_grad();
+  double lr = 0;
+
+ protected:
+  std::vector<Tensor*> params_;
+};
+
+// p -= lr * (momentum buffer v = momentum * v + grad), as torch.optim.SGD.
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<Tensor*> params, double lr, double momentum = 0.0);
+  void step() override;
+  double momentum;
+
+ private:
+  std::vector<Tensor> velocity_;
+};
+
+// Adam (Kingma & Ba 2015) with bias correction, as torch.optim.Adam.
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<Tensor*> params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8);
+  void step() override;
+  double beta1, beta2, eps;
+
+ private:
+  std::vector<Tensor> m_, v_;
+  int64_t t_ = 0;
+};
+
+// Parameters to and from a file in Ravel's parameter format (docs/nn.md): names, dtypes,
+// shapes and little-endian data. load() checks every name, dtype and shape (ValueError naming
+// the first mismatch) before assigning anything.
+void save_parameters(Module& module, const std::string& path);
+void load_parameters(Module& module, const std::string& path);
+
+}  // namespace ravel::nn

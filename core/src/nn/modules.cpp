@@ -1,0 +1,127 @@
+// Modules, activations and losses.
+#include <cmath>
+
+#include "ravel/nn.hpp"
+
+namespace ravel::nn {
+
+std::vector<Tensor*> Module::parameters() {
+  std::vector<Tensor*> out;
+  for (auto& [name, p] : named_parameters()) out.push_back(p);
+  return out;
+}
+
+void Module::zero_grad() {
+  for (Tensor* p : parameters()) p->zero_grad();
+}
+
+int64_t Module::parameter_count() {
+  int64_t n = 0;
+  for (Tensor* p : parameters()) n += p->numel();
+  return n;
+}
+
+Linear::Linear(int64_t in, int64_t out, uint64_t seed, bool with_bias, DType dtype) {
+  RAVEL_CHECK(in > 0 && out > 0, ValueError, "Linear expects positive sizes, got in=", in, " out=", out);
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in));
+  weight = (Tensor::rand({in, out}, seed, dtype) * (2 * bound) - bound).requires_grad_();
+  if (with_bias) bias = (Tensor::rand({out}, seed ^ 0x9e3779b97f4a7c15ULL, dtype) * (2 * bound) - bound).requires_grad_();
+}
+
+Tensor Linear::operator()(const Tensor& x) const {
+  RAVEL_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(0), ShapeError, "Linear(", weight.size(0), " -> ",
+              weight.size(1), ") expects inputs of shape [..., ", weight.size(0), "], got ", shape_str(x.shape()));
+  Tensor y = x.matmul(weight);
+  return bias.defined() ? y + bias : y;
+}
+
+std::vector<NamedParameter> Linear::named_parameters() {
+  std::vector<NamedParameter> out{{"weight", &weight}};
+  if (bias.defined()) out.emplace_back("bias", &bias);
+  return out;
+}
+
+Embedding::Embedding(int64_t num, int64_t dim, uint64_t seed, DType dtype) {
+  RAVEL_CHECK(num > 0 && dim > 0, ValueError, "Embedding expects positive sizes, got num=", num, " dim=", dim);
+  weight = Tensor::randn({num, dim}, seed, dtype).requires_grad_();
+}
+
+Tensor Embedding::operator()(const Tensor& indices) const {
+  // A one-hot matrix product: one contraction kernel, and its gradient is the scatter-add of
+  // the output gradient into the rows that were read (no special rule needed).
+  return indices.one_hot(weight.size(0)).cast(weight.dtype()).matmul(weight);
+}
+
+std::vector<NamedParameter> Embedding::named_parameters() { return {{"weight", &weight}}; }
+
+LayerNorm::LayerNorm(int64_t dim, double eps_, DType dtype) : eps(eps_) {
+  weight = Tensor::ones({dim}, dtype).requires_grad_();
+  bias = Tensor::zeros({dim}, dtype).requires_grad_();
+}
+
+Tensor LayerNorm::operator()(const Tensor& x) const {
+  RAVEL_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(0), ShapeError, "LayerNorm(", weight.size(0),
+              ") expects inputs of shape [..., ", weight.size(0), "], got ", shape_str(x.shape()));
+  Tensor centered = x - x.mean(-1, true);
+  Tensor inv = (centered.square().mean(-1, true) + eps).sqrt().recip();
+  return centered * inv * weight + bias;
+}
+
+std::vector<NamedParameter> LayerNorm::named_parameters() { return {{"weight", &weight}, {"bias", &bias}}; }
+
+Tensor gelu(const Tensor& x) {
+  // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+  return x * 0.5 * ((x + x * x * x * 0.044715) * std::sqrt(2.0 / M_PI)).tanh() + x * 0.5;
+}
+
+Tensor activate(const Tensor& x, Activation a) {
+  switch (a) {
+    case Activation::ReLU: return x.relu();
+    case Activation::Tanh: return x.tanh();
+    case Activation::Sigmoid: return x.sigmoid();
+    case Activation::GELU: return gelu(x);
+  }
+  return x;
+}
+
+MLP::MLP(const std::vector<int64_t>& sizes, Activation act, uint64_t seed, DType dtype) : activation(act) {
+  RAVEL_CHECK(sizes.size() >= 2, ValueError, "MLP expects at least an input and an output size, got ", sizes.size(),
+              " sizes");
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) layers.emplace_back(sizes[i], sizes[i + 1], seed + 1000 * i, true, dtype);
+}
+
+Tensor MLP::operator()(const Tensor& x) const {
+  Tensor h = x;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    h = layers[i](h);
+    if (i + 1 < layers.size()) h = activate(h, activation);
+  }
+  return h;
+}
+
+std::vector<NamedParameter> MLP::named_parameters() {
+  std::vector<NamedParameter> out;
+  for (size_t i = 0; i < layers.size(); ++i)
+    for (auto& [name, p] : layers[i].named_parameters()) out.emplace_back("layers." + std::to_string(i) + "." + name, p);
+  return out;
+}
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+  RAVEL_CHECK(logits.ndim() == 2 && targets.ndim() == 1 && targets.size(0) == logits.size(0), ShapeError,
+              "cross_entropy expects logits [N, C] and targets [N], got ", shape_str(logits.shape()), " and ",
+              shape_str(targets.shape()));
+  RAVEL_CHECK(!is_float(targets.dtype()), DTypeError, "cross_entropy expects integer targets, got ",
+              dtype_name(targets.dtype()));
+  // -log softmax(logits)[target] = logsumexp(logits) - logits[target]; the one-hot picks the
+  // target's logit and keeps the whole loss one fused reduction.
+  Tensor picked = (logits * targets.one_hot(logits.size(1)).cast(logits.dtype())).sum(1);
+  return (logits.logsumexp(1) - picked).mean();
+}
+
+Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
+  RAVEL_CHECK(prediction.shape() == target.shape(), ShapeError, "mse_loss expects equal shapes, got ",
+              shape_str(prediction.shape()), " and ", shape_str(target.shape()));
+  return (prediction - target).square().mean();
+}
+
+}  // namespace ravel::nn

@@ -1,0 +1,68 @@
+// Optimizers. Updates are built lazily under a NoGradGuard, realized together in one scheduling
+// pass, and land with Tensor::assign, so parameters stay leaves and the graph does not grow.
+#include <cmath>
+
+#include "ravel/nn.hpp"
+
+namespace ravel::nn {
+
+namespace {
+// Realizes every new value in one pass, then stores each into its target.
+void commit(std::vector<std::pair<Tensor*, Tensor>>& updates) {
+  std::vector<Tensor> values;
+  for (auto& [target, value] : updates) values.push_back(value);
+  realize(values);
+  for (auto& [target, value] : updates) target->assign(value);
+}
+}  // namespace
+
+void Optimizer::zero_grad() {
+  for (Tensor* p : params_) p->zero_grad();
+}
+
+SGD::SGD(std::vector<Tensor*> params, double lr_, double momentum_) : Optimizer(std::move(params)), momentum(momentum_) {
+  lr = lr_;
+  velocity_.resize(params_.size());
+}
+
+void SGD::step() {
+  NoGradGuard no_grad;
+  std::vector<std::pair<Tensor*, Tensor>> updates;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor g = params_[i]->grad();
+    if (!g.defined()) continue;
+    if (momentum != 0) {
+      Tensor v = velocity_[i].defined() ? velocity_[i] * momentum + g : g;
+      updates.emplace_back(&velocity_[i], v);
+      g = v;
+    }
+    updates.emplace_back(params_[i], *params_[i] - g * lr);
+  }
+  commit(updates);
+}
+
+Adam::Adam(std::vector<Tensor*> params, double lr_, double b1, double b2, double e)
+    : Optimizer(std::move(params)), beta1(b1), beta2(b2), eps(e) {
+  lr = lr_;
+  m_.resize(params_.size());
+  v_.resize(params_.size());
+}
+
+void Adam::step() {
+  NoGradGuard no_grad;
+  ++t_;
+  const double c1 = 1.0 - std::pow(beta1, static_cast<double>(t_)), c2 = 1.0 - std::pow(beta2, static_cast<double>(t_));
+  std::vector<std::pair<Tensor*, Tensor>> updates;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor g = params_[i]->grad();
+    if (!g.defined()) continue;
+    Tensor m = m_[i].defined() ? m_[i] * beta1 + g * (1 - beta1) : g * (1 - beta1);
+    Tensor v = v_[i].defined() ? v_[i] * beta2 + g.square() * (1 - beta2) : g.square() * (1 - beta2);
+    updates.emplace_back(&m_[i], m);
+    updates.emplace_back(&v_[i], v);
+    updates.emplace_back(params_[i], *params_[i] - (m / c1) / ((v / c2).sqrt() + eps) * lr);
+  }
+  commit(updates);
+}
+
+}  // namespace ravel::nn

@@ -1,0 +1,102 @@
+// Ravel's parameter file format (docs/nn.md):
+//   "RAVELPAR" (8 bytes), u32 version = 1, u32 count, then per parameter:
+//   u32 name length, name bytes, u8 dtype (rvl_dtype), u8 rank, rank x i64 shape, data
+//   (row-major, little-endian, numel x dtype size).
+#include <cstring>
+#include <fstream>
+
+#include "ravel/nn.hpp"
+
+namespace ravel::nn {
+
+namespace {
+constexpr char kMagic[8] = {'R', 'A', 'V', 'E', 'L', 'P', 'A', 'R'};
+
+template <class T>
+void put(std::ofstream& out, T v) {
+  out.write(reinterpret_cast<const char*>(&v), sizeof v);
+}
+template <class T>
+T get(std::ifstream& in, const std::string& path) {
+  T v{};
+  in.read(reinterpret_cast<char*>(&v), sizeof v);
+  RAVEL_CHECK(in.good(), ValueError, "parameter file ", path, " is truncated");
+  return v;
+}
+
+struct Entry {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::vector<char> data;
+};
+}  // namespace
+
+void save_parameters(Module& module, const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  RAVEL_CHECK(out.good(), ValueError, "cannot write parameter file ", path);
+  auto params = module.named_parameters();
+  out.write(kMagic, sizeof kMagic);
+  put<uint32_t>(out, 1);
+  put<uint32_t>(out, static_cast<uint32_t>(params.size()));
+  for (auto& [name, p] : params) {
+    put<uint32_t>(out, static_cast<uint32_t>(name.size()));
+    out.write(name.data(), static_cast<std::streamsize>(name.size()));
+    put<uint8_t>(out, static_cast<uint8_t>(p->dtype()));
+    put<uint8_t>(out, static_cast<uint8_t>(p->ndim()));
+    for (int64_t s : p->shape()) put<int64_t>(out, s);
+    std::vector<char> bytes(static_cast<size_t>(p->numel() * dtype_size(p->dtype())));
+    switch (p->dtype()) {  // to_vector reads in the tensor's own dtype
+      case DType::F32: { auto v = p->to_vector<float>(); std::memcpy(bytes.data(), v.data(), bytes.size()); break; }
+      case DType::F64: { auto v = p->to_vector<double>(); std::memcpy(bytes.data(), v.data(), bytes.size()); break; }
+      case DType::I32: { auto v = p->to_vector<int32_t>(); std::memcpy(bytes.data(), v.data(), bytes.size()); break; }
+      case DType::I64: { auto v = p->to_vector<int64_t>(); std::memcpy(bytes.data(), v.data(), bytes.size()); break; }
+      case DType::U8: case DType::Bool: { auto v = p->to_vector<uint8_t>(); std::memcpy(bytes.data(), v.data(), bytes.size()); break; }
+    }
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  RAVEL_CHECK(out.good(), ValueError, "writing parameter file ", path, " failed");
+}
+
+void load_parameters(Module& module, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  RAVEL_CHECK(in.good(), ValueError, "cannot read parameter file ", path);
+  char magic[8];
+  in.read(magic, sizeof magic);
+  RAVEL_CHECK(in.good() && std::memcmp(magic, kMagic, sizeof kMagic) == 0, ValueError, path,
+              " is not a Ravel parameter file (expected the magic RAVELPAR)");
+  uint32_t version = get<uint32_t>(in, path);
+  RAVEL_CHECK(version == 1, ValueError, path, ": parameter format version ", version, ", expected 1");
+  uint32_t count = get<uint32_t>(in, path);
+  auto params = module.named_parameters();
+  RAVEL_CHECK(count == params.size(), ValueError, path, " holds ", count, " parameters, the module has ", params.size());
+  std::vector<Entry> entries;
+  for (uint32_t i = 0; i < count; ++i) {
+    Entry e;
+    uint32_t len = get<uint32_t>(in, path);
+    RAVEL_CHECK(len < 4096, ValueError, path, ": parameter name of ", len, " bytes (corrupt file?)");
+    e.name.resize(len);
+    in.read(e.name.data(), len);
+    uint8_t dt = get<uint8_t>(in, path), rank = get<uint8_t>(in, path);
+    RAVEL_CHECK(dt < kDTypeCount && rank <= 8, ValueError, path, ": parameter ", e.name, " has a bad dtype or rank");
+    e.dtype = static_cast<DType>(dt);
+    int64_t n = 1;
+    for (uint8_t d = 0; d < rank; ++d) {
+      e.shape.push_back(get<int64_t>(in, path));
+      RAVEL_CHECK(e.shape.back() >= 0 && e.shape.back() < (int64_t{1} << 40), ValueError, path, ": bad shape");
+      n *= e.shape.back();
+    }
+    const auto& [name, p] = params[i];
+    RAVEL_CHECK(e.name == name && e.dtype == p->dtype() && e.shape == p->shape(), ValueError, path, ": parameter ", i,
+                " is ", e.name, " ", dtype_name(e.dtype), " ", shape_str(e.shape), ", the module expects ", name, " ",
+                dtype_name(p->dtype()), " ", shape_str(p->shape()));
+    e.data.resize(static_cast<size_t>(n * dtype_size(e.dtype)));
+    in.read(e.data.data(), static_cast<std::streamsize>(e.data.size()));
+    RAVEL_CHECK(in.good(), ValueError, "parameter file ", path, " is truncated");
+    entries.push_back(std::move(e));
+  }
+  for (size_t i = 0; i < entries.size(); ++i)
+    params[i].second->assign(Tensor::from_data(entries[i].data.data(), entries[i].dtype, entries[i].shape, params[i].second->device()));
+}
+
+}  // namespace ravel::nn
