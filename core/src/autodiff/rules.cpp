@@ -116,6 +116,7 @@ std::vector<Tensor> movement_rule(const NodePtr& n, const Tensor& g) {
 }  // namespace
 
 std::vector<NodePtr> diff_inputs(const Node& n) {
+  if (n.detached) return {};  // made under a NoGradGuard
   switch (n.kind) {
     case NodeKind::Alu: case NodeKind::Reduce: case NodeKind::Copy: return n.srcs;
     case NodeKind::View: return n.move == MoveOp::StopGradient ? std::vector<NodePtr>{} : std::vector<NodePtr>{n.parent};

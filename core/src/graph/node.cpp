@@ -38,6 +38,7 @@ size_t structural_hash(const Node& n) {
   if (n.view.mask)
     for (auto [lo, hi] : *n.view.mask) mix(h, static_cast<size_t>(lo * 31 + hi));
   mix(h, n.parent ? n.parent->id : 0);
+  mix(h, n.detached);
   mix(h, static_cast<size_t>(n.move));
   for (int64_t a : n.move_args) mix(h, static_cast<size_t>(a));
   mix(h, std::hash<double>{}(n.value.f));
@@ -48,7 +49,8 @@ size_t structural_hash(const Node& n) {
 bool same_structure(const Node& a, const Node& b) {
   if (a.kind != b.kind || a.dtype != b.dtype || a.shape != b.shape || !(a.device == b.device) ||
       a.alu != b.alu || a.reduce != b.reduce || a.axes != b.axes || !(a.view == b.view) ||
-      a.srcs.size() != b.srcs.size() || a.parent != b.parent || a.move != b.move || a.move_args != b.move_args)
+      a.srcs.size() != b.srcs.size() || a.parent != b.parent || a.move != b.move || a.move_args != b.move_args ||
+      a.detached != b.detached)
     return false;
   // Bitwise comparison of the float value, so that NaN constants intern and -0.0 != 0.0.
   if (std::memcmp(&a.value.f, &b.value.f, sizeof(double)) != 0 || a.value.i != b.value.i) return false;

@@ -60,6 +60,7 @@ class Node {
   MoveOp move = MoveOp::Reshape;  // View only
   std::vector<int64_t> move_args;  // View only: the op's arguments (shape, order, widths, ...)
   bool interned = true;          // false for Buffer nodes and unique aliases
+  bool detached = false;         // made under a NoGradGuard: gradients do not flow through it
   bool requires_grad = false;    // Buffer leaves only (Tensor::requires_grad_)
   NodePtr grad;                  // Buffer leaves only: the gradient backward() accumulated
   Scalar value;                  // Const only

@@ -49,7 +49,10 @@ Embedding::Embedding(int64_t num, int64_t dim, uint64_t seed, DType dtype) {
 Tensor Embedding::operator()(const Tensor& indices) const {
   // A one-hot matrix product: one contraction kernel, and its gradient is the scatter-add of
   // the output gradient into the rows that were read (no special rule needed).
-  return indices.one_hot(weight.size(0)).cast(weight.dtype()).matmul(weight);
+  // Flattened first, so it is a plain 2-D product whatever the rank of `indices`.
+  Shape out = indices.shape();
+  out.push_back(weight.size(1));
+  return indices.flatten().one_hot(weight.size(0)).cast(weight.dtype()).matmul(weight).reshape(out);
 }
 
 std::vector<NamedParameter> Embedding::named_parameters() { return {{"weight", &weight}}; }

@@ -72,14 +72,12 @@ Tensor make_scalar(double value, DType dtype, const Device& device) {
   return make_const(s, dtype, device);
 }
 
-// Under a NoGradGuard, new op results are detached (Tensor::detach), like torch.no_grad.
-static Tensor detach_if_no_grad(Tensor t) { return grad_enabled() ? t : make_alias(t, MoveOp::StopGradient); }
-
 Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, View view) {
   // An identity composition needs no node: its gradient is the identity too.
   if (view.is_contiguous() && view.shape == base_of(t)->shape) return Tensor(base_of(t));
   Node proto;
   proto.kind = NodeKind::View;
+  proto.detached = !grad_enabled();  // Note [No-grad nodes]
   proto.dtype = t.dtype();
   proto.shape = view.shape;
   proto.device = t.device();
@@ -88,7 +86,7 @@ Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, View vie
   proto.parent = t.node();
   proto.move = op;
   proto.move_args = std::move(args);
-  return detach_if_no_grad(Tensor(intern(std::move(proto))));
+  return Tensor(intern(std::move(proto)));
 }
 
 Tensor make_alias(const Tensor& t, MoveOp op) {
@@ -107,6 +105,9 @@ Tensor make_alias(const Tensor& t, MoveOp op) {
 Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
   Node proto;
   proto.kind = NodeKind::Alu;
+  // Note [No-grad nodes]: under a NoGradGuard a node is marked detached (part of its hash-cons
+  // identity) instead of being wrapped in a stop-gradient alias, so fusion sees the same graph.
+  proto.detached = !grad_enabled();
   proto.alu = op;
   proto.dtype = out;
   proto.shape = srcs[0].shape();
@@ -116,13 +117,14 @@ Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
                 proto.device.str(), " and ", s.device().str(), " (move one with to())");
     proto.srcs.push_back(s.node());
   }
-  return detach_if_no_grad(Tensor(intern(std::move(proto))));
+  return Tensor(intern(std::move(proto)));
 }
 
 Tensor make_reduce(ReduceOp op, const Tensor& t, uint32_t axes) {
   if (axes == 0) return t;
   Node proto;
   proto.kind = NodeKind::Reduce;
+  proto.detached = !grad_enabled();  // Note [No-grad nodes]
   proto.reduce = op;
   proto.dtype = t.dtype();
   proto.shape = t.shape();
@@ -131,7 +133,7 @@ Tensor make_reduce(ReduceOp op, const Tensor& t, uint32_t axes) {
   proto.device = t.device();
   proto.axes = axes;
   proto.srcs = {t.node()};
-  return detach_if_no_grad(Tensor(intern(std::move(proto))));
+  return Tensor(intern(std::move(proto)));
 }
 
 Tensor binary(AluOp op, const Tensor& a, const Tensor& b) {
