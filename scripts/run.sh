@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The main job: install what is missing, configure, build, and run the tour.
+# The main job: install what is missing, configure, build, and train the character-level
+# language model (examples/makemore). Arguments go to makemore (try --help).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target tour ravel-info
-./build/bin/tour "$@"
+cmake --build build -j"$(nproc)" --target makemore tour ravel-info
+./build/bin/makemore --out build "$@"

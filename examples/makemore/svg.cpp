@@ -16,6 +16,7 @@ void write_line_chart(const std::string& path, const std::string& title, const s
   for (const auto& s : series)
     for (auto [x, y] : s.points) x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
   if (x0 > x1) x0 = 0, x1 = 1, y0 = 0, y1 = 1;
+  if (x0 > 0 && x0 < (x1 - x0)) x0 = 0;  // start the axis at 0 when the data starts near it
   if (x1 == x0) x1 = x0 + 1;
   if (y1 == y0) y1 = y0 + 1;
   const double pad = (y1 - y0) * 0.05;
@@ -45,8 +46,8 @@ void write_line_chart(const std::string& path, const std::string& title, const s
     for (auto [x, y] : s.points) o << px(x) << "," << py(y) << " ";
     o << "\"/>\n";
     double ly = top + 14 + 16.0 * k;
-    o << "<line x1=\"" << W - right - 150 << "\" x2=\"" << W - right - 130 << "\" y1=\"" << ly << "\" y2=\"" << ly << "\" stroke=\"" << s.color << "\" stroke-width=\"2\"/>\n";
-    o << "<text x=\"" << W - right - 125 << "\" y=\"" << ly + 4 << "\">" << s.label << "</text>\n";
+    o << "<line x1=\"" << W - right - 240 << "\" x2=\"" << W - right - 220 << "\" y1=\"" << ly << "\" y2=\"" << ly << "\" stroke=\"" << s.color << "\" stroke-width=\"2\"/>\n";
+    o << "<text x=\"" << W - right - 215 << "\" y=\"" << ly + 4 << "\">" << s.label << "</text>\n";
   }
   o << "</svg>\n";
   std::ofstream out(path);

@@ -193,7 +193,8 @@ class Tensor {
   void zero_grad();           // forget the accumulated gradient
   Tensor detach() const;      // same values, no gradient (stop_gradient)
   // Replaces this tensor's value by `value` (same shape; cast to this dtype), realized, keeping
-  // requires_grad: how optimizers update parameters without growing the graph.
+  // requires_grad: how optimizers update parameters without growing the graph. An undefined
+  // tensor takes value's shape and dtype.
   Tensor& assign(const Tensor& value);
 
   // ---- realization --------------------------------------------------------------------------

@@ -88,8 +88,11 @@ void Tensor::zero_grad() {
 Tensor Tensor::detach() const { return stop_gradient(*this); }
 
 Tensor& Tensor::assign(const Tensor& value) {
-  check_defined(*this, "assign");
   check_defined(value, "assign");
+  if (!defined()) {  // an undefined tensor (e.g. a fresh optimizer state) takes value as is
+    node_ = realized_leaf(value);
+    return *this;
+  }
   RAVEL_CHECK(value.shape() == shape(), ShapeError, "assign: value of shape ", shape_str(value.shape()),
               " does not match the tensor's shape ", shape_str(shape()));
   bool req = node_->requires_grad;
