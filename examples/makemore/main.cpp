@@ -154,6 +154,7 @@ int main(int argc, char** argv) try {
   double smooth = 0;
   auto start = std::chrono::steady_clock::now();
   std::vector<int64_t> ctx(o.batch * o.block), tgt(o.batch);
+  ravel::reset_stats();
   for (int64_t step = 1; step <= o.steps; ++step) {
     for (int64_t b = 0; b < o.batch; ++b) {
       int64_t i = pick(rng);
@@ -179,7 +180,10 @@ int main(int argc, char** argv) try {
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (tty) std::printf("\n");
-  std::printf("\ntrained in %.1f s (%.0f steps/s)\n", secs, o.steps / secs);
+  const ravel::KernelStats st = ravel::cumulative_stats();
+  std::printf("\ntrained in %.1f s (%.0f steps/s); per step: %.1f kernels (%.1f contractions), %.0f us scheduling, %.0f us in kernels\n",
+              secs, o.steps / secs, double(st.kernels()) / o.steps, double(st.contractions) / o.steps,
+              st.schedule_seconds / o.steps * 1e6, st.execute_seconds / o.steps * 1e6);
 
   double train_loss = evaluate(model, train, o.block), val_loss = evaluate(model, val, o.block);
   double baseline = unigram_baseline(train, val);
