@@ -1,9 +1,12 @@
 // ravel-info: every plugin found (path, ABI version, status or why it was skipped) and every
-// device with its properties.
+// device with its properties; then the effective configuration and where each placement rule
+// resolved to (so a config can be checked before a long run).
 //   ravel-info [--config FILE]
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <iostream>
+#include <sstream>
 
 #include "ravel/backend.h"
 #include "ravel/ravel.hpp"
@@ -45,7 +48,32 @@ int main(int argc, char** argv) {
       for (const auto& t : d.dtypes) std::cout << " " << t;
       std::cout << "\n";
     }
-    if (!devices.empty()) std::cout << "\ndefault device: " << rt.default_device().str() << "\n";
+    std::cout << "\nconfig: " << rt.config_source() << "\neffective configuration:\n";
+    std::istringstream cfg(rt.effective_config());
+    for (std::string line; std::getline(cfg, line);) std::cout << "  " << line << "\n";
+    if (const char* env = std::getenv("RAVEL_FUSION"); env && *env)
+      std::cout << "  (RAVEL_FUSION=" << env << " overrides fusion.policy: " << ravel::fusion_options().policy << ")\n";
+    std::cout << "\nplacement:\n";
+    bool chosen = false;
+    for (const auto& r : rt.placement_rules()) {
+      std::cout << "  " << r.rule << "  ->  ";
+      if (r.available && !chosen) std::cout << "available: new tensors go here\n";
+      else if (r.available) std::cout << "available (an earlier rule wins)\n";
+      else std::cout << "not available (" << r.reason << ")\n";
+      chosen = chosen || r.available;
+    }
+    if (rt.on_mixed_devices() == ravel::MixedDevices::Copy)
+      std::cout << "  on mixed devices: copy (accepted, not implemented yet: ops on mixed devices still raise DeviceError)\n";
+    else
+      std::cout << "  on mixed devices: error\n";
+    if (!devices.empty()) {
+      try {
+        std::cout << "\ndefault device: " << rt.default_device().str() << "\n";
+      } catch (const ravel::DeviceError& e) {
+        std::cout << "\ndefault device: none: " << e.what() << "\n";
+        return 1;
+      }
+    }
     return devices.empty() ? 1 : 0;
   } catch (const ravel::Error& e) {
     std::fprintf(stderr, "ravel-info: %s\n", e.what());

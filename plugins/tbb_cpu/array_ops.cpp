@@ -2,6 +2,7 @@
 #include "array_ops.hpp"
 
 #include "dtype_ops.hpp"
+#include "fast_math.hpp"
 
 #include <array>
 #include <cmath>
@@ -31,6 +32,7 @@ inline ctype<DT> scalar(ctype<DT> a, ctype<DT> b) {
   if constexpr (OP == RVL_OP_NEG) return s_neg<DT>(a);
   else if constexpr (OP == RVL_OP_RECIP) return T(1) / a;
   else if constexpr (OP == RVL_OP_SQRT) return std::sqrt(a);
+  else if constexpr (OP == RVL_OP_EXP2 && DT == RVL_DTYPE_F32) return fast_exp2f(a);  // vectorises
   else if constexpr (OP == RVL_OP_EXP2) return std::exp2(a);
   else if constexpr (OP == RVL_OP_LOG2) return std::log2(a);
   else if constexpr (OP == RVL_OP_SIN) return std::sin(a);

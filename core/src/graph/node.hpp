@@ -61,6 +61,9 @@ class Node {
   std::vector<int64_t> move_args;  // View only: the op's arguments (shape, order, widths, ...)
   bool interned = true;          // false for Buffer nodes and unique aliases
   bool detached = false;         // made under a NoGradGuard: gradients do not flow through it
+  // View only: some node between this view and its base is an alias or detached, so the chain
+  // must be kept even where the composed view is the identity (derived from parent at creation).
+  bool marked_chain = false;
   bool requires_grad = false;    // Buffer leaves only (Tensor::requires_grad_)
   NodePtr grad;                  // Buffer leaves only: the gradient backward() accumulated
   Scalar value;                  // Const only

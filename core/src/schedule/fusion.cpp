@@ -89,14 +89,16 @@ bool is_kernel(const Node& n) {
 // never writes its own buffer. relu(x @ W + b) is then one kernel.
 void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
                     std::unordered_map<const Node*, Use>& uses, KernelPlan& plan) {
+  // Every kernel (not just Alu ones) whose inlined tree reads a contraction counts as a reader:
+  // with recomputation an inlined node can sit in several kernels, so a contraction read once
+  // in the graph may still be read by several kernels, and then it needs its own buffer.
+  std::unordered_map<const Node*, int> readers;
+  std::unordered_map<const Node*, std::pair<const Node*, NodePtr>> reader;  // C -> (kernel, src read)
   for (const auto& e : order) {
-    if (e->kind != NodeKind::Alu || plan.inlined.count(e.get())) continue;
-    // The contractions this kernel's inlined tree reads, and how.
-    const Node* found = nullptr;
-    bool ok = true;
-    std::unordered_set<const Node*> seen;
+    if (!is_kernel(*e) || plan.inlined.count(e.get())) continue;
+    std::unordered_set<const Node*> seen, counted;
     std::vector<const Node*> stack{e.get()};
-    while (!stack.empty() && ok) {
+    while (!stack.empty()) {
       const Node* n = stack.back();
       stack.pop_back();
       for (const auto& s : n->srcs) {
@@ -105,30 +107,34 @@ void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<
           if (seen.insert(b).second) stack.push_back(b);
           continue;
         }
-        auto c = plan.contractions.find(b);
-        if (c == plan.contractions.end() || plan.fused_contractions.count(b)) continue;
-        if (found || keep.count(b) || uses[b].count != 1) { ok = false; break; }
-        // The read must be the contraction's output layout, viewed as [batch..., m, n].
-        const ContractionPlan& p = c->second;
-        Shape want;
-        std::vector<int64_t> axes;
-        for (int64_t d = 0; d < static_cast<int64_t>(b->shape.size()); ++d)
-          if (d != p.r) axes.push_back(d);
-        std::vector<int64_t> expect = p.batch;
-        expect.push_back(p.m_axis);
-        expect.push_back(p.n_axis);
-        if (p.m_axis < 0 || p.n_axis < 0 || axes != expect) { ok = false; break; }
-        for (int64_t d : axes) want.push_back(b->shape[d]);
-        View v = resolve(s).view;
-        // ABI v1: C has the contraction's dtype, so the epilogue must end in that dtype too.
-        if (!v.is_contiguous() || v.shape != want || e->shape != want || e->dtype != b->dtype) { ok = false; break; }
-        found = b;
+        if (!plan.contractions.count(b)) continue;
+        if (counted.insert(b).second) ++readers[b];
+        reader[b] = {e.get(), s};
+        if (e->kind != NodeKind::Alu) readers[b] += 2;  // a reduce or copy cannot be an epilogue
       }
     }
-    if (ok && found) {
-      plan.epilogues[e.get()] = found;
-      plan.fused_contractions.insert(found);
-    }
+  }
+  std::unordered_map<const Node*, int> per_kernel;  // an epilogue absorbs one contraction
+  for (auto& [b, r] : reader) ++per_kernel[r.first];
+  for (auto& [b, r] : reader) {
+    const auto& [e, s] = r;
+    if (readers[b] != 1 || per_kernel[e] != 1 || keep.count(b) || uses[b].count != 1) continue;
+    // The read must be the contraction's output layout, viewed as [batch..., m, n].
+    const ContractionPlan& p = plan.contractions.at(b);
+    std::vector<int64_t> axes;
+    for (int64_t d = 0; d < static_cast<int64_t>(b->shape.size()); ++d)
+      if (d != p.r) axes.push_back(d);
+    std::vector<int64_t> expect = p.batch;
+    expect.push_back(p.m_axis);
+    expect.push_back(p.n_axis);
+    if (p.m_axis < 0 || p.n_axis < 0 || axes != expect) continue;
+    Shape want;
+    for (int64_t d : axes) want.push_back(b->shape[d]);
+    View v = resolve(s).view;
+    // ABI v1: C has the contraction's dtype, so the epilogue must end in that dtype too.
+    if (!v.is_contiguous() || v.shape != want || e->shape != want || e->dtype != b->dtype) continue;
+    plan.epilogues[e] = b;
+    plan.fused_contractions.insert(b);
   }
 }
 

@@ -1,9 +1,11 @@
 #include "schedule/kernel_cache.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <list>
 #include <mutex>
+#include <string_view>
 
 namespace ravel::detail {
 

@@ -95,7 +95,10 @@ Tensor Tensor::pow(const Tensor& o) const {
   Tensor nan = full_like(a, NAN);
   Tensor neg_result = where(b_int, where(b_odd, mag.neg(), mag), nan);
   Tensor r = where(a.lt(zero), neg_result, mag);
-  r = where(b.eq(zero), one, r);
+  // x^0 = 1 also where log2|x| is not finite (x = 0, ±inf, NaN), which would give 0 * inf =
+  // NaN; elsewhere the general formula already gives 1 and keeps d/db = ln|a| at b = 0.
+  Tensor log_not_finite = a.abs().log2().abs().eq(full_like(a, INFINITY)).logical_or(a.ne(a));
+  r = where(b.eq(zero).logical_and(log_not_finite), one, r);
   if (!is_float(t)) r = r.add(where(r.lt(zero), full_like(r, -0.5), full_like(r, 0.5))).trunc();  // round
   return r.cast(t);
 }

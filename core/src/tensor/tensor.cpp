@@ -73,8 +73,12 @@ Tensor make_scalar(double value, DType dtype, const Device& device) {
 }
 
 Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, View view) {
-  // An identity composition needs no node: its gradient is the identity too.
-  if (view.is_contiguous() && view.shape == base_of(t)->shape) return Tensor(base_of(t));
+  // An identity composition needs no node (its gradient is the identity too) unless the chain
+  // carries an autodiff marker (an argument alias, a stop-gradient, a no-grad node) that
+  // returning the base would drop.
+  const Node& tn = *t.node();
+  const bool marked = !grad_enabled() || tn.detached || (tn.kind == NodeKind::View && tn.marked_chain);
+  if (!marked && view.is_contiguous() && view.shape == base_of(t)->shape) return Tensor(base_of(t));
   Node proto;
   proto.kind = NodeKind::View;
   proto.detached = !grad_enabled();  // Note [No-grad nodes]
@@ -86,6 +90,7 @@ Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, View vie
   proto.parent = t.node();
   proto.move = op;
   proto.move_args = std::move(args);
+  proto.marked_chain = marked;
   return Tensor(intern(std::move(proto)));
 }
 
@@ -99,6 +104,7 @@ Tensor make_alias(const Tensor& t, MoveOp op) {
   proto.view = view_of(t);
   proto.parent = t.node();
   proto.move = op;
+  proto.marked_chain = true;
   return Tensor(make_unique_node(std::move(proto)));
 }
 

@@ -1,0 +1,67 @@
+// OpenBLAS peer for ravel-bench (docs/bench.md, "Peers"): times matmul with cblas_sgemm, the
+// f32 GEMM a CPU user would otherwise call. Other workloads are not single BLAS calls and are
+// reported unavailable. Speaks the peer line protocol: one JSON object per result line.
+//   ravel-peer-openblas --workload matmul --size MxKxN --warmup W --reps R
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+int main(int argc, char** argv) {
+  std::string workload, size;
+  int warmup = 1, reps = 5;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--workload")) workload = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--size")) size = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--warmup")) warmup = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--reps")) reps = std::atoi(argv[i + 1]);
+  }
+  std::vector<long> dims;
+  for (size_t p = 0; p < size.size();) {
+    size_t q = size.find('x', p);
+    dims.push_back(std::atol(size.substr(p, q - p).c_str()));
+    p = q == std::string::npos ? size.size() : q + 1;
+  }
+  std::string size_json;
+  for (long d : dims) size_json += (size_json.empty() ? "" : ",") + std::to_string(d);
+  if (workload != "matmul" || dims.size() != 3) {
+    std::printf("{\"workload\": \"%s\", \"size\": [%s], \"unavailable\": \"the OpenBLAS peer times matmul only\"}\n",
+                workload.c_str(), size_json.c_str());
+    return 0;
+  }
+  const long m = dims[0], k = dims[1], n = dims[2];
+  std::vector<float> a(m * k), b(k * n), c(m * n);
+  for (long i = 0; i < m * k; ++i) a[i] = float((i * 37) % 101) / 50.0f - 1.0f;
+  for (long i = 0; i < k * n; ++i) b[i] = float((i * 53) % 103) / 51.0f - 1.0f;
+  auto gemm = [&] { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n); };
+  // Check one output row against a naive sum, so that the peer never times a wrong answer either.
+  gemm();
+  bool ok = true;
+  for (long j = 0; j < n; ++j) {
+    double acc = 0;
+    for (long p = 0; p < k; ++p) acc += double(a[p]) * b[p * n + j];
+    ok = ok && std::abs(acc - c[j]) <= 1e-3 * (1 + std::abs(acc));
+  }
+  if (!ok) {
+    std::fprintf(stderr, "openblas peer: sgemm result differs from the naive sum\n");
+    return 1;
+  }
+  for (int i = 0; i < warmup; ++i) gemm();
+  std::vector<double> ms;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    gemm();
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  double med = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+  std::printf("{\"workload\": \"matmul\", \"size\": [%s], \"median_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f, "
+              "\"reps\": %d, \"checked\": true}\n",
+              size_json.c_str(), med, ms.front(), ms.back(), reps);
+  return 0;
+}

@@ -1,0 +1,160 @@
+// ravel-bench: each workload's result is right under every fusion policy (so no timing is of a
+// wrong answer); a tiny config run through the executable writes JSON, CSV and SVG that parse and
+// hold the expected rows; a missing device or failing workload is reported with a non-zero exit
+// while the rest still runs; a missing peer is "unavailable" and not a failure.
+#define BOOST_TEST_MODULE bench_runner
+#include <boost/test/unit_test.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_config.hpp"
+#include "ravel/ravel.hpp"
+#include "runner.hpp"
+#include "workloads.hpp"
+
+namespace fs = std::filesystem;
+using namespace ravel::bench;
+using nlohmann::json;
+
+namespace {
+bool has(const std::string& s, const std::string& k) { return s.find(k) != std::string::npos; }
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+fs::path scratch(const std::string& name) {
+  auto d = fs::temp_directory_path() / ("ravel_bench_test_" + std::to_string(getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+// Runs ravel-bench; its exit status.
+int run_exe(const fs::path& cfg, const fs::path& out) {
+  fs::create_directories(out);
+  std::string cmd = std::string(RAVEL_BENCH_EXE) + " " + cfg.string() + " --out " + out.string() + " --quiet > " +
+                    (out / "stdout.txt").string() + " 2>&1";
+  int st = std::system(cmd.c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+const char* kTinyWorkloads = R"([{"name": "matmul", "sizes": [[5, 7, 3]]}, {"name": "elementwise", "sizes": [[100]]},
+    {"name": "softmax", "sizes": [[3, 5]]}, {"name": "sum_axis0", "sizes": [[3, 5]]}, {"name": "sum_axis1", "sizes": [[3, 5]]},
+    {"name": "transpose", "sizes": [[3, 5]]}, {"name": "mlp", "sizes": [[2]]}, "makemore"])";
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(every_workload_matches_the_naive_computation_under_every_policy) {
+  ravel::Runtime::reset({.config_path = {}, .extra_paths = {}, .use_environment = false, .use_default_paths = true});
+  for (const auto& w : workload_catalog()) {
+    if (!w.unavailable.empty()) continue;
+    for (auto p : {ravel::FusionPolicy::None, ravel::FusionPolicy::Elementwise, ravel::FusionPolicy::Reduce, ravel::FusionPolicy::Full}) {
+      ravel::set_fusion_options({.policy = p});
+      Size s = w.name == "matmul" ? Size{9, 17, 5} : w.name == "mlp" ? Size{3} : w.name == "elementwise" ? Size{1000} : Size{7, 13};
+      BOOST_TEST_CONTEXT(w.name << " " << size_str(s) << " under " << p) {
+        auto inst = make_instance(w.name, s, ravel::Device("tbb_cpu", 0));
+        BOOST_TEST(inst->check() == "");
+        inst->run();
+      }
+    }
+  }
+  ravel::set_fusion_options({});
+}
+
+BOOST_AUTO_TEST_CASE(tiny_config_writes_json_csv_and_svg_with_the_expected_rows) {
+  fs::path dir = scratch("ok");
+  // A fake peer (a shell script, so the test needs no NumPy): answers matmul, unavailable otherwise.
+  std::ofstream(dir / "peer.sh") << "#!/bin/sh\n"
+                                    "if [ \"$2\" = matmul ]; then echo 'some chatter'; echo '{\"workload\": \"matmul\", "
+                                    "\"size\": [5, 7, 3], \"median_ms\": 2.0, \"min_ms\": 1.0, \"max_ms\": 3.0, \"reps\": 1}';\n"
+                                    "else echo '{\"unavailable\": \"fake peer: matmul only\"}'; fi\n";
+  fs::permissions(dir / "peer.sh", fs::perms::owner_all);
+  std::ofstream(dir / "tiny.json") << R"({"placement": {"devices": ["tbb_cpu"]}, "bench": {"workloads": )" << kTinyWorkloads
+                                   << R"(, "policies": ["none", "reduce"], "warmup": 0, "repetitions": 1,
+      "peers": [{"name": "fake", "command": ["./peer.sh"]}, {"name": "gone", "command": ["./no-such-peer"]}],
+      "baseline": {"runner": "fake"}, "output": {"name": "tiny"}}})";
+  BOOST_TEST(run_exe(dir / "tiny.json", dir / "out") == 0, slurp(dir / "out" / "stdout.txt"));
+  std::string table = slurp(dir / "out" / "stdout.txt");
+  BOOST_TEST(has(table, "median ms"), table);
+  BOOST_TEST(has(table, "peer unavailable: ./no-such-peer not found"), table);
+
+  json j = json::parse(slurp(dir / "out" / "tiny.json"));
+  BOOST_TEST(j["failures"].get<int>() == 0);
+  int ravel_ok = 0, unavailable = 0;
+  for (const auto& r : j["results"]) {
+    if (r["runner"] == "ravel" && r["status"] == "ok") {
+      ++ravel_ok;
+      BOOST_TEST(r["checked"] == "yes");
+      BOOST_TEST(r["kernels"].get<double>() >= 1);
+      BOOST_TEST(r["median_ms"].get<double>() > 0);
+    }
+    unavailable += r["status"] == "unavailable";
+    if (r["runner"] == "fake" && r["workload"] == "matmul") {
+      BOOST_TEST(r["status"] == "ok");
+      BOOST_TEST(r["is_baseline"] == true);
+      BOOST_TEST(r["median_ms"].get<double>() == 2.0);
+    }
+    if (r["runner"] == "ravel" && r["workload"] == "matmul") BOOST_TEST(r["ratio_to_baseline"].get<double>() > 0);
+  }
+  BOOST_TEST(ravel_ok == 7 * 2);  // 7 available workloads x 2 policies on one device
+  BOOST_TEST(unavailable == 1 + 7 + 6);  // makemore; "gone" for each workload; "fake" for all but matmul
+
+  std::stringstream csv(slurp(dir / "out" / "tiny.csv"));
+  std::string header, line;
+  std::getline(csv, header);
+  BOOST_TEST(has(header, "workload,size,runner,device,policy,status"));
+  int lines = 0, matmul_none = 0;
+  while (std::getline(csv, line)) ++lines, matmul_none += line.rfind("matmul,5x7x3,ravel,tbb_cpu:0,none,ok,1,", 0) == 0;
+  BOOST_TEST(lines == int(j["results"].size()));
+  BOOST_TEST(matmul_none == 1);
+
+  std::string svg = slurp(dir / "out" / "tiny.svg");
+  BOOST_TEST(svg.rfind("<svg", 0) == 0);
+  BOOST_TEST(has(svg, "</svg>"));
+  BOOST_TEST(has(svg, "matmul 5x7x3"));
+  BOOST_TEST(has(svg, "ravel tbb_cpu:0 reduce"));
+}
+
+BOOST_AUTO_TEST_CASE(missing_device_and_failing_workload_fail_the_run_but_the_rest_runs) {
+  fs::path dir = scratch("fail");
+  // failing:0 allocates buffers but every kernel fails; hip:0 does not exist here.
+  std::ofstream(dir / "fail.json") << R"({"plugins": {"search_paths": [")" << KERNEL_FAILS_DIR
+                                   << R"("]}, "placement": {"devices": ["tbb_cpu"]}, "bench": {
+      "workloads": [{"name": "matmul", "sizes": [[4, 4, 4]]}, {"name": "softmax", "sizes": [[2, 3]]}],
+      "devices": ["failing:0", "hip:0", "tbb_cpu:0"], "repetitions": 1, "warmup": 0, "output": {"name": "r"}}})";
+  BOOST_TEST(run_exe(dir / "fail.json", dir / "out") == 1);
+  std::string table = slurp(dir / "out" / "stdout.txt");
+  BOOST_TEST(has(table, "FAILED matmul 4x4x4 ravel hip:0"), table);
+  BOOST_TEST(has(table, "available devices:"), table);
+  BOOST_TEST(has(table, "FAILED softmax 2x3 ravel failing:0"), table);
+  json j = json::parse(slurp(dir / "out" / "r.json"));
+  BOOST_TEST(j["failures"].get<int>() == 4);
+  int ok = 0;
+  for (const auto& r : j["results"]) ok += (r["status"] == "ok" && r["device"] == "tbb_cpu:0") ? 1 : 0;
+  BOOST_TEST(ok == 2);
+
+  // A bad config: exit status 2 and the JSON path on stderr.
+  std::ofstream(dir / "bad.json") << R"({"bench": {"workloads": ["matmull"]}})";
+  BOOST_TEST(run_exe(dir / "bad.json", dir) == 2);
+  BOOST_TEST(has(slurp(dir / "stdout.txt"), "$.bench.workloads[0]"));
+  BOOST_TEST(has(slurp(dir / "stdout.txt"), "did you mean \"matmul\""));
+}
+
+BOOST_AUTO_TEST_CASE(shipped_configs_parse) {
+  for (const char* f : {"configs/bench/fusion-policies.json", "configs/bench/cpu-vs-peers.json", "configs/default.json", "configs/cpu.json"}) {
+    fs::path p = fs::path(RAVEL_SOURCE_DIR) / f;
+    BOOST_TEST_CONTEXT(f) {
+      ravel::RuntimeOptions o;
+      o.config_path = p.string();
+      o.use_environment = false;
+      BOOST_CHECK_NO_THROW(ravel::Runtime tmp(o));
+      if (has(f, "bench/")) BOOST_CHECK_NO_THROW(load_bench_config(p.string()));
+    }
+  }
+}

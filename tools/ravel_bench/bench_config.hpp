@@ -1,0 +1,53 @@
+// The "bench" section of a ravel-bench config (docs/bench.md): which workloads at which sizes, on
+// which devices, under which fusion policies, how often, which peers, and the baseline row.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ravel/schedule.hpp"
+
+namespace ravel::bench {
+
+using Size = std::vector<int64_t>;
+
+struct WorkloadSpec {
+  std::string name;
+  std::vector<Size> sizes;  // empty: the workload's default sizes
+};
+
+struct PeerSpec {
+  std::string name;                  // "numpy"
+  std::vector<std::string> command;  // argv; "{bin}" and "{config_dir}" are substituted
+};
+
+// Which row the others are compared with: the first row of the same workload and size whose
+// runner (and, for "ravel", device and policy, when given) match.
+struct Baseline {
+  std::string runner;   // "ravel" or a peer name; empty: no baseline
+  std::string device;   // empty: any
+  std::string policy;   // empty: any
+};
+
+struct BenchConfig {
+  std::string source;      // the config file
+  std::string config_dir;  // its folder: peers run there, relative output paths do not
+  std::vector<WorkloadSpec> workloads;
+  std::vector<std::string> devices;  // empty: the runtime's default device
+  std::vector<FusionPolicy> policies;  // empty: the config's fusion.policy
+  int warmup = 1;
+  int repetitions = 5;
+  bool check = true;  // check each workload's result once against a naive computation
+  std::vector<PeerSpec> peers;
+  Baseline baseline;
+  std::string output_dir = "ravel-bench-results";
+  std::string output_name = "results";  // <dir>/<name>.json, .csv, .svg
+};
+
+// Reads the "bench" section of the file (the rest is the runtime's, checked by Runtime). Throws
+// ConfigError naming the JSON path, the bad value and what was expected.
+BenchConfig load_bench_config(const std::string& path);
+BenchConfig parse_bench_config(const std::string& text, const std::string& source, const std::string& dir);
+
+}  // namespace ravel::bench

@@ -1,0 +1,113 @@
+// ravel-bench: config-driven benchmark runs (docs/bench.md).
+//   ravel-bench CONFIG.json [--out DIR] [--reps N] [--warmup N] [--no-peers] [--quiet]
+//   ravel-bench --list
+// Exit status: 0 all rows ran (peers that are not installed do not count), 1 something failed
+// (a missing device, a failing or wrong workload, a failing peer), 2 a bad command line or config.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "bench_config.hpp"
+#include "ravel/ravel.hpp"
+#include "report.hpp"
+#include "runner.hpp"
+#include "workloads.hpp"
+
+namespace fs = std::filesystem;
+using namespace ravel::bench;
+
+namespace {
+
+const char* kUsage =
+    "usage: ravel-bench CONFIG.json [--out DIR] [--reps N] [--warmup N] [--no-peers] [--quiet]\n"
+    "       ravel-bench --list\n"
+    "Runs the workloads of CONFIG's \"bench\" section on its devices under its fusion policies (and its\n"
+    "peers), prints a table and writes DIR/NAME.json, .csv and .svg (docs/bench.md).\n"
+    "  --out DIR     output folder (default: the config's bench.output.dir, else ravel-bench-results)\n"
+    "  --reps N      timed repetitions per row (overrides bench.repetitions)\n"
+    "  --warmup N    untimed runs before them (overrides bench.warmup)\n"
+    "  --no-peers    skip the config's peer commands\n"
+    "  --quiet       no progress line\n"
+    "  --list        list the workloads and exit\n"
+    "Exit status: 0 everything ran, 1 something failed (the rest still ran), 2 bad arguments or config.";
+
+int positive(const char* flag, const char* v, int lo) {
+  char* end = nullptr;
+  long n = std::strtol(v, &end, 10);
+  if (!*v || *end || n < lo || n > 1000000) {
+    std::fprintf(stderr, "ravel-bench: %s expects an integer >= %d, got '%s'\n", flag, lo, v);
+    std::exit(2);
+  }
+  return static_cast<int>(n);
+}
+
+void write_file(const fs::path& p, const std::string& text) {
+  std::ofstream out(p);
+  out << text;
+  if (!out) throw ravel::Error("cannot write " + p.string());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path, out_dir;
+  RunOptions opts;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= argc) std::fprintf(stderr, "ravel-bench: %s needs a value (try --help)\n", a.c_str()), std::exit(2);
+      return argv[++i];
+    };
+    if (a == "--help" || a == "-h") return std::puts(kUsage), 0;
+    if (a == "--list") {
+      for (const auto& w : workload_catalog())
+        std::printf("%-12s %s\n%-12s size: [%s], default sizes:%s%s\n", w.name.c_str(), w.description.c_str(), "",
+                    w.size_meaning.c_str(), [&] { std::string s; for (auto& z : w.default_sizes) s += " " + size_str(z); return s; }().c_str(),
+                    w.unavailable.empty() ? "" : ("\n             " + w.unavailable).c_str());
+      return 0;
+    }
+    if (a == "--out") out_dir = value();
+    else if (a == "--reps") opts.repetitions = positive("--reps", value(), 1);
+    else if (a == "--warmup") opts.warmup = positive("--warmup", value(), 0);
+    else if (a == "--no-peers") opts.peers = false;
+    else if (a == "--quiet") opts.progress = false;
+    else if (!a.empty() && a[0] == '-') return std::fprintf(stderr, "ravel-bench: unknown option '%s' (try --help)\n", a.c_str()), 2;
+    else if (config_path.empty()) config_path = a;
+    else return std::fprintf(stderr, "ravel-bench: one config file expected, got '%s' and '%s'\n", config_path.c_str(), a.c_str()), 2;
+  }
+  if (config_path.empty()) return std::fprintf(stderr, "%s\n", kUsage), 2;
+  std::error_code ec;
+  opts.bin_dir = fs::read_symlink("/proc/self/exe", ec).parent_path().string();
+
+  BenchConfig cfg;
+  try {
+    cfg = load_bench_config(config_path);
+    // The same file configures the runtime (plugins, placement, fusion limits, logging).
+    ravel::RuntimeOptions ro;
+    ro.config_path = config_path;
+    ravel::Runtime::reset(ro);
+  } catch (const ravel::Error& e) {
+    std::fprintf(stderr, "ravel-bench: %s\n", e.what());
+    return 2;
+  }
+  const int warmup = opts.warmup >= 0 ? opts.warmup : cfg.warmup;
+  const int reps = opts.repetitions >= 1 ? opts.repetitions : cfg.repetitions;
+  RunResult result = run_bench(cfg, opts);
+  print_table(std::cout, cfg, result, warmup, reps);
+
+  fs::path dir = out_dir.empty() ? fs::path(cfg.output_dir) : fs::path(out_dir);
+  try {
+    fs::create_directories(dir);
+    write_file(dir / (cfg.output_name + ".json"), results_json(cfg, result, warmup, reps));
+    write_file(dir / (cfg.output_name + ".csv"), results_csv(result));
+    write_file(dir / (cfg.output_name + ".svg"), results_svg(cfg, result));
+    std::cout << "wrote " << (dir / cfg.output_name).string() << ".{json,csv,svg}\n";
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ravel-bench: %s\n", e.what());
+    return 1;
+  }
+  return result.failures ? 1 : 0;
+}

@@ -1,0 +1,301 @@
+#include "workloads.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <sstream>
+
+#include "ravel/ravel.hpp"
+
+namespace ravel::bench {
+
+namespace {
+
+constexpr int64_t kIn = 784, kHidden = 512, kOut = 10;  // the MLP of issue 6
+constexpr double kLearningRate = 0.05;
+
+std::vector<double> to_double(const Tensor& t) {
+  auto v = t.to_vector<float>();
+  return {v.begin(), v.end()};
+}
+
+// "" when every sampled got[i] is within atol + rtol * |want[i]|; else the first mismatch.
+// `index` maps a sample number to an element index (all elements by default).
+std::string compare(const std::string& what, const std::vector<float>& got, const std::vector<double>& want,
+                    double atol, double rtol, const std::vector<size_t>* index = nullptr) {
+  size_t n = index ? index->size() : got.size();
+  if (!index && got.size() != want.size())
+    return what + ": expected " + std::to_string(want.size()) + " elements, got " + std::to_string(got.size());
+  for (size_t s = 0; s < n; ++s) {
+    size_t i = index ? (*index)[s] : s;
+    double w = want[s], g = got[i];
+    if (!(std::fabs(g - w) <= atol + rtol * std::fabs(w))) {
+      std::ostringstream os;
+      os << what << ": element " << i << " is " << g << ", expected " << w << " (tolerance " << atol << " + " << rtol
+         << "*|expected|)";
+      return os.str();
+    }
+  }
+  return "";
+}
+
+// Uniform values in [-1, 1), realized.
+Tensor uniform(Shape shape, uint64_t seed, const Device& d) {
+  Tensor t = Tensor::rand(std::move(shape), seed, DType::F32, d) * 2.0 - 1.0;
+  return t.contiguous().realize();
+}
+
+// An instance whose run() is one expression of realized inputs and whose check compares its
+// output with `naive(inputs)` (optionally on a sample of output elements, for big matmuls).
+class ExprInstance : public Instance {
+ public:
+  using Expr = std::function<Tensor(const std::vector<Tensor>&)>;
+  using Naive = std::function<std::vector<double>(const std::vector<std::vector<double>>&, const std::vector<size_t>&)>;
+  ExprInstance(std::vector<Tensor> in, Expr expr, Naive naive, double atol, double rtol, size_t out_numel, size_t max_samples)
+      : in_(std::move(in)), expr_(std::move(expr)), naive_(std::move(naive)), atol_(atol), rtol_(rtol) {
+    // Naive matmuls are slow: check an evenly spread sample of the output when it is large.
+    size_t step = std::max<size_t>(1, out_numel / std::max<size_t>(1, max_samples));
+    for (size_t i = 0; i < out_numel; i += step) sample_.push_back(i);
+  }
+  void run() override { expr_(in_).realize(); }
+  std::string check() override {
+    auto got = expr_(in_).to_vector<float>();
+    std::vector<std::vector<double>> host;
+    for (const auto& t : in_) host.push_back(to_double(t));
+    return compare("result", got, naive_(host, sample_), atol_, rtol_, &sample_);
+  }
+
+ private:
+  std::vector<Tensor> in_;
+  Expr expr_;
+  Naive naive_;
+  double atol_, rtol_;
+  std::vector<size_t> sample_;
+};
+
+// ---- the MLP training step ---------------------------------------------------------------------
+// Forward, a hand-written backward (autograd does not exist yet; the gradients are the textbook
+// formulas for dense+ReLU layers and softmax cross-entropy) and an SGD update, all Ravel ops.
+class MlpInstance : public Instance {
+ public:
+  MlpInstance(int64_t batch, const Device& d) : batch_(batch) {
+    x_ = uniform({batch, kIn}, 11, d);
+    labels_ = (Tensor::rand({batch}, 12, DType::F32, d) * double(kOut)).cast(DType::I64).realize();
+    y_ = labels_.one_hot(kOut).realize();
+    const int64_t dims[] = {kIn, kHidden, kHidden, kOut};
+    for (int l = 0; l < 3; ++l) {
+      w_[l] = (uniform({dims[l], dims[l + 1]}, 20 + l, d) * std::sqrt(6.0 / double(dims[l]))).contiguous().realize();
+      b_[l] = (uniform({dims[l + 1]}, 30 + l, d) * 0.1).contiguous().realize();
+    }
+  }
+  void run() override { step(); }
+  std::string check() override {
+    std::vector<double> x = to_double(x_), y = to_double(y_), w[3], b[3];
+    for (int l = 0; l < 3; ++l) w[l] = to_double(w_[l]), b[l] = to_double(b_[l]);
+    double loss = naive_step(x, y, w, b);
+    double got_loss = step();
+    if (std::string e = compare("loss", {float(got_loss)}, {loss}, 1e-4, 1e-3); !e.empty()) return e;
+    for (int l = 0; l < 3; ++l) {
+      if (auto e = compare("W" + std::to_string(l + 1), w_[l].to_vector<float>(), w[l], 2e-4, 2e-3); !e.empty()) return e;
+      if (auto e = compare("b" + std::to_string(l + 1), b_[l].to_vector<float>(), b[l], 2e-4, 2e-3); !e.empty()) return e;
+    }
+    return "";
+  }
+
+ private:
+  double step() {
+    const Tensor& x = x_;
+    Tensor z1 = x.matmul(w_[0]) + b_[0], h1 = z1.relu();
+    Tensor z2 = h1.matmul(w_[1]) + b_[1], h2 = z2.relu();
+    Tensor logits = h2.matmul(w_[2]) + b_[2];
+    Tensor loss = -(y_ * logits.log_softmax(-1)).sum(1).mean();
+    Tensor dlogits = (logits.softmax(-1) - y_) * (1.0 / double(batch_));
+    Tensor dz2 = dlogits.matmul(w_[2].transpose()) * (z2 > 0.0).cast(DType::F32);
+    Tensor dz1 = dz2.matmul(w_[1].transpose()) * (z1 > 0.0).cast(DType::F32);
+    Tensor grads_w[3] = {x.transpose().matmul(dz1), h1.transpose().matmul(dz2), h2.transpose().matmul(dlogits)};
+    Tensor grads_b[3] = {dz1.sum(0), dz2.sum(0), dlogits.sum(0)};
+    std::vector<Tensor> out;
+    for (int l = 0; l < 3; ++l) {
+      out.push_back(w_[l] - grads_w[l] * kLearningRate);
+      out.push_back(b_[l] - grads_b[l] * kLearningRate);
+    }
+    out.push_back(loss);
+    realize(out);
+    for (int l = 0; l < 3; ++l) w_[l] = out[2 * l], b_[l] = out[2 * l + 1];
+    return out.back().item<float>();
+  }
+  // The same step in double on the host, updating w and b; returns the loss.
+  double naive_step(const std::vector<double>& x, const std::vector<double>& y, std::vector<double>* w, std::vector<double>* b) const {
+    const int64_t B = batch_, dims[] = {kIn, kHidden, kHidden, kOut};
+    std::vector<double> act[4], z[3];
+    act[0] = x;
+    for (int l = 0; l < 3; ++l) {
+      int64_t n = dims[l], m = dims[l + 1];
+      z[l].assign(B * m, 0);
+      for (int64_t r = 0; r < B; ++r)
+        for (int64_t i = 0; i < n; ++i) {
+          double a = act[l][r * n + i];
+          for (int64_t j = 0; j < m; ++j) z[l][r * m + j] += a * w[l][i * m + j];
+        }
+      for (int64_t r = 0; r < B; ++r)
+        for (int64_t j = 0; j < m; ++j) z[l][r * m + j] += b[l][j];
+      act[l + 1] = z[l];
+      if (l < 2)
+        for (auto& v : act[l + 1]) v = std::max(v, 0.0);
+    }
+    std::vector<double> delta(B * kOut);
+    double loss = 0;
+    for (int64_t r = 0; r < B; ++r) {
+      double mx = -1e300, s = 0;
+      for (int64_t j = 0; j < kOut; ++j) mx = std::max(mx, act[3][r * kOut + j]);
+      for (int64_t j = 0; j < kOut; ++j) s += std::exp(act[3][r * kOut + j] - mx);
+      for (int64_t j = 0; j < kOut; ++j) {
+        double lp = act[3][r * kOut + j] - mx - std::log(s);
+        loss -= y[r * kOut + j] * lp / double(B);
+        delta[r * kOut + j] = (std::exp(lp) - y[r * kOut + j]) / double(B);
+      }
+    }
+    for (int l = 2; l >= 0; --l) {
+      int64_t n = dims[l], m = dims[l + 1];
+      std::vector<double> gw(n * m, 0), gb(m, 0), prev(B * n, 0);
+      for (int64_t r = 0; r < B; ++r)
+        for (int64_t i = 0; i < n; ++i) {
+          double a = act[l][r * n + i], acc = 0;
+          for (int64_t j = 0; j < m; ++j) gw[i * m + j] += a * delta[r * m + j], acc += delta[r * m + j] * w[l][i * m + j];
+          prev[r * n + i] = l > 0 && z[l - 1][r * n + i] > 0 ? acc : 0;
+        }
+      for (int64_t r = 0; r < B; ++r)
+        for (int64_t j = 0; j < m; ++j) gb[j] += delta[r * m + j];
+      for (size_t k = 0; k < gw.size(); ++k) w[l][k] -= kLearningRate * gw[k];
+      for (size_t k = 0; k < gb.size(); ++k) b[l][k] -= kLearningRate * gb[k];
+      delta = std::move(prev);
+    }
+    return loss;
+  }
+
+  int64_t batch_;
+  Tensor x_, labels_, y_, w_[3], b_[3];
+};
+
+}  // namespace
+
+const std::vector<WorkloadInfo>& workload_catalog() {
+  static const std::vector<WorkloadInfo> catalog = {
+      {"matmul", "C = A @ B, f32 [m,k] @ [k,n]", 3, "m, k, n", {{256, 256, 256}, {512, 512, 512}}, true, ""},
+      {"elementwise", "d = exp(a) * b + c over n f32 elements (one fused kernel under elementwise and above)", 1, "n",
+       {{1 << 20}, {1 << 24}}, false, ""},
+      {"softmax", "softmax along the rows of an f32 [rows, cols] matrix", 2, "rows, cols", {{1024, 1024}}, false, ""},
+      {"sum_axis0", "x.sum(0) of an f32 [rows, cols] matrix (down the columns)", 2, "rows, cols", {{2048, 2048}}, false, ""},
+      {"sum_axis1", "x.sum(1) of an f32 [rows, cols] matrix (along the rows)", 2, "rows, cols", {{2048, 2048}}, false, ""},
+      {"transpose", "x.transpose().contiguous(): a copy of an f32 [rows, cols] matrix into [cols, rows]", 2,
+       "rows, cols", {{2048, 2048}}, false, ""},
+      {"mlp", "one MLP training step 784->512->512->10 (ReLU, softmax cross-entropy, SGD lr 0.05): forward, "
+              "a hand-written backward in Ravel ops (autograd is not there yet) and the update", 1, "batch",
+       {{256}}, true, ""},
+      {"makemore", "the makemore training step", 1, "batch", {{32}}, true,
+       "not available: the makemore example (and the autograd it needs) does not exist yet"},
+  };
+  return catalog;
+}
+
+const WorkloadInfo& find_workload(const std::string& name) {
+  for (const auto& w : workload_catalog())
+    if (w.name == name) return w;
+  throw ValueError("unknown workload " + name);
+}
+
+std::string size_str(const Size& s) {
+  std::string out;
+  for (auto v : s) out += (out.empty() ? "" : "x") + std::to_string(v);
+  return out;
+}
+
+Work work_of(const std::string& name, const Size& s) {
+  auto d = [&](size_t i) { return static_cast<double>(s[i]); };
+  if (name == "matmul") return {2 * d(0) * d(1) * d(2), 4 * (d(0) * d(1) + d(1) * d(2) + d(0) * d(2))};
+  if (name == "elementwise") return {3 * d(0), 16 * d(0)};
+  if (name == "softmax") return {5 * d(0) * d(1), 8 * d(0) * d(1)};
+  if (name == "sum_axis0") return {d(0) * d(1), 4 * d(0) * d(1) + 4 * d(1)};
+  if (name == "sum_axis1") return {d(0) * d(1), 4 * d(0) * d(1) + 4 * d(0)};
+  if (name == "transpose") return {0, 8 * d(0) * d(1)};
+  if (name == "mlp") {
+    // Forward: three matmuls; backward: a weight-gradient matmul per layer and an input-gradient
+    // matmul for the two upper layers. Elementwise work is small beside these and not counted.
+    double fwd = 2 * d(0) * (kIn * kHidden + kHidden * kHidden + kHidden * kOut);
+    double params = kIn * kHidden + kHidden * kHidden + kHidden * kOut + 2 * kHidden + kOut;
+    return {3 * fwd - 2 * d(0) * kIn * kHidden, 4 * (d(0) * kIn + 3 * params)};
+  }
+  return {};
+}
+
+std::unique_ptr<Instance> make_instance(const std::string& name, const Size& s, const Device& dev) {
+  const WorkloadInfo& info = find_workload(name);
+  if (!info.unavailable.empty()) throw ValueError(info.unavailable);
+  using V = std::vector<std::vector<double>>;
+  using Idx = std::vector<size_t>;
+  if (name == "matmul") {
+    int64_t m = s[0], k = s[1], n = s[2];
+    auto naive = [=](const V& in, const Idx& idx) {
+      std::vector<double> out;
+      for (size_t e : idx) {
+        int64_t i = int64_t(e) / n, j = int64_t(e) % n;
+        double acc = 0;
+        for (int64_t p = 0; p < k; ++p) acc += in[0][i * k + p] * in[1][p * n + j];
+        out.push_back(acc);
+      }
+      return out;
+    };
+    return std::make_unique<ExprInstance>(std::vector<Tensor>{uniform({m, k}, 1, dev), uniform({k, n}, 2, dev)},
+                                          [](const std::vector<Tensor>& t) { return t[0].matmul(t[1]); }, naive,
+                                          1e-5 * double(k), 1e-3, size_t(m * n), 4096);
+  }
+  auto elementwise_naive = [](std::function<double(const V&, size_t)> f) {
+    return [f](const V& in, const Idx& idx) {
+      std::vector<double> out;
+      for (size_t e : idx) out.push_back(f(in, e));
+      return out;
+    };
+  };
+  if (name == "elementwise") {
+    int64_t n = s[0];
+    return std::make_unique<ExprInstance>(
+        std::vector<Tensor>{uniform({n}, 1, dev), uniform({n}, 2, dev), uniform({n}, 3, dev)},
+        [](const std::vector<Tensor>& t) { return t[0].exp() * t[1] + t[2]; },
+        elementwise_naive([](const V& in, size_t i) { return std::exp(in[0][i]) * in[1][i] + in[2][i]; }), 1e-5, 1e-5,
+        size_t(n), size_t(n));
+  }
+  int64_t r = s[0], c = s.size() > 1 ? s[1] : 1;
+  if (name == "softmax")
+    return std::make_unique<ExprInstance>(
+        std::vector<Tensor>{uniform({r, c}, 1, dev)}, [](const std::vector<Tensor>& t) { return t[0].softmax(-1); },
+        elementwise_naive([c](const V& in, size_t e) {
+          size_t row = e / size_t(c);
+          double mx = -1e300, sum = 0;
+          for (int64_t j = 0; j < c; ++j) mx = std::max(mx, in[0][row * c + j]);
+          for (int64_t j = 0; j < c; ++j) sum += std::exp(in[0][row * c + j] - mx);
+          return std::exp(in[0][e] - mx) / sum;
+        }),
+        1e-6, 1e-4, size_t(r * c), 65536);
+  if (name == "sum_axis0" || name == "sum_axis1") {
+    bool rows = name == "sum_axis1";
+    return std::make_unique<ExprInstance>(
+        std::vector<Tensor>{uniform({r, c}, 1, dev)},
+        [rows](const std::vector<Tensor>& t) { return t[0].sum(rows ? 1 : 0); },
+        elementwise_naive([r, c, rows](const V& in, size_t e) {
+          double acc = 0;
+          for (int64_t k = 0; k < (rows ? c : r); ++k) acc += rows ? in[0][e * c + k] : in[0][k * c + e];
+          return acc;
+        }),
+        1e-6 * double(rows ? c : r), 1e-4, size_t(rows ? r : c), size_t(rows ? r : c));
+  }
+  if (name == "transpose")
+    return std::make_unique<ExprInstance>(
+        std::vector<Tensor>{uniform({r, c}, 1, dev)},
+        [](const std::vector<Tensor>& t) { return t[0].transpose().contiguous(); },
+        elementwise_naive([r, c](const V& in, size_t e) { return in[0][(e % size_t(r)) * c + e / size_t(r)]; }), 0, 0,
+        size_t(r * c), size_t(r * c));
+  if (name == "mlp") return std::make_unique<MlpInstance>(s[0], dev);
+  throw ValueError("workload " + name + " has no implementation");
+}
+
+}  // namespace ravel::bench
