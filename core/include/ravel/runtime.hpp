@@ -95,7 +95,7 @@ class Runtime {
   Device resolve_device(const std::string& name) const;
   // "tbb_cpu:0, hip:0" (or "none ...").
   std::string available_devices() const;
-  // "placement.on_mixed_devices"; Copy is accepted but not implemented yet (docs/config.md).
+  // "placement.on_mixed_devices": Copy moves operands with a Transfer node (docs/config.md).
   MixedDevices on_mixed_devices() const { return mixed_; }
 
  private:

@@ -58,6 +58,9 @@ struct KernelStats {
   // then cached). A realization with nothing to run, or with the cache disabled, counts as neither.
   int64_t cache_hits = 0;
   int64_t cache_misses = 0;
+  // Copies between devices (Tensor::to, or mixed-device ops under on_mixed_devices = "copy").
+  int64_t transfers = 0;
+  int64_t bytes_transferred = 0;
 };
 KernelStats last_realization_stats();
 KernelStats cumulative_stats();

@@ -116,6 +116,9 @@ class Tensor {
   Tensor unsqueeze(int64_t axis) const;      // insert a size-1 axis
   Tensor flatten(int64_t start = 0, int64_t end = -1) const;
   Tensor contiguous() const;                 // a copy with row-major strides, if not already
+  // The same values on `device` (a graph node: the copy runs when a consumer is realized);
+  // itself if already there. Like torch.Tensor.to(device). DeviceError for an unknown device.
+  Tensor to(const Device& device) const;
 
   // ---- elementwise primitives -------------------------------------------------------------
   Tensor neg() const;

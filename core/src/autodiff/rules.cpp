@@ -118,7 +118,7 @@ std::vector<Tensor> movement_rule(const NodePtr& n, const Tensor& g) {
 std::vector<NodePtr> diff_inputs(const Node& n) {
   if (n.detached) return {};  // made under a NoGradGuard
   switch (n.kind) {
-    case NodeKind::Alu: case NodeKind::Reduce: case NodeKind::Copy: return n.srcs;
+    case NodeKind::Alu: case NodeKind::Reduce: case NodeKind::Copy: case NodeKind::Transfer: return n.srcs;
     case NodeKind::View: return n.move == MoveOp::StopGradient ? std::vector<NodePtr>{} : std::vector<NodePtr>{n.parent};
     case NodeKind::Buffer: case NodeKind::Const: return {};
   }
@@ -130,6 +130,7 @@ std::vector<Tensor> vjp_rule(const NodePtr& n, const Tensor& g) {
     case NodeKind::Alu: return alu_rule(n, g);
     case NodeKind::Reduce: return reduce_rule(n, g);
     case NodeKind::Copy: return {g};
+    case NodeKind::Transfer: return {g.to(n->srcs[0]->device)};  // the gradient goes back
     case NodeKind::View: return movement_rule(n, g);
     case NodeKind::Buffer: case NodeKind::Const: return {};
   }

@@ -12,6 +12,7 @@
 //   Alu     an elementwise primitive over srcs of identical shape (broadcasting has already
 //           been made explicit with expand views)
 //   Reduce  a reduction of srcs[0] over `axes`, keeping them as size 1
+//   Transfer srcs[0] (contiguous, on another device) copied to `device` (Tensor::to)
 // Every node except Buffer is hash-consed (Note [Hash-consing] in node.cpp): building the same op
 // on the same sources twice yields the same node, so shared work is computed once.
 #pragma once
@@ -31,7 +32,7 @@ class DeviceBuffer;
 class Node;
 using NodePtr = std::shared_ptr<Node>;
 
-enum class NodeKind : uint8_t { Buffer, Const, View, Copy, Alu, Reduce };
+enum class NodeKind : uint8_t { Buffer, Const, View, Copy, Alu, Reduce, Transfer };
 
 // The movement op that made a View node. Identity and StopGradient are unique (never
 // hash-consed) aliases: Identity marks a function argument for autodiff (so grad(f)(x, x)

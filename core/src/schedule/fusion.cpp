@@ -78,7 +78,8 @@ struct Use {
 };
 
 bool is_kernel(const Node& n) {
-  return n.kind == NodeKind::Alu || n.kind == NodeKind::Reduce || n.kind == NodeKind::Copy;
+  return n.kind == NodeKind::Alu || n.kind == NodeKind::Reduce || n.kind == NodeKind::Copy ||
+         n.kind == NodeKind::Transfer;
 }
 }  // namespace
 
@@ -147,7 +148,8 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
       for (const auto& s : k->srcs) {
         Use& u = uses[resolve(s).base.get()];
         ++u.count;
-        u.viewed = u.viewed || s->kind == NodeKind::View;
+        // A transfer copies its source's buffer, so the source must have one: never inlined.
+        u.viewed = u.viewed || s->kind == NodeKind::View || k->kind == NodeKind::Transfer;
         u.by_reduce = u.by_reduce || k->kind == NodeKind::Reduce;
       }
 

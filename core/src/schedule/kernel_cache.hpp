@@ -33,7 +33,7 @@ GraphKey make_graph_key(const std::vector<NodePtr>& order, const std::vector<Nod
 // epilogue inputs); a contraction's A and B bind to `a_node` / `b_node`, its C (or a program's
 // output) to `out`.
 struct CachedKernel {
-  enum class Kind : uint8_t { Program, Contraction };
+  enum class Kind : uint8_t { Program, Contraction, Transfer };  // Transfer: a_node -> out
   Kind kind = Kind::Program;
   const char* label = "";  // elementwise / reduce / copy / contraction (RAVEL_DEBUG)
   int32_t out = -1;

@@ -109,7 +109,13 @@ std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, con
     for (const auto& rd : plan.reads.at(k.get())) ck.reads.push_back(g.local(rd.get()));
     auto c = plan.contractions.find(k.get());
     auto e = plan.epilogues.find(k.get());
-    if (c != plan.contractions.end() || e != plan.epilogues.end()) {
+    if (k->kind == NodeKind::Transfer) {
+      ck.kind = CachedKernel::Kind::Transfer;
+      ck.label = "transfer";
+      ck.a_node = g.local(resolve(k->srcs[0]).base.get());  // laid out like its base (Tensor::to)
+      ck.bytes_read = k->numel() * dtype_size(k->dtype);
+      if (debug) ck.detail = "    from " + k->srcs[0]->device.str() + " to " + k->device.str() + "\n";
+    } else if (c != plan.contractions.end() || e != plan.epilogues.end()) {
       ck.kind = CachedKernel::Kind::Contraction;
       ck.label = "contraction";
       const Node& reduce = e != plan.epilogues.end() ? *e->second : *k;
@@ -173,6 +179,16 @@ double run_kernel(const CachedKernel& ck, const std::vector<NodePtr>& locals, No
   std::vector<rvl_operand> ins = ck.inputs;
   for (size_t i = 0; i < ins.size(); ++i) ins[i].buffer = bound(*locals[ck.input_nodes[i]]);
   Plugin& plugin = out.buffer->plugin();
+  if (ck.kind == CachedKernel::Kind::Transfer) {
+    // Through the host: ABI v1 has no device-to-device copy between plugins.
+    Node& src = *locals[ck.a_node];
+    bound(src);
+    std::vector<unsigned char> host(static_cast<size_t>(out.buffer->bytes()));
+    const auto t0 = Clock::now();
+    src.buffer->read(host.data(), host.size());
+    out.buffer->write(host.data(), host.size());
+    return since(t0);
+  }
   if (ck.kind == CachedKernel::Kind::Program) {
     rvl_program p = ck.program;
     p.inputs = ins.data();
@@ -228,7 +244,9 @@ void run_recipe(const Recipe& r, const std::vector<NodePtr>& locals, KernelStats
       release_temporaries();
       throw;
     }
-    ++(ck.kind == CachedKernel::Kind::Program ? stats.programs : stats.contractions);
+    ++(ck.kind == CachedKernel::Kind::Program ? stats.programs
+       : ck.kind == CachedKernel::Kind::Contraction ? stats.contractions : stats.transfers);
+    if (ck.kind == CachedKernel::Kind::Transfer) stats.bytes_transferred += ck.bytes_read;
     exec += dt;
     stats.bytes_read += ck.bytes_read;
     if (debug >= 1)
@@ -281,7 +299,7 @@ void realize_nodes(const std::vector<NodePtr>& targets) {
                    !use_cache ? "" : stats.cache_hits ? ", kernel cache hit" : ", kernel cache miss");
       for (const auto& n : order)
         std::fprintf(stderr, "  node %llu %s %s%s\n", static_cast<unsigned long long>(n->id),
-                     n->kind == NodeKind::Alu ? alu_info(n->alu).name : n->kind == NodeKind::Reduce ? reduce_name(n->reduce) : n->kind == NodeKind::Copy ? "copy" : "view",
+                     n->kind == NodeKind::Alu ? alu_info(n->alu).name : n->kind == NodeKind::Reduce ? reduce_name(n->reduce) : n->kind == NodeKind::Copy ? "copy" : n->kind == NodeKind::Transfer ? "transfer" : "view",
                      shape_str(n->shape).c_str(), recipe->inlined[g.local(n.get())] ? "  (inlined)" : "");
     }
     run_recipe(*recipe, g.locals, stats, debug);
@@ -299,6 +317,8 @@ void realize_nodes(const std::vector<NodePtr>& targets) {
   g_total.execute_seconds += stats.execute_seconds;
   g_total.cache_hits += stats.cache_hits;
   g_total.cache_misses += stats.cache_misses;
+  g_total.transfers += stats.transfers;
+  g_total.bytes_transferred += stats.bytes_transferred;
 }
 
 }  // namespace ravel::detail

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ravel/autodiff.hpp"
+#include "ravel/runtime.hpp"
 #include "tensor/internal.hpp"
 
 namespace ravel {
@@ -211,6 +213,26 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
   s.push_back(n);
   s.insert(s.end(), shape().begin() + b + 1, shape().end());
   return reshape(s);
+}
+
+Tensor Tensor::to(const Device& dev) const {
+  check_defined(*this, "to");
+  Runtime::get().plugin_for(dev);  // unknown devices fail here, naming the available ones
+  if (device() == dev) return *this;
+  // Only contiguous data crosses devices: a tensor laid out exactly like its base buffer (a
+  // reshape of it, or an autodiff alias) moves that buffer; any other view is gathered into a
+  // copy on the source device first. The source node itself stays the Transfer's input, so
+  // gradients flow back through it.
+  const bool plain = view_of(*this).is_contiguous() && view_of(*this).numel() == base_of(*this)->numel();
+  Tensor src = plain ? *this : contiguous();
+  Node proto;
+  proto.kind = NodeKind::Transfer;
+  proto.detached = !grad_enabled();
+  proto.dtype = dtype();
+  proto.shape = src.shape();
+  proto.device = dev;
+  proto.srcs = {src.node()};
+  return Tensor(intern(std::move(proto)));
 }
 
 Tensor Tensor::contiguous() const {

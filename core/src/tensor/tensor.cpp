@@ -119,8 +119,14 @@ Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
   proto.shape = srcs[0].shape();
   proto.device = srcs[0].device();
   for (auto& s : srcs) {
-    RAVEL_CHECK(s.device() == proto.device, DeviceError, alu_info(op).name, ": operands are on different devices, ",
-                proto.device.str(), " and ", s.device().str(), " (move one with to())");
+    if (!(s.device() == proto.device)) {
+      // config "placement.on_mixed_devices": "copy" moves the operand to the first operand's
+      // device (a Transfer node the scheduler sees); "error" (the default) refuses.
+      RAVEL_CHECK(Runtime::get().on_mixed_devices() == MixedDevices::Copy, DeviceError, alu_info(op).name,
+                  ": operands are on different devices, ", proto.device.str(), " and ", s.device().str(),
+                  " (move one with to(), or set placement.on_mixed_devices to \"copy\")");
+      s = s.to(proto.device);
+    }
     proto.srcs.push_back(s.node());
   }
   return Tensor(intern(std::move(proto)));
