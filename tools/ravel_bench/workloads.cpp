@@ -74,8 +74,8 @@ class ExprInstance : public Instance {
 };
 
 // ---- the MLP training step ---------------------------------------------------------------------
-// Forward, a hand-written backward (autograd does not exist yet; the gradients are the textbook
-// formulas for dense+ReLU layers and softmax cross-entropy) and an SGD update, all Ravel ops.
+// Forward, the gradients from Ravel's autodiff (ravel::gradients) and an SGD update; checked
+// against the same step written out in double on the host (textbook gradients).
 class MlpInstance : public Instance {
  public:
   MlpInstance(int64_t batch, const Device& d) : batch_(batch) {
@@ -105,23 +105,20 @@ class MlpInstance : public Instance {
  private:
   double step() {
     const Tensor& x = x_;
-    Tensor z1 = x.matmul(w_[0]) + b_[0], h1 = z1.relu();
-    Tensor z2 = h1.matmul(w_[1]) + b_[1], h2 = z2.relu();
+    Tensor h1 = (x.matmul(w_[0]) + b_[0]).relu();
+    Tensor h2 = (h1.matmul(w_[1]) + b_[1]).relu();
     Tensor logits = h2.matmul(w_[2]) + b_[2];
     Tensor loss = -(y_ * logits.log_softmax(-1)).sum(1).mean();
-    Tensor dlogits = (logits.softmax(-1) - y_) * (1.0 / double(batch_));
-    Tensor dz2 = dlogits.matmul(w_[2].transpose()) * (z2 > 0.0).cast(DType::F32);
-    Tensor dz1 = dz2.matmul(w_[1].transpose()) * (z1 > 0.0).cast(DType::F32);
-    Tensor grads_w[3] = {x.transpose().matmul(dz1), h1.transpose().matmul(dz2), h2.transpose().matmul(dlogits)};
-    Tensor grads_b[3] = {dz1.sum(0), dz2.sum(0), dlogits.sum(0)};
+    std::vector<Tensor> grads = gradients(loss, {w_[0], b_[0], w_[1], b_[1], w_[2], b_[2]});
     std::vector<Tensor> out;
     for (int l = 0; l < 3; ++l) {
-      out.push_back(w_[l] - grads_w[l] * kLearningRate);
-      out.push_back(b_[l] - grads_b[l] * kLearningRate);
+      out.push_back(w_[l] - grads[2 * l] * kLearningRate);
+      out.push_back(b_[l] - grads[2 * l + 1] * kLearningRate);
     }
     out.push_back(loss);
     realize(out);
-    for (int l = 0; l < 3; ++l) w_[l] = out[2 * l], b_[l] = out[2 * l + 1];
+    // Fresh leaves holding the new values, so no step's graph outlives it.
+    for (int l = 0; l < 3; ++l) w_[l] = Tensor().assign(out[2 * l]), b_[l] = Tensor().assign(out[2 * l + 1]);
     return out.back().item<float>();
   }
   // The same step in double on the host, updating w and b; returns the loss.
@@ -177,6 +174,62 @@ class MlpInstance : public Instance {
   Tensor x_, labels_, y_, w_[3], b_[3];
 };
 
+// ---- the makemore training step -------------------------------------------------------------------
+// The step of examples/makemore on random contexts. The check compares the loss with a forward
+// pass in double on the host; the gradients themselves are what tests/autodiff checks.
+class MakemoreInstance : public Instance {
+ public:
+  static constexpr int64_t kVocab = 27, kBlock = 3, kEmbed = 10, kHid = 200;
+  MakemoreInstance(int64_t batch, const Device& d) : batch_(batch) {
+    ctx_ = (Tensor::rand({batch, kBlock}, 41, DType::F32, d) * double(kVocab)).cast(DType::I64).realize();
+    tgt_ = (Tensor::rand({batch}, 42, DType::F32, d) * double(kVocab)).cast(DType::I64).realize();
+    p_ = {Tensor::randn({kVocab, kEmbed}, 43, DType::F32, d).realize(),
+          (uniform({kBlock * kEmbed, kHid}, 44, d) * 0.18).contiguous().realize(), (uniform({kHid}, 45, d) * 0.18).contiguous().realize(),
+          (uniform({kHid, kVocab}, 46, d) * 0.07).contiguous().realize(), (uniform({kVocab}, 47, d) * 0.07).contiguous().realize()};
+  }
+  void run() override { step(); }
+  std::string check() override {
+    std::vector<double> c = to_double(ctx_.cast(DType::F32)), t = to_double(tgt_.cast(DType::F32)), p[5];
+    for (int i = 0; i < 5; ++i) p[i] = to_double(p_[i]);
+    double loss = 0;
+    for (int64_t r = 0; r < batch_; ++r) {
+      std::vector<double> h(kHid), logit(kVocab);
+      for (int64_t j = 0; j < kHid; ++j) {
+        double z = p[2][j];
+        for (int64_t k = 0; k < kBlock; ++k)
+          for (int64_t e = 0; e < kEmbed; ++e) z += p[0][int64_t(c[r * kBlock + k]) * kEmbed + e] * p[1][(k * kEmbed + e) * kHid + j];
+        h[j] = std::tanh(z);
+      }
+      double mx = -1e300, sum = 0;
+      for (int64_t v = 0; v < kVocab; ++v) {
+        logit[v] = p[4][v];
+        for (int64_t j = 0; j < kHid; ++j) logit[v] += h[j] * p[3][j * kVocab + v];
+        mx = std::max(mx, logit[v]);
+      }
+      for (int64_t v = 0; v < kVocab; ++v) sum += std::exp(logit[v] - mx);
+      loss += (std::log(sum) + mx - logit[int64_t(t[r])]) / double(batch_);
+    }
+    return compare("loss", {float(step())}, {loss}, 1e-4, 1e-4);
+  }
+
+ private:
+  double step() {
+    Tensor emb = ctx_.flatten().one_hot(kVocab).matmul(p_[0]).reshape({batch_, kBlock * kEmbed});
+    Tensor h = (emb.matmul(p_[1]) + p_[2]).tanh();
+    Tensor loss = nn::cross_entropy(h.matmul(p_[3]) + p_[4], tgt_);
+    std::vector<Tensor> grads = gradients(loss, p_);
+    std::vector<Tensor> out;
+    for (int i = 0; i < 5; ++i) out.push_back(p_[i] - grads[i] * 0.1);
+    out.push_back(loss);
+    realize(out);
+    for (int i = 0; i < 5; ++i) p_[i] = Tensor().assign(out[i]);  // fresh leaves: no graph kept
+    return out.back().item<float>();
+  }
+  int64_t batch_;
+  Tensor ctx_, tgt_;
+  std::vector<Tensor> p_;
+};
+
 }  // namespace
 
 const std::vector<WorkloadInfo>& workload_catalog() {
@@ -190,10 +243,9 @@ const std::vector<WorkloadInfo>& workload_catalog() {
       {"transpose", "x.transpose().contiguous(): a copy of an f32 [rows, cols] matrix into [cols, rows]", 2,
        "rows, cols", {{2048, 2048}}, false, ""},
       {"mlp", "one MLP training step 784->512->512->10 (ReLU, softmax cross-entropy, SGD lr 0.05): forward, "
-              "a hand-written backward in Ravel ops (autograd is not there yet) and the update", 1, "batch",
-       {{256}}, true, ""},
-      {"makemore", "the makemore training step", 1, "batch", {{32}}, true,
-       "not available: the makemore example (and the autograd it needs) does not exist yet"},
+              "gradients by autodiff, and the update", 1, "batch", {{256}}, true, ""},
+      {"makemore", "one makemore training step (examples/makemore: 3-char context, embedding 27x10, tanh "
+                   "hidden 200, cross-entropy over 27, gradients by autodiff, SGD)", 1, "batch", {{64}}, true, ""},
   };
   return catalog;
 }
@@ -224,6 +276,13 @@ Work work_of(const std::string& name, const Size& s) {
     double fwd = 2 * d(0) * (kIn * kHidden + kHidden * kHidden + kHidden * kOut);
     double params = kIn * kHidden + kHidden * kHidden + kHidden * kOut + 2 * kHidden + kOut;
     return {3 * fwd - 2 * d(0) * kIn * kHidden, 4 * (d(0) * kIn + 3 * params)};
+  }
+  if (name == "makemore") {
+    // Matmuls only (forward and their gradients, minus the unneeded input gradient of the
+    // first): embedding 27x10, hidden 30x200, output 200x27.
+    double fwd = 2 * d(0) * (3 * 27 * 10 + 30 * 200 + 200 * 27);
+    double params = 27 * 10 + 30 * 200 + 200 + 200 * 27 + 27;
+    return {3 * fwd - 2 * d(0) * 3 * 27 * 10, 4 * (d(0) * 4 + 3 * params)};
   }
   return {};
 }
@@ -295,6 +354,7 @@ std::unique_ptr<Instance> make_instance(const std::string& name, const Size& s, 
         elementwise_naive([r, c](const V& in, size_t e) { return in[0][(e % size_t(r)) * c + e / size_t(r)]; }), 0, 0,
         size_t(r * c), size_t(r * c));
   if (name == "mlp") return std::make_unique<MlpInstance>(s[0], dev);
+  if (name == "makemore") return std::make_unique<MakemoreInstance>(s[0], dev);
   throw ValueError("workload " + name + " has no implementation");
 }
 
