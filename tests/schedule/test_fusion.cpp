@@ -208,3 +208,28 @@ BOOST_AUTO_TEST_CASE(limits_split_long_programs) {
   }
   ravel::set_fusion_options(ravel::FusionOptions{});
 }
+
+// The makemore training step (examples/makemore), forward + autodiff gradients + SGD update
+// realized together: docs/performance.md ("Kernels per makemore step") lists the 34 kernels it
+// takes under `full` today and why; the bound leaves room for 2 more before this fails.
+BOOST_AUTO_TEST_CASE(makemore_step_kernel_budget) {
+  PolicyScope scope(FusionPolicy::Full);
+  const int64_t batch = 64, vocab = 27, block = 3, embed = 10, hidden = 200;
+  Tensor ctx = (Tensor::rand({batch, block}, 1) * double(vocab)).cast(ravel::DType::I64);
+  Tensor tgt = (Tensor::rand({batch}, 2) * double(vocab)).cast(ravel::DType::I64);
+  std::vector<Tensor> p = {Tensor::randn({vocab, embed}, 3), Tensor::randn({block * embed, hidden}, 4) * 0.1,
+                           Tensor::zeros({hidden}), Tensor::randn({hidden, vocab}, 5) * 0.1, Tensor::zeros({vocab})};
+  for (auto& t : p) t = Tensor().assign(t);
+  ravel::realize({ctx, tgt});
+  Tensor emb = ctx.flatten().one_hot(vocab).matmul(p[0]).reshape({batch, block * embed});
+  Tensor h = (emb.matmul(p[1]) + p[2]).tanh();
+  Tensor loss = ravel::nn::cross_entropy(h.matmul(p[3]) + p[4], tgt);
+  std::vector<Tensor> grads = ravel::gradients(loss, p);
+  std::vector<Tensor> out{loss};
+  for (int i = 0; i < 5; ++i) out.push_back(p[i] - grads[i] * 0.1);
+  ravel::realize(out);
+  auto st = ravel::last_realization_stats();
+  BOOST_TEST(st.kernels() <= 36);
+  BOOST_TEST(st.contractions >= 9);  // 3 forward products, their gradients, the picked logits
+  BOOST_TEST(std::isfinite(loss.item<float>()));
+}
