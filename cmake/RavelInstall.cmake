@@ -4,30 +4,33 @@
 #   include/ravel/...             core and SDK headers
 #   lib/libravel_core.so          the runtime
 #   lib/libravel_reference.a      the SDK's reference interpreter (for backend tests)
+#   lib/libravel_validate.a       the SDK's kernel validator (for backend plugins)
 #   lib/ravel/plugins/*.so        backend plugins: an installed core finds them next to itself
 #   bin/ravel-info, bin/ravel-conformance
 #   lib/cmake/Ravel/RavelConfig.cmake (+ version file, exported targets Ravel::core, Ravel::sdk,
-#                                      Ravel::reference)
-# Consumers: find_package(Ravel REQUIRED COMPONENTS core) / (... COMPONENTS sdk).
+#                                      Ravel::reference, Ravel::validate)
+# Consumers: find_package(Ravel REQUIRED COMPONENTS core) / (... COMPONENTS sdk validate).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(RAVEL_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/Ravel)
 set(RAVEL_INSTALL_PLUGINDIR ${CMAKE_INSTALL_LIBDIR}/ravel/plugins)
 
-# Exported names: Ravel::core, Ravel::sdk, Ravel::reference (same as the in-tree aliases).
+# Exported names: Ravel::core, Ravel::sdk, Ravel::reference, Ravel::validate (same as the
+# in-tree aliases).
 set_target_properties(ravel_core PROPERTIES EXPORT_NAME core)
 set_target_properties(ravel_sdk PROPERTIES EXPORT_NAME sdk)
 set_target_properties(ravel_reference PROPERTIES EXPORT_NAME reference)
+set_target_properties(ravel_validate PROPERTIES EXPORT_NAME validate)
 
 # Installed executables find libravel_core.so in ../lib with no LD_LIBRARY_PATH.
 set_target_properties(ravel-info ravel-conformance PROPERTIES
   INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core/include/ ${PROJECT_SOURCE_DIR}/sdk/include/
-        ${PROJECT_SOURCE_DIR}/sdk/conformance/include/
+        ${PROJECT_SOURCE_DIR}/sdk/conformance/include/ ${PROJECT_SOURCE_DIR}/sdk/validate/include/
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT devel)
-install(TARGETS ravel_core ravel_sdk ravel_reference EXPORT RavelTargets
+install(TARGETS ravel_core ravel_sdk ravel_reference ravel_validate EXPORT RavelTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
@@ -39,10 +42,11 @@ install(EXPORT RavelTargets NAMESPACE Ravel:: FILE RavelTargets.cmake
   DESTINATION ${RAVEL_INSTALL_CMAKEDIR} COMPONENT devel)
 
 file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/RavelConfig.cmake [=[
-# RavelConfig.cmake: find_package(Ravel [version] REQUIRED COMPONENTS core sdk reference)
+# RavelConfig.cmake: find_package(Ravel [version] REQUIRED COMPONENTS core sdk reference validate)
 #   Ravel::core       the runtime library (headers <ravel/ravel.hpp>); links Ravel::sdk
 #   Ravel::sdk        the backend ABI headers <ravel/backend.h>, <ravel/backend.hpp> (header-only)
 #   Ravel::reference  the SDK reference interpreter <ravel/conformance/reference.hpp> (static)
+#   Ravel::validate   the SDK kernel validator <ravel/validate.hpp> (static, PIC; for plugins)
 # Also sets Ravel_PLUGIN_DIR (where an installed core looks for plugins) and
 # Ravel_CONFORMANCE_EXECUTABLE (the ravel-conformance runner).
 get_filename_component(_ravel_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
@@ -52,11 +56,12 @@ set(Ravel_CONFORMANCE_EXECUTABLE "${_ravel_prefix}/@CMAKE_INSTALL_BINDIR@/ravel-
 set(Ravel_core_FOUND TRUE)
 set(Ravel_sdk_FOUND TRUE)
 set(Ravel_reference_FOUND TRUE)
+set(Ravel_validate_FOUND TRUE)
 foreach(_ravel_comp IN LISTS Ravel_FIND_COMPONENTS)
   if(NOT Ravel_${_ravel_comp}_FOUND)
     if(Ravel_FIND_REQUIRED_${_ravel_comp})
       set(Ravel_FOUND FALSE)
-      set(Ravel_NOT_FOUND_MESSAGE "Ravel has no component '${_ravel_comp}' (have: core sdk reference)")
+      set(Ravel_NOT_FOUND_MESSAGE "Ravel has no component '${_ravel_comp}' (have: core sdk reference validate)")
     endif()
   endif()
 endforeach()

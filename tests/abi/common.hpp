@@ -1,8 +1,9 @@
 // Shared helpers for the ABI suite: the dlopen'ed plugin, host mirrors of device buffers,
-// dtype-independent values and an independent naive reference evaluator (reference.cpp).
+// dtype-independent values; the reference evaluator is the SDK's (Ravel::reference).
 #pragma once
 
 #include <ravel/backend.h>
+#include <ravel/conformance/reference.hpp>
 
 #include <boost/test/unit_test.hpp>
 
@@ -16,24 +17,13 @@ namespace abitest {
 // The plugin's table, loaded once by the global fixture and initialized.
 const rvl_backend_api& api();
 
-// A value of any dtype: `i` for bool and integers, `f` for floats.
-struct Val {
-  int64_t i = 0;
-  double f = 0;
-};
-Val I(int64_t i);
-Val F(double f);
-
-// Host mirror of a buffer's contents, interpreted as `dtype` elements.
-struct HostBuf {
-  int32_t dtype = RVL_DTYPE_F32;
-  std::vector<uint8_t> bytes;
-  int64_t elems() const;
-  Val get(int64_t idx) const;
-  void set(int64_t idx, Val v);
-};
-size_t dsize(int32_t dt);
-bool is_float(int32_t dt);
+// Values and host mirrors of buffers are the SDK reference's (`i` for bool and integers, `f` for
+// floats; HostBuf holds a buffer's bytes read as `dtype` elements).
+using Val = rvl::ref::Value;
+using HostBuf = rvl::ref::HostBuffer;
+using rvl::ref::is_float;
+inline Val I(int64_t i) { return rvl::ref::ival(i); }
+inline Val F(double f) { return rvl::ref::fval(f); }
 HostBuf make_buf(int32_t dtype, const std::vector<Val>& vals);
 HostBuf filled(int32_t dtype, int64_t n, const std::function<Val(int64_t)>& f);
 
@@ -69,19 +59,6 @@ rvl_instruction ins(int32_t op, int32_t dtype, int32_t s0 = -1, int32_t s1 = -1,
 rvl_instruction load(int32_t dtype, int32_t arg);
 rvl_instruction cnst_i(int32_t dtype, int64_t v);
 rvl_instruction cnst_f(int32_t dtype, double v);
-
-// Naive per-element reference for one op (independent of the plugin's implementation).
-Val ref_op(int32_t op, int32_t dtype, int32_t src_dtype, Val a, Val b, Val c);
-Val ref_cast(int32_t to, int32_t from, Val x);
-Val ref_identity(int32_t reduce_op, int32_t dtype);
-// Whether the ABI defines `op` for operand dtype `dt` (element-wise ops only).
-bool ref_supported(int32_t op, int32_t dt);
-
-// Evaluates `p` element by element from the multi-index, reading inputs from `inputs` (host
-// mirrors, same order as p.inputs) and updating `out` (mirror of the output buffer). `acc`
-// provides ACC values for contraction epilogues.
-void ref_program(const rvl_program& p, const std::vector<const HostBuf*>& inputs, HostBuf& out,
-                 const std::function<Val(const int64_t*)>& acc = {});
 
 // Element-wise comparison of two mirrors: exact, NaN == NaN, -0 == +0; `rel` > 0 allows a
 // relative float tolerance.

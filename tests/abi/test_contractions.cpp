@@ -87,34 +87,11 @@ void run_contraction(int32_t dt, const std::vector<int64_t>& batch, int64_t M, i
   }
   ok(api().execute_contraction(0, nullptr, &c), ctx);
 
-  // Reference: the epilogue (or a lone ACC) evaluated per element, ACC = naive dot product.
-  const int br = int(batch.size());
-  auto addr = [&](const rvl_view& v, const int64_t* bidx, int64_t r, int64_t col) {
-    int64_t a = v.offset;
-    for (int d = 0; d < br; ++d) a += bidx[d] * v.strides[d];
-    return a + r * v.strides[br] + col * v.strides[br + 1];
-  };
-  auto acc = [&](const int64_t* idx) {
-    Val s = is_float(dt) ? F(0) : I(0);
-    for (int64_t k = 0; k < K; ++k) {
-      const Val p = ref_op(RVL_OP_MUL, dt, dt, A.host.get(addr(A.view, idx, idx[br], k)),
-                           B.host.get(addr(B.view, idx, k, idx[br + 1])), {});
-      s = ref_op(RVL_OP_ADD, dt, dt, s, p, {});
-    }
-    return s;
-  };
-  std::vector<rvl_instruction> lone = {ins(RVL_OP_ACC, dt)};
-  rvl_program p{};
-  p.struct_size = sizeof(p);
-  p.rank = rank;
-  for (int d = 0; d < rank; ++d) p.shape[d] = cshape[d];
-  p.n_inputs = epilogue ? 1 : 0;
-  p.inputs = epi_in.data();
-  p.n_instructions = epilogue ? int32_t(epi.size()) : 1;
-  p.instructions = epilogue ? epi.data() : lone.data();
-  p.output = operand(dc.get(), dt, C.view);
+  // Reference: the SDK interpreter (ACC = naive dot product, then the epilogue per element).
   HostBuf want = C.host;
-  ref_program(p, {&bias}, want, acc);
+  std::vector<const HostBuf*> epi_hosts;
+  if (epilogue) epi_hosts.push_back(&bias);
+  rvl::ref::run_contraction(c, A.host, B.host, epi_hosts, want);
   check_same(dc.read(dt), want, ctx);
 }
 

@@ -64,7 +64,7 @@ BOOST_AUTO_TEST_CASE(every_instruction_every_dtype) {
   int cases = 0;
   for (int op = RVL_OP_NEG; op < RVL_OP_COUNT_; ++op) {
     for (int32_t dt : kDtypes) {
-      if (!ref_supported(op, dt)) continue;
+      if (!rvl::ref::op_defined(op, dt)) continue;
       const std::string ctx = op_name(op) + " " + kDtypeNames[dt];
       const std::vector<Val> vals = edge_values(dt);
       const int64_t n = static_cast<int64_t>(vals.size());

@@ -49,7 +49,9 @@ DevBuf::~DevBuf() {
   }
 }
 HostBuf DevBuf::read(int32_t dtype) const {
-  HostBuf h{dtype, std::vector<uint8_t>(size_)};
+  HostBuf h;
+  h.dtype = dtype;
+  h.bytes.resize(size_);
   ok(api().buffer_read(nullptr, b_, 0, h.bytes.data(), size_), "download");
   return h;
 }
@@ -138,7 +140,7 @@ void ProgramCase::run(const std::string& ctx, double rel) const {
   p.output = operand(dout.get(), out.dtype, out_view);
   ok(api().execute_program(0, nullptr, &p), ctx);
   HostBuf want = out;
-  ref_program(p, hosts, want);
+  rvl::ref::run_program(p, hosts, want);
   check_same(dout.read(out.dtype), want, ctx, rel);
 }
 

@@ -274,12 +274,18 @@ rvl_error* event_destroy(rvl_event* event) {
   });
 }
 
+// The validator's view of this plugin's buffers: throws unless `b` is live.
+rvl::validate::BufferRef buffer_ref(const rvl_buffer* b, const char* what) {
+  const rvl_buffer* live = lookup_buffer(b, what);
+  return {live->data, live->size};
+}
+
 rvl_error* execute_program(int32_t device, rvl_stream* stream, const rvl_program* program) {
   return rvl::guard([&] {
     check_device(device);
     check_stream(stream);
     require_initialized();
-    run_program(validate_program(program));
+    run_program(rvl::validate::validate_program(program, buffer_ref));
   });
 }
 
@@ -288,7 +294,7 @@ rvl_error* execute_contraction(int32_t device, rvl_stream* stream, const rvl_con
     check_device(device);
     check_stream(stream);
     require_initialized();
-    run_contraction(validate_contraction(c));
+    run_contraction(rvl::validate::validate_contraction(c, buffer_ref));
   });
 }
 

@@ -1,15 +1,18 @@
-// Kernel validation: everything the ABI says a plugin must check before running anything.
+// Kernel validation: everything the ABI says a plugin must check before running anything
+// (the SDK's ravel_validate library, declared in <ravel/validate.hpp>).
 //
 // Every check throws rvl::Error(INVALID_ARGUMENT) with a message naming the offending part and
 // what was expected. Address arithmetic uses checked int64 operations: a view whose extreme
 // address cannot even be computed is rejected as absurd rather than overflowing.
-#include "kernel.hpp"
-#include "state.hpp"
+#include <ravel/validate.hpp>
+
+#include <ravel/backend.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
-namespace tmpl {
+namespace rvl::validate {
 namespace {
 
 using std::to_string;
@@ -36,18 +39,19 @@ void check_shape(const std::string& what, int32_t rank, const int64_t* shape) {
 // Checks an operand against the iteration space and returns its normalised View.
 // `full_validity`: the view must cover the whole space (contraction A/B); `output`: additionally
 // no mask at all, stride 0 on `reduced` axes and no aliasing of distinct elements.
-View check_operand(const std::string& what, const rvl_operand* op, int32_t rank,
-                   const int64_t* shape, bool full_validity, bool output, uint32_t reduced) {
+View check_operand(const BufferLookup& lookup, const std::string& what, const rvl_operand* op,
+                   int32_t rank, const int64_t* shape, bool full_validity, bool output,
+                   uint32_t reduced) {
   rvl::require_struct(op, what.c_str());
   rvl::require_struct(&op->view, (what + " view").c_str());
-  rvl_buffer* buf = lookup_buffer(op->buffer, what.c_str());
+  const BufferRef buf = lookup(op->buffer, what.c_str());
   if (!rvl::dtype_valid(op->dtype))
     rvl::invalid(what + ": unknown dtype " + to_string(op->dtype));
   const rvl_view& v = op->view;
-  const int64_t elems = static_cast<int64_t>(buf->size / rvl::dtype_size(op->dtype));
+  const int64_t elems = static_cast<int64_t>(buf.size / rvl::dtype_size(op->dtype));
 
   View out;
-  out.data = buf->data;
+  out.data = buf.data;
   out.dtype = op->dtype;
   out.offset = v.offset;
   bool space_empty = false;
@@ -190,8 +194,8 @@ void check_instructions(const char* kind, const rvl_instruction* ins, int32_t n,
                  " differs from the output dtype " + dt_str(out_dtype));
 }
 
-std::vector<View> check_inputs(const char* kind, int32_t n, const rvl_operand* ops,
-                               int32_t rank, const int64_t* shape) {
+std::vector<View> check_inputs(const BufferLookup& lookup, const char* kind, int32_t n,
+                               const rvl_operand* ops, int32_t rank, const int64_t* shape) {
   if (n < 0 || n > RVL_MAX_INPUTS)
     rvl::invalid(std::string(kind) + " count " + to_string(n) + " out of range, expected 0.." +
                  to_string(RVL_MAX_INPUTS));
@@ -200,8 +204,8 @@ std::vector<View> check_inputs(const char* kind, int32_t n, const rvl_operand* o
   std::vector<View> views;
   views.reserve(n);
   for (int i = 0; i < n; ++i)
-    views.push_back(check_operand(std::string(kind) + " " + to_string(i), &ops[i], rank, shape,
-                                  false, false, 0));
+    views.push_back(check_operand(lookup, std::string(kind) + " " + to_string(i), &ops[i], rank,
+                                  shape, false, false, 0));
   return views;
 }
 
@@ -215,7 +219,7 @@ void check_count(const char* what, int32_t n, bool allow_zero, const void* ptr) 
 
 }  // namespace
 
-Program validate_program(const rvl_program* p) {
+Program validate_program(const rvl_program* p, const BufferLookup& lookup) {
   rvl::require_struct(p, "program");
   Program out;
   check_shape("program", p->rank, p->shape);
@@ -230,8 +234,9 @@ Program validate_program(const rvl_program* p) {
     rvl::invalid("program: reduce_axes set but reduce_op is NONE");
   out.reduce_op = p->reduce_op;
   out.reduce_axes = p->reduce_axes;
-  out.inputs = check_inputs("input", p->n_inputs, p->inputs, p->rank, p->shape);
-  out.out = check_operand("output", &p->output, p->rank, p->shape, true, true, p->reduce_axes);
+  out.inputs = check_inputs(lookup, "input", p->n_inputs, p->inputs, p->rank, p->shape);
+  out.out = check_operand(lookup, "output", &p->output, p->rank, p->shape, true, true,
+                          p->reduce_axes);
   check_count("instruction", p->n_instructions, false, p->instructions);
   check_instructions("instruction", p->instructions, p->n_instructions, out.inputs, -1,
                      out.out.dtype);
@@ -240,7 +245,7 @@ Program validate_program(const rvl_program* p) {
   return out;
 }
 
-Contraction validate_contraction(const rvl_contraction* c) {
+Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& lookup) {
   // One ACC instruction per dtype: the implicit epilogue when the host gives none.
   static const rvl_instruction kAccOnly[RVL_DTYPE_COUNT_] = {
       {RVL_OP_ACC, 0, {-1, -1, -1}, 0, {0}}, {RVL_OP_ACC, 1, {-1, -1, -1}, 0, {0}},
@@ -249,7 +254,8 @@ Contraction validate_contraction(const rvl_contraction* c) {
 
   rvl::require_struct(c, "contraction");
   Contraction out;
-  if (!rvl::dtype_valid(c->dtype)) rvl::invalid("contraction: unknown dtype " + to_string(c->dtype));
+  if (!rvl::dtype_valid(c->dtype))
+    rvl::invalid("contraction: unknown dtype " + to_string(c->dtype));
   out.dtype = c->dtype;
   if (c->batch_rank < 0 || c->batch_rank > RVL_MAX_RANK - 2)
     rvl::invalid("contraction: batch_rank " + to_string(c->batch_rank) +
@@ -273,17 +279,18 @@ Contraction validate_contraction(const rvl_contraction* c) {
   check_shape("contraction C", br + 2, sc);
   check_shape("contraction A", br + 2, sa);
   check_shape("contraction B", br + 2, sb);
-  out.a = check_operand("contraction operand A", &c->a, br + 2, sa, true, false, 0);
-  out.b = check_operand("contraction operand B", &c->b, br + 2, sb, true, false, 0);
+  out.a = check_operand(lookup, "contraction operand A", &c->a, br + 2, sa, true, false, 0);
+  out.b = check_operand(lookup, "contraction operand B", &c->b, br + 2, sb, true, false, 0);
   Program& e = out.epilogue;
   e.rank = br + 2;
   std::copy(sc, sc + br + 2, e.shape);
-  e.out = check_operand("contraction operand C", &c->c, br + 2, sc, true, true, 0);
+  e.out = check_operand(lookup, "contraction operand C", &c->c, br + 2, sc, true, true, 0);
   for (const auto* v : {&out.a, &out.b, &e.out})
     if (v->dtype != c->dtype)
       rvl::invalid("contraction: operand dtype " + dt_str(v->dtype) +
                    " differs from the contraction dtype " + dt_str(c->dtype));
-  e.inputs = check_inputs("epilogue input", c->n_epilogue_inputs, c->epilogue_inputs, br + 2, sc);
+  e.inputs = check_inputs(lookup, "epilogue input", c->n_epilogue_inputs, c->epilogue_inputs,
+                          br + 2, sc);
   check_count("epilogue instruction", c->n_epilogue, true, c->epilogue);
   if (c->n_epilogue > 0) {
     check_instructions("epilogue instruction", c->epilogue, c->n_epilogue, e.inputs, c->dtype,
@@ -297,4 +304,4 @@ Contraction validate_contraction(const rvl_contraction* c) {
   return out;
 }
 
-}  // namespace tmpl
+}  // namespace rvl::validate

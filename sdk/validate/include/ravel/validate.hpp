@@ -1,0 +1,75 @@
+// Ravel SDK kernel validator: checks an rvl_program / rvl_contraction against every rule of the
+// C ABI (sdk/include/ravel/backend.h, docs/abi.md) and returns it normalised, ready to run.
+//
+// Link Ravel::validate (a static, position-independent library; find_package(Ravel COMPONENTS
+// validate)). It has no global state: the only plugin-specific step, turning an opaque
+// `const rvl_buffer*` into memory, is done by the BufferLookup the plugin passes in.
+//
+// Every check throws rvl::Error(RVL_STATUS_INVALID_ARGUMENT) (see <ravel/backend.hpp>) with a
+// message naming the offending part and what was expected; call it inside rvl::guard(). Address
+// arithmetic uses checked int64 operations: a view whose extreme address cannot even be computed
+// is rejected as absurd rather than overflowing.
+//
+// Invariants once a Program/Contraction exists:
+//  - every View addresses only elements inside its buffer for every index of its valid box;
+//  - lo/hi are clamped to [0, extent], so "valid" is simply lo[d] <= i[d] < hi[d];
+//  - `empty` views have an empty valid box: every element reads as 0, nothing is addressed;
+//  - instructions are in SSA order with op/dtype combinations checked, the last one's dtype is the
+//    output dtype; output views have full validity, stride 0 on reduced axes, and no aliasing.
+#pragma once
+
+#include <ravel/backend.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace rvl::validate {
+
+// What a plugin's buffer lookup reports for a live buffer: its memory and size in bytes.
+struct BufferRef {
+  std::byte* data = nullptr;  // may be NULL only when size == 0
+  uint64_t size = 0;          // bytes
+};
+
+// Maps a buffer handle from the host to its memory. Must throw (e.g. rvl::invalid, naming
+// `what`) unless `b` is a live buffer of the calling plugin; never returns for a bad handle.
+using BufferLookup = std::function<BufferRef(const rvl_buffer* b, const char* what)>;
+
+struct View {
+  std::byte* data = nullptr;  // buffer base address
+  int32_t dtype = 0;
+  bool empty = false;
+  int64_t offset = 0;
+  int64_t stride[RVL_MAX_RANK] = {};
+  int64_t lo[RVL_MAX_RANK] = {};
+  int64_t hi[RVL_MAX_RANK] = {};
+};
+
+struct Program {
+  int32_t rank = 0;
+  int64_t shape[RVL_MAX_RANK] = {};
+  std::vector<View> inputs;
+  const rvl_instruction* ins = nullptr;  // borrowed from the caller for the duration of the call
+  int32_t n_ins = 0;
+  int32_t reduce_op = RVL_REDUCE_NONE;
+  uint32_t reduce_axes = 0;
+  View out;
+};
+
+struct Contraction {
+  int32_t dtype = 0;
+  int32_t batch_rank = 0;
+  int64_t batch_shape[RVL_MAX_RANK] = {};
+  int64_t m = 0, n = 0, k = 0;
+  View a, b;             // rank batch_rank + 2, [batch.., M, K] and [batch.., K, N]
+  Program epilogue;      // iteration space [batch.., M, N]; output is C. Without a host epilogue
+                         // this is a single ACC instruction (static storage), so n_ins >= 1.
+};
+
+// Validate and normalise a kernel; throw rvl::Error(INVALID_ARGUMENT) on any violation.
+Program validate_program(const rvl_program* p, const BufferLookup& lookup);
+Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& lookup);
+
+}  // namespace rvl::validate
