@@ -122,11 +122,21 @@ BOOST_AUTO_TEST_CASE(explicit_missing_device_names_it_and_the_available_ones) {
   BOOST_TEST(runtime_with(R"({"placement": {"default": "tbb_cpu"}})").default_device().str() == "tbb_cpu:0");
 }
 
-BOOST_AUTO_TEST_CASE(mixed_devices_copy_is_parsed_but_ops_still_raise) {
-  // "copy" is accepted and kept; until the Transfer node exists an op on two devices raises the
-  // same DeviceError as under "error".
+BOOST_AUTO_TEST_CASE(mixed_devices_copy_moves_the_operand) {
+  // "copy": the operand on the other device is moved to the first operand's device (a Transfer
+  // node; the "failing" backend's kernels fail but its buffers work, so nothing may run there).
   auto& rt = runtime_with(R"({"placement": {"devices": ["tbb_cpu"], "on_mixed_devices": "copy"}})", {KERNEL_FAILS_DIR});
   BOOST_TEST((rt.on_mixed_devices() == ravel::MixedDevices::Copy));
+  auto a = ravel::Tensor::full({2}, 1.5);
+  auto b = ravel::Tensor::from_vector<float>({2, 3}, {2}, ravel::Device("failing", 0));
+  auto z = ravel::Tensor::zeros({2}, ravel::DType::F32, ravel::Device("failing", 0));  // a constant: remade, not copied
+  BOOST_TEST(((a + b).to_vector<float>() == std::vector<float>{3.5f, 4.5f}));
+  BOOST_TEST(((a + z).to_vector<float>() == std::vector<float>{1.5f, 1.5f}));
+  BOOST_TEST((a + b).device().str() == "tbb_cpu:0");
+}
+
+BOOST_AUTO_TEST_CASE(mixed_devices_error_names_both_devices) {
+  runtime_with(R"({"placement": {"devices": ["tbb_cpu"]}})", {KERNEL_FAILS_DIR});
   auto a = ravel::Tensor::zeros({2});
   auto b = ravel::Tensor::zeros({2}, ravel::DType::F32, ravel::Device("failing", 0));
   try {

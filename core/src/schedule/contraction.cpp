@@ -4,6 +4,14 @@
 
 namespace ravel::detail {
 
+Shape epilogue_shape(const ContractionPlan& p, const Node& reduce) {
+  Shape s;
+  for (int64_t b : p.batch) s.push_back(reduce.shape[b]);
+  s.push_back(p.m_axis >= 0 ? reduce.shape[p.m_axis] : 1);
+  s.push_back(p.n_axis >= 0 ? reduce.shape[p.n_axis] : 1);
+  return s;
+}
+
 std::optional<ContractionPlan> match_contraction(const Node& reduce) {
   if (reduce.kind != NodeKind::Reduce || reduce.reduce != ReduceOp::Sum) return std::nullopt;
   if (__builtin_popcount(reduce.axes) != 1) return std::nullopt;
@@ -28,6 +36,12 @@ std::optional<ContractionPlan> match_contraction(const Node& reduce) {
     } else {
       p.batch.push_back(d);
     }
+  }
+  // Canonical order: m before n, so that C's [.., m, n] iteration follows the node's layout and
+  // an epilogue can run over it (x * y is commutative; swapping the operands transposes C).
+  if (p.m_axis >= 0 && p.n_axis >= 0 && p.m_axis > p.n_axis) {
+    std::swap(p.x, p.y);
+    std::swap(p.m_axis, p.n_axis);
   }
   return p;
 }

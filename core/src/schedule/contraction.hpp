@@ -22,6 +22,9 @@ std::optional<ContractionPlan> match_contraction(const Node& reduce);
 
 // The contraction for `reduce` writing `out` (contiguous, laid out as reduce's shape), with every
 // operand's buffer handle NULL (bound per run, Note [Kernel cache]) and no epilogue.
+// The iteration space of the plan's epilogue: [batch extents..., m, n].
+Shape epilogue_shape(const ContractionPlan& plan, const Node& reduce);
+
 rvl_contraction lower_contraction(const ContractionPlan& plan, const Node& reduce, const Node& out);
 
 }  // namespace ravel::detail

@@ -129,11 +129,18 @@ void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<
     expect.push_back(p.m_axis);
     expect.push_back(p.n_axis);
     if (p.m_axis < 0 || p.n_axis < 0 || axes != expect) continue;
-    Shape want;
-    for (int64_t d : axes) want.push_back(b->shape[d]);
+    // The epilogue runs over [batch..., m, n]; the kernel's own shape and the view it reads the
+    // contraction through may differ from that by size-1 axes only (same layout).
+    auto squeezed = [](const Shape& sh) {
+      Shape out;
+      for (int64_t x : sh)
+        if (x != 1) out.push_back(x);
+      return out;
+    };
+    const Shape want = squeezed(epilogue_shape(p, *b));
     View v = resolve(s).view;
     // ABI v1: C has the contraction's dtype, so the epilogue must end in that dtype too.
-    if (!v.is_contiguous() || v.shape != want || e->shape != want || e->dtype != b->dtype) continue;
+    if (!v.is_contiguous() || squeezed(v.shape) != want || squeezed(e->shape) != want || e->dtype != b->dtype) continue;
     plan.epilogues[e] = b;
     plan.fused_contractions.insert(b);
   }

@@ -54,7 +54,13 @@ int32_t KernelBuilder::emit(rvl_op op, DType dtype, std::vector<int32_t> srcs) {
 int32_t KernelBuilder::load(const NodePtr& n) {
   Source s = resolve(n);
   if (acc_ != nullptr && s.base.get() == acc_) return emit(RVL_OP_ACC, acc_->dtype, {});
-  assert(s.view.shape == shape_);
+  if (s.view.shape != shape_) {
+    // An epilogue runs over the contraction's [batch..., m, n], which may differ from the
+    // node's shape by size-1 axes only (Note [Epilogue fusion]); such a reshape always composes.
+    auto v = s.view.reshape(shape_);
+    assert(v.has_value() && "iteration space and node shape differ by more than size-1 axes");
+    s.view = std::move(*v);
+  }
   if (s.base->kind == NodeKind::Const && !s.view.has_mask()) {
     int32_t i = emit(RVL_OP_CONST, s.base->dtype, {});
     if (is_float(s.base->dtype)) instrs_[i].value.f = s.base->value.f;

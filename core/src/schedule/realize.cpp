@@ -125,7 +125,7 @@ std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, con
       ck.b_node = g.local(resolve(cp.y).base.get());
       if (e != plan.epilogues.end()) {
         // Note [Epilogue fusion]: this elementwise kernel runs as its contraction's epilogue.
-        KernelBuilder b(k->shape, &plan.inlined);
+        KernelBuilder b(epilogue_shape(plan.contractions.at(e->second), *e->second), &plan.inlined);
         b.set_accumulator(e->second);
         std::vector<int32_t> ins;
         for (const auto& s : k->srcs) ins.push_back(b.value(s));

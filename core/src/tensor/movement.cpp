@@ -219,6 +219,11 @@ Tensor Tensor::to(const Device& dev) const {
   check_defined(*this, "to");
   Runtime::get().plugin_for(dev);  // unknown devices fail here, naming the available ones
   if (device() == dev) return *this;
+  // A broadcast constant (zeros, full, ...) is remade on the target device: nothing to copy.
+  const Node& base = *base_of(*this);
+  const bool marked = node()->kind == NodeKind::View && node()->marked_chain;
+  if (base.kind == NodeKind::Const && !view_of(*this).has_mask() && !marked)
+    return make_const(base.value, dtype(), dev).reshape(Shape(ndim(), 1)).expand(shape());
   // Only contiguous data crosses devices: a tensor laid out exactly like its base buffer (a
   // reshape of it, or an autodiff alias) moves that buffer; any other view is gathered into a
   // copy on the source device first. The source node itself stays the Transfer's input, so
