@@ -210,8 +210,8 @@ BOOST_AUTO_TEST_CASE(limits_split_long_programs) {
 }
 
 // The makemore training step (examples/makemore), forward + autodiff gradients + SGD update
-// realized together: docs/performance.md ("Kernels per makemore step") lists the 34 kernels it
-// takes under `full` today and why; the bound leaves room for 2 more before this fails.
+// realized together: docs/performance.md ("Kernels per makemore step") lists the kernels it
+// takes under `full` today (31) and why; the bound leaves room for 2 more before this fails.
 BOOST_AUTO_TEST_CASE(makemore_step_kernel_budget) {
   PolicyScope scope(FusionPolicy::Full);
   const int64_t batch = 64, vocab = 27, block = 3, embed = 10, hidden = 200;
@@ -229,7 +229,7 @@ BOOST_AUTO_TEST_CASE(makemore_step_kernel_budget) {
   for (int i = 0; i < 5; ++i) out.push_back(p[i] - grads[i] * 0.1);
   ravel::realize(out);
   auto st = ravel::last_realization_stats();
-  BOOST_TEST(st.kernels() <= 36);
+  BOOST_TEST(st.kernels() <= 33);
   BOOST_TEST(st.contractions >= 9);  // 3 forward products, their gradients, the picked logits
   BOOST_TEST(std::isfinite(loss.item<float>()));
 }
