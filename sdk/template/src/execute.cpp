@@ -3,7 +3,8 @@
 // arithmetic is done in float so results are rounded exactly as the ABI specifies.
 // DEVICE: a real backend compiles or dispatches the instruction list to its device instead.
 #include "kernel.hpp"
-#include "state.hpp"
+
+#include <ravel/backend.hpp>
 
 #include <cmath>
 #include <cstring>

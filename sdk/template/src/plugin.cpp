@@ -1,333 +1,58 @@
-// The template backend: entry table, live-object registry, buffers, streams, events, devices.
-// Copy this folder to start a new backend; replace the device-specific parts (marked DEVICE).
+// The template backend: its table and the members that are its own. Copy this folder to start
+// a new backend; replace the device-specific parts (marked DEVICE).
 //
-// Written with <ravel/backend.hpp>: every table member body runs inside rvl::guard, so no
-// exception crosses the ABI and every failure is an rvl_error with a status and a message.
+// Buffers, streams, events and their live-object registry come from <ravel/host_backend.hpp>
+// (rvl::host::Backend): every handle the host passes back is looked up before use (a stale or
+// foreign pointer is an RVL_STATUS_INVALID_ARGUMENT error, never a crash), every byte range is
+// checked, and every member runs inside rvl::guard (<ravel/backend.hpp>), so no exception
+// crosses the ABI. This file adds what is particular to the backend, as Hooks: what get_info and
+// probe report, the device description, and running kernels (with execute.cpp).
 //
 // Execution model: all work completes before the call returns (host memory is the "device"),
 // so streams and events only exist to be validated; synchronise calls are no-ops. A real device
-// enqueues on the stream instead and makes synchronize/event_synchronize wait.
+// keeps its own buffers and enqueues on the stream instead, so it writes those members itself.
 #include "kernel.hpp"
-#include "state.hpp"
 
-#include <unistd.h>
-
-#include <cstdlib>
-#include <cstring>
-#include <mutex>
-#include <string>
-#include <unordered_set>
+#include <ravel/host_backend.hpp>
 
 namespace tmpl {
-namespace {
+namespace {  // nothing here is visible outside the plugin; only rvl_backend_entry is exported
 
-struct Registry {
-  std::mutex mu;
-  bool initialized = false;
-  std::unordered_set<const rvl_buffer*> buffers;
-  std::unordered_set<const rvl_stream*> streams;
-  std::unordered_set<const rvl_event*> events;
-};
+// What rvl::host::Backend asks of this plugin (the full list is in <ravel/host_backend.hpp>).
+// Memory comes from DefaultHooks (calloc/free); redefine allocate/deallocate to change that.
+struct Hooks : rvl::host::DefaultHooks {
+  static constexpr const char* name = "template";
+  static constexpr const char* version = "0.1.0";
+  static constexpr const char* description =
+      "SDK template backend: scalar loops on the host, one thread";
+  static constexpr int32_t probe_score = 1;  // below tbb_cpu: never chosen over a real backend
 
-Registry& registry() {
-  static Registry r;  // function-local: constructed on first use, no static-init order issues
-  return r;
-}
-
-void require_initialized() {
-  std::lock_guard<std::mutex> lock(registry().mu);
-  if (!registry().initialized) rvl::invalid("backend not initialized: call initialize() first");
-}
-
-void check_device(int32_t device) {
-  if (device != 0)
-    rvl::invalid("device " + std::to_string(device) + " does not exist, expected 0");
-}
-
-template <class T>
-void check_out(T* out, const char* what) {
-  if (out == nullptr) rvl::invalid(std::string(what) + ": output pointer is NULL");
-}
-
-// Checks [offset, offset + bytes) lies inside a buffer of `size` bytes, without overflow.
-void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size) {
-  if (offset > size || bytes > size - offset)
-    rvl::invalid(std::string(what) + ": byte range [" + std::to_string(offset) + ", " +
-                 std::to_string(offset) + " + " + std::to_string(bytes) +
-                 ") is outside the buffer of " + std::to_string(size) + " bytes");
-}
-
-void free_all_locked(Registry& r) {
-  for (const rvl_buffer* b : r.buffers) {
-    std::free(b->data);
-    delete b;
-  }
-  for (const rvl_stream* s : r.streams) delete s;
-  for (const rvl_event* e : r.events) delete e;
-  r.buffers.clear();
-  r.streams.clear();
-  r.events.clear();
-}
-
-// ---- table members ------------------------------------------------------------------------
-rvl_error* probe(rvl_probe_result* out) {
-  return rvl::guard([&] {
-    rvl::require_struct(out, "probe result");
-    out->device_count = 1;  // DEVICE: count devices cheaply here (no context creation)
-    out->score = 1;         // below tbb_cpu: a template should never be chosen over a real backend
-  });
-}
-
-rvl_error* initialize() {
-  return rvl::guard([&] {
-    std::lock_guard<std::mutex> lock(registry().mu);
-    registry().initialized = true;
-  });
-}
-
-void shutdown() {
-  rvl::guard_void([&] {
-    Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    free_all_locked(r);
-    r.initialized = false;
-  });
-}
-
-rvl_error* get_info(rvl_backend_info* out) {
-  return rvl::guard([&] {
-    rvl::require_struct(out, "backend info");
-    out->name = "template";
-    out->version = "0.1.0";
-    out->description = "SDK template backend: scalar loops on the host, one thread";
-  });
-}
-
-rvl_error* device_count(int32_t* out) {
-  return rvl::guard([&] {
-    check_out(out, "device_count");
-    *out = 1;
-  });
-}
-
-rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
-  return rvl::guard([&] {
-    check_device(device);
-    rvl::require_struct(out, "device properties");
-    std::memset(out->name, 0, sizeof(out->name));
-    std::strncpy(out->name, "Template CPU device (scalar, one thread)", sizeof(out->name) - 1);
-    out->kind = RVL_DEVICE_CPU;
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    out->memory_bytes = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+  static void describe_device(rvl_device_properties* out) {
+    rvl::host::set_device_name(out, "Template CPU device (scalar, one thread)");
     out->compute_units = 1;
-    out->dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
-    out->max_rank = RVL_MAX_RANK;
-  });
-}
+  }
 
-rvl_error* buffer_allocate(int32_t device, uint64_t bytes, rvl_buffer** out) {
-  return rvl::guard([&] {
-    check_device(device);
-    check_out(out, "buffer_allocate");
-    require_initialized();
-    if (bytes > uint64_t(INT64_MAX))
-      rvl::fail(RVL_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
-    // calloc: zero-filled (deterministic), large requests get lazily zeroed pages.
-    void* data = bytes ? std::calloc(bytes, 1) : nullptr;
-    if (bytes && !data)
-      rvl::fail(RVL_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
-    rvl_buffer* b = nullptr;
-    try {
-      b = new rvl_buffer{static_cast<std::byte*>(data), bytes};
-      std::lock_guard<std::mutex> lock(registry().mu);
-      registry().buffers.insert(b);
-    } catch (...) {
-      std::free(data);
-      delete b;
-      throw;
-    }
-    *out = b;
-  });
-}
-
-rvl_error* buffer_free(rvl_buffer* buffer) {
-  return rvl::guard([&] {
-    {
-      std::lock_guard<std::mutex> lock(registry().mu);
-      if (registry().buffers.erase(buffer) == 0)
-        rvl::invalid("buffer_free: not a live buffer (freed twice, or never allocated here)");
-    }
-    std::free(buffer->data);
-    delete buffer;
-  });
-}
-
-rvl_error* buffer_size(const rvl_buffer* buffer, uint64_t* out) {
-  return rvl::guard([&] {
-    check_out(out, "buffer_size");
-    *out = lookup_buffer(buffer, "buffer_size")->size;
-  });
-}
-
-rvl_error* buffer_write(rvl_stream* stream, rvl_buffer* dst, uint64_t dst_offset, const void* src,
-                        uint64_t bytes) {
-  return rvl::guard([&] {
-    check_stream(stream);
-    rvl_buffer* b = lookup_buffer(dst, "buffer_write");
-    check_range("buffer_write", dst_offset, bytes, b->size);
-    if (bytes == 0) return;
-    if (src == nullptr) rvl::invalid("buffer_write: source pointer is NULL");
-    std::memcpy(b->data + dst_offset, src, bytes);
-  });
-}
-
-rvl_error* buffer_read(rvl_stream* stream, const rvl_buffer* src, uint64_t src_offset, void* dst,
-                       uint64_t bytes) {
-  return rvl::guard([&] {
-    check_stream(stream);
-    rvl_buffer* b = lookup_buffer(src, "buffer_read");
-    check_range("buffer_read", src_offset, bytes, b->size);
-    if (bytes == 0) return;
-    if (dst == nullptr) rvl::invalid("buffer_read: destination pointer is NULL");
-    std::memcpy(dst, b->data + src_offset, bytes);
-  });
-}
-
-rvl_error* buffer_copy(rvl_stream* stream, const rvl_buffer* src, uint64_t src_offset,
-                       rvl_buffer* dst, uint64_t dst_offset, uint64_t bytes) {
-  return rvl::guard([&] {
-    check_stream(stream);
-    rvl_buffer* s = lookup_buffer(src, "buffer_copy source");
-    rvl_buffer* d = lookup_buffer(dst, "buffer_copy destination");
-    check_range("buffer_copy source", src_offset, bytes, s->size);
-    check_range("buffer_copy destination", dst_offset, bytes, d->size);
-    if (bytes) std::memmove(d->data + dst_offset, s->data + src_offset, bytes);  // may overlap
-  });
-}
-
-rvl_error* stream_create(int32_t device, rvl_stream** out) {
-  return rvl::guard([&] {
-    check_device(device);
-    check_out(out, "stream_create");
-    require_initialized();
-    auto* s = new rvl_stream{device};
-    std::lock_guard<std::mutex> lock(registry().mu);
-    try {
-      registry().streams.insert(s);
-    } catch (...) {
-      delete s;
-      throw;
-    }
-    *out = s;
-  });
-}
-
-rvl_error* stream_destroy(rvl_stream* stream) {
-  return rvl::guard([&] {
-    std::lock_guard<std::mutex> lock(registry().mu);
-    if (registry().streams.erase(stream) == 0) rvl::invalid("stream_destroy: not a live stream");
-    delete stream;
-  });
-}
-
-rvl_error* stream_synchronize(rvl_stream* stream) {
-  return rvl::guard([&] { check_stream(stream); });  // work is already complete
-}
-
-rvl_error* event_record(rvl_stream* stream, rvl_event** out) {
-  return rvl::guard([&] {
-    check_stream(stream);
-    check_out(out, "event_record");
-    auto* e = new rvl_event{stream};
-    std::lock_guard<std::mutex> lock(registry().mu);
-    try {
-      registry().events.insert(e);
-    } catch (...) {
-      delete e;
-      throw;
-    }
-    *out = e;
-  });
-}
-
-void check_event(const rvl_event* e, const char* what) {
-  std::lock_guard<std::mutex> lock(registry().mu);
-  if (registry().events.count(e) == 0) rvl::invalid(std::string(what) + ": not a live event");
-}
-
-rvl_error* event_wait(rvl_stream* stream, rvl_event* event) {
-  return rvl::guard([&] {
-    check_stream(stream);
-    check_event(event, "event_wait");
-  });
-}
-
-rvl_error* event_synchronize(rvl_event* event) {
-  return rvl::guard([&] { check_event(event, "event_synchronize"); });
-}
-
-rvl_error* event_destroy(rvl_event* event) {
-  return rvl::guard([&] {
-    std::lock_guard<std::mutex> lock(registry().mu);
-    if (registry().events.erase(event) == 0) rvl::invalid("event_destroy: not a live event");
-    delete event;
-  });
-}
-
-// The validator's view of this plugin's buffers: throws unless `b` is live.
-rvl::validate::BufferRef buffer_ref(const rvl_buffer* b, const char* what) {
-  const rvl_buffer* live = lookup_buffer(b, what);
-  return {live->data, live->size};
-}
-
-rvl_error* execute_program(int32_t device, rvl_stream* stream, const rvl_program* program) {
-  return rvl::guard([&] {
-    check_device(device);
-    check_stream(stream);
-    require_initialized();
-    run_program(rvl::validate::validate_program(program, buffer_ref));
-  });
-}
-
-rvl_error* execute_contraction(int32_t device, rvl_stream* stream, const rvl_contraction* c) {
-  return rvl::guard([&] {
-    check_device(device);
-    check_stream(stream);
-    require_initialized();
-    run_contraction(rvl::validate::validate_contraction(c, buffer_ref));
-  });
-}
-
-rvl_error* synchronize(int32_t device) {
-  return rvl::guard([&] { check_device(device); });
-}
-
-const rvl_backend_api kTable = {
-    sizeof(rvl_backend_api), RVL_ABI_MAJOR, RVL_ABI_MINOR,
-    rvl::error_code, rvl::error_message, rvl::error_destroy,
-    probe, initialize, shutdown, get_info,
-    device_count, device_properties,
-    buffer_allocate, buffer_free, buffer_size, buffer_write, buffer_read, buffer_copy,
-    stream_create, stream_destroy, stream_synchronize,
-    event_record, event_wait, event_synchronize, event_destroy,
-    execute_program, execute_contraction, synchronize,
+  // Validate against the ABI, with the registry's buffer lookup, then run (execute.cpp).
+  // Device, stream and initialisation were checked already. DEVICE: dispatch to it instead.
+  static void execute_program(const rvl_program* program);
+  static void execute_contraction(const rvl_contraction* c);
 };
+using Host = rvl::host::Backend<Hooks>;
+
+void Hooks::execute_program(const rvl_program* program) {
+  run_program(
+      rvl::validate::validate_program(program, Host::buffer_ref<rvl::validate::BufferRef>));
+}
+
+void Hooks::execute_contraction(const rvl_contraction* c) {
+  run_contraction(
+      rvl::validate::validate_contraction(c, Host::buffer_ref<rvl::validate::BufferRef>));
+}
+
+// The entry table: every member comes from Host, which calls the hooks above.
+constexpr rvl_backend_api kTable = Host::table();
 
 }  // namespace
-
-rvl_buffer* lookup_buffer(const rvl_buffer* b, const char* what) {
-  std::lock_guard<std::mutex> lock(registry().mu);
-  if (b == nullptr || registry().buffers.count(b) == 0)
-    rvl::invalid(std::string(what) + ": buffer " + (b ? "is not live (freed or foreign)" : "is NULL"));
-  return const_cast<rvl_buffer*>(b);  // the registry holds what buffer_allocate created
-}
-
-void check_stream(const rvl_stream* s) {
-  if (s == nullptr) return;
-  std::lock_guard<std::mutex> lock(registry().mu);
-  if (registry().streams.count(s) == 0) rvl::invalid("stream is not live (destroyed or foreign)");
-}
-
 }  // namespace tmpl
 
 RVL_DEFINE_BACKEND_ENTRY(tmpl::kTable)

@@ -1,0 +1,460 @@
+// Header-only object model for backends whose "device" is host memory (CPU backends, and the
+// SDK template): buffers, streams, events and their registry, written once so a plugin keeps
+// only what is its own (probe, get_info, device_properties and running kernels).
+//
+// Why it exists: the C ABI (backend.h) hands out opaque handles and gets them back from the
+// host. A correct plugin must reject every stale or foreign handle with
+// RVL_STATUS_INVALID_ARGUMENT instead of crashing, range-check every byte range without
+// overflow, free what is still alive at shutdown, and never let an exception escape. That is
+// ~200 lines that are the same in every host-memory backend; here they are in one place, tested
+// by ravel-conformance through every plugin that uses them.
+//
+// Model (one device, device 0; all work completes before a call returns):
+//  - a buffer is `bytes` of host memory from Hooks::allocate (calloc by default: zero-filled);
+//  - streams and events exist only to be validated, so every synchronise call is a no-op;
+//  - a live-object registry (one mutex, held only for a lookup or an insert/erase) records
+//    every handle handed out. Freeing a buffer while a kernel on another thread uses it is a
+//    host bug (the ABI serialises per stream, and the host owns lifetimes).
+//
+// Use (see sdk/template/src/plugin.cpp for a complete plugin):
+//   struct Hooks : rvl::host::DefaultHooks {   // in an anonymous namespace (see Backend below)
+//     static constexpr const char* name = "mycpu", *version = "0.1.0", *description = "...";
+//     static constexpr int32_t probe_score = 5;
+//     static void describe_device(rvl_device_properties* out);    // name, compute_units
+//     static void execute_program(const rvl_program* p);          // validate, then run
+//     static void execute_contraction(const rvl_contraction* c);  // validate, then run
+//   };
+//   constexpr rvl_backend_api kTable = rvl::host::Backend<Hooks>::table();
+//   RVL_DEFINE_BACKEND_ENTRY(kTable)
+//
+// Hooks (static member functions; derive from DefaultHooks and redefine what you need):
+//   void* allocate(uint64_t bytes)             memory for a new buffer (bytes > 0), NULL when out
+//                                              of memory. Called without the registry lock.
+//   void  deallocate(void* data, uint64_t n)   gives back a block from allocate(); must not throw
+//                                              (shutdown() cannot stop half-way). Called with the
+//                                              registry lock held from shutdown(), without it from
+//                                              buffer_free(): it must not call into Backend.
+//   void  on_initialize(), on_shutdown()       called under the registry lock by initialize() and
+//                                              shutdown() (after every live buffer was given back
+//                                              through deallocate): release what the hooks keep.
+//   void  execute_program(const rvl_program*), execute_contraction(const rvl_contraction*)
+//                                              validate and run a kernel; called
+//                                              after the device, stream and initialisation checks.
+// and, with no default (they are what makes the plugin itself):
+//   const char* name, version, description     what get_info reports (static constexpr members)
+//   int32_t probe_score                        probe's score; higher wins (tbb_cpu is 10)
+//   void  describe_device(rvl_device_properties* out)
+//                                              sets out->name (set_device_name) and
+//                                              out->compute_units; the rest is filled already.
+// The other hooks may throw (rvl::fail, std::bad_alloc...): every member runs inside rvl::guard.
+//
+// Because this header defines rvl_buffer, rvl_stream and rvl_event, a plugin that includes it
+// cannot define its own; a device backend with real device memory does not use this header.
+#ifndef RAVEL_HOST_BACKEND_HPP
+#define RAVEL_HOST_BACKEND_HPP
+
+#include <ravel/backend.hpp>
+
+#include <unistd.h>  // sysconf: physical memory
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+// Device memory: plain host memory (16-byte aligned with the default calloc hooks).
+struct rvl_buffer {
+  std::byte* data;  // NULL only when size == 0
+  uint64_t size;    // bytes
+};
+// All work completes before a call returns, so a stream only carries its device.
+struct rvl_stream {
+  int32_t device;
+};
+// An event marks completed work; it records its stream for diagnostics only.
+struct rvl_event {
+  const rvl_stream* stream;
+};
+
+namespace rvl::host {
+
+// ---- argument checks (throw rvl::Error(INVALID_ARGUMENT) naming what is wrong) --------------
+// A host backend has one device: device 0.
+inline void check_device(int32_t device) {
+  if (device != 0)
+    invalid("device " + std::to_string(device) + " does not exist, expected 0");
+}
+
+template <class T>
+void check_out(T* out, const char* what) {
+  if (out == nullptr) invalid(std::string(what) + ": output pointer is NULL");
+}
+
+// Checks [offset, offset + bytes) lies inside a buffer of `size` bytes, without overflow.
+inline void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size) {
+  if (offset > size || bytes > size - offset)
+    invalid(std::string(what) + ": byte range [" + std::to_string(offset) + ", " +
+            std::to_string(offset) + " + " + std::to_string(bytes) +
+            ") is outside the buffer of " + std::to_string(size) + " bytes");
+}
+
+// Sets a device name (truncated to fit, always NUL-terminated, the rest of the array zeroed).
+inline void set_device_name(rvl_device_properties* out, const std::string& name) {
+  std::memset(out->name, 0, sizeof(out->name));
+  std::strncpy(out->name, name.c_str(), sizeof(out->name) - 1);
+}
+
+// The default hooks: calloc'd memory (fresh memory is zero-filled, which makes results
+// deterministic, and large requests get lazily zeroed pages), nothing kept between calls.
+struct DefaultHooks {
+  static void* allocate(uint64_t bytes) { return std::calloc(bytes, 1); }
+  static void deallocate(void* data, uint64_t /*bytes*/) { std::free(data); }
+  static void on_initialize() {}
+  static void on_shutdown() {}
+};
+
+// The registry and every table member; the plugin's own parts come from Hooks.
+//
+// All state is a static of this class template, so each Hooks type gets its own registry. Declare
+// Hooks in an anonymous namespace: then the registry is private to the plugin even if two
+// plugins built from this header are loaded into one process with default symbol visibility.
+template <class Hooks>
+class Backend {
+ public:
+  // ---- for the plugin's own code ------------------------------------------------------------
+  // Throws INVALID_ARGUMENT (naming `what`) unless `b` is a live buffer of this plugin.
+  static rvl_buffer* lookup_buffer(const rvl_buffer* b, const char* what) {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (b == nullptr || r.buffers.count(b) == 0)
+      invalid(std::string(what) + ": buffer " +
+              (b ? "is not live (freed or foreign)" : "is NULL"));
+    return const_cast<rvl_buffer*>(b);  // the registry holds what buffer_allocate created
+  }
+
+  // lookup_buffer in the shape of the validator's BufferLookup (<ravel/validate.hpp>):
+  //   rvl::validate::validate_program(p, Host::buffer_ref<rvl::validate::BufferRef>)
+  // A template so that this header does not depend on Ravel::validate.
+  template <class Ref>
+  static Ref buffer_ref(const rvl_buffer* b, const char* what) {
+    const rvl_buffer* live = lookup_buffer(b, what);
+    return Ref{live->data, live->size};
+  }
+
+  // NULL (the default stream) is accepted; anything else must be a live stream.
+  static void check_stream(const rvl_stream* s) {
+    if (s == nullptr) return;
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.streams.count(s) == 0) invalid("stream is not live (destroyed or foreign)");
+  }
+
+  static void require_initialized() {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (!r.initialized) invalid("backend not initialized: call initialize() first");
+  }
+
+  // The plugin's entry table: every member filled in (none is NULL).
+  static constexpr rvl_backend_api table() {
+    rvl_backend_api t{};
+    t.struct_size = sizeof(rvl_backend_api);
+    t.abi_major = RVL_ABI_MAJOR;
+    t.abi_minor = RVL_ABI_MINOR;
+    t.error_code = rvl::error_code;
+    t.error_message = rvl::error_message;
+    t.error_destroy = rvl::error_destroy;
+    t.probe = probe;
+    t.initialize = initialize;
+    t.shutdown = shutdown;
+    t.get_info = get_info;
+    t.device_count = device_count;
+    t.device_properties = device_properties;
+    t.buffer_allocate = buffer_allocate;
+    t.buffer_free = buffer_free;
+    t.buffer_size = buffer_size;
+    t.buffer_write = buffer_write;
+    t.buffer_read = buffer_read;
+    t.buffer_copy = buffer_copy;
+    t.stream_create = stream_create;
+    t.stream_destroy = stream_destroy;
+    t.stream_synchronize = stream_synchronize;
+    t.event_record = event_record;
+    t.event_wait = event_wait;
+    t.event_synchronize = event_synchronize;
+    t.event_destroy = event_destroy;
+    t.execute_program = execute_program;
+    t.execute_contraction = execute_contraction;
+    t.synchronize = synchronize;
+    return t;
+  }
+
+  // ---- table members ------------------------------------------------------------------------
+  // Cheap and side-effect free, as the ABI requires: host memory is always there.
+  static rvl_error* probe(rvl_probe_result* out) {
+    return guard([&] {
+      require_struct(out, "probe result");
+      out->device_count = 1;
+      out->score = Hooks::probe_score;
+    });
+  }
+
+  static rvl_error* get_info(rvl_backend_info* out) {
+    return guard([&] {
+      require_struct(out, "backend info");
+      out->name = Hooks::name;
+      out->version = Hooks::version;
+      out->description = Hooks::description;
+    });
+  }
+
+  // A CPU device: all of physical memory, every dtype, every rank; Hooks names it and counts
+  // its compute units.
+  static rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
+    return guard([&] {
+      check_device(device);
+      require_struct(out, "device properties");
+      set_device_name(out, "");
+      out->kind = RVL_DEVICE_CPU;
+      const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+      out->memory_bytes = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+      out->compute_units = 1;
+      out->dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
+      out->max_rank = RVL_MAX_RANK;
+      Hooks::describe_device(out);
+    });
+  }
+
+  static rvl_error* initialize() {
+    return guard([&] {
+      Registry& r = registry();
+      std::lock_guard<std::mutex> lock(r.mu);
+      r.initialized = true;
+      Hooks::on_initialize();
+    });
+  }
+
+  // Frees everything still alive (the ABI says so), then lets the hooks drop what they keep.
+  static void shutdown() {
+    guard_void([&] {
+      Registry& r = registry();
+      std::lock_guard<std::mutex> lock(r.mu);
+      for (const rvl_buffer* b : r.buffers) {
+        if (b->data) Hooks::deallocate(b->data, b->size);
+        delete b;
+      }
+      for (const rvl_stream* s : r.streams) delete s;
+      for (const rvl_event* e : r.events) delete e;
+      r.buffers.clear();
+      r.streams.clear();
+      r.events.clear();
+      r.initialized = false;
+      Hooks::on_shutdown();
+    });
+  }
+
+  static rvl_error* device_count(int32_t* out) {
+    return guard([&] {
+      check_out(out, "device_count");
+      *out = 1;
+    });
+  }
+
+  static rvl_error* buffer_allocate(int32_t device, uint64_t bytes, rvl_buffer** out) {
+    return guard([&] {
+      check_device(device);
+      check_out(out, "buffer_allocate");
+      require_initialized();
+      if (bytes > uint64_t(INT64_MAX))
+        fail(RVL_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
+      void* data = bytes ? Hooks::allocate(bytes) : nullptr;
+      if (bytes && !data)
+        fail(RVL_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
+      rvl_buffer* b = nullptr;
+      try {  // no leak if the handle or the registry entry cannot be allocated
+        b = new rvl_buffer{static_cast<std::byte*>(data), bytes};
+        Registry& r = registry();
+        std::lock_guard<std::mutex> lock(r.mu);
+        r.buffers.insert(b);
+      } catch (...) {
+        if (data) Hooks::deallocate(data, bytes);
+        delete b;
+        throw;
+      }
+      *out = b;
+    });
+  }
+
+  static rvl_error* buffer_free(rvl_buffer* buffer) {
+    return guard([&] {
+      {  // erase-or-fail is the liveness check: a second free finds nothing
+        Registry& r = registry();
+        std::lock_guard<std::mutex> lock(r.mu);
+        if (r.buffers.erase(buffer) == 0)
+          invalid("buffer_free: not a live buffer (freed twice, or never allocated here)");
+      }
+      if (buffer->data) Hooks::deallocate(buffer->data, buffer->size);
+      delete buffer;
+    });
+  }
+
+  static rvl_error* buffer_size(const rvl_buffer* buffer, uint64_t* out) {
+    return guard([&] {
+      check_out(out, "buffer_size");
+      *out = lookup_buffer(buffer, "buffer_size")->size;
+    });
+  }
+
+  static rvl_error* buffer_write(rvl_stream* stream, rvl_buffer* dst, uint64_t dst_offset,
+                                 const void* src, uint64_t bytes) {
+    return guard([&] {
+      check_stream(stream);
+      rvl_buffer* b = lookup_buffer(dst, "buffer_write");
+      check_range("buffer_write", dst_offset, bytes, b->size);
+      if (bytes == 0) return;
+      if (src == nullptr) invalid("buffer_write: source pointer is NULL");
+      std::memcpy(b->data + dst_offset, src, bytes);
+    });
+  }
+
+  static rvl_error* buffer_read(rvl_stream* stream, const rvl_buffer* src, uint64_t src_offset,
+                                void* dst, uint64_t bytes) {
+    return guard([&] {
+      check_stream(stream);
+      rvl_buffer* b = lookup_buffer(src, "buffer_read");
+      check_range("buffer_read", src_offset, bytes, b->size);
+      if (bytes == 0) return;
+      if (dst == nullptr) invalid("buffer_read: destination pointer is NULL");
+      std::memcpy(dst, b->data + src_offset, bytes);
+    });
+  }
+
+  static rvl_error* buffer_copy(rvl_stream* stream, const rvl_buffer* src, uint64_t src_offset,
+                                rvl_buffer* dst, uint64_t dst_offset, uint64_t bytes) {
+    return guard([&] {
+      check_stream(stream);
+      rvl_buffer* s = lookup_buffer(src, "buffer_copy source");
+      rvl_buffer* d = lookup_buffer(dst, "buffer_copy destination");
+      check_range("buffer_copy source", src_offset, bytes, s->size);
+      check_range("buffer_copy destination", dst_offset, bytes, d->size);
+      if (bytes) std::memmove(d->data + dst_offset, s->data + src_offset, bytes);  // may overlap
+    });
+  }
+
+  static rvl_error* stream_create(int32_t device, rvl_stream** out) {
+    return guard([&] {
+      check_device(device);
+      check_out(out, "stream_create");
+      require_initialized();
+      *out = insert(registry().streams, new rvl_stream{device});
+    });
+  }
+
+  static rvl_error* stream_destroy(rvl_stream* stream) {
+    return guard([&] { erase(registry().streams, stream, "stream_destroy: not a live stream"); });
+  }
+
+  static rvl_error* stream_synchronize(rvl_stream* stream) {
+    return guard([&] { check_stream(stream); });  // work is already complete
+  }
+
+  static rvl_error* event_record(rvl_stream* stream, rvl_event** out) {
+    return guard([&] {
+      check_stream(stream);
+      check_out(out, "event_record");
+      *out = insert(registry().events, new rvl_event{stream});
+    });
+  }
+
+  static rvl_error* event_wait(rvl_stream* stream, rvl_event* event) {
+    return guard([&] {
+      check_stream(stream);
+      check_event(event, "event_wait");
+    });
+  }
+
+  static rvl_error* event_synchronize(rvl_event* event) {
+    return guard([&] { check_event(event, "event_synchronize"); });
+  }
+
+  static rvl_error* event_destroy(rvl_event* event) {
+    return guard([&] { erase(registry().events, event, "event_destroy: not a live event"); });
+  }
+
+  // The checks every kernel launch needs, then the plugin's own validation and execution.
+  static rvl_error* execute_program(int32_t device, rvl_stream* stream,
+                                    const rvl_program* program) {
+    return guard([&] {
+      check_launch(device, stream);
+      Hooks::execute_program(program);
+    });
+  }
+
+  static rvl_error* execute_contraction(int32_t device, rvl_stream* stream,
+                                        const rvl_contraction* c) {
+    return guard([&] {
+      check_launch(device, stream);
+      Hooks::execute_contraction(c);
+    });
+  }
+
+  static rvl_error* synchronize(int32_t device) {
+    return guard([&] { check_device(device); });  // work is already complete
+  }
+
+ private:
+  struct Registry {
+    std::mutex mu;
+    bool initialized = false;
+    std::unordered_set<const rvl_buffer*> buffers;
+    std::unordered_set<const rvl_stream*> streams;
+    std::unordered_set<const rvl_event*> events;
+  };
+
+  static Registry& registry() {
+    // Never destroyed: the host may call shutdown() from its own static destructors at exit,
+    // after this library's statics would otherwise be gone. Still reachable, so no leak report.
+    static Registry* r = new Registry;
+    return *r;
+  }
+
+  static void check_launch(int32_t device, const rvl_stream* stream) {
+    check_device(device);
+    check_stream(stream);
+    require_initialized();
+  }
+
+  static void check_event(const rvl_event* e, const char* what) {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    if (r.events.count(e) == 0) invalid(std::string(what) + ": not a live event");
+  }
+
+  // Registers a new handle; deletes it if the registry cannot grow (std::bad_alloc propagates).
+  template <class T>
+  static T* insert(std::unordered_set<const T*>& set, T* p) {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    try {
+      set.insert(p);
+    } catch (...) {
+      delete p;
+      throw;
+    }
+    return p;
+  }
+
+  // Unregisters and deletes a handle; erase-or-fail is the liveness check.
+  template <class T>
+  static void erase(std::unordered_set<const T*>& set, T* p, const char* not_live) {
+    std::lock_guard<std::mutex> lock(registry().mu);
+    if (set.erase(p) == 0) invalid(not_live);
+    delete p;
+  }
+};
+
+}  // namespace rvl::host
+
+#endif  // RAVEL_HOST_BACKEND_HPP
