@@ -31,6 +31,9 @@ void move_axis(View& v, int to, int from) {
 inline uint64_t term(int64_t i, int64_t stride) {
   return static_cast<uint64_t>(i) * static_cast<uint64_t>(stride);
 }
+inline uint64_t magnitude(int64_t x) {
+  return x < 0 ? -static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
+}
 
 template <class T>
 const void* load_typed(const View& v, const std::vector<Segment>& segs, int rank, T* dst) {
@@ -74,6 +77,39 @@ const void* load_typed(const View& v, const std::vector<Segment>& segs, int rank
   return dst;
 }
 
+// A tile (rows consecutive indices along axis a from first.idx, first.len along the innermost
+// axis) of a view that walks a faster than the innermost axis: read along a in the inner loop so
+// each cache line is read once, writing the block transposed (it is small and stays in L1).
+// Power-of-two strides would otherwise map a segment's reads to one cache set. Returns false
+// (caller falls back to load_typed) unless the whole tile is valid.
+template <class T>
+bool load_tile(const View& v, const Segment& first, int a, int64_t rows, int rank, T* dst) {
+  const int in = rank - 1;
+  if (v.empty) return false;
+  uint64_t base = static_cast<uint64_t>(v.offset);
+  for (int d = 0; d <= in; ++d) {
+    const int64_t lo = first.idx[d];
+    const int64_t hi = lo + (d == a ? rows : d == in ? first.len : 1);
+    if (lo < v.lo[d] || hi > v.hi[d]) return false;
+    base += term(lo, v.stride[d]);
+  }
+  const T* src = reinterpret_cast<const T*>(v.data);
+  const int64_t sa = v.stride[a], si = v.stride[in], len = first.len;
+  for (int64_t j = 0; j < len; ++j) {
+    const uint64_t row = base + term(j, si);
+    for (int64_t i = 0; i < rows; ++i)
+      dst[i * len + j] = src[static_cast<int64_t>(row + term(i, sa))];
+  }
+  return true;
+}
+
+template <class T>
+const void* load_any(const View& v, const Scratch& sc, int a, bool gather, int rank, T* dst) {
+  if (gather && sc.tile_rows > 0 && load_tile(v, sc.segs[0], a, sc.tile_rows, rank, dst))
+    return dst;
+  return load_typed(v, sc.segs, rank, dst);
+}
+
 template <class T>
 void store_typed(const View& v, const std::vector<Segment>& segs, int rank, const T* values) {
   const int in = rank - 1;
@@ -102,14 +138,28 @@ Evaluator::Evaluator(const Program& p)
   for (auto& v : in_) views.push_back(&v);
   views.push_back(&out_);
 
-  // 1. Reduced axes innermost (stable order otherwise). Without a reduction this is identity.
+  // 0. Reduced axes already outermost (ignoring extent-1 axes)? Then keep the given order.
+  //    Zero extents are left to the ordinary path (which writes identities).
+  const auto reduced = [&](int d) { return ((p.reduce_axes >> d) & 1u) != 0; };
+  if (p.reduce_op != RVL_REDUCE_NONE) {
+    bool any_red = false, any_kept = false, ok = true;
+    for (int d = 0; d < p.rank; ++d) {
+      if (p.shape[d] == 0) ok = false;
+      if (p.shape[d] <= 1) continue;
+      if (reduced(d)) ok = ok && !any_kept, any_red = true;
+      else any_kept = true;
+    }
+    reduced_outer_ = ok && any_red && any_kept;
+  }
+  // 1. Reduced axes innermost (stable order otherwise), or outermost when reduced_outer_.
+  //    Without a reduction this is identity.
   int perm[RVL_MAX_RANK];
   int n = 0;
   for (int d = 0; d < p.rank; ++d)
-    if (!((p.reduce_axes >> d) & 1u)) perm[n++] = d;
-  kept_ = n;
+    if (reduced(d) == reduced_outer_) perm[n++] = d;
+  split_ = n;
   for (int d = 0; d < p.rank; ++d)
-    if ((p.reduce_axes >> d) & 1u) perm[n++] = d;
+    if (reduced(d) != reduced_outer_) perm[n++] = d;
   for (View* v : views) {
     const View old = *v;
     for (int d = 0; d < p.rank; ++d) {
@@ -119,21 +169,21 @@ Evaluator::Evaluator(const Program& p)
     }
   }
   rank_ = 0;
-  int kept = 0;
+  int first = 0;
   // 2. Drop extent-1 axes (index is always 0: contributes nothing to addresses; validity at 0
   //    was already folded into View::empty by validation).
   for (int d = 0; d < p.rank; ++d) {
     const int64_t ext = p.shape[perm[d]];
     if (ext == 1) continue;
-    if (d < kept_) ++kept;
+    if (d < split_) ++first;
     shape_[rank_] = ext;
     for (View* v : views) move_axis(*v, rank_, d);
     ++rank_;
   }
-  kept_ = kept;
+  split_ = first;
   // 3. Fuse neighbours d, d+1 (same group) that every non-empty view walks densely and fully.
   for (int d = rank_ - 2; d >= 0; --d) {
-    if (d + 1 == kept_) continue;
+    if (d + 1 == split_) continue;
     bool ok = true;
     for (View* v : views) {
       if (v->empty) continue;
@@ -152,7 +202,7 @@ Evaluator::Evaluator(const Program& p)
     }
     for (int e = d + 1; e + 1 < rank_; ++e) shape_[e] = shape_[e + 1];
     --rank_;
-    if (d + 1 < kept_) --kept_;
+    if (d + 1 < split_) --split_;
   }
   // 4. Rank 0 becomes one axis of extent 1 so every loop can assume rank >= 1.
   if (rank_ == 0) {
@@ -162,9 +212,33 @@ Evaluator::Evaluator(const Program& p)
   }
   outputs_ = 1;
   reduced_ = 1;
-  for (int d = 0; d < rank_; ++d) (d < kept_ ? outputs_ : reduced_) *= shape_[d];
+  for (int d = 0; d < rank_; ++d)
+    ((d < split_) != reduced_outer_ ? outputs_ : reduced_) *= shape_[d];
   total_ = outputs_ * reduced_;
   block_ = choose_block(n_ins_);
+  if (reduce_op_ == RVL_REDUCE_NONE) choose_tiling(views);
+}
+
+void Evaluator::choose_tiling(const std::vector<View*>& views) {
+  const int in = rank_ - 1;
+  if (rank_ < 2) return;
+  for (const View* v : views) {
+    if (v->empty || v->stride[in] == 0) continue;
+    int m = in;  // the axis this view walks fastest (smallest non-zero |stride|)
+    for (int d = 0; d < in; ++d)
+      if (v->stride[d] != 0 && magnitude(v->stride[d]) < magnitude(v->stride[m])) m = d;
+    if (m == in) continue;
+    // Square-ish tiles of one block: 32x32 for the usual 1024-element block.
+    int64_t ta = 1;
+    while ((2 * ta) * (2 * ta) <= block_) ta *= 2;
+    const int64_t ti = block_ / ta;
+    if (shape_[m] < ta || shape_[in] < ti) return;  // too thin to gain from tiling
+    tile_axis_ = m, tile_a_ = ta, tile_in_ = ti;
+    for (const View& u : in_)
+      tile_gather_.push_back(!u.empty && u.stride[m] != 0 &&
+                             magnitude(u.stride[m]) < magnitude(u.stride[in]));
+    return;
+  }
 }
 
 Scratch Evaluator::make_scratch() const {
@@ -200,8 +274,13 @@ void Evaluator::segments(int64_t s, int64_t e, std::vector<Segment>& out) const 
 }
 
 const void* Evaluator::eval(int64_t s, int64_t e, Scratch& sc, const void* acc) const {
+  return compute(s, e, sc, acc, false);
+}
+
+const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* acc,
+                               bool segs_ready) const {
   const int64_t n = e - s;
-  bool have_segs = false;
+  bool have_segs = segs_ready;
   for (int j = 0; j < n_ins_; ++j) {
     const rvl_instruction& I = ins_[j];
     void* slot = &sc.slots[static_cast<size_t>(j) * block_];
@@ -212,11 +291,13 @@ const void* Evaluator::eval(int64_t s, int64_t e, Scratch& sc, const void* acc) 
       case RVL_OP_LOAD: {
         if (!have_segs) segments(s, e, sc.segs), have_segs = true;
         const View& v = in_[I.arg];
+        const bool g = tile_axis_ >= 0 && tile_gather_[I.arg];
+        const int a = tile_axis_;
         const void* r = nullptr;
         switch (rvl::dtype_size(v.dtype)) {
-          case 1: r = load_typed(v, sc.segs, rank_, static_cast<uint8_t*>(slot)); break;
-          case 4: r = load_typed(v, sc.segs, rank_, static_cast<uint32_t*>(slot)); break;
-          default: r = load_typed(v, sc.segs, rank_, static_cast<uint64_t*>(slot)); break;
+          case 1: r = load_any(v, sc, a, g, rank_, static_cast<uint8_t*>(slot)); break;
+          case 4: r = load_any(v, sc, a, g, rank_, static_cast<uint32_t*>(slot)); break;
+          default: r = load_any(v, sc, a, g, rank_, static_cast<uint64_t*>(slot)); break;
         }
         if (v.dtype == RVL_DTYPE_BOOL) {  // stored bytes other than 0/1 read as true
           auto* b = static_cast<uint8_t*>(slot);
@@ -248,6 +329,10 @@ const void* Evaluator::eval(int64_t s, int64_t e, Scratch& sc, const void* acc) 
 
 void Evaluator::store(int64_t s, int64_t e, const void* values, Scratch& sc) const {
   segments(s, e, sc.segs);
+  store_segs(values, sc);
+}
+
+void Evaluator::store_segs(const void* values, Scratch& sc) const {
   switch (rvl::dtype_size(out_.dtype)) {
     case 1: store_typed(out_, sc.segs, rank_, static_cast<const uint8_t*>(values)); break;
     case 4: store_typed(out_, sc.segs, rank_, static_cast<const uint32_t*>(values)); break;
@@ -257,7 +342,7 @@ void Evaluator::store(int64_t s, int64_t e, const void* values, Scratch& sc) con
 
 std::byte* Evaluator::output_address(int64_t o) const {
   uint64_t addr = static_cast<uint64_t>(out_.offset);
-  for (int d = kept_ - 1; d >= 0; --d) {
+  for (int d = split_ - 1; d >= 0; --d) {
     addr += term(o % shape_[d], out_.stride[d]);
     o /= shape_[d];
   }

@@ -9,6 +9,15 @@
 // output o owns the contiguous linear range [o * reduced(), (o + 1) * reduced()). Then extent-1
 // axes are dropped and neighbouring axes that every view walks contiguously with full validity
 // are fused (never across the kept/reduced boundary), so dense tensors become one long axis.
+//
+// Exception (reduced_outer()): when every reduced axis precedes every kept axis (x.sum(0) of a
+// row-major matrix) the permutation is skipped, so output o of reduced index r is linear element
+// r * outputs() + o and whole rows can be accumulated into a vector of outputs (program.cpp);
+// walking each output's column instead would stride through memory.
+//
+// Elementwise programs whose input (or output) walks some other axis faster than the innermost
+// one (a transpose) are run in tiles over those two axes (run_tiled), so both the strided side
+// and the contiguous side stay in cache.
 #pragma once
 
 #include "kernel.hpp"
@@ -31,6 +40,7 @@ struct Scratch {
   std::vector<uint64_t> slots;       // n_ins * block() 8-byte slots (aligned for every dtype)
   std::vector<const void*> result;   // per instruction: where its values for this block are
   std::vector<Segment> segs;
+  int64_t tile_rows = 0;  // run_tiled: segs is a tile of this many rows along the tile axis
 };
 
 class Evaluator {
@@ -51,13 +61,25 @@ class Evaluator {
 
  private:
   void segments(int64_t s, int64_t e, std::vector<Segment>& out) const;
-  std::byte* output_address(int64_t o) const;  // reductions: address of output o
+  // eval() on sc.segs as already filled (segs_ready) or on the segments of [s, e).
+  const void* compute(int64_t s, int64_t e, Scratch& sc, const void* acc, bool segs_ready) const;
+  void store_segs(const void* values, Scratch& sc) const;  // store() on sc.segs
+  std::byte* output_address(int64_t o) const;  // reductions (not reduced_outer): output o
   template <int DT, int ROP> void run_reduce() const;
+  template <int DT, int ROP> void run_reduce_outer() const;
   void run_elementwise() const;
+  void run_tiled() const;
+  void choose_tiling(const std::vector<View*>& views);
 
   int32_t rank_ = 1;
   int64_t shape_[RVL_MAX_RANK] = {};
-  int32_t kept_ = 0;  // axes [0, kept_) are stored axes, [kept_, rank_) reduced ones
+  // Axes [0, split_) are the outer group, [split_, rank_) the inner one: kept then reduced, or
+  // reduced then kept when reduced_outer_.
+  int32_t split_ = 0;
+  bool reduced_outer_ = false;
+  int32_t tile_axis_ = -1;            // run_tiled: the axis tiled together with the innermost
+  int64_t tile_a_ = 0, tile_in_ = 0;  // tile extents along tile_axis_ and the innermost axis
+  std::vector<char> tile_gather_;     // per input: walks tile_axis_ fastest (transposing load)
   std::vector<View> in_;
   View out_;
   const rvl_instruction* ins_;

@@ -1,5 +1,6 @@
-// Running programs: element-wise (parallel over blocks) and reductions (parallel over outputs
-// when there are many, parallel deterministic reduce over the reduced extent when there are few).
+// Running programs: element-wise (parallel over blocks, or tiles for transposed loads) and
+// reductions (parallel over outputs when there are many, parallel deterministic reduce over the
+// reduced extent when there are few; reduced-outer layouts accumulate whole rows).
 //
 // Determinism: for a given machine and thread count the result is bitwise reproducible: each
 // output is accumulated in linear order, or (few outputs) by parallel_deterministic_reduce whose
@@ -12,8 +13,10 @@
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_reduce.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace tbbcpu {
 namespace {
@@ -24,10 +27,17 @@ inline ctype<DT> fold(ctype<DT> acc, const ctype<DT>* v, int64_t n) {
   return acc;
 }
 
+// Accumulates (ROP) n values into n consecutive accumulators; vectorises for sum and max.
+template <int DT, int ROP>
+inline void fold_into(ctype<DT>* acc, const ctype<DT>* v, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) acc[i] = reduce_combine<DT>(ROP, acc[i], v[i]);
+}
+
 }  // namespace
 
 void Evaluator::run_elementwise() const {
   const int64_t nblocks = (total_ + block_ - 1) / block_;
+  if (tile_axis_ >= 0 && nblocks > 1) return run_tiled();
   if (nblocks <= 1) {  // small kernels: no scheduler round trip
     Scratch sc = make_scratch();
     if (total_ > 0) store(0, total_, eval(0, total_, sc, nullptr), sc);
@@ -43,8 +53,100 @@ void Evaluator::run_elementwise() const {
   });
 }
 
+// One tile: rows [a0, a0 + tile_a_) of tile_axis_ by columns [j0, j0 + tile_in_) of the innermost
+// axis, as one segment per row; the block holds the tile row after row.
+void Evaluator::run_tiled() const {
+  const int a = tile_axis_, in = rank_ - 1;
+  const int64_t na = (shape_[a] + tile_a_ - 1) / tile_a_;
+  const int64_t ni = (shape_[in] + tile_in_ - 1) / tile_in_;
+  int64_t rest_ext = 1;  // every other axis
+  for (int d = 0; d < in; ++d)
+    if (d != a) rest_ext *= shape_[d];
+  tbb::enumerable_thread_specific<Scratch> scratch([this] { return make_scratch(); });
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, rest_ext * na * ni), [&](const auto& r) {
+    Scratch& sc = scratch.local();
+    for (int64_t t = r.begin(); t != r.end(); ++t) {
+      Segment g;
+      int64_t rest = t;
+      g.idx[in] = (rest % ni) * tile_in_;
+      rest /= ni;
+      const int64_t a0 = (rest % na) * tile_a_, a1 = std::min(shape_[a], a0 + tile_a_);
+      rest /= na;
+      for (int d = in - 1; d >= 0; --d) {
+        if (d == a) continue;
+        g.idx[d] = rest % shape_[d];
+        rest /= shape_[d];
+      }
+      g.len = std::min(tile_in_, shape_[in] - g.idx[in]);
+      sc.segs.clear();
+      g.pos = 0;
+      for (int64_t i = a0; i < a1; ++i, g.pos += g.len) g.idx[a] = i, sc.segs.push_back(g);
+      sc.tile_rows = a1 - a0;
+      const void* values = compute(0, g.pos, sc, nullptr, true);
+      sc.tile_rows = 0;
+      store_segs(values, sc);
+    }
+  });
+}
+
+// reduced_outer_: linear element r * O + o belongs to output o. Rows are evaluated a block at a
+// time and folded into a vector of accumulators, so the input streams contiguously. Each output
+// is still combined in increasing r, exactly as run_reduce does (same results); with few outputs
+// the reduced range is split instead, partial vectors combined in a fixed tree (deterministic).
+template <int DT, int ROP>
+void Evaluator::run_reduce_outer() const {
+  using T = ctype<DT>;
+  const T identity = reduce_identity<DT>(ROP);
+  const int64_t O = outputs_, R = reduced_;
+  tbb::enumerable_thread_specific<Scratch> scratch([this] { return make_scratch(); });
+  // Folds linear elements [s, e) into acc, where acc[0] is output o_base.
+  auto accumulate = [&](Scratch& sc, int64_t s, int64_t e, T* acc, int64_t o_base) {
+    for (int64_t b = s; b < e; b += block_) {
+      const int64_t be = std::min(e, b + block_);
+      const T* v = static_cast<const T*>(eval(b, be, sc, nullptr));
+      for (int64_t p = 0; p < be - b;) {
+        const int64_t o = (b + p) % O, take = std::min(be - b - p, O - o);
+        fold_into<DT, ROP>(acc + (o - o_base), v + p, take);
+        p += take;
+      }
+    }
+  };
+  if (O >= 256 || total_ <= 4 * block_) {
+    // Each task owns a chunk of outputs and walks all rows of it.
+    const int64_t conc = std::max(1, tbb::this_task_arena::max_concurrency());
+    const int64_t C = std::clamp<int64_t>(O / (4 * conc), std::min<int64_t>(256, O), block_);
+    tbb::parallel_for(tbb::blocked_range<int64_t>(0, (O + C - 1) / C), [&](const auto& r) {
+      Scratch& sc = scratch.local();
+      std::vector<T> acc(C);
+      for (int64_t c = r.begin(); c != r.end(); ++c) {
+        const int64_t o0 = c * C, o1 = std::min(O, o0 + C);
+        std::fill(acc.begin(), acc.end(), identity);
+        for (int64_t row = 0; row < R; ++row)
+          accumulate(sc, row * O + o0, row * O + o1, acc.data(), o0);
+        store(o0, o1, acc.data(), sc);  // linear [o0, o1) is row 0: output stride 0 on reduced axes
+      }
+    });
+    return;
+  }
+  using Vec = std::vector<T>;
+  const int64_t grain = std::max<int64_t>(1, 16 * block_ / O);
+  const Vec res = tbb::parallel_deterministic_reduce(
+      tbb::blocked_range<int64_t>(0, R, grain), Vec(O, identity),
+      [&](const tbb::blocked_range<int64_t>& r, Vec acc) {
+        accumulate(scratch.local(), r.begin() * O, r.end() * O, acc.data(), 0);
+        return acc;
+      },
+      [](Vec x, const Vec& y) {
+        fold_into<DT, ROP>(x.data(), y.data(), static_cast<int64_t>(x.size()));
+        return x;
+      });
+  Scratch sc = make_scratch();
+  store(0, O, res.data(), sc);
+}
+
 template <int DT, int ROP>
 void Evaluator::run_reduce() const {
+  if (reduced_outer_) return run_reduce_outer<DT, ROP>();
   using T = ctype<DT>;
   const T identity = reduce_identity<DT>(ROP);
   auto put = [&](int64_t o, T v) { *reinterpret_cast<T*>(output_address(o)) = v; };
