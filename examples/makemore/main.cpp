@@ -25,7 +25,7 @@ using namespace makemore;
 namespace {
 
 struct Options {
-  int64_t steps = 50000, batch = 64, hidden = 200, embed = 10;
+  int64_t steps = 150000, batch = 64, hidden = 200, embed = 10;
   int block = 3;
   double lr = 0.1;
   uint64_t seed = 42;
@@ -37,7 +37,7 @@ struct Options {
       "usage: makemore [--steps N] [--batch N] [--hidden N] [--embed N] [--block N] [--lr X] [--seed N]\n"
       "                [--config FILE] [--words FILE] [--out DIR]\n"
       "Trains a character-level MLP language model on a word list and samples new words.\n"
-      "Defaults: --steps 50000 --batch 64 --hidden 200 --embed 10 --block 3 --lr 0.1 --seed 42\n"
+      "Defaults: --steps 150000 --batch 64 --hidden 200 --embed 10 --block 3 --lr 0.1 --seed 42\n"
       "          --words /usr/share/dict/american-english --out .");
   std::exit(code);
 }
