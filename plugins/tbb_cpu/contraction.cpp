@@ -7,14 +7,24 @@
 // epilogue evaluator, whose ACC instruction reads acc, and stored through C's view.
 //
 // Accumulation is in the contraction dtype in k order: sum_k a*b with int wrap-around, bool
-// or-of-ands, floats as plain multiply then add (no FMA contraction in ISO C++ mode).
+// or-of-ands (exact, so integer/bool results never depend on the blocking).
+//
+// F32/F64 take a blocked path instead (gemm_blocked): A and B panels are packed into contiguous,
+// zero-padded slivers (this absorbs any strides, 0 and negative included, once per panel), k is
+// blocked by KC, C tiles of MC x NC are accumulated in a per-thread buffer by a register-blocked
+// micro-kernel (gemm_kernels.cpp; AVX2+FMA when the CPU has it), and each finished tile row goes
+// through the epilogue. Tasks are (batch, m-block, n-block) so small-m products (training
+// batches) still split across cores. Float summation order differs from the plain loop (k is
+// summed per KC panel, with FMA on AVX2), which stays within the docs/abi.md §13 tolerances.
 #include "evaluator.hpp"
 
 #include "dtype_ops.hpp"
+#include "gemm_kernels.hpp"
 
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <vector>
@@ -34,7 +44,7 @@ struct Local {
 };
 
 template <int DT>
-void gemm(const Contraction& c, const Evaluator& ep) {
+void gemm_generic(const Contraction& c, const Evaluator& ep) {
   using T = ctype<DT>;
   const int br = c.batch_rank;
   const int64_t M = c.m, N = c.n, K = c.k;
@@ -103,11 +113,129 @@ void gemm(const Contraction& c, const Evaluator& ep) {
   });
 }
 
+
+// ---- blocked float path ---------------------------------------------------------------------
+template <class T>
+struct BlockedLocal {
+  Scratch sc;
+  std::vector<T> pa, pb, tile;
+};
+
+template <int DT>
+void gemm_blocked(const Contraction& c, const Evaluator& ep) {
+  using T = ctype<DT>;
+  const int br = c.batch_rank;
+  const int64_t M = c.m, N = c.n, K = c.k;
+  int64_t batches = 1;
+  for (int d = 0; d < br; ++d) batches *= c.batch_shape[d];
+  if (batches == 0 || M == 0 || N == 0) return;
+
+  gemm::Kernel<T> kern;
+  if constexpr (DT == RVL_DTYPE_F32) kern = gemm::select_kernel_f32();
+  else kern = gemm::select_kernel_f64();
+  const int64_t MR = kern.mr, NR = kern.nr;
+  auto round_up = [](int64_t x, int64_t q) { return (x + q - 1) / q * q; };
+
+  // KC x NC of packed B stays in L2 (256 KiB f32), MC x KC of packed A in L1/L2; 96 is a
+  // multiple of both MR choices (6 and 4). Blocks shrink to the problem, and NC/MC are halved
+  // while there are too few tasks to keep every core busy (e.g. m = 64, or 256^3 on 2 cores).
+  const int64_t KC = std::min<int64_t>(256, std::max<int64_t>(K, 1));
+  int64_t MC = std::min<int64_t>(96, round_up(M, MR));
+  int64_t NC = std::min<int64_t>(256, round_up(N, NR));
+  const int64_t want = 4 * std::max(1, tbb::this_task_arena::max_concurrency());
+  auto tasks = [&] { return batches * ((M + MC - 1) / MC) * ((N + NC - 1) / NC); };
+  while (tasks() < want && (NC > 4 * NR || MC > 4 * MR)) {
+    if (NC > 4 * NR && NC >= MC) NC = round_up(NC / 2, NR);
+    else MC = round_up(MC / 2, MR);
+  }
+  const int64_t mblocks = (M + MC - 1) / MC, nblocks = (N + NC - 1) / NC;
+
+  const T* A = reinterpret_cast<const T*>(c.a.data);
+  const T* B = reinterpret_cast<const T*>(c.b.data);
+  const int64_t sam = c.a.stride[br], sak = c.a.stride[br + 1];
+  const int64_t sbk = c.b.stride[br], sbn = c.b.stride[br + 1];
+
+  tbb::enumerable_thread_specific<BlockedLocal<T>> locals([&] {
+    BlockedLocal<T> l{ep.make_scratch(), {}, {}, {}};
+    l.pa.resize(MC * KC);
+    l.pb.resize(NC * KC);
+    l.tile.resize(MC * NC);
+    return l;
+  });
+  tbb::parallel_for(
+      tbb::blocked_range<int64_t>(0, batches * mblocks * nblocks, 1), [&](const auto& r) {
+        BlockedLocal<T>& L = locals.local();
+        for (int64_t t = r.begin(); t != r.end(); ++t) {
+          const int64_t batch = t / (mblocks * nblocks);
+          const int64_t mb = (t / nblocks) % mblocks, nb = t % nblocks;
+          const int64_t m0 = mb * MC, mc = std::min(MC, M - m0);
+          const int64_t n0 = nb * NC, nc = std::min(NC, N - n0);
+          const int64_t mcp = round_up(mc, MR), ncp = round_up(nc, NR);
+          uint64_t oa = static_cast<uint64_t>(c.a.offset), ob = static_cast<uint64_t>(c.b.offset);
+          for (int64_t d = br - 1, rest = batch; d >= 0; --d) {
+            const int64_t i = rest % c.batch_shape[d];
+            rest /= c.batch_shape[d];
+            oa += term(i, c.a.stride[d]);
+            ob += term(i, c.b.stride[d]);
+          }
+          T* tile = L.tile.data();  // mcp x ncp, row stride ncp
+          if (K == 0) std::fill(tile, tile + mcp * ncp, T{});
+          for (int64_t k0 = 0; k0 < K; k0 += KC) {
+            const int64_t kc = std::min(KC, K - k0);
+            // Pack B[k0.., n0..] as NR-wide slivers: pb[s][k][j], zero padded past nc.
+            T* pb = L.pb.data();
+            for (int64_t s0 = 0; s0 < ncp; s0 += NR) {
+              T* dst = pb + s0 * kc;
+              const int64_t w = std::min(NR, nc - s0);
+              for (int64_t k = 0; k < kc; ++k) {
+                const T* src = B + static_cast<int64_t>(ob + term(k0 + k, sbk) + term(n0 + s0, sbn));
+                T* d = dst + k * NR;
+                if (sbn == 1)
+                  for (int64_t j = 0; j < w; ++j) d[j] = src[j];
+                else
+                  for (int64_t j = 0; j < w; ++j) d[j] = src[j * sbn];
+                for (int64_t j = w; j < NR; ++j) d[j] = T{};
+              }
+            }
+            // Pack A[m0.., k0..] as MR-tall slivers: pa[s][k][i], zero padded past mc.
+            T* pa = L.pa.data();
+            for (int64_t s0 = 0; s0 < mcp; s0 += MR) {
+              T* dst = pa + s0 * kc;
+              const int64_t h = std::min(MR, mc - s0);
+              for (int64_t i = 0; i < h; ++i) {
+                const T* src = A + static_cast<int64_t>(oa + term(m0 + s0 + i, sam) + term(k0, sak));
+                for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = src[k * sak];
+              }
+              for (int64_t i = h; i < MR; ++i)
+                for (int64_t k = 0; k < kc; ++k) dst[k * MR + i] = T{};
+            }
+            const bool add = k0 > 0;
+            for (int64_t js = 0; js < ncp; js += NR)
+              for (int64_t is = 0; is < mcp; is += MR)
+                kern.fn(kc, pa + is * kc, pb + js * kc, tile + is * ncp + js, ncp, add);
+          }
+          // Epilogue per tile row over its linear range of the [batch.., M, N] space.
+          for (int64_t i = 0; i < mc; ++i) {
+            const int64_t start = (batch * M + m0 + i) * N + n0;
+            const T* acc = tile + i * ncp;
+            for (int64_t s = start; s < start + nc; s += ep.block()) {
+              const int64_t e = std::min(start + nc, s + ep.block());
+              ep.store(s, e, ep.eval(s, e, L.sc, acc + (s - start)), L.sc);
+            }
+          }
+        }
+      });
+}
+
 }  // namespace
 
 void run_contraction(const Contraction& c) {
   const Evaluator ep(c.epilogue);
-  dispatch_dtype(c.dtype, [&](auto tag) { gemm<decltype(tag)::value>(c, ep); });
+  dispatch_dtype(c.dtype, [&](auto tag) {
+    constexpr int DT = decltype(tag)::value;
+    if constexpr (is_float_v<DT>) gemm_blocked<DT>(c, ep);
+    else gemm_generic<DT>(c, ep);
+  });
 }
 
 }  // namespace tbbcpu
