@@ -32,6 +32,13 @@
 namespace tbbcpu {
 namespace {
 
+// Number of batch entries (product of the batch shape; 1 without batch axes).
+inline int64_t batch_count(const Contraction& c) {
+  int64_t n = 1;
+  for (int d = 0; d < c.batch_rank; ++d) n *= c.batch_shape[d];
+  return n;
+}
+
 inline uint64_t term(int64_t i, int64_t stride) {
   return static_cast<uint64_t>(i) * static_cast<uint64_t>(stride);
 }
@@ -48,8 +55,7 @@ void gemm_generic(const Contraction& c, const Evaluator& ep) {
   using T = ctype<DT>;
   const int br = c.batch_rank;
   const int64_t M = c.m, N = c.n, K = c.k;
-  int64_t batches = 1;
-  for (int d = 0; d < br; ++d) batches *= c.batch_shape[d];
+  const int64_t batches = batch_count(c);
   if (batches == 0 || M == 0 || N == 0) return;
 
   // Rows per task: enough work (~64k multiply-adds) to amortise the per-task setup.
@@ -126,8 +132,7 @@ void gemm_blocked(const Contraction& c, const Evaluator& ep) {
   using T = ctype<DT>;
   const int br = c.batch_rank;
   const int64_t M = c.m, N = c.n, K = c.k;
-  int64_t batches = 1;
-  for (int d = 0; d < br; ++d) batches *= c.batch_shape[d];
+  const int64_t batches = batch_count(c);
   if (batches == 0 || M == 0 || N == 0) return;
 
   gemm::Kernel<T> kern;

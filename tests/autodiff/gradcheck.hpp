@@ -25,6 +25,7 @@
 
 #include "ravel/autodiff.hpp"
 #include "ravel/ravel.hpp"
+#include "test_support.hpp"
 
 namespace adtest {
 
@@ -111,18 +112,6 @@ inline void check_values(const std::string& what, const Tensor& got, const Shape
       ++bad;
     }
     BOOST_CHECK_MESSAGE(bad == 0, bad << " of " << g.size() << " values differ:" << msg.str());
-  }
-}
-
-// Runs f, turning an exception into a failure of this row (so the other rows still run).
-template <class F>
-void guarded(const std::string& ctx, F&& f) {
-  BOOST_TEST_CONTEXT(ctx) {
-    try {
-      f();
-    } catch (const std::exception& e) {
-      BOOST_ERROR("unexpected exception: " << e.what());
-    }
   }
 }
 

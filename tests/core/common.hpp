@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ravel/ravel.hpp"
+#include "test_support.hpp"
 #include "reference.hpp"
 
 namespace rtest {
@@ -127,18 +128,6 @@ inline void check_tensor(const Tensor& got, const NDArray& want, std::optional<T
     ++bad;
   }
   BOOST_CHECK_MESSAGE(bad == 0, bad << " of " << g.size() << " values differ:" << msg.str());
-}
-
-// Runs f, turning an exception into a failure of this row (so the other rows still run).
-template <class F>
-void guarded(const std::string& ctx, F&& f) {
-  BOOST_TEST_CONTEXT(ctx) {
-    try {
-      f();
-    } catch (const std::exception& e) {
-      BOOST_ERROR("unexpected exception: " << e.what());
-    }
-  }
 }
 
 // ---- view kinds --------------------------------------------------------------------------------
