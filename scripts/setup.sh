@@ -4,6 +4,13 @@
 set -euo pipefail
 
 PACKAGES=(g++ cmake make pkg-config libtbb-dev libboost-dev libboost-test-dev nlohmann-json3-dev wamerican)
+# Each GPU backend lists its toolchain packages in scripts/packages-<backend>.txt (one per line).
+for list in "$(dirname "$0")"/packages-*.txt; do
+  [ -f "$list" ] || continue
+  while read -r p; do
+    case "$p" in ''|'#'*) ;; *) PACKAGES+=("$p") ;; esac
+  done <"$list"
+done
 
 missing=()
 for p in "${PACKAGES[@]}"; do

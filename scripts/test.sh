@@ -16,6 +16,14 @@ if [ -x scripts/check-sdk.sh ]; then
   ./scripts/check-sdk.sh build
 fi
 
+# Backend-specific checks that need their own toolchains (scripts/check-<backend>.sh build).
+for check in scripts/check-hip.sh scripts/check-level-zero.sh; do
+  if [ -x "$check" ]; then
+    echo "== $check"
+    "$check" build
+  fi
+done
+
 echo "== ASan + UBSan build and tests (build-asan/)"
 # -O1 -g1: sanitizer reports with line numbers at a fraction of the compile time of -O2 -g;
 # benchmarks are not tests and are not rebuilt here.
