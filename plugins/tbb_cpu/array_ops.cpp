@@ -4,6 +4,8 @@
 #include "dtype_ops.hpp"
 #include "fast_math.hpp"
 
+#include <ravel/op_table.hpp>
+
 #include <array>
 #include <cmath>
 #include <utility>
@@ -11,20 +13,12 @@
 namespace tbbcpu {
 namespace {
 
-// Which operand dtypes an element-wise op has a kernel for; mirrors validate.cpp's rules.
+// Which (op, source dtype) pairs get an array loop: every arithmetic row of the op table on the
+// dtypes it accepts. LOAD, CONST, ACC and CAST are handled by the evaluator itself.
 constexpr bool supported(int op, int dt) {
-  const bool is_float = dt == RVL_DTYPE_F32 || dt == RVL_DTYPE_F64;
-  switch (op) {
-    case RVL_OP_NEG: return dt != RVL_DTYPE_BOOL;
-    case RVL_OP_RECIP: case RVL_OP_SQRT: case RVL_OP_EXP2: case RVL_OP_LOG2: case RVL_OP_SIN:
-      return is_float;
-    case RVL_OP_TRUNC: case RVL_OP_ADD: case RVL_OP_MUL: case RVL_OP_MAX: case RVL_OP_MOD:
-    case RVL_OP_IDIV: case RVL_OP_CMPLT: case RVL_OP_CMPNE: case RVL_OP_WHERE:
-      return true;
-    case RVL_OP_AND: case RVL_OP_OR: case RVL_OP_XOR: return !is_float;
-    default: return false;  // LOAD, CONST, ACC, CAST are handled by the evaluator itself
-  }
+  return rvl::op_is_arithmetic(op) && op != RVL_OP_CAST && rvl::op_accepts(op, dt);
 }
+template <int OP> inline constexpr bool kNoFunctor = false;
 
 template <int OP, int DT>
 inline ctype<DT> scalar(ctype<DT> a, ctype<DT> b) {
@@ -44,19 +38,22 @@ inline ctype<DT> scalar(ctype<DT> a, ctype<DT> b) {
   else if constexpr (OP == RVL_OP_IDIV) return s_idiv<DT>(a, b);
   else if constexpr (OP == RVL_OP_AND) return static_cast<T>(a & b);
   else if constexpr (OP == RVL_OP_OR) return static_cast<T>(a | b);
-  else return static_cast<T>(a ^ b);  // XOR
+  else if constexpr (OP == RVL_OP_XOR) return static_cast<T>(a ^ b);
+  // A row added to the op table lands here (supported() instantiates every arithmetic row):
+  // the build fails until the op has a CPU functor.
+  else static_assert(kNoFunctor<OP>, "op table row without a tbb_cpu functor");
 }
 
 template <int OP, int DT>
 void array_loop(void* dst, const void* a, const void* b, const void* c, int64_t n) {
   using T = ctype<DT>;
-  if constexpr (OP == RVL_OP_CMPLT || OP == RVL_OP_CMPNE) {
+  if constexpr (rvl::op_info(OP).result == rvl::OpResult::Bool) {
     auto* __restrict d = static_cast<uint8_t*>(dst);
     auto* __restrict x = static_cast<const T*>(a);
     auto* __restrict y = static_cast<const T*>(b);
     for (int64_t i = 0; i < n; ++i)
       d[i] = OP == RVL_OP_CMPLT ? (x[i] < y[i]) : (x[i] != y[i]);
-  } else if constexpr (OP == RVL_OP_WHERE) {
+  } else if constexpr (rvl::op_info(OP).accepts == rvl::OpAccepts::Select) {
     auto* __restrict d = static_cast<T*>(dst);
     auto* __restrict cond = static_cast<const uint8_t*>(a);
     auto* __restrict x = static_cast<const T*>(b);
@@ -67,9 +64,7 @@ void array_loop(void* dst, const void* a, const void* b, const void* c, int64_t 
     auto* __restrict d = static_cast<T*>(dst);
     auto* __restrict x = static_cast<const T*>(a);
     auto* __restrict y = static_cast<const T*>(b);
-    if constexpr (OP == RVL_OP_NEG || OP == RVL_OP_RECIP || OP == RVL_OP_SQRT ||
-                  OP == RVL_OP_EXP2 || OP == RVL_OP_LOG2 || OP == RVL_OP_SIN ||
-                  OP == RVL_OP_TRUNC) {
+    if constexpr (rvl::op_info(OP).arity == 1) {
       for (int64_t i = 0; i < n; ++i) d[i] = scalar<OP, DT>(x[i], T{});
     } else {
       for (int64_t i = 0; i < n; ++i) d[i] = scalar<OP, DT>(x[i], y[i]);

@@ -287,7 +287,7 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
     const void* src[3] = {nullptr, nullptr, nullptr};
     for (int k = 0; k < 3; ++k)
       if (I.src[k] >= 0) src[k] = sc.result[I.src[k]];
-    switch (I.op) {
+    switch (static_cast<rvl_op>(I.op)) {
       case RVL_OP_LOAD: {
         if (!have_segs) segments(s, e, sc.segs), have_segs = true;
         const View& v = in_[I.arg];
@@ -314,13 +314,15 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
         cast_kernel(ins_[I.src[0]].dtype, I.dtype)(slot, src[0], n);
         sc.result[j] = slot;
         break;
-      default: {
-        const int32_t dt = (I.op == RVL_OP_CMPLT || I.op == RVL_OP_CMPNE) ? ins_[I.src[0]].dtype
-                                                                         : I.dtype;
-        ArrayFn fn = array_kernel(I.op, dt);
+      case RVL_OP_COUNT_: rvl::fail(RVL_STATUS_INTERNAL, "invalid op after validation");
+      // Every other row of the op table: one typed array loop per (op, source dtype).
+      RVL_OP_CASES_COMPUTED {
+        const int32_t sdt = ins_[I.src[rvl::op_info(I.op).accepts == rvl::OpAccepts::Select]].dtype;
+        ArrayFn fn = array_kernel(I.op, sdt);
         if (fn == nullptr) rvl::fail(RVL_STATUS_INTERNAL, "no kernel for a validated op");
         fn(slot, src[0], src[1], src[2], n);
         sc.result[j] = slot;
+        break;
       }
     }
   }

@@ -141,4 +141,11 @@ Kernel<double> select_kernel_f64() {
   return {4, 4, &kernel_portable<double, 4, 2>};
 }
 
+const char* isa_name() {
+#ifdef RVL_GEMM_X86
+  if (have_avx2_fma()) return "avx2+fma";
+#endif
+  return "portable";
+}
+
 }  // namespace tbbcpu::gemm

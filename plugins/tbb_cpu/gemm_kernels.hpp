@@ -28,5 +28,7 @@ struct Kernel {
 // Selects the best micro-kernel for this CPU (decided once per process).
 Kernel<float> select_kernel_f32();
 Kernel<double> select_kernel_f64();
+// The micro-kernel family select_kernel_* chose ("avx2+fma", "portable"), for ravel-info.
+const char* isa_name();
 
 }  // namespace tbbcpu::gemm

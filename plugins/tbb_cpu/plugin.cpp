@@ -7,6 +7,7 @@
 //
 // Execution model: all work completes before the call returns (the CPU is the "device"), so
 // streams and events only exist to be validated; synchronise calls are no-ops.
+#include "gemm_kernels.hpp"
 #include "kernel.hpp"
 
 #include <ravel/host_backend.hpp>
@@ -98,13 +99,14 @@ struct Hooks : rvl::host::DefaultHooks {
   static constexpr const char* name = "tbb_cpu";
   static constexpr const char* version = "0.1.0";
   static constexpr const char* description =
-      "Reference CPU backend: block-interpreted programs on oneTBB";
+      "CPU backend: block-interpreted kernel programs and packed GEMM on oneTBB";
   static constexpr int32_t probe_score = 10;  // the portable fallback: any accelerator should win
 
   static void describe_device(rvl_device_properties* out) {
     const int threads = tbb::info::default_concurrency();
     rvl::host::set_device_name(out, "CPU (oneTBB, " + std::to_string(threads) + " threads)");
     out->compute_units = threads;
+    rvl::host::set_device_arch(out, "x86-64", std::string("gemm=") + gemm::isa_name());
   }
 
   static void* allocate(uint64_t bytes) {

@@ -23,7 +23,7 @@ struct PluginFixture {
     g_api = entry();
     BOOST_TEST_REQUIRE(g_api != nullptr);
     // probe must work before initialize.
-    rvl_probe_result pr{sizeof(rvl_probe_result), -1, -1};
+    rvl_probe_result pr{sizeof(rvl_probe_result), -1, -1, {}};
     ok(g_api->probe(&pr), "probe before initialize");
     BOOST_TEST_REQUIRE(pr.device_count == 1);
     ok(g_api->initialize(), "initialize");
@@ -189,7 +189,7 @@ BOOST_AUTO_TEST_CASE(info_and_devices) {
   expect_error(api().device_properties(1, &p), "device 1");
   p.struct_size = 8;
   expect_error(api().device_properties(0, &p), "struct_size");
-  rvl_probe_result pr{4, 0, 0};
+  rvl_probe_result pr{4, 0, 0, {}};
   expect_error(api().probe(&pr), "struct_size");
 }
 
@@ -261,7 +261,7 @@ BOOST_AUTO_TEST_CASE(shutdown_frees_and_reinitialize) {
   ok(api().buffer_allocate(0, 1024, &b));
   ok(api().stream_create(0, &s));
   api().shutdown();  // frees b and s (ASan would report a leak otherwise)
-  rvl_probe_result pr{sizeof(pr), 0, 0};
+  rvl_probe_result pr{sizeof(pr), 0, 0, {}};
   ok(api().probe(&pr));
   BOOST_TEST(pr.device_count == 1);
   rvl_buffer* b2 = nullptr;

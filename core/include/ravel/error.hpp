@@ -31,6 +31,8 @@ class DeviceError : public Error { using Error::Error; };
 class OutOfMemoryError : public DeviceError { using DeviceError::DeviceError; };
 // A value outside the domain of an API (e.g. a negative size, an out-of-range index).
 class ValueError : public Error { using Error::Error; };
+// A broken invariant inside Ravel itself (a bug to report), never the user's input.
+class InternalError : public Error { using Error::Error; };
 
 namespace detail {
 template <class... Args>

@@ -27,26 +27,28 @@ std::vector<Tensor> alu_rule(const NodePtr& n, const Tensor& g) {
   const Tensor y = T(n);
   auto x = [&](int i) { return T(n->srcs[i]); };
   switch (n->alu) {
-    case AluOp::Neg: return {g.neg()};
-    case AluOp::Recip: return {g.neg() * y * y};                      // d(1/x) = -1/x^2
-    case AluOp::Sqrt: return {g * (y * 2.0).recip()};                   // 1 / (2 sqrt x)
-    case AluOp::Exp2: return {g * y * kLn2};                            // 2^x ln 2
-    case AluOp::Log2: return {g * (x(0) * kLn2).recip()};               // 1 / (x ln 2)
-    case AluOp::Sin: return {g * x(0).cos()};
-    case AluOp::Trunc: return {Tensor::zeros_like(x(0))};               // flat almost everywhere
-    case AluOp::Cast: return {is_float(x(0).dtype()) ? g.cast(x(0).dtype()) : Tensor()};
-    case AluOp::Add: return {g, g};
-    case AluOp::Mul: return {g * x(1), g * x(0)};
-    case AluOp::Max: {
+    case AluOp::NEG: return {g.neg()};
+    case AluOp::RECIP: return {g.neg() * y * y};                      // d(1/x) = -1/x^2
+    case AluOp::SQRT: return {g * (y * 2.0).recip()};                   // 1 / (2 sqrt x)
+    case AluOp::EXP2: return {g * y * kLn2};                            // 2^x ln 2
+    case AluOp::LOG2: return {g * (x(0) * kLn2).recip()};               // 1 / (x ln 2)
+    case AluOp::SIN: return {g * x(0).cos()};
+    case AluOp::TRUNC: return {Tensor::zeros_like(x(0))};               // flat almost everywhere
+    case AluOp::CAST: return {is_float(x(0).dtype()) ? g.cast(x(0).dtype()) : Tensor()};
+    case AluOp::ADD: return {g, g};
+    case AluOp::MUL: return {g * x(1), g * x(0)};
+    case AluOp::MAX: {
       // Note [Gradient of max]: the larger input takes the gradient; on a tie each gets half
       // (so the sum of the two gradients is always g, as for max(x, x) = x).
       Tensor wx = Tensor::where(x(0).gt(x(1)), Tensor::ones_like(g), Tensor::where(x(0).eq(x(1)), Tensor::full_like(g, 0.5), Tensor::zeros_like(g)));
       return {g * wx, g * (c(wx, 1.0) - wx)};
     }
-    case AluOp::Mod: return {g, g.neg() * x(0).idiv(x(1))};  // a - b trunc(a/b)
-    case AluOp::Where: return {Tensor(), Tensor::where(x(0), g, Tensor::zeros_like(g)), Tensor::where(x(0), Tensor::zeros_like(g), g)};
-    case AluOp::IDiv: case AluOp::CmpLt: case AluOp::CmpNe: case AluOp::And: case AluOp::Or: case AluOp::Xor:
+    case AluOp::MOD: return {g, g.neg() * x(0).idiv(x(1))};  // a - b trunc(a/b)
+    case AluOp::WHERE: return {Tensor(), Tensor::where(x(0), g, Tensor::zeros_like(g)), Tensor::where(x(0), Tensor::zeros_like(g), g)};
+    case AluOp::IDIV: case AluOp::CMPLT: case AluOp::CMPNE: case AluOp::AND: case AluOp::OR: case AluOp::XOR:
       return std::vector<Tensor>(n->srcs.size());  // piecewise constant or not float
+    case AluOp::LOAD: case AluOp::CONST: case AluOp::ACC:
+      throw InternalError("autodiff: graph node with kernel-only op " + std::string(alu_name(n->alu)));
   }
   return std::vector<Tensor>(n->srcs.size());
 }

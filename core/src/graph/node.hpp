@@ -53,7 +53,7 @@ class Node {
   Shape shape;
   Device device;
   std::vector<NodePtr> srcs;
-  AluOp alu = AluOp::Add;        // Alu only
+  AluOp alu = AluOp::ADD;        // Alu only
   ReduceOp reduce = ReduceOp::Sum;  // Reduce only
   uint32_t axes = 0;             // Reduce only: bit d set means axis d is reduced
   View view;                     // View only

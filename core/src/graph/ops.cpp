@@ -1,30 +1,46 @@
 #include "graph/ops.hpp"
 
+#include <array>
+#include <cctype>
+#include <string>
+
 #include "ravel/error.hpp"
 
 namespace ravel::detail {
 
 namespace {
-constexpr AluInfo kAluTable[] = {
-#define RAVEL_ALU_ROW_(name, display, arity, code, rule, boolean) {display, arity, code, DTypeRule::rule, boolean},
-    RAVEL_ALU_OPS(RAVEL_ALU_ROW_)
-#undef RAVEL_ALU_ROW_
-};
+// User-facing names: the lower-case ABI name unless the Tensor method is called otherwise.
+std::array<std::string, RVL_OP_COUNT_> make_names() {
+  std::array<std::string, RVL_OP_COUNT_> names;
+  for (int32_t op = 0; op < RVL_OP_COUNT_; ++op) {
+    std::string n = rvl::op_info(op).name;
+    for (char& c : n) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    names[op] = n;
+  }
+  names[RVL_OP_MAX] = "maximum";
+  names[RVL_OP_CMPLT] = "lt";
+  names[RVL_OP_CMPNE] = "ne";
+  names[RVL_OP_AND] = "logical_and";
+  names[RVL_OP_OR] = "logical_or";
+  names[RVL_OP_XOR] = "logical_xor";
+  return names;
+}
 }  // namespace
 
-const AluInfo& alu_info(AluOp op) { return kAluTable[static_cast<int>(op)]; }
+const char* alu_name(AluOp op) {
+  static const std::array<std::string, RVL_OP_COUNT_> names = make_names();
+  return names[static_cast<int32_t>(op)].c_str();
+}
+
+DType alu_result_dtype(AluOp op, DType t) {
+  const int32_t r = rvl::op_result_dtype(static_cast<int32_t>(op), static_cast<int32_t>(t));
+  return r < 0 ? t : static_cast<DType>(r);
+}
 
 void check_alu_dtype(AluOp op, DType t) {
-  const AluInfo& info = alu_info(op);
-  bool ok = true;
-  const char* expected = "";
-  switch (info.rule) {
-    case DTypeRule::Any: break;
-    case DTypeRule::Signed: ok = t != DType::Bool; expected = "a numeric dtype (not bool)"; break;
-    case DTypeRule::Float: ok = is_float(t); expected = "a float dtype (f32, f64)"; break;
-    case DTypeRule::IntOrBool: ok = !is_float(t); expected = "bool or an integer dtype"; break;
-  }
-  RAVEL_CHECK(ok, DTypeError, info.name, " expects ", expected, ", got ", dtype_name(t));
+  const int32_t code = static_cast<int32_t>(op);
+  RAVEL_CHECK(rvl::op_accepts(code, static_cast<int32_t>(t)), DTypeError, alu_name(op),
+              " expects ", rvl::op_accepts_text(code), ", got ", dtype_name(t));
 }
 
 const char* reduce_name(ReduceOp op) {

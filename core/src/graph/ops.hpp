@@ -1,63 +1,36 @@
-// The one list of Ravel's primitive ops.
+// The core's view of Ravel's primitive ops.
 //
-// Every elementwise primitive is one row: its name, arity, the C ABI instruction it lowers to,
-// and which dtypes it accepts. Names, validation and lowering derive from this table; the scalar
-// functor lives in each backend (plugins/tbb_cpu/dtype_ops.hpp) and the derivative rule beside
-// the primitive in autodiff. Composites (tanh, softmax, matmul, ...) are plain C++ over these
-// (core/src/tensor/composite*.cpp). Movement primitives are View functions (tensor/view.hpp).
+// Elementwise primitives are the rows of the ABI's op table (RVL_OP_LIST in backend.h, read
+// through <ravel/op_table.hpp>): AluOp *is* rvl_op, so arity, accepted dtypes, result dtype and
+// lowering come from that one table and nothing here changes when a row is added. What is
+// core-specific lives elsewhere: the derivative rule beside the primitive in autodiff/rules.cpp,
+// the public method in tensor.hpp. Composites (tanh, softmax, matmul, ...) are plain C++ over
+// these (core/src/tensor/composite.cpp). Movement primitives are View functions (graph/view.hpp).
 #pragma once
 
 #include <cstdint>
+
+#include <ravel/op_table.hpp>
 
 #include "ravel/backend.h"
 #include "ravel/dtype.hpp"
 
 namespace ravel::detail {
 
-// Which dtypes an op accepts.
-enum class DTypeRule : uint8_t {
-  Any,        // every dtype
-  Signed,     // everything but bool (neg of u8 wraps)
-  Float,      // f32, f64 (the tensor layer casts ints to f32 first)
-  IntOrBool,  // logical/bitwise ops
-};
-
-// X(Name, user-facing name, arity, rvl_op, DTypeRule, result_is_bool)
-#define RAVEL_ALU_OPS(X)                               \
-  X(Neg, "neg", 1, RVL_OP_NEG, Signed, false)                 \
-  X(Recip, "recip", 1, RVL_OP_RECIP, Float, false)              \
-  X(Sqrt, "sqrt", 1, RVL_OP_SQRT, Float, false)                \
-  X(Exp2, "exp2", 1, RVL_OP_EXP2, Float, false)                \
-  X(Log2, "log2", 1, RVL_OP_LOG2, Float, false)                \
-  X(Sin, "sin", 1, RVL_OP_SIN, Float, false)                  \
-  X(Trunc, "trunc", 1, RVL_OP_TRUNC, Any, false)                \
-  X(Cast, "cast", 1, RVL_OP_CAST, Any, false)                  \
-  X(Add, "add", 2, RVL_OP_ADD, Any, false)                    \
-  X(Mul, "mul", 2, RVL_OP_MUL, Any, false)                    \
-  X(Max, "maximum", 2, RVL_OP_MAX, Any, false)                    \
-  X(Mod, "mod", 2, RVL_OP_MOD, Signed, false)                 \
-  X(IDiv, "idiv", 2, RVL_OP_IDIV, Signed, false)               \
-  X(CmpLt, "lt", 2, RVL_OP_CMPLT, Any, true)                 \
-  X(CmpNe, "ne", 2, RVL_OP_CMPNE, Any, true)                 \
-  X(And, "logical_and", 2, RVL_OP_AND, IntOrBool, false)              \
-  X(Or, "logical_or", 2, RVL_OP_OR, IntOrBool, false)                \
-  X(Xor, "logical_xor", 2, RVL_OP_XOR, IntOrBool, false)              \
-  X(Where, "where", 3, RVL_OP_WHERE, Any, false)
-
-enum class AluOp : uint8_t {
-#define RAVEL_ALU_ENUM_(name, display, arity, code, rule, boolean) name,
-  RAVEL_ALU_OPS(RAVEL_ALU_ENUM_)
+// One enumerator per row of the op table, with the ABI's value (LOAD, CONST and ACC exist for
+// completeness; graph nodes never carry them).
+enum class AluOp : int32_t {
+#define RAVEL_ALU_ENUM_(name, arity, accepts, result, accuracy) name = RVL_OP_##name,
+  RVL_OP_LIST(RAVEL_ALU_ENUM_)
 #undef RAVEL_ALU_ENUM_
 };
 
-struct AluInfo {
-  const char* name;  // as the user calls it (Tensor method)
-  int arity;
-  rvl_op code;
-  DTypeRule rule;
-  bool result_is_bool;
-};
-const AluInfo& alu_info(AluOp op);
+inline rvl_op abi_op(AluOp op) { return static_cast<rvl_op>(op); }
+inline const rvl::OpInfo& alu_info(AluOp op) { return rvl::op_info(static_cast<int32_t>(op)); }
+// The name users know the op by (its Tensor method): "maximum", "lt", "logical_and", "sqrt".
+const char* alu_name(AluOp op);
+// The result dtype of `op` on sources of dtype `t` (bool for comparisons).
+DType alu_result_dtype(AluOp op, DType t);
 // Throws DTypeError naming the op, the dtype and what the op accepts.
 void check_alu_dtype(AluOp op, DType t);
 

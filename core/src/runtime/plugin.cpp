@@ -50,30 +50,30 @@ std::shared_ptr<Plugin> Plugin::load_new(const std::string& path) {
   auto entry = p->lib_.get<const rvl_backend_api*()>(RVL_BACKEND_ENTRY_SYMBOL);
   const rvl_backend_api* api = entry();
   if (api == nullptr) throw fail("entry symbol returned NULL");
-  if (api->struct_size < offsetof(rvl_backend_api, abi_minor) + sizeof(uint32_t))
-    throw fail("function table too small (struct_size " + std::to_string(api->struct_size) + ")");
+  constexpr size_t kHeader = offsetof(rvl_backend_api, abi_minor) + sizeof(uint32_t);
+  if (api->struct_size < kHeader)
+    throw fail("function table too small: struct_size " + std::to_string(api->struct_size) +
+               ", expected at least " + std::to_string(kHeader) +
+               " (struct_size, abi_major, abi_minor) and " +
+               std::to_string(RVL_BACKEND_API_STRUCT_SIZE_1_0) + " for a complete v1.0 table");
   if (api->abi_major != RVL_ABI_MAJOR)
     throw fail("ABI major version " + std::to_string(api->abi_major) + " does not match the core's " +
                std::to_string(RVL_ABI_MAJOR) + " (expected " + std::to_string(RVL_ABI_MAJOR) + ".x)");
-  // Members every backend must have (docs/abi.md, "Required members").
-  const char* missing = nullptr;
-  if (!RAVEL_API_HAS(api, error_message)) missing = "error_message";
-  else if (!RAVEL_API_HAS(api, error_destroy)) missing = "error_destroy";
-  else if (!RAVEL_API_HAS(api, probe)) missing = "probe";
-  else if (!RAVEL_API_HAS(api, initialize)) missing = "initialize";
-  else if (!RAVEL_API_HAS(api, get_info)) missing = "get_info";
-  else if (!RAVEL_API_HAS(api, device_count)) missing = "device_count";
-  else if (!RAVEL_API_HAS(api, buffer_allocate)) missing = "buffer_allocate";
-  else if (!RAVEL_API_HAS(api, buffer_free)) missing = "buffer_free";
-  else if (!RAVEL_API_HAS(api, buffer_write)) missing = "buffer_write";
-  else if (!RAVEL_API_HAS(api, buffer_read)) missing = "buffer_read";
-  else if (!RAVEL_API_HAS(api, execute_program)) missing = "execute_program";
-  if (missing)
-    throw fail(std::string("function table lacks the required member ") + missing +
-               " (struct_size " + std::to_string(api->struct_size) + ")");
+  // The members every backend must have: backend.h's RVL_REQUIRED_MEMBERS, the same list
+  // ravel-conformance checks.
+  std::string missing;
+#define RAVEL_CHECK_REQUIRED_(member) \
+  if (!RAVEL_API_HAS(api, member)) missing += missing.empty() ? #member : ", " #member;
+  RVL_REQUIRED_MEMBERS(RAVEL_CHECK_REQUIRED_)
+#undef RAVEL_CHECK_REQUIRED_
+  if (!missing.empty())
+    throw fail("function table lacks the required member(s) " + missing + " (struct_size " +
+               std::to_string(api->struct_size) + ", ABI " + std::to_string(api->abi_major) + "." +
+               std::to_string(api->abi_minor) + "; backend.h lists the required members)");
   p->api_ = api;
 
-  rvl_probe_result probe{sizeof(rvl_probe_result), 0, 0};
+  rvl_probe_result probe{};
+  probe.struct_size = sizeof(rvl_probe_result);
   if (rvl_error* e = api->probe(&probe)) throw fail("probe failed: " + take_message(api, e));
   if (probe.device_count <= 0) throw fail("no devices (probe found 0); skipped");
   p->score_ = probe.score;

@@ -16,7 +16,7 @@ std::optional<ContractionPlan> match_contraction(const Node& reduce) {
   if (reduce.kind != NodeKind::Reduce || reduce.reduce != ReduceOp::Sum) return std::nullopt;
   if (__builtin_popcount(reduce.axes) != 1) return std::nullopt;
   const NodePtr& mul = reduce.srcs[0];
-  if (mul->kind != NodeKind::Alu || mul->alu != AluOp::Mul || mul->buffer) return std::nullopt;
+  if (mul->kind != NodeKind::Alu || mul->alu != AluOp::MUL || mul->buffer) return std::nullopt;
   ContractionPlan p;
   p.x = mul->srcs[0];
   p.y = mul->srcs[1];

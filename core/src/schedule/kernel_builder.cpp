@@ -85,24 +85,19 @@ int32_t KernelBuilder::value(const NodePtr& n) {
   // Depth is bounded by the planner's max_instructions, so this recursion is shallow.
   std::vector<int32_t> ins;
   for (const auto& s : n->srcs) ins.push_back(value(s));
-  int32_t i = emit(alu_info(n->alu).code, n->dtype, ins);
+  int32_t i = emit(abi_op(n->alu), n->dtype, ins);
   emitted_[n.get()] = i;
   return i;
 }
 
 std::string KernelBuilder::describe() const {
-  static const char* kOpNames[] = {
-#define RAVEL_OP_NAME_(name, arity) #name,
-      RVL_OP_LIST(RAVEL_OP_NAME_)
-#undef RAVEL_OP_NAME_
-  };
   std::ostringstream out;
   for (size_t i = 0; i < inputs_.size(); ++i)
     out << "    in" << i << ": " << dtype_name(static_cast<DType>(inputs_[i].dtype)) << " " << views_[i].str()
         << " of node " << bases_[i]->id << "\n";
   for (size_t i = 0; i < instrs_.size(); ++i) {
     const auto& in = instrs_[i];
-    out << "    %" << i << " = " << kOpNames[in.op] << "." << dtype_name(static_cast<DType>(in.dtype));
+    out << "    %" << i << " = " << rvl::op_info(in.op).name << "." << dtype_name(static_cast<DType>(in.dtype));
     if (in.op == RVL_OP_LOAD) out << " in" << in.arg;
     if (in.op == RVL_OP_CONST) {
       if (is_float(static_cast<DType>(in.dtype))) out << " " << in.value.f;

@@ -129,7 +129,7 @@ std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, con
         b.set_accumulator(e->second);
         std::vector<int32_t> ins;
         for (const auto& s : k->srcs) ins.push_back(b.value(s));
-        b.emit(alu_info(k->alu).code, k->dtype, ins);
+        b.emit(abi_op(k->alu), k->dtype, ins);
         if (debug) ck.detail = "    epilogue:\n";
         take_builder(ck, b);
       }
@@ -142,7 +142,7 @@ std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, con
       if (k->kind == NodeKind::Alu) {
         std::vector<int32_t> ins;
         for (const auto& s : k->srcs) ins.push_back(b.value(s));
-        b.emit(alu_info(k->alu).code, k->dtype, ins);
+        b.emit(abi_op(k->alu), k->dtype, ins);
       } else {
         b.value(k->srcs[0]);
       }
@@ -170,7 +170,7 @@ std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, con
 
 rvl_buffer* bound(Node& n) {
   if (n.kind == NodeKind::Const && !n.buffer) realize_const(n);  // read through padding
-  if (!n.buffer) throw std::logic_error("ravel: kernel input has no buffer (scheduler bug)");
+  if (!n.buffer) throw InternalError("ravel: kernel input has no buffer (an internal scheduler error; please report it)");
   return n.buffer->handle();
 }
 
@@ -299,7 +299,7 @@ void realize_nodes(const std::vector<NodePtr>& targets) {
                    !use_cache ? "" : stats.cache_hits ? ", kernel cache hit" : ", kernel cache miss");
       for (const auto& n : order)
         std::fprintf(stderr, "  node %llu %s %s%s\n", static_cast<unsigned long long>(n->id),
-                     n->kind == NodeKind::Alu ? alu_info(n->alu).name : n->kind == NodeKind::Reduce ? reduce_name(n->reduce) : n->kind == NodeKind::Copy ? "copy" : n->kind == NodeKind::Transfer ? "transfer" : "view",
+                     n->kind == NodeKind::Alu ? alu_name(n->alu) : n->kind == NodeKind::Reduce ? reduce_name(n->reduce) : n->kind == NodeKind::Copy ? "copy" : n->kind == NodeKind::Transfer ? "transfer" : "view",
                      shape_str(n->shape).c_str(), recipe->inlined[g.local(n.get())] ? "  (inlined)" : "");
     }
     run_recipe(*recipe, g.locals, stats, debug);

@@ -122,7 +122,7 @@ Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
     if (!(s.device() == proto.device)) {
       // config "placement.on_mixed_devices": "copy" moves the operand to the first operand's
       // device (a Transfer node the scheduler sees); "error" (the default) refuses.
-      RAVEL_CHECK(Runtime::get().on_mixed_devices() == MixedDevices::Copy, DeviceError, alu_info(op).name,
+      RAVEL_CHECK(Runtime::get().on_mixed_devices() == MixedDevices::Copy, DeviceError, alu_name(op),
                   ": operands are on different devices, ", proto.device.str(), " and ", s.device().str(),
                   " (move one with to(), or set placement.on_mixed_devices to \"copy\")");
       s = s.to(proto.device);
@@ -149,14 +149,14 @@ Tensor make_reduce(ReduceOp op, const Tensor& t, uint32_t axes) {
 }
 
 Tensor binary(AluOp op, const Tensor& a, const Tensor& b) {
-  check_defined(a, alu_info(op).name);
-  check_defined(b, alu_info(op).name);
+  check_defined(a, alu_name(op));
+  check_defined(b, alu_name(op));
   Shape out = broadcast_shapes(a.shape(), b.shape());
   DType t = promote(a.dtype(), b.dtype());
   check_alu_dtype(op, t);
   // Expand before casting, so the cast fuses into the consumer (Note [Fusion]).
   Tensor x = a.expand(out).cast(t), y = b.expand(out).cast(t);
-  return make_alu(op, {x, y}, alu_info(op).result_is_bool ? DType::Bool : t);
+  return make_alu(op, {x, y}, alu_result_dtype(op, t));
 }
 
 Tensor scalar_like(const Tensor& t, double value) {
@@ -204,34 +204,34 @@ bool Tensor::is_contiguous() const { return view_of(*this).is_contiguous(); }
 namespace {
 // Float math on ints promotes to f32 first (as NumPy and PyTorch do).
 Tensor float_unary(const Tensor& t, AluOp op) {
-  check_defined(t, alu_info(op).name);
+  check_defined(t, alu_name(op));
   Tensor x = is_float(t.dtype()) ? t : t.cast(DType::F32);
   return make_alu(op, {x}, x.dtype());
 }
 }  // namespace
 
 Tensor Tensor::neg() const {
-  check_alu_dtype(AluOp::Neg, dtype());
-  return make_alu(AluOp::Neg, {*this}, dtype());
+  check_alu_dtype(AluOp::NEG, dtype());
+  return make_alu(AluOp::NEG, {*this}, dtype());
 }
-Tensor Tensor::recip() const { return float_unary(*this, AluOp::Recip); }
-Tensor Tensor::sqrt() const { return float_unary(*this, AluOp::Sqrt); }
-Tensor Tensor::exp2() const { return float_unary(*this, AluOp::Exp2); }
-Tensor Tensor::log2() const { return float_unary(*this, AluOp::Log2); }
-Tensor Tensor::sin() const { return float_unary(*this, AluOp::Sin); }
-Tensor Tensor::trunc() const { return is_float(dtype()) ? make_alu(AluOp::Trunc, {*this}, dtype()) : *this; }
-Tensor Tensor::cast(DType to) const { return dtype() == to ? *this : make_alu(AluOp::Cast, {*this}, to); }
+Tensor Tensor::recip() const { return float_unary(*this, AluOp::RECIP); }
+Tensor Tensor::sqrt() const { return float_unary(*this, AluOp::SQRT); }
+Tensor Tensor::exp2() const { return float_unary(*this, AluOp::EXP2); }
+Tensor Tensor::log2() const { return float_unary(*this, AluOp::LOG2); }
+Tensor Tensor::sin() const { return float_unary(*this, AluOp::SIN); }
+Tensor Tensor::trunc() const { return is_float(dtype()) ? make_alu(AluOp::TRUNC, {*this}, dtype()) : *this; }
+Tensor Tensor::cast(DType to) const { return dtype() == to ? *this : make_alu(AluOp::CAST, {*this}, to); }
 
-Tensor Tensor::add(const Tensor& o) const { return binary(AluOp::Add, *this, o); }
-Tensor Tensor::mul(const Tensor& o) const { return binary(AluOp::Mul, *this, o); }
-Tensor Tensor::maximum(const Tensor& o) const { return binary(AluOp::Max, *this, o); }
-Tensor Tensor::mod(const Tensor& o) const { return binary(AluOp::Mod, *this, o); }
-Tensor Tensor::idiv(const Tensor& o) const { return binary(AluOp::IDiv, *this, o); }
-Tensor Tensor::lt(const Tensor& o) const { return binary(AluOp::CmpLt, *this, o); }
-Tensor Tensor::ne(const Tensor& o) const { return binary(AluOp::CmpNe, *this, o); }
-Tensor Tensor::logical_and(const Tensor& o) const { return binary(AluOp::And, *this, o); }
-Tensor Tensor::logical_or(const Tensor& o) const { return binary(AluOp::Or, *this, o); }
-Tensor Tensor::logical_xor(const Tensor& o) const { return binary(AluOp::Xor, *this, o); }
+Tensor Tensor::add(const Tensor& o) const { return binary(AluOp::ADD, *this, o); }
+Tensor Tensor::mul(const Tensor& o) const { return binary(AluOp::MUL, *this, o); }
+Tensor Tensor::maximum(const Tensor& o) const { return binary(AluOp::MAX, *this, o); }
+Tensor Tensor::mod(const Tensor& o) const { return binary(AluOp::MOD, *this, o); }
+Tensor Tensor::idiv(const Tensor& o) const { return binary(AluOp::IDIV, *this, o); }
+Tensor Tensor::lt(const Tensor& o) const { return binary(AluOp::CMPLT, *this, o); }
+Tensor Tensor::ne(const Tensor& o) const { return binary(AluOp::CMPNE, *this, o); }
+Tensor Tensor::logical_and(const Tensor& o) const { return binary(AluOp::AND, *this, o); }
+Tensor Tensor::logical_or(const Tensor& o) const { return binary(AluOp::OR, *this, o); }
+Tensor Tensor::logical_xor(const Tensor& o) const { return binary(AluOp::XOR, *this, o); }
 
 Tensor Tensor::where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_defined(cond, "where");
@@ -240,7 +240,7 @@ Tensor Tensor::where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   Shape out = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape()), b.shape());
   DType t = promote(a.dtype(), b.dtype());
   Tensor c = cond.dtype() == DType::Bool ? cond : cond.ne(Tensor::zeros_like(cond));
-  return make_alu(AluOp::Where, {c.expand(out), a.expand(out).cast(t), b.expand(out).cast(t)}, t);
+  return make_alu(AluOp::WHERE, {c.expand(out), a.expand(out).cast(t), b.expand(out).cast(t)}, t);
 }
 
 // ---- operators -------------------------------------------------------------------------------

@@ -17,19 +17,11 @@ void expect(bool cond, const std::string& what) {
   if (!cond) throw Failure(what);
 }
 
-// Members every v1.0 plugin must provide (all but the (optional) ones).
-#define RVL_CONF_REQUIRED(X)                                                                  \
-  X(error_code) X(error_message) X(error_destroy) X(probe) X(initialize) X(shutdown)          \
-  X(get_info) X(device_count) X(device_properties) X(buffer_allocate) X(buffer_free)          \
-  X(buffer_size) X(buffer_write) X(buffer_read) X(buffer_copy) X(stream_create)               \
-  X(stream_destroy) X(stream_synchronize) X(event_record) X(event_wait) X(event_synchronize)  \
-  X(event_destroy) X(execute_program) X(synchronize)
-
 void table_cases() {
   add_case("abi", "table/version", [](Measure&) {
     expect(api().abi_major == RVL_ABI_MAJOR, "abi_major is " + std::to_string(api().abi_major) +
                                                  ", expected " + std::to_string(RVL_ABI_MAJOR));
-    expect(api().struct_size >= offsetof(rvl_backend_api, synchronize) + sizeof(void*),
+    expect(api().struct_size >= RVL_BACKEND_API_STRUCT_SIZE_1_0,
            "struct_size " + std::to_string(api().struct_size) + " is smaller than the v1.0 table");
     expect(api().abi_minor <= RVL_ABI_MINOR || api().struct_size >= sizeof(rvl_backend_api),
            "a newer minor version must not shrink the table");
@@ -37,7 +29,7 @@ void table_cases() {
   add_case("abi", "table/required_members", [](Measure&) {
     std::string missing;
 #define RVL_CONF_CHECK_(m) if (!RVL_CONF_HAS(api(), m)) missing += " " #m;
-    RVL_CONF_REQUIRED(RVL_CONF_CHECK_)
+    RVL_REQUIRED_MEMBERS(RVL_CONF_CHECK_)
 #undef RVL_CONF_CHECK_
     expect(missing.empty(), "required members missing or NULL:" + missing);
   });

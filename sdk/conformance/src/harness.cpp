@@ -24,44 +24,33 @@ void add_case(const std::string& group, const std::string& name, std::function<v
 }
 
 std::string dtype_str(int32_t dt) {
-  static const char* names[] = {"bool", "u8", "i32", "i64", "f32", "f64"};
-  return dt >= 0 && dt < RVL_DTYPE_COUNT_ ? names[dt] : "dtype" + std::to_string(dt);
+  return rvl::dtype_valid(dt) ? rvl::dtype_name(dt) : "dtype" + std::to_string(dt);
 }
 
 std::string op_str(int32_t op) {
-  static const char* names[] = {
-#define RVL_CONF_NAME_(name, arity) #name,
-      RVL_OP_LIST(RVL_CONF_NAME_)
-#undef RVL_CONF_NAME_
-  };
-  return op >= 0 && op < RVL_OP_COUNT_ ? names[op] : "op" + std::to_string(op);
+  return rvl::op_valid(op) ? rvl::op_name(op) : "op" + std::to_string(op);
 }
 
 // ---- error measure -----------------------------------------------------------------------
 double threshold(Accuracy a, int32_t dt) {
-  if (dt == RVL_DTYPE_F32) {
-    switch (a) {
-      case Accuracy::Exact: return 1e-12;
-      case Accuracy::Transcendental: return 1e-10;
-      case Accuracy::Accumulation: return 1e-8;
-    }
-  }
-  if (dt == RVL_DTYPE_F64) {
-    switch (a) {
-      case Accuracy::Exact: return 1e-26;
-      case Accuracy::Transcendental: return 1e-22;
-      case Accuracy::Accumulation: return 1e-20;
-    }
+  switch (a) {
+    case Accuracy::Exact: return rvl::accuracy_threshold(rvl::OpAccuracy::Exact, dt);
+    case Accuracy::Rounding: return rvl::accuracy_threshold(rvl::OpAccuracy::Rounding, dt);
+    case Accuracy::Transcendental:
+      return rvl::accuracy_threshold(rvl::OpAccuracy::Transcendental, dt);
+    case Accuracy::Accumulation:
+      return dt == RVL_DTYPE_F32 ? 1e-8 : dt == RVL_DTYPE_F64 ? 1e-20 : 0;
   }
   return 0;
 }
 
 Accuracy accuracy_of(int32_t op) {
-  switch (op) {
-    case RVL_OP_RECIP: case RVL_OP_SQRT: case RVL_OP_EXP2: case RVL_OP_LOG2: case RVL_OP_SIN:
-      return Accuracy::Transcendental;
-    default: return Accuracy::Exact;
+  switch (rvl::op_info(op).accuracy) {
+    case rvl::OpAccuracy::Exact: return Accuracy::Exact;
+    case rvl::OpAccuracy::Rounding: return Accuracy::Rounding;
+    case rvl::OpAccuracy::Transcendental: return Accuracy::Transcendental;
   }
+  return Accuracy::Exact;
 }
 
 namespace {

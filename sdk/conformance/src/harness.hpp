@@ -42,13 +42,12 @@ std::string op_str(int32_t op);
 //   sum((got - want)^2) / max(sum(want^2), n * 1e-30)
 // over the finite expected elements; NaN and +-Inf positions must match exactly. Integer and
 // bool results (and float results of integer/bool kernels) must match exactly.
-enum class Accuracy {
-  Exact,          // correctly rounded IEEE ops: ADD MUL NEG MAX TRUNC MOD IDIV CAST CMP WHERE
-  Transcendental, // RECIP SQRT EXP2 LOG2 SIN (device math libraries may differ by a few ulp)
-  Accumulation    // reductions, contractions, fused programs (order of summation, FMA)
-};
+// A single instruction's class comes from the op table (rvl::OpAccuracy, <ravel/op_table.hpp>);
+// Accumulation is the harness's own class for whole kernels that sum (reductions,
+// contractions, fused programs: the order of summation and FMA contraction may differ).
+enum class Accuracy { Exact, Rounding, Transcendental, Accumulation };
 double threshold(Accuracy a, int32_t dtype);  // 0 for non-float dtypes
-Accuracy accuracy_of(int32_t op);
+Accuracy accuracy_of(int32_t op);             // the op table's class
 
 // Compares whole buffers; returns the NMSE (0 for exact dtypes); throws Failure on a mismatch.
 double compare(const ref::HostBuffer& got, const ref::HostBuffer& want, double threshold,

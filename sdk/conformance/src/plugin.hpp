@@ -2,6 +2,8 @@
 #pragma once
 
 #include <ravel/backend.h>
+#include <ravel/backend.hpp>
+#include <ravel/op_table.hpp>
 #include <ravel/conformance/reference.hpp>
 
 #include <cstddef>

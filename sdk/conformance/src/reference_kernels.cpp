@@ -1,6 +1,7 @@
 // Reference evaluation of whole kernels: programs (with reductions) and contractions.
 // One element at a time from its multi-index; accumulators are f64 / wrapping int64.
 #include <ravel/conformance/reference.hpp>
+#include <ravel/op_table.hpp>
 
 #include <cmath>
 #include <functional>
@@ -39,7 +40,7 @@ Value evaluate(const rvl_instruction* code, int32_t n, const rvl_operand* inputs
   std::vector<Value> regs(static_cast<size_t>(n));
   for (int j = 0; j < n; ++j) {
     const rvl_instruction& in = code[j];
-    switch (in.op) {
+    switch (static_cast<rvl_op>(in.op)) {
       case RVL_OP_LOAD: {
         const rvl_view& v = inputs[in.arg].view;
         regs[j] = valid(v, rank, idx) ? bufs.at(in.arg)->get(address(v, rank, idx))
@@ -48,7 +49,9 @@ Value evaluate(const rvl_instruction* code, int32_t n, const rvl_operand* inputs
       }
       case RVL_OP_CONST: regs[j] = constant(in.dtype, in.value); break;
       case RVL_OP_ACC: regs[j] = acc; break;
-      default: {
+      case RVL_OP_COUNT_: break;  // rejected by validation
+      case RVL_OP_CAST:
+      RVL_OP_CASES_COMPUTED {
         const Value none{};
         regs[j] = apply(in.op, in.dtype, code[in.src[0]].dtype, regs[in.src[0]],
                         in.src[1] >= 0 ? regs[in.src[1]] : none,

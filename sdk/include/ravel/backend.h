@@ -1,4 +1,5 @@
-/* Ravel backend C ABI, version 1.
+/* Ravel backend C ABI, version 1.1 (1.1 added rvl_device_properties.arch/warp_size/details and
+ * rvl_probe_result.reason; nothing else changed).
  *
  * Plain C99. A backend plugin is a shared object that exports exactly one symbol,
  * `rvl_backend_entry`, returning a pointer to a static, append-only table of function pointers
@@ -8,7 +9,8 @@
  *  - Versioning: every struct begins with `struct_size` (set by whoever fills it in). The host
  *    accepts a table whose `abi_major` equals RVL_ABI_MAJOR; `abi_minor` may be older. Members are
  *    only appended; a member that lies beyond the table's struct_size, or is NULL, is
- *    "not supported" and the host never calls it. Members marked (optional) may be NULL.
+ *    "not supported" and the host never calls it. Members marked (optional) may be NULL; RVL_REQUIRED_MEMBERS lists the
+ *    others.
  *  - Errors: every fallible call returns `rvl_error*`; NULL means success. A non-NULL error is
  *    owned by the plugin that made it: the host reads it with error_code/error_message and hands
  *    it back with error_destroy. No C++ exception ever crosses this boundary.
@@ -38,7 +40,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 0
+#define RVL_ABI_MINOR 1
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
@@ -78,47 +80,64 @@ typedef enum rvl_dtype {
 } rvl_dtype;
 
 /* ---- instructions ---------------------------------------------------------------------- */
-/* X(name, arity). The one list of kernel instructions; enum values follow list order and are
- * stable (new ops are only appended). Semantics, per docs/abi.md:
- *  LOAD    dst = input[arg].view[idx], or 0 outside the view's validity range
+/* THE op table: one row per kernel instruction, the single source of every op's ABI semantics.
+ * The validator, the reference interpreter, the conformance harness, every plugin's dispatch and
+ * the tests derive what they need from it (in C++ through <ravel/op_table.hpp>). Enum values
+ * follow row order and are stable: rows are only appended, and only with a minor version.
+ *
+ * X(NAME, arity, ACCEPTS, RESULT, ACCURACY)
+ *  ACCEPTS  the dtypes the sources may have (all sources share one dtype unless said otherwise):
+ *           NONE (no sources), ANY, NONBOOL (not bool), FLOAT (f32, f64), INTBOOL (bool and the
+ *           integer dtypes), SELECT (source 0 is bool; sources 1 and 2 any, equal to the result)
+ *  RESULT   the instruction's own dtype: SAME (the sources'), BOOL, FREE (any; see LOAD, CONST,
+ *           ACC and CAST below)
+ *  ACCURACY what conformance demands of float results: EXACT (bit-exact up to the reordering of
+ *           exact operations), ROUNDING (a few ulps: division and square root, which some device
+ *           compilers do not round correctly by default), TRANSCENDENTAL (library accuracy)
+ *
+ * Semantics (docs/abi.md sections 5-7 say more):
+ *  LOAD    dst = input[arg].view[idx], or 0 outside the view's validity range; dtype = the input's
  *  CONST   dst = the constant in `value`, of the instruction's dtype (value.i is converted to
  *          U8/I32/BOOL like a CAST from I64; value.f to F32 like a CAST from F64)
  *  ACC     (contraction epilogues only) dst = the contraction's accumulated value
  *  CAST    dst = (dtype) src0; float->int truncates toward zero and saturates at the target's
  *          range (NaN -> 0); int->int wraps (two's complement); ->bool is (x != 0)
- *  NEG RECIP SQRT EXP2 LOG2 SIN TRUNC   float math (NEG and TRUNC for every dtype)
- *  ADD MUL MAX                           every dtype; ints wrap on overflow; bool: or/and/or
- *  MOD IDIV   ints: C semantics (truncating), x/0 == 0 and x%0 == 0; floats: fmod, trunc(a/b)
+ *  NEG TRUNC                             every dtype but bool (NEG) / every dtype (TRUNC)
+ *  RECIP SQRT EXP2 LOG2 SIN              float math
+ *  ADD MUL MAX                           every dtype; ints wrap on overflow; bool: or/and/or;
+ *                                        float MAX propagates NaN
+ *  MOD IDIV   ints: C semantics (truncating), x/0 == 0 and x%0 == 0, MIN/-1 == MIN, MIN%-1 == 0;
+ *             floats: fmod, trunc(a/b)
  *  CMPLT CMPNE                           result bool
  *  AND OR XOR                            bool and integer dtypes only
  *  WHERE   dst = src0 ? src1 : src2 (src0 is bool)
  */
-#define RVL_OP_LIST(X) \
-  X(LOAD, 0)           \
-  X(CONST, 0)          \
-  X(ACC, 0)            \
-  X(CAST, 1)           \
-  X(NEG, 1)            \
-  X(RECIP, 1)          \
-  X(SQRT, 1)           \
-  X(EXP2, 1)           \
-  X(LOG2, 1)           \
-  X(SIN, 1)            \
-  X(TRUNC, 1)          \
-  X(ADD, 2)            \
-  X(MUL, 2)            \
-  X(MAX, 2)            \
-  X(MOD, 2)            \
-  X(IDIV, 2)           \
-  X(CMPLT, 2)          \
-  X(CMPNE, 2)          \
-  X(AND, 2)            \
-  X(OR, 2)             \
-  X(XOR, 2)            \
-  X(WHERE, 3)
+#define RVL_OP_LIST(X)                            \
+  X(LOAD, 0, NONE, FREE, EXACT)                   \
+  X(CONST, 0, NONE, FREE, EXACT)                  \
+  X(ACC, 0, NONE, FREE, EXACT)                    \
+  X(CAST, 1, ANY, FREE, EXACT)                    \
+  X(NEG, 1, NONBOOL, SAME, EXACT)                 \
+  X(RECIP, 1, FLOAT, SAME, ROUNDING)              \
+  X(SQRT, 1, FLOAT, SAME, ROUNDING)               \
+  X(EXP2, 1, FLOAT, SAME, TRANSCENDENTAL)         \
+  X(LOG2, 1, FLOAT, SAME, TRANSCENDENTAL)         \
+  X(SIN, 1, FLOAT, SAME, TRANSCENDENTAL)          \
+  X(TRUNC, 1, ANY, SAME, EXACT)                   \
+  X(ADD, 2, ANY, SAME, EXACT)                     \
+  X(MUL, 2, ANY, SAME, EXACT)                     \
+  X(MAX, 2, ANY, SAME, EXACT)                     \
+  X(MOD, 2, NONBOOL, SAME, EXACT)                 \
+  X(IDIV, 2, NONBOOL, SAME, EXACT)                \
+  X(CMPLT, 2, ANY, BOOL, EXACT)                   \
+  X(CMPNE, 2, ANY, BOOL, EXACT)                   \
+  X(AND, 2, INTBOOL, SAME, EXACT)                 \
+  X(OR, 2, INTBOOL, SAME, EXACT)                  \
+  X(XOR, 2, INTBOOL, SAME, EXACT)                 \
+  X(WHERE, 3, SELECT, SAME, EXACT)
 
 typedef enum rvl_op {
-#define RVL_OP_ENUM_(name, arity) RVL_OP_##name,
+#define RVL_OP_ENUM_(name, arity, accepts, result, accuracy) RVL_OP_##name,
   RVL_OP_LIST(RVL_OP_ENUM_)
 #undef RVL_OP_ENUM_
   RVL_OP_COUNT_
@@ -224,6 +243,9 @@ typedef enum rvl_device_kind {
   RVL_DEVICE_OTHER = 2
 } rvl_device_kind;
 
+/* Filled by the plugin; the host sets struct_size to what it allocated. A plugin writes only the
+ * members that lie within the host's struct_size (a v1.0 host passes
+ * RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0 and never sees the 1.1 members). */
 typedef struct rvl_device_properties {
   size_t struct_size;
   char name[128];
@@ -232,68 +254,147 @@ typedef struct rvl_device_properties {
   int32_t compute_units;    /* cores, SMs, CUs, EUs */
   uint32_t dtypes;          /* bit (1u << rvl_dtype) set: supported */
   int32_t max_rank;         /* <= RVL_MAX_RANK */
+  /* since 1.1 */
+  char arch[64];            /* ISA or generation: "x86-64-v3", "sm_90", "gfx90a", "dg2"; "" if n/a */
+  int32_t warp_size;        /* SIMD width kernels are scheduled in (warp, wavefront, subgroup);
+                               1 for a scalar CPU, 0 if unknown */
+  char details[256];        /* further properties as "key=value; key=value" (free form) */
 } rvl_device_properties;
 
 typedef struct rvl_probe_result {
   size_t struct_size;
   int32_t device_count; /* 0 means "cannot run here", which is not an error */
   int32_t score;        /* preference among backends; higher is better */
+  /* since 1.1 */
+  char reason[256];     /* with device_count == 0: why, for the user ("no HIP runtime: ...") */
 } rvl_probe_result;
 
 /* ---- the function table ------------------------------------------------------------------ */
+/* Each member says what it does, who owns what, whether it may block, and whether a plugin must
+ * provide it: (required) members are listed in RVL_REQUIRED_MEMBERS below, which the core's
+ * loader and the conformance runner both check; (optional, since 1.N) members may be NULL or lie
+ * beyond the plugin's struct_size, and the host then never calls them. No member may throw,
+ * abort or longjmp: failures are rvl_error objects. */
 typedef struct rvl_backend_api {
-  size_t struct_size;
-  uint32_t abi_major;
-  uint32_t abi_minor;
+  size_t struct_size; /* sizeof the table the plugin was built with */
+  uint32_t abi_major; /* must equal the host's RVL_ABI_MAJOR */
+  uint32_t abi_minor; /* the minor version the plugin was built against; may differ from the host's */
 
-  /* Errors. */
+  /* ---- errors: an rvl_error is created by the plugin and handed to the host, which reads it
+   * and gives it back exactly once with error_destroy. None of the three may fail or block. */
+  /* (required) The status of `error`; RVL_STATUS_OK for NULL. */
   rvl_status (*error_code)(const rvl_error* error);
-  const char* (*error_message)(const rvl_error* error); /* valid until error_destroy */
+  /* (required) Its message, owned by the error; valid until error_destroy. "" for NULL. */
+  const char* (*error_message)(const rvl_error* error);
+  /* (required) Frees an error (NULL is a no-op). */
   void (*error_destroy)(rvl_error* error);
 
-  /* Cheap and side-effect free: may be called before initialize; touches no device state and
-   * runs no ISA-specific code. */
+  /* ---- lifetime */
+  /* (required) Cheap and side-effect free: may be called before initialize; touches no device
+   * state and runs no ISA-specific code. The host fills out->struct_size. device_count == 0
+   * (with a reason, since 1.1) means the plugin cannot run here: not an error. */
   rvl_error* (*probe)(rvl_probe_result* out);
-  /* Brings the backend up. get_info, device_count and device_properties may be called before
-   * it; buffers, streams, events and kernels need it. */
+  /* (required) Brings the backend up (may block: driver start-up). Called once, after probe
+   * reported devices. get_info, device_count and device_properties may be called before it;
+   * buffers, streams, events and kernels need it. */
   rvl_error* (*initialize)(void);
-  /* Joins every thread the plugin started and releases every resource; called before unload.
-   * Buffers, streams and events still alive are freed. */
+  /* (required) Joins every thread the plugin started and releases every resource; called once,
+   * before unload. Buffers, streams and events still alive are freed. May block. */
   void (*shutdown)(void);
+  /* (required) Static strings owned by the plugin, valid until unload. Never blocks. */
   rvl_error* (*get_info)(rvl_backend_info* out);
 
-  /* Devices. */
+  /* ---- devices (device indices are 0 .. count-1; a bad index is INVALID_ARGUMENT) */
+  /* (required) Number of devices; never blocks after initialize. */
   rvl_error* (*device_count)(int32_t* out);
+  /* (required) Properties of one device; writes only what lies within out->struct_size. */
   rvl_error* (*device_properties)(int32_t device, rvl_device_properties* out);
 
-  /* Buffers. Offsets and sizes in bytes. Freeing a buffer that is not live (twice, or a pointer
-   * this plugin never returned) is an RVL_STATUS_INVALID_ARGUMENT error. */
+  /* ---- buffers: device memory owned by the plugin; offsets and sizes in bytes. Freeing a
+   * buffer that is not live (twice, or a pointer this plugin never returned) is an
+   * INVALID_ARGUMENT error, never a crash. */
+  /* (required) Allocates `bytes` (> 0) on `device`; contents undefined. OUT_OF_MEMORY when the
+   * device is full (after the plugin emptied its own caches), naming requested and free bytes. */
   rvl_error* (*buffer_allocate)(int32_t device, uint64_t bytes, rvl_buffer** out);
+  /* (required) Frees a buffer once all work queued on it has finished (it may wait for that). */
   rvl_error* (*buffer_free)(rvl_buffer* buffer);
+  /* (required) The size given at allocation. Never blocks. */
   rvl_error* (*buffer_size)(const rvl_buffer* buffer, uint64_t* out);
+  /* (required) Host -> device. `src` may be reused by the host as soon as the call returns (the
+   * plugin copies or stages it), so this may block until the bytes are staged. */
   rvl_error* (*buffer_write)(rvl_stream* stream, rvl_buffer* dst, uint64_t dst_offset,
                              const void* src, uint64_t bytes);
+  /* (required) Device -> host. Blocks until the bytes are in `dst`, after all work queued on
+   * `stream` before it. */
   rvl_error* (*buffer_read)(rvl_stream* stream, const rvl_buffer* src, uint64_t src_offset,
                             void* dst, uint64_t bytes);
+  /* (required) Device -> device within this plugin; queued on `stream`, may return before it
+   * completes. Overlapping ranges of one buffer are INVALID_ARGUMENT. */
   rvl_error* (*buffer_copy)(rvl_stream* stream, const rvl_buffer* src, uint64_t src_offset,
                             rvl_buffer* dst, uint64_t dst_offset, uint64_t bytes);
 
-  /* Streams and events. A NULL stream is the default stream of the device the buffers or the
-   * kernel belong to. buffer_read completes before it returns. */
+  /* ---- streams and events. A NULL stream is the default stream of the device the buffers or
+   * the kernel belong to. Streams and events are owned by the plugin; the host destroys what it
+   * created. */
+  /* (required) A new in-order queue on `device`. */
   rvl_error* (*stream_create)(int32_t device, rvl_stream** out);
+  /* (required) Waits for the stream's work, then destroys it. Blocks. */
   rvl_error* (*stream_destroy)(rvl_stream* stream);
+  /* (required) The host waits for all work queued on the stream. Blocks. */
   rvl_error* (*stream_synchronize)(rvl_stream* stream);
+  /* (required) A new event marking everything queued on `stream` so far. Never blocks. */
   rvl_error* (*event_record)(rvl_stream* stream, rvl_event** out);
-  rvl_error* (*event_wait)(rvl_stream* stream, rvl_event* event); /* stream waits for event */
-  rvl_error* (*event_synchronize)(rvl_event* event);              /* host waits for event */
+  /* (required) Work queued on `stream` after this call waits for `event`. Never blocks the host. */
+  rvl_error* (*event_wait)(rvl_stream* stream, rvl_event* event);
+  /* (required) The host waits for `event`. Blocks. */
+  rvl_error* (*event_synchronize)(rvl_event* event);
+  /* (required) Destroys an event (pending work it marks still completes). */
   rvl_error* (*event_destroy)(rvl_event* event);
 
-  /* Kernels. Validated before anything runs; may complete asynchronously on `stream`. */
+  /* ---- kernels: validated before anything runs (a malformed kernel is INVALID_ARGUMENT and
+   * touches nothing); may complete asynchronously on `stream`. The host keeps the program and
+   * its arrays alive only for the duration of the call: a plugin that queues work copies what
+   * it needs. */
+  /* (required) Runs one kernel program (see rvl_program). */
   rvl_error* (*execute_program)(int32_t device, rvl_stream* stream, const rvl_program* program);
+  /* (optional, since 1.0) Runs one contraction (see rvl_contraction). When NULL the core lowers
+   * contractions to kernel programs instead. */
   rvl_error* (*execute_contraction)(int32_t device, rvl_stream* stream,
-                                    const rvl_contraction* contraction); /* (optional) */
-  rvl_error* (*synchronize)(int32_t device); /* host waits for all work on the device */
+                                    const rvl_contraction* contraction);
+  /* (required) The host waits for all work on the device, on every stream. Blocks. */
+  rvl_error* (*synchronize)(int32_t device);
 } rvl_backend_api;
+
+/* The members every plugin must provide (non-NULL, within struct_size). The core's loader and
+ * ravel-conformance both check exactly this list. */
+#define RVL_REQUIRED_MEMBERS(X)                                                               \
+  X(error_code) X(error_message) X(error_destroy) X(probe) X(initialize) X(shutdown)          \
+  X(get_info) X(device_count) X(device_properties) X(buffer_allocate) X(buffer_free)          \
+  X(buffer_size) X(buffer_write) X(buffer_read) X(buffer_copy) X(stream_create)               \
+  X(stream_destroy) X(stream_synchronize) X(event_record) X(event_wait) X(event_synchronize)  \
+  X(event_destroy) X(execute_program) X(synchronize)
+
+/* ---- struct sizes per version (as PJRT's *_STRUCT_SIZE) ------------------------------------
+ * The size a struct had in a given minor version: the offset of its last member of that version
+ * plus that member's size. Whoever fills a struct sets struct_size to the size of the version it
+ * was built against (usually sizeof); whoever reads one reads a member only if the member lies
+ * within struct_size, so a plugin built against 1.1 works with a 1.0 host and the other way
+ * round. RVL_HAS_MEMBER is the test. */
+#define RVL_STRUCT_SIZE(type, last_member) \
+  (offsetof(type, last_member) + sizeof(((type*)0)->last_member))
+#define RVL_HAS_MEMBER(ptr, type, member) \
+  ((ptr)->struct_size >= RVL_STRUCT_SIZE(type, member))
+
+#define RVL_BACKEND_API_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_backend_api, synchronize)
+#define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_device_properties, max_rank)
+#define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_1 RVL_STRUCT_SIZE(rvl_device_properties, details)
+#define RVL_PROBE_RESULT_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_probe_result, score)
+#define RVL_PROBE_RESULT_STRUCT_SIZE_1_1 RVL_STRUCT_SIZE(rvl_probe_result, reason)
+#define RVL_BACKEND_INFO_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_backend_info, description)
+#define RVL_PROGRAM_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_program, output)
+#define RVL_CONTRACTION_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_contraction, epilogue)
+#define RVL_OPERAND_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_operand, view)
+#define RVL_VIEW_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_view, valid_hi)
 
 /* The exported entry point. Returns a pointer to a static table; never NULL. Must be cheap and
  * must not initialise anything. */

@@ -7,7 +7,7 @@
 //  - `rvl::guard(fn)`: runs fn and turns *any* exception into a heap-allocated rvl_error
 //    (std::bad_alloc -> RVL_STATUS_OUT_OF_MEMORY, rvl::Error -> its status, anything else ->
 //    RVL_STATUS_INTERNAL). Wrap every table member body in it: no exception may cross the ABI.
-//  - dtype and op tables derived from RVL_OP_LIST (names, arity, sizes, classes).
+//  - dtype helpers, and op names/arity from the op table (<ravel/op_table.hpp>).
 //  - RVL_DEFINE_BACKEND_ENTRY(table): defines the single exported symbol.
 //
 // Invariant: an rvl_error returned by guard() is either heap-allocated with `new` (freed by
@@ -17,6 +17,7 @@
 #define RAVEL_BACKEND_HPP
 
 #include <ravel/backend.h>
+#include <ravel/op_table.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -140,25 +141,11 @@ constexpr const char* dtype_name(int32_t dt) noexcept {
 }
 
 // ---- ops ----------------------------------------------------------------------------------
-constexpr bool op_valid(int32_t op) noexcept { return op >= 0 && op < RVL_OP_COUNT_; }
+// Everything about an op comes from the op table (<ravel/op_table.hpp>, rows in backend.h).
 // Number of sources an op reads; -1 for an invalid op.
-constexpr int op_arity(int32_t op) noexcept {
-  switch (op) {
-#define RVL_HPP_ARITY_(name, arity) \
-  case RVL_OP_##name: return arity;
-    RVL_OP_LIST(RVL_HPP_ARITY_)
-#undef RVL_HPP_ARITY_
-    default: return -1;
-  }
-}
+constexpr int op_arity(int32_t op) noexcept { return op_valid(op) ? op_info(op).arity : -1; }
 constexpr const char* op_name(int32_t op) noexcept {
-  switch (op) {
-#define RVL_HPP_NAME_(name, arity) \
-  case RVL_OP_##name: return #name;
-    RVL_OP_LIST(RVL_HPP_NAME_)
-#undef RVL_HPP_NAME_
-    default: return "<invalid op>";
-  }
+  return op_valid(op) ? op_info(op).name : "<invalid op>";
 }
 
 // True if a caller-filled struct announces at least `needed` bytes (the fields this plugin reads).

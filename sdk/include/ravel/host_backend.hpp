@@ -44,8 +44,9 @@
 //   const char* name, version, description     what get_info reports (static constexpr members)
 //   int32_t probe_score                        probe's score; higher wins (tbb_cpu is 10)
 //   void  describe_device(rvl_device_properties* out)
-//                                              sets out->name (set_device_name) and
-//                                              out->compute_units; the rest is filled already.
+//                                              sets out->name (set_device_name),
+//                                              out->compute_units and, optionally, arch/details
+//                                              (set_device_arch); the rest is filled already.
 // The other hooks may throw (rvl::fail, std::bad_alloc...): every member runs inside rvl::guard.
 //
 // Because this header defines rvl_buffer, rvl_stream and rvl_event, a plugin that includes it
@@ -101,10 +102,21 @@ inline void check_range(const char* what, uint64_t offset, uint64_t bytes, uint6
             ") is outside the buffer of " + std::to_string(size) + " bytes");
 }
 
-// Sets a device name (truncated to fit, always NUL-terminated, the rest of the array zeroed).
+// Copies a string into a fixed char array (truncated to fit, always NUL-terminated, the rest
+// of the array zeroed).
+inline void set_chars(char* dst, size_t size, const std::string& text) {
+  std::memset(dst, 0, size);
+  std::strncpy(dst, text.c_str(), size - 1);
+}
 inline void set_device_name(rvl_device_properties* out, const std::string& name) {
-  std::memset(out->name, 0, sizeof(out->name));
-  std::strncpy(out->name, name.c_str(), sizeof(out->name) - 1);
+  set_chars(out->name, sizeof(out->name), name);
+}
+// Sets the 1.1 members arch and details, if the host's struct has them.
+inline void set_device_arch(rvl_device_properties* out, const std::string& arch,
+                            const std::string& details) {
+  if (!RVL_HAS_MEMBER(out, rvl_device_properties, details)) return;
+  set_chars(out->arch, sizeof(out->arch), arch);
+  set_chars(out->details, sizeof(out->details), details);
 }
 
 // The default hooks: calloc'd memory (fresh memory is zero-filled, which makes results
@@ -196,15 +208,17 @@ class Backend {
   // Cheap and side-effect free, as the ABI requires: host memory is always there.
   static rvl_error* probe(rvl_probe_result* out) {
     return guard([&] {
-      require_struct(out, "probe result");
+      // A 1.0 host passes the 1.0 size: accept it, and write 1.1 members only when they fit.
+      require_struct(out, "probe result", RVL_PROBE_RESULT_STRUCT_SIZE_1_0);
       out->device_count = 1;
       out->score = Hooks::probe_score;
+      if (RVL_HAS_MEMBER(out, rvl_probe_result, reason)) out->reason[0] = '\0';
     });
   }
 
   static rvl_error* get_info(rvl_backend_info* out) {
     return guard([&] {
-      require_struct(out, "backend info");
+      require_struct(out, "backend info", RVL_BACKEND_INFO_STRUCT_SIZE_1_0);
       out->name = Hooks::name;
       out->version = Hooks::version;
       out->description = Hooks::description;
@@ -216,7 +230,7 @@ class Backend {
   static rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     return guard([&] {
       check_device(device);
-      require_struct(out, "device properties");
+      require_struct(out, "device properties", RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0);
       set_device_name(out, "");
       out->kind = RVL_DEVICE_CPU;
       const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
@@ -224,6 +238,11 @@ class Backend {
       out->compute_units = 1;
       out->dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
       out->max_rank = RVL_MAX_RANK;
+      if (RVL_HAS_MEMBER(out, rvl_device_properties, details)) {
+        set_chars(out->arch, sizeof out->arch, "");
+        out->warp_size = 1;
+        set_chars(out->details, sizeof out->details, "");
+      }
       Hooks::describe_device(out);
     });
   }

@@ -87,7 +87,11 @@ template <class Fn> Reg fmath(int32_t dt, Reg a, Reg b, Fn fn) {
 Reg apply(int32_t op, int32_t dt, int32_t sdt, Reg a, Reg b, Reg c) {
   const uint64_t ua = static_cast<uint64_t>(a.i), ub = static_cast<uint64_t>(b.i);
   const bool fp = is_f(sdt);
-  switch (op) {
+  // Exhaustive over rvl_op, no default: a new row in the op table fails this build
+  // (-Werror=switch) until the template says what it computes.
+  switch (static_cast<rvl_op>(op)) {
+    case RVL_OP_LOAD: case RVL_OP_CONST: case RVL_OP_ACC: case RVL_OP_COUNT_:
+      break;  // not element-wise: evaluate() handles them before calling apply
     case RVL_OP_CAST: return cast(dt, sdt, a);
     case RVL_OP_NEG: return fp ? fmath(dt, a, b, [](auto x, auto) { return -x; }) : I(wrap(dt, int64_t(0 - ua)));
     case RVL_OP_RECIP: return fmath(dt, a, b, [](auto x, auto) { return decltype(x)(1) / x; });
@@ -121,21 +125,25 @@ Reg apply(int32_t op, int32_t dt, int32_t sdt, Reg a, Reg b, Reg c) {
     case RVL_OP_AND: return I(a.i & b.i);
     case RVL_OP_OR: return I(a.i | b.i);
     case RVL_OP_XOR: return I(wrap(dt, a.i ^ b.i));
-    default: return a.i ? b : c;  // WHERE
+    case RVL_OP_WHERE: return a.i ? b : c;
   }
+  rvl::fail(RVL_STATUS_INTERNAL, std::string("template: op ") + rvl::op_name(op) +
+                                     " reached apply()");
 }
 
 // Evaluates the instruction list at idx; `regs` is scratch space of p.n_ins registers.
 Reg evaluate(const Program& p, const int64_t* idx, Reg acc, std::vector<Reg>& regs) {
   for (int j = 0; j < p.n_ins; ++j) {
     const rvl_instruction& in = p.ins[j];
-    switch (in.op) {
+    switch (static_cast<rvl_op>(in.op)) {
       case RVL_OP_LOAD: regs[j] = load(p.inputs[in.arg], idx, p.rank); break;
       case RVL_OP_CONST:
         regs[j] = is_f(in.dtype) ? norm(in.dtype, F(in.value.f)) : cast(in.dtype, RVL_DTYPE_I64, I(in.value.i));
         break;
       case RVL_OP_ACC: regs[j] = acc; break;
-      default: {
+      case RVL_OP_COUNT_: break;  // rejected by validation
+      case RVL_OP_CAST:
+      RVL_OP_CASES_COMPUTED {
         const Reg none{};
         regs[j] = apply(in.op, in.dtype, p.ins[in.src[0]].dtype, regs[in.src[0]],
                         in.src[1] >= 0 ? regs[in.src[1]] : none, in.src[2] >= 0 ? regs[in.src[2]] : none);

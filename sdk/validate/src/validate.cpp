@@ -7,6 +7,7 @@
 #include <ravel/validate.hpp>
 
 #include <ravel/backend.hpp>
+#include <ravel/op_table.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -148,46 +149,33 @@ void check_instructions(const char* kind, const rvl_instruction* ins, int32_t n,
       rvl::invalid(w + ": wrong dtype " + dt_str(dt) + " (sources " + dt_str(sd[0]) + ", " +
                    dt_str(sd[1]) + ", " + dt_str(sd[2]) + "), expected " + expected);
     };
-    switch (I.op) {
-      case RVL_OP_LOAD:
+    const rvl::OpInfo& info = rvl::op_info(I.op);
+    if (info.accepts == rvl::OpAccepts::None) {
+      // The three source-less ops: what they produce is named by the instruction itself.
+      if (I.op == RVL_OP_LOAD) {
         if (I.arg < 0 || I.arg >= static_cast<int32_t>(inputs.size()))
           rvl::invalid(w + ": input index " + to_string(I.arg) + " out of range [0, " +
                        to_string(inputs.size()) + ")");
         if (inputs[I.arg].dtype != dt)
           rvl::invalid(w + ": dtype " + dt_str(dt) + " differs from input " + to_string(I.arg) +
                        " dtype " + dt_str(inputs[I.arg].dtype));
-        break;
-      case RVL_OP_CONST: break;
-      case RVL_OP_ACC:
+      } else if (I.op == RVL_OP_ACC) {
         if (acc_dtype < 0) rvl::invalid(w + ": ACC is only allowed in contraction epilogues");
         if (dt != acc_dtype) bad_dtype("the contraction dtype " + dt_str(acc_dtype));
-        break;
-      case RVL_OP_CAST: break;
-      case RVL_OP_NEG:
-        if (dt == RVL_DTYPE_BOOL || sd[0] != dt) bad_dtype("a non-bool dtype equal to the source");
-        break;
-      case RVL_OP_RECIP: case RVL_OP_SQRT: case RVL_OP_EXP2: case RVL_OP_LOG2: case RVL_OP_SIN:
-        if (!rvl::dtype_is_float(dt) || sd[0] != dt) bad_dtype("f32 or f64, equal to the source");
-        break;
-      case RVL_OP_TRUNC:
-        if (sd[0] != dt) bad_dtype("the source dtype");
-        break;
-      case RVL_OP_ADD: case RVL_OP_MUL: case RVL_OP_MAX: case RVL_OP_MOD: case RVL_OP_IDIV:
-        if (sd[0] != dt || sd[1] != dt) bad_dtype("both sources of the result dtype");
-        break;
-      case RVL_OP_CMPLT: case RVL_OP_CMPNE:
-        if (sd[0] != sd[1] || dt != RVL_DTYPE_BOOL) bad_dtype("bool result of equal-dtype sources");
-        break;
-      case RVL_OP_AND: case RVL_OP_OR: case RVL_OP_XOR:
-        if (rvl::dtype_is_float(dt) || sd[0] != dt || sd[1] != dt)
-          bad_dtype("bool or integer, both sources of the result dtype");
-        break;
-      case RVL_OP_WHERE:
-        if (sd[0] != RVL_DTYPE_BOOL || sd[1] != dt || sd[2] != dt)
-          bad_dtype("bool condition and both values of the result dtype");
-        break;
-      default: break;
+      }
+      continue;
     }
+    // Every other op is checked from its table row alone: the sources share one dtype (SELECT:
+    // a bool condition and two values of one dtype), which the row must accept, and the result
+    // dtype follows the row's result rule.
+    const bool select = info.accepts == rvl::OpAccepts::Select;
+    const int32_t vdt = select ? sd[1] : sd[0];
+    for (int k = select ? 2 : 1; k < arity; ++k)
+      if (sd[k] != vdt) bad_dtype(std::string("sources of one dtype (") + rvl::op_accepts_text(I.op) + ")");
+    if (select && sd[0] != RVL_DTYPE_BOOL) bad_dtype("a bool condition (source 0)");
+    if (!rvl::op_accepts(I.op, vdt)) bad_dtype(std::string("sources of ") + rvl::op_accepts_text(I.op));
+    const int32_t want = rvl::op_result_dtype(I.op, vdt);
+    if (want >= 0 && dt != want) bad_dtype("the result dtype " + dt_str(want));
   }
   if (ins[n - 1].dtype != out_dtype)
     rvl::invalid(std::string("last ") + kind + " dtype " + dt_str(ins[n - 1].dtype) +

@@ -47,8 +47,6 @@ Value normalize(int32_t dtype, Value v);
 Value cast(int32_t to, int32_t from, Value x);
 // The value of a CONST instruction of `dtype`.
 Value constant(int32_t dtype, const rvl_scalar& s);
-// Whether the ABI defines `op` (not LOAD/CONST/ACC) on operands of `dtype`.
-bool op_defined(int32_t op, int32_t dtype);
 // One element-wise instruction. `dtype` is the result dtype, `src_dtype` that of source 0.
 Value apply(int32_t op, int32_t dtype, int32_t src_dtype, Value a, Value b = {}, Value c = {});
 // The identity of a reduction in `dtype` (-inf / MIN for MAX, 1 for PROD, 0 for SUM).
