@@ -1,0 +1,179 @@
+// Contractions -> a tiled GEMM kernel with the epilogue fused.
+//
+// Note [GEMM kernel]
+// One block of 256 threads computes a BM x BN tile of C for one batch index (grid z strides
+// over batches). Per BK-slice of K it stages A[BM x BK] and B[BK x BN] in shared memory (each
+// thread loads BM*BK/256 elements, consecutive threads along whichever axis of the operand is
+// contiguous, so both layouts of A and B load coalesced and transposed operands need no copy),
+// then each thread accumulates a TM x TN register block from registers (outer products).
+// Register rows/columns are split in groups of four, half a tile apart, so a warp's shared
+// memory reads hit distinct banks. f32 tiles are 128x128x8 with 8x8 per thread; other dtypes and
+// small problems use 64x64x8 with 4x4. Strides, offsets and batch strides (0 = broadcast) are
+// baked in. Floats accumulate with FMA (docs/hip.md). The epilogue is the program's SSA with ACC =
+// the accumulator, evaluated where each C element is stored; C's view is any non-aliasing view.
+#include "codegen.hpp"
+#include "space.hpp"
+#include "ssa.hpp"
+
+#include <ravel/backend.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+
+namespace rvl::hip {
+
+std::string hash_name(const std::string& kind, const std::string& body);
+
+namespace {
+
+struct Tile { int bm, bn, bk, tm, tn; };
+
+std::string S(int64_t x) { return std::to_string(x); }
+
+// |offset| + sum |stride| * (extent - 1) over a view of the given shape.
+long double reach(const validate::View& v, const std::vector<int64_t>& shape) {
+  long double r = std::llabs(v.offset);
+  for (size_t d = 0; d < shape.size(); ++d)
+    r += (long double)std::llabs(v.stride[d]) * (long double)(shape[d] > 0 ? shape[d] - 1 : 0);
+  return r;
+}
+
+}  // namespace
+
+KernelSource generate_contraction(const validate::Contraction& c, const Target& t) {
+  const int br = c.batch_rank;
+  const validate::Program& e = c.epilogue;
+  const int32_t T = c.dtype;
+  const std::string Ty = ctype(T), Oy = ctype(e.out.dtype);
+  int64_t batch = 1;
+  for (int d = 0; d < br; ++d) batch *= c.batch_shape[d];
+  KernelSource k;
+  k.param_types = {"const " + Ty + "*", "const " + Ty + "*"};
+  for (const validate::View& v : e.inputs) k.param_types.push_back(std::string("const ") + ctype(v.dtype) + "*");
+  k.param_types.push_back(Oy + "*");
+  k.summary = "contraction " + std::string(rvl::dtype_name(T)) + " batch " + S(batch) + " M " +
+              S(c.m) + " N " + S(c.n) + " K " + S(c.k) + ", epilogue of " + S(e.n_ins);
+  if (batch == 0 || c.m == 0 || c.n == 0) return k;  // nothing is stored
+
+  const int64_t big_tiles = ((c.m + 127) / 128) * ((c.n + 127) / 128);
+  const Tile tl = (T == RVL_DTYPE_F32 && big_tiles >= t.compute_units) ? Tile{128, 128, 8, 8, 8}
+                                                                       : Tile{64, 64, 8, 4, 4};
+  std::vector<int64_t> bshape(c.batch_shape, c.batch_shape + br);
+  auto with = [&](int64_t x, int64_t y) { auto s = bshape; s.push_back(x); s.push_back(y); return s; };
+  const long double kLimit = (long double)(int64_t(1) << 30);
+  bool wide = reach(c.a, with(c.m, c.k)) >= kLimit || reach(c.b, with(c.k, c.n)) >= kLimit ||
+              reach(e.out, with(c.m, c.n)) >= kLimit || c.m + tl.bm >= kLimit ||
+              c.n + tl.bn >= kLimit || c.k + tl.bk >= kLimit || batch >= kLimit;
+  for (const validate::View& v : e.inputs) wide |= !v.empty && reach(v, with(c.m, c.n)) >= kLimit;
+  const std::string I = wide ? "long long" : "int";
+
+  // Index names shared with the epilogue's views: batch axes i0.., then m and n.
+  std::vector<std::string> idx;
+  for (int d = 0; d < br; ++d) idx.push_back(index_name(d));
+  idx.push_back("m");
+  idx.push_back("n");
+  std::vector<int64_t> cext = with(c.m, c.n);
+
+  const int64_t sam = c.a.stride[br], sak = c.a.stride[br + 1];
+  const int64_t sbk = c.b.stride[br], sbn = c.b.stride[br + 1];
+  const bool a_kfast = std::llabs(sak) <= std::llabs(sam);
+  const bool b_nfast = std::llabs(sbn) <= std::llabs(sbk);
+  const int la = tl.bm * tl.bk / 256, lb = tl.bn * tl.bk / 256;
+
+  std::string b;
+  b += "  __shared__ " + Ty + " As[" + S(tl.bk) + "][" + S(tl.bm + 4) + "];\n";
+  b += "  __shared__ " + Ty + " Bs[" + S(tl.bk) + "][" + S(tl.bn + 4) + "];\n";
+  b += "  const int tid = threadIdx.x, tn = tid % " + S(tl.bn / tl.tn) + ", tm = tid / " +
+       S(tl.bn / tl.tn) + ";\n";
+  b += "  for (" + I + " bz = blockIdx.z; bz < " + S(batch) + "; bz += gridDim.z) {\n";
+  if (br > 0) {
+    b += "    " + I + " t_ = bz;\n";
+    for (int d = br; d-- > 0;)
+      b += "    const " + I + " " + idx[d] + " = t_ % " + S(c.batch_shape[d]) + "; t_ /= " +
+           S(c.batch_shape[d]) + ";\n";
+    b += "    (void)t_;\n";
+  }
+  auto base = [&](const validate::View& v) {
+    std::string s = "(" + S(v.offset);
+    for (int d = 0; d < br; ++d)
+      if (v.stride[d] != 0) s += " + " + idx[d] + " * (" + S(v.stride[d]) + ")";
+    return s + ")";
+  };
+  b += "    const " + I + " abase = " + base(c.a) + ", bbase = " + base(c.b) + ";\n";
+  b += "    const " + I + " m0 = (" + I + ")blockIdx.y * " + S(tl.bm) + ", n0 = (" + I +
+       ")blockIdx.x * " + S(tl.bn) + ";\n";
+  b += "    " + Ty + " acc[" + S(tl.tm) + "][" + S(tl.tn) + "];\n";
+  b += "#pragma unroll\n    for (int i = 0; i < " + S(tl.tm) + "; ++i)\n#pragma unroll\n"
+       "      for (int j = 0; j < " + S(tl.tn) + "; ++j) acc[i][j] = (" + Ty + ")0;\n";
+  b += "    for (" + I + " k0 = 0; k0 < " + S(c.k) + "; k0 += " + S(tl.bk) + ") {\n";
+  // Stage A and B (zeros outside M, N, K).
+  b += "#pragma unroll\n      for (int j = 0; j < " + S(la) + "; ++j) {\n";
+  b += "        const int e = tid + j * 256;\n";
+  b += a_kfast ? "        const int mm = e / " + S(tl.bk) + ", kk = e % " + S(tl.bk) + ";\n"
+               : "        const int mm = e % " + S(tl.bm) + ", kk = e / " + S(tl.bm) + ";\n";
+  b += "        const " + I + " gm = m0 + mm, gk = k0 + kk;\n";
+  b += "        As[kk][mm] = (gm < " + S(c.m) + " && gk < " + S(c.k) + ") ? " +
+       normalise(T, "A[abase + gm * (" + S(sam) + ") + gk * (" + S(sak) + ")]") + " : (" + Ty + ")0;\n";
+  b += "      }\n";
+  b += "#pragma unroll\n      for (int j = 0; j < " + S(lb) + "; ++j) {\n";
+  b += "        const int e = tid + j * 256;\n";
+  b += b_nfast ? "        const int nn = e % " + S(tl.bn) + ", kk = e / " + S(tl.bn) + ";\n"
+               : "        const int nn = e / " + S(tl.bk) + ", kk = e % " + S(tl.bk) + ";\n";
+  b += "        const " + I + " gn = n0 + nn, gk = k0 + kk;\n";
+  b += "        Bs[kk][nn] = (gn < " + S(c.n) + " && gk < " + S(c.k) + ") ? " +
+       normalise(T, "B[bbase + gk * (" + S(sbk) + ") + gn * (" + S(sbn) + ")]") + " : (" + Ty + ")0;\n";
+  b += "      }\n      __syncthreads();\n";
+  // Outer products from shared memory.
+  const std::string mrow = "(i >> 2) * " + S(tl.bm / 2) + " + tm * 4 + (i & 3)";
+  const std::string ncol = "(j >> 2) * " + S(tl.bn / 2) + " + tn * 4 + (j & 3)";
+  b += "#pragma unroll\n      for (int kk = 0; kk < " + S(tl.bk) + "; ++kk) {\n";
+  b += "        " + Ty + " ra[" + S(tl.tm) + "], rb[" + S(tl.tn) + "];\n";
+  b += "#pragma unroll\n        for (int i = 0; i < " + S(tl.tm) + "; ++i) ra[i] = As[kk][" + mrow + "];\n";
+  b += "#pragma unroll\n        for (int j = 0; j < " + S(tl.tn) + "; ++j) rb[j] = Bs[kk][" + ncol + "];\n";
+  b += "#pragma unroll\n        for (int i = 0; i < " + S(tl.tm) + "; ++i)\n#pragma unroll\n"
+       "          for (int j = 0; j < " + S(tl.tn) + "; ++j) acc[i][j] = " +
+       multiply_add(T, "acc[i][j]", "ra[i]", "rb[j]") + ";\n";
+  b += "      }\n      __syncthreads();\n    }\n";
+  // Epilogue and store.
+  b += "#pragma unroll\n    for (int i = 0; i < " + S(tl.tm) + "; ++i)\n#pragma unroll\n";
+  b += "      for (int j = 0; j < " + S(tl.tn) + "; ++j) {\n";
+  b += "        const " + I + " m = m0 + " + mrow + ", n = n0 + " + ncol + ";\n";
+  b += "        if (m < " + S(c.m) + " && n < " + S(c.n) + ") {\n";
+  SsaInput ssa;
+  ssa.ins = e.ins;
+  ssa.n = e.n_ins;
+  ssa.acc = "acc[i][j]";
+  std::vector<SpaceView> ev(e.inputs.size() + 1);
+  auto to_space = [&](const validate::View& v) {
+    SpaceView s;
+    s.empty = v.empty;
+    s.dtype = v.dtype;
+    s.offset = v.offset;
+    s.stride.assign(v.stride, v.stride + br + 2);
+    s.lo.assign(v.lo, v.lo + br + 2);
+    s.hi.assign(v.hi, v.hi + br + 2);
+    return s;
+  };
+  for (size_t a = 0; a < e.inputs.size(); ++a) ev[a] = to_space(e.inputs[a]);
+  ev.back() = to_space(e.out);
+  ssa.load = [&](int32_t a) { return load(ev[a], "in" + std::to_string(a), idx, cext); };
+  const std::string r = emit_ssa(b, ssa, "          ");
+  b += "          out[" + address(ev.back(), idx) + "] = " + r + ";\n";
+  b += "        }\n      }\n  }\n";
+
+  std::string params = "const " + Ty + "* __restrict__ A, const " + Ty + "* __restrict__ B, ";
+  for (size_t a = 0; a < e.inputs.size(); ++a)
+    params += std::string("const ") + ctype(e.inputs[a].dtype) + "* __restrict__ in" +
+              std::to_string(a) + ", ";
+  params += Oy + "* out";
+  k.name = hash_name("gemm", params + b);
+  k.source = prelude(t) + "extern \"C\" __global__ void __launch_bounds__(256) " + k.name + "(" +
+             params + ") {\n" + b + "}\n";
+  k.grid[0] = uint64_t((c.n + tl.bn - 1) / tl.bn);
+  k.grid[1] = uint64_t((c.m + tl.bm - 1) / tl.bm);
+  k.grid[2] = uint64_t(std::min<int64_t>(batch, 65535));
+  k.summary += ", tile " + S(tl.bm) + "x" + S(tl.bn) + "x" + S(tl.bk);
+  return k;
+}
+
+}  // namespace rvl::hip

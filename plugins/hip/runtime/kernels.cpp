@@ -1,0 +1,187 @@
+// Note [Kernel keys]
+// A training loop realises the same graph every step around new buffers, so a kernel is looked up
+// by a key that spells every structural fact the generator bakes into the source (shape, views'
+// strides, offsets and validity boxes, dtypes, instructions, reduction) but not the buffers.
+// A hit costs building the key (a few hundred bytes) and one hash lookup. A miss generates the
+// source, then looks in the on-disk cache (by source + arch + compiler), then compiles.
+#include "kernels.hpp"
+
+#include "device.hpp"
+#include "rtc.hpp"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace rvl::hip {
+
+uint64_t fnv1a(const std::string& s);  // codegen/kernel_name.cpp
+
+namespace {
+
+template <class T>
+void put(std::string& k, const T& v) {
+  k.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+void put_view(std::string& k, const validate::View& v, int rank) {
+  put(k, v.empty);
+  put(k, v.dtype);
+  put(k, v.offset);
+  for (int d = 0; d < rank; ++d) put(k, v.stride[d]), put(k, v.lo[d]), put(k, v.hi[d]);
+}
+
+void put_program(std::string& k, const validate::Program& p) {
+  put(k, p.rank);
+  for (int d = 0; d < p.rank; ++d) put(k, p.shape[d]);
+  put(k, p.reduce_op);
+  put(k, p.reduce_axes);
+  put(k, int32_t(p.inputs.size()));
+  for (const validate::View& v : p.inputs) put_view(k, v, p.rank);
+  put_view(k, p.out, p.rank);
+  put(k, p.n_ins);
+  for (int32_t j = 0; j < p.n_ins; ++j) {
+    const rvl_instruction& I = p.ins[j];
+    put(k, I.op), put(k, I.dtype), put(k, I.src), put(k, I.arg);
+    if (I.op == RVL_OP_CONST) put(k, I.value.i);
+  }
+}
+
+int debug_level() {
+  const char* e = std::getenv("RAVEL_DEBUG");
+  return e ? std::atoi(e) : 0;
+}
+
+}  // namespace
+
+std::string program_key(const validate::Program& p) {
+  std::string k = "P";
+  put_program(k, p);
+  return k;
+}
+
+std::string contraction_key(const validate::Contraction& c) {
+  std::string k = "C";
+  put(k, c.dtype), put(k, c.batch_rank), put(k, c.m), put(k, c.n), put(k, c.k);
+  for (int d = 0; d < c.batch_rank; ++d) put(k, c.batch_shape[d]);
+  put_view(k, c.a, c.batch_rank + 2);
+  put_view(k, c.b, c.batch_rank + 2);
+  put_program(k, c.epilogue);
+  return k;
+}
+
+std::string disk_cache_dir() {
+  const char* dir = std::getenv("RAVEL_CACHE_DIR");
+  if (dir && *dir) return std::strcmp(dir, "off") == 0 ? "" : std::string(dir) + "/hip";
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg && *xdg) return std::string(xdg) + "/ravel/hip";
+  const char* home = std::getenv("HOME");
+  return home && *home ? std::string(home) + "/.cache/ravel/hip" : "";
+}
+
+namespace {
+std::string cache_path(const std::string& key_text) {
+  char h[32];
+  std::snprintf(h, sizeof h, "%016llx", static_cast<unsigned long long>(fnv1a(key_text)));
+  return disk_cache_dir() + "/" + h;
+}
+void make_dirs(const std::string& path) {
+  for (size_t i = 1; i <= path.size(); ++i)
+    if (i == path.size() || path[i] == '/') mkdir(path.substr(0, i).c_str(), 0755);
+}
+}  // namespace
+
+bool disk_cache_load(const std::string& key_text, std::string* code) {
+  if (disk_cache_dir().empty()) return false;
+  const std::string base = cache_path(key_text);
+  std::ifstream key(base + ".key", std::ios::binary), bin(base + ".bin", std::ios::binary);
+  if (!key || !bin) return false;
+  std::stringstream ks, bs;
+  ks << key.rdbuf();
+  if (ks.str() != key_text) return false;  // a hash collision, or a stale entry
+  bs << bin.rdbuf();
+  *code = bs.str();
+  return !code->empty();
+}
+
+void disk_cache_store(const std::string& key_text, const std::string& code) noexcept {
+  try {
+    if (disk_cache_dir().empty()) return;
+    make_dirs(disk_cache_dir());
+    const std::string base = cache_path(key_text);
+    const std::string tmp = base + ".tmp" + std::to_string(reinterpret_cast<uintptr_t>(&code));
+    // .bin first, .key last: a reader that finds the key finds a complete binary.
+    std::ofstream(tmp + "b", std::ios::binary) << code;
+    std::rename((tmp + "b").c_str(), (base + ".bin").c_str());
+    std::ofstream(tmp + "k", std::ios::binary) << key_text;
+    std::rename((tmp + "k").c_str(), (base + ".key").c_str());
+  } catch (...) {  // the cache is an optimisation: never fail a kernel because of it
+  }
+}
+
+const Kernel& KernelCache::get(int32_t device, const std::string& key,
+                               KernelSource (*gen)(const void*, const Target&), const void* arg) {
+  const std::string full_key = std::to_string(device) + ":" + key;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = kernels_.find(full_key);
+  if (it != kernels_.end()) return *it->second;
+  const Target& t = hip::device(device).target;
+  const KernelSource src = gen(arg, t);
+  auto k = std::make_unique<Kernel>();
+  k->name = src.name;
+  k->summary = src.summary;
+  for (int i = 0; i < 3; ++i) k->block[i] = src.block[i], k->grid[i] = src.grid[i];
+  if (src.grid[0] != 0) {
+    if (debug_level() >= 3)
+      std::fprintf(stderr, "ravel hip: kernel %s (%s)\n%s\n", src.name.c_str(), src.summary.c_str(),
+                   src.source.c_str());
+    const std::string key_text = src.source + "\n// arch " + t.arch + "\n// compiler " + compiler_id(t.platform);
+    std::string code;
+    if (!disk_cache_load(key_text, &code)) {
+      code = compile_kernel(src, t);
+      disk_cache_store(key_text, code);
+    }
+    check(hipModuleLoadData(&k->module, code.data()), "loading kernel " + src.name);
+    const hipError_t e = hipModuleGetFunction(&k->function, k->module, src.name.c_str());
+    if (e != hipSuccess) {
+      (void)hipModuleUnload(k->module);
+      check(e, "finding kernel " + src.name + " in its module");
+    }
+  }
+  return *kernels_.emplace(full_key, std::move(k)).first->second;
+}
+
+const Kernel& KernelCache::program(int32_t device, const validate::Program& p) {
+  return get(device, program_key(p), [](const void* a, const Target& t) {
+    return generate_program(*static_cast<const validate::Program*>(a), t);
+  }, &p);
+}
+
+const Kernel& KernelCache::contraction(int32_t device, const validate::Contraction& c) {
+  return get(device, contraction_key(c), [](const void* a, const Target& t) {
+    return generate_contraction(*static_cast<const validate::Contraction*>(a), t);
+  }, &c);
+}
+
+void KernelCache::clear() noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [key, k] : kernels_)
+    if (k->module) (void)hipModuleUnload(k->module);
+  kernels_.clear();
+}
+
+size_t KernelCache::size() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kernels_.size();
+}
+
+KernelCache& kernel_cache() {
+  static auto* c = new KernelCache;
+  return *c;
+}
+
+}  // namespace rvl::hip

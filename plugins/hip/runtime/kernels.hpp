@@ -1,0 +1,52 @@
+// Compiled kernels: generated, compiled and loaded once per structure (Note [Kernel keys]).
+#pragma once
+
+#include "../codegen/codegen.hpp"
+#include "hip_port.hpp"
+
+#include <ravel/validate.hpp>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace rvl::hip {
+
+struct Kernel {
+  hipModule_t module = nullptr;
+  hipFunction_t function = nullptr;
+  std::string name, summary;
+  unsigned block[3] = {256, 1, 1};
+  uint64_t grid[3] = {0, 1, 1};  // grid[0] == 0: nothing to launch
+};
+
+class KernelCache {
+ public:
+  // The kernel for a validated program / contraction on `device` (current on this thread).
+  const Kernel& program(int32_t device, const validate::Program& p);
+  const Kernel& contraction(int32_t device, const validate::Contraction& c);
+  void clear() noexcept;  // unloads every module (shutdown)
+  size_t size();
+
+ private:
+  const Kernel& get(int32_t device, const std::string& key, KernelSource (*gen)(const void*, const Target&),
+                    const void* arg);
+  std::mutex mu_;
+  std::unordered_map<std::string, std::unique_ptr<Kernel>> kernels_;
+};
+
+KernelCache& kernel_cache();
+
+// Structural keys (everything the generated source depends on, nothing it does not).
+std::string program_key(const validate::Program& p);
+std::string contraction_key(const validate::Contraction& c);
+
+// The on-disk cache of code objects (RAVEL_CACHE_DIR, default $XDG_CACHE_HOME/ravel or
+// ~/.cache/ravel; "off" disables it). Keyed by a hash of source + arch + compiler, and a hit
+// is only taken when the stored key text equals the current one.
+std::string disk_cache_dir();
+bool disk_cache_load(const std::string& key_text, std::string* code);
+void disk_cache_store(const std::string& key_text, const std::string& code) noexcept;
+
+}  // namespace rvl::hip

@@ -1,0 +1,382 @@
+// The hip backend's table: lifetime, devices, buffers, streams and events. Kernels are in
+// execute.cpp. Every member runs inside rvl::guard, so no exception crosses the ABI.
+//
+// Execution model (docs/hip.md): buffers are device memory from the caching allocator; writes
+// are staged through pinned memory and queued; kernels are queued on the stream (NULL = the
+// device's legacy default stream); only buffer_read and the synchronize members wait.
+#include "allocator.hpp"
+#include "device.hpp"
+#include "execute.hpp"
+#include "kernels.hpp"
+#include "objects.hpp"
+#include "staging.hpp"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace rvl::hip {
+namespace {
+
+void copy_string(char* dst, size_t cap, const std::string& s) {
+  std::memset(dst, 0, cap);
+  std::strncpy(dst, s.c_str(), cap - 1);
+}
+
+rvl_error* probe(rvl_probe_result* out) {
+  return guard([&] {
+    require_struct(out, "probe result", RVL_PROBE_RESULT_STRUCT_SIZE_1_0);
+    const ProbeResult p = probe_devices();
+    out->device_count = p.count;
+    out->score = 100;  // above tbb_cpu's 10: a GPU is preferred where there is one
+    if (RVL_HAS_MEMBER(out, rvl_probe_result, reason))
+      copy_string(out->reason, sizeof out->reason, p.reason);
+  });
+}
+
+rvl_error* initialize() {
+  return guard([&] {
+    load_devices();
+    std::lock_guard<std::mutex> lock(registry().mu);
+    registry().initialized = true;
+  });
+}
+
+// Frees everything still alive (the ABI says so) once the devices are idle.
+void shutdown() {
+  guard_void([&] {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (size_t d = 0; d < devices().size(); ++d) {
+      (void)hipSetDevice(int(d));
+      (void)hipDeviceSynchronize();
+    }
+    for (const rvl_buffer* b : r.buffers) {
+      if (b->data) (void)hipFree(b->data);
+      delete b;
+    }
+    for (const rvl_stream* s : r.streams) {
+      (void)hipStreamDestroy(s->stream);
+      delete s;
+    }
+    for (const rvl_event* e : r.events) {
+      (void)hipEventDestroy(e->event);
+      delete e;
+    }
+    r.buffers.clear();
+    r.streams.clear();
+    r.events.clear();
+    r.initialized = false;
+    kernel_cache().clear();
+    allocator().empty_all();
+    staging().release_all();
+  });
+}
+
+rvl_error* get_info(rvl_backend_info* out) {
+  return guard([&] {
+    require_struct(out, "backend info", RVL_BACKEND_INFO_STRUCT_SIZE_1_0);
+    static const std::string description =
+        std::string("HIP backend: kernels generated from the op table and compiled at run time; ") +
+        platform_label();
+    out->name = "hip";
+    out->version = "0.1.0";
+    out->description = description.c_str();
+  });
+}
+
+rvl_error* device_count(int32_t* out) {
+  return guard([&] {
+    if (!out) invalid("device_count: output pointer is NULL");
+    load_devices();
+    *out = int32_t(devices().size());
+  });
+}
+
+rvl_error* device_properties(int32_t d, rvl_device_properties* out) {
+  return guard([&] {
+    load_devices();
+    const DeviceInfo& info = device(d);
+    require_struct(out, "device properties", RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0);
+    copy_string(out->name, sizeof out->name, info.name);
+    out->kind = RVL_DEVICE_GPU;
+    out->memory_bytes = info.memory;
+    out->compute_units = info.target.compute_units;
+    out->dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
+    out->max_rank = RVL_MAX_RANK;
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, details)) {
+      copy_string(out->arch, sizeof out->arch, info.target.arch);
+      out->warp_size = info.target.warp_size;
+      copy_string(out->details, sizeof out->details, info.details);
+    }
+  });
+}
+
+rvl_error* buffer_allocate(int32_t d, uint64_t bytes, rvl_buffer** out) {
+  return guard([&] {
+    if (!out) invalid("buffer_allocate: output pointer is NULL");
+    require_initialized();
+    use_device(d);
+    if (bytes > uint64_t(INT64_MAX))
+      fail(RVL_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
+    void* data = bytes ? allocator().allocate(d, bytes) : nullptr;
+    rvl_buffer* b = nullptr;
+    try {
+      b = new rvl_buffer{d, data, bytes, nullptr};
+      std::lock_guard<std::mutex> lock(registry().mu);
+      registry().buffers.insert(b);
+    } catch (...) {
+      allocator().release(d, data, bytes);
+      delete b;
+      throw;
+    }
+    *out = b;
+  });
+}
+
+rvl_error* buffer_free(rvl_buffer* b) {
+  return guard([&] {
+    rvl_stream* last = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(registry().mu);
+      if (registry().buffers.erase(b) == 0)
+        invalid("buffer_free: not a live buffer (freed twice, or never allocated here)");
+      last = b->last_stream;
+    }
+    (void)hipSetDevice(b->device);
+    if (last) {  // fence its last plugin stream into the default stream (Note [Caching allocator])
+      hipEvent_t e = nullptr;
+      if (hipEventCreateWithFlags(&e, hipEventDisableTiming) == hipSuccess) {
+        (void)hipEventRecord(e, last->stream);
+        (void)hipStreamWaitEvent(nullptr, e, 0);
+        (void)hipEventDestroy(e);
+      } else {
+        (void)hipStreamSynchronize(last->stream);
+      }
+    }
+    allocator().release(b->device, b->data, b->size);
+    delete b;
+  });
+}
+
+rvl_error* buffer_size(const rvl_buffer* b, uint64_t* out) {
+  return guard([&] {
+    if (!out) invalid("buffer_size: output pointer is NULL");
+    *out = live_buffer(b, "buffer_size")->size;
+  });
+}
+
+void note_stream(rvl_buffer* b, rvl_stream* s) {
+  if (!s) return;
+  std::lock_guard<std::mutex> lock(registry().mu);
+  b->last_stream = s;
+}
+
+rvl_error* buffer_write(rvl_stream* stream, rvl_buffer* dst, uint64_t off, const void* src, uint64_t n) {
+  return guard([&] {
+    rvl_buffer* b = live_buffer(dst, "buffer_write");
+    const hipStream_t s = stream_on(stream, b->device, "buffer_write");
+    check_range("buffer_write", off, n, b->size);
+    if (n == 0) return;
+    if (!src) invalid("buffer_write: source pointer is NULL");
+    use_device(b->device);
+    staging().write(b->device, s, static_cast<char*>(b->data) + off, src, n);
+    note_stream(b, stream);
+  });
+}
+
+rvl_error* buffer_read(rvl_stream* stream, const rvl_buffer* src, uint64_t off, void* dst, uint64_t n) {
+  return guard([&] {
+    rvl_buffer* b = live_buffer(src, "buffer_read");
+    const hipStream_t s = stream_on(stream, b->device, "buffer_read");
+    check_range("buffer_read", off, n, b->size);
+    if (n == 0) return;
+    if (!dst) invalid("buffer_read: destination pointer is NULL");
+    use_device(b->device);
+    staging().read(b->device, s, dst, static_cast<const char*>(b->data) + off, n);
+  });
+}
+
+rvl_error* buffer_copy(rvl_stream* stream, const rvl_buffer* src, uint64_t so, rvl_buffer* dst,
+                       uint64_t dof, uint64_t n) {
+  return guard([&] {
+    rvl_buffer* s = live_buffer(src, "buffer_copy source");
+    rvl_buffer* d = live_buffer(dst, "buffer_copy destination");
+    check_range("buffer_copy source", so, n, s->size);
+    check_range("buffer_copy destination", dof, n, d->size);
+    if (n == 0) return;
+    if (s->device != d->device) {  // through the host (ABI v1 has no peer copies)
+      std::vector<char> tmp(n);
+      use_device(s->device);
+      staging().read(s->device, stream_on(stream, s->device, "buffer_copy"), tmp.data(),
+                     static_cast<char*>(s->data) + so, n);
+      use_device(d->device);
+      staging().write(d->device, nullptr, static_cast<char*>(d->data) + dof, tmp.data(), n);
+      check(hipStreamSynchronize(nullptr), "buffer_copy");
+      return;
+    }
+    const hipStream_t st = stream_on(stream, d->device, "buffer_copy");
+    use_device(d->device);
+    char* to = static_cast<char*>(d->data) + dof;
+    const char* from = static_cast<const char*>(s->data) + so;
+    if (s == d && to < from + n && from < to + n) {  // overlapping: hipMemcpy* may not overlap
+      void* tmp = allocator().allocate(d->device, n);
+      check(hipMemcpyAsync(tmp, from, n, hipMemcpyDeviceToDevice, st), "buffer_copy");
+      check(hipMemcpyAsync(to, tmp, n, hipMemcpyDeviceToDevice, st), "buffer_copy");
+      check(hipStreamSynchronize(st), "buffer_copy");
+      allocator().release(d->device, tmp, n);
+    } else {
+      check(hipMemcpyAsync(to, from, n, hipMemcpyDeviceToDevice, st), "buffer_copy");
+    }
+    note_stream(s, stream);
+    note_stream(d, stream);
+  });
+}
+
+rvl_error* stream_create(int32_t d, rvl_stream** out) {
+  return guard([&] {
+    if (!out) invalid("stream_create: output pointer is NULL");
+    require_initialized();
+    use_device(d);
+    hipStream_t s = nullptr;
+    check(hipStreamCreateWithFlags(&s, hipStreamDefault), "hipStreamCreate");
+    auto* st = new rvl_stream{d, s};
+    std::lock_guard<std::mutex> lock(registry().mu);
+    registry().streams.insert(st);
+    *out = st;
+  });
+}
+
+rvl_error* stream_destroy(rvl_stream* stream) {
+  return guard([&] {
+    {
+      Registry& r = registry();
+      std::lock_guard<std::mutex> lock(r.mu);
+      if (r.streams.erase(stream) == 0) invalid("stream_destroy: not a live stream");
+      for (const rvl_buffer* b : r.buffers)  // their work is ordered by the sync below
+        if (b->last_stream == stream) const_cast<rvl_buffer*>(b)->last_stream = nullptr;
+    }
+    (void)hipSetDevice(stream->device);
+    const hipError_t e = hipStreamSynchronize(stream->stream);
+    (void)hipStreamDestroy(stream->stream);
+    delete stream;
+    check(e, "stream_destroy: waiting for the stream");
+  });
+}
+
+rvl_error* stream_synchronize(rvl_stream* stream) {
+  return guard([&] {
+    rvl_stream* s = live_stream(stream, "stream_synchronize");
+    if (s) {
+      use_device(s->device);
+      check(hipStreamSynchronize(s->stream), "stream_synchronize");
+      return;
+    }
+    for (size_t d = 0; d < devices().size(); ++d) {  // NULL: every device's default stream
+      use_device(int32_t(d));
+      check(hipStreamSynchronize(nullptr), "stream_synchronize");
+    }
+  });
+}
+
+rvl_error* event_record(rvl_stream* stream, rvl_event** out) {
+  return guard([&] {
+    if (!out) invalid("event_record: output pointer is NULL");
+    require_initialized();
+    rvl_stream* s = live_stream(stream, "event_record");
+    const int32_t d = s ? s->device : 0;
+    use_device(d);
+    hipEvent_t e = nullptr;
+    check(hipEventCreateWithFlags(&e, hipEventDisableTiming), "hipEventCreate");
+    const hipError_t r = hipEventRecord(e, s ? s->stream : nullptr);
+    if (r != hipSuccess) (void)hipEventDestroy(e);
+    check(r, "hipEventRecord");
+    auto* ev = new rvl_event{d, e};
+    std::lock_guard<std::mutex> lock(registry().mu);
+    registry().events.insert(ev);
+    *out = ev;
+  });
+}
+
+rvl_error* event_wait(rvl_stream* stream, rvl_event* event) {
+  return guard([&] {
+    rvl_stream* s = live_stream(stream, "event_wait");
+    rvl_event* e = live_event(event, "event_wait");
+    use_device(s ? s->device : e->device);
+    check(hipStreamWaitEvent(s ? s->stream : nullptr, e->event, 0), "event_wait");
+  });
+}
+
+rvl_error* event_synchronize(rvl_event* event) {
+  return guard([&] {
+    rvl_event* e = live_event(event, "event_synchronize");
+    use_device(e->device);
+    check(hipEventSynchronize(e->event), "event_synchronize");
+  });
+}
+
+rvl_error* event_destroy(rvl_event* event) {
+  return guard([&] {
+    {
+      std::lock_guard<std::mutex> lock(registry().mu);
+      if (registry().events.erase(event) == 0) invalid("event_destroy: not a live event");
+    }
+    (void)hipSetDevice(event->device);
+    (void)hipEventDestroy(event->event);
+    delete event;
+  });
+}
+
+rvl_error* run_program(int32_t d, rvl_stream* s, const rvl_program* p) {
+  return guard([&] { execute_program(d, s, p); });
+}
+
+rvl_error* run_contraction(int32_t d, rvl_stream* s, const rvl_contraction* c) {
+  return guard([&] { execute_contraction(d, s, c); });
+}
+
+rvl_error* synchronize(int32_t d) {
+  return guard([&] {
+    use_device(d);
+    check(hipDeviceSynchronize(), "synchronize hip:" + std::to_string(d));
+  });
+}
+
+constexpr rvl_backend_api make_table() {
+  rvl_backend_api t{};
+  t.struct_size = sizeof(rvl_backend_api);
+  t.abi_major = RVL_ABI_MAJOR;
+  t.abi_minor = RVL_ABI_MINOR;
+  t.error_code = rvl::error_code;
+  t.error_message = rvl::error_message;
+  t.error_destroy = rvl::error_destroy;
+  t.probe = probe;
+  t.initialize = initialize;
+  t.shutdown = shutdown;
+  t.get_info = get_info;
+  t.device_count = device_count;
+  t.device_properties = device_properties;
+  t.buffer_allocate = buffer_allocate;
+  t.buffer_free = buffer_free;
+  t.buffer_size = buffer_size;
+  t.buffer_write = buffer_write;
+  t.buffer_read = buffer_read;
+  t.buffer_copy = buffer_copy;
+  t.stream_create = stream_create;
+  t.stream_destroy = stream_destroy;
+  t.stream_synchronize = stream_synchronize;
+  t.event_record = event_record;
+  t.event_wait = event_wait;
+  t.event_synchronize = event_synchronize;
+  t.event_destroy = event_destroy;
+  t.execute_program = run_program;
+  t.execute_contraction = run_contraction;
+  t.synchronize = synchronize;
+  return t;
+}
+constexpr rvl_backend_api kTable = make_table();
+
+}  // namespace
+}  // namespace rvl::hip
+
+RVL_DEFINE_BACKEND_ENTRY(rvl::hip::kTable)
