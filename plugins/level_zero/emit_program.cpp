@@ -1,0 +1,139 @@
+// Programs: element-wise kernels (one work-item per element, grid-stride loop) and reductions
+// (one work-group per output, work-items stride over the reduced space, then a tree in
+// work-group local memory with barriers).
+#include <ravel/backend.hpp>
+
+#include "emitters.hpp"
+#include "kernel_emitter.hpp"
+
+namespace rvl::l0 {
+
+namespace {
+
+// Address and validity of every input at an index split into kept and reduced parts. Partial
+// sums over the kept axes are computed once per output (`kept`), the rest per element.
+struct ViewIndexer {
+  KernelEmitter& e;
+  const ProgramSig& sig;
+  const ProgramMeta& meta;
+
+  struct Partial {
+    Id addr = 0;   // offset + sum over the axes seen so far
+    Id valid = 0;  // OpTypeBool over those axes, 0 if not masked
+  };
+
+  Partial extend(size_t input, Partial p, const std::vector<Id>& idx, int first_axis) {
+    const size_t rec = meta.input[input];
+    const InputSig& in = sig.inputs[input];
+    Id addr = p.addr ? p.addr : e.meta(ProgramMeta::offset(rec));
+    Id valid = p.valid;
+    for (size_t k = 0; k < idx.size(); ++k) {
+      const int axis = first_axis + int(k);
+      addr = e.add(addr, e.mul(idx[k], e.meta(ProgramMeta::stride(rec, axis))));
+      if (!in.masked) continue;
+      const Id ok = e.land(e.le(e.meta(meta.lo(rec, axis)), idx[k]),
+                           e.lt(idx[k], e.meta(meta.hi(rec, axis))));
+      valid = valid ? e.land(valid, ok) : ok;
+    }
+    return {addr, valid};
+  }
+};
+
+}  // namespace
+
+Words emit_program(const ProgramSig& sig) {
+  KernelEmitter e;
+  const ProgramMeta meta(sig);
+  std::vector<int32_t> ptr_dtypes{sig.out_dtype};
+  for (const InputSig& in : sig.inputs)
+    if (!in.empty) ptr_dtypes.push_back(in.dtype);
+  const bool reduce = sig.reduce_op != RVL_REDUCE_NONE;
+  const std::vector<Id> params =
+      e.begin_kernel(ptr_dtypes, meta.size, reduce ? kReduceGroup : kElementwiseGroup);
+  const Id out_ptr = params[0];
+  std::vector<Id> in_ptr(sig.inputs.size(), 0);
+  for (size_t j = 0, p = 1; j < sig.inputs.size(); ++j)
+    if (!sig.inputs[j].empty) in_ptr[j] = params[p++];
+
+  std::vector<Id> kept_ext, red_ext;
+  for (int d = 0; d < sig.kept; ++d) kept_ext.push_back(e.meta(meta.extent(d)));
+  for (int d = 0; d < sig.reduced; ++d) red_ext.push_back(e.meta(meta.extent(sig.kept + d)));
+  ViewIndexer vi{e, sig, meta};
+
+  // The program at one point of the space, given the inputs' partial addresses over the kept
+  // axes and the reduced axes' indices.
+  auto eval_at = [&](const std::vector<ViewIndexer::Partial>& kept,
+                     const std::vector<Id>& red_idx) {
+    std::vector<ViewIndexer::Partial> full(sig.inputs.size());
+    for (size_t j = 0; j < sig.inputs.size(); ++j)
+      if (!sig.inputs[j].empty) full[j] = vi.extend(j, kept[j], red_idx, sig.kept);
+    return e.evaluate(sig.ins, [&](int32_t j, int32_t dt) -> Id {
+      const InputSig& in = sig.inputs[size_t(j)];
+      if (in.empty) return e.ops().zero(dt);
+      const ViewIndexer::Partial& p = full[size_t(j)];
+      return in.masked ? e.load_masked(dt, in_ptr[size_t(j)], p.addr, p.valid)
+                       : e.load(dt, in_ptr[size_t(j)], p.addr);
+    }, 0);
+  };
+  auto kept_partials = [&](const std::vector<Id>& kidx) {
+    std::vector<ViewIndexer::Partial> kept(sig.inputs.size());
+    for (size_t j = 0; j < sig.inputs.size(); ++j)
+      if (!sig.inputs[j].empty) kept[j] = vi.extend(j, {}, kidx, 0);
+    return kept;
+  };
+  auto out_addr = [&](const std::vector<Id>& kidx) {
+    Id addr = e.meta(ProgramMeta::offset(meta.output));
+    for (size_t k = 0; k < kidx.size(); ++k)
+      addr = e.add(addr, e.mul(kidx[k], e.meta(ProgramMeta::stride(meta.output, int(k)))));
+    return addr;
+  };
+
+  if (!reduce) {
+    e.loop(e.global_id(), e.meta(meta.n_out), e.global_size(), {}, [&](Id i, const auto&) {
+      const std::vector<Id> kidx = e.unflatten(i, kept_ext);
+      const Id v = eval_at(kept_partials(kidx), {});
+      e.store(sig.out_dtype, out_ptr, out_addr(kidx), v);
+      return std::vector<Id>{};
+    });
+    return e.end_kernel();
+  }
+
+  const int32_t dt = sig.out_dtype;
+  const Id tval = e.ops().type(dt);
+  const Id scratch = e.local_array(dt, kReduceGroup);
+  const Id lid = e.local_id();
+  e.loop(e.group_id(), e.meta(meta.n_out), e.num_groups(), {}, [&](Id o, const auto&) {
+    const std::vector<Id> kidx = e.unflatten(o, kept_ext);
+    const std::vector<ViewIndexer::Partial> kept = kept_partials(kidx);
+    // Each work-item combines a strided slice of the reduced space...
+    const std::vector<Id> acc = e.loop(
+        lid, e.meta(meta.n_red), e.i64(kReduceGroup),
+        {{tval, e.ops().identity(sig.reduce_op, dt)}}, [&](Id r, const std::vector<Id>& a) {
+          const Id v = eval_at(kept, e.unflatten(r, red_ext));
+          return std::vector<Id>{e.ops().combine(sig.reduce_op, dt, a[0], v)};
+        });
+    // ...then the work-group folds the partial results in a tree. The barrier before the first
+    // store keeps the previous output's readers of scratch[0] ahead of its next writers.
+    e.barrier();
+    e.b().op_void(spv::Op::OpStore, {e.local_ptr(dt, scratch, lid), acc[0]});
+    e.barrier();
+    for (uint32_t s = kReduceGroup / 2; s > 0; s /= 2) {
+      e.if_then(e.lt(lid, e.i64(s)), [&] {
+        const Id mine = e.local_ptr(dt, scratch, lid);
+        const Id x = e.b().op(spv::Op::OpLoad, tval, {mine});
+        const Id y = e.b().op(spv::Op::OpLoad, tval,
+                              {e.local_ptr(dt, scratch, e.add(lid, e.i64(s)))});
+        e.b().op_void(spv::Op::OpStore, {mine, e.ops().combine(sig.reduce_op, dt, x, y)});
+      });
+      e.barrier();
+    }
+    e.if_then(e.lt(lid, e.i64(1)), [&] {
+      const Id v = e.b().op(spv::Op::OpLoad, tval, {e.local_ptr(dt, scratch, e.i64(0))});
+      e.store(dt, out_ptr, out_addr(kidx), v);
+    });
+    return std::vector<Id>{};
+  });
+  return e.end_kernel();
+}
+
+}  // namespace rvl::l0

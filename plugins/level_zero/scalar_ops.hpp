@@ -1,0 +1,51 @@
+// The scalar semantics of the kernel instructions (docs/abi.md §7), written out in SPIR-V.
+//
+// Values live in registers with the storage type of their dtype: bool and u8 are 8-bit
+// integers (a bool register always holds 0 or 1), i32/i64 are 32/64-bit integers, f32/f64
+// IEEE floats. SPIR-V integers are sign-agnostic, so signedness is chosen per instruction
+// (SDiv vs UDiv, SLessThan vs ULessThan, SConvert vs UConvert). Every edge case the ABI defines
+// is spelled out with compares and selects instead of relying on what a device compiler does with
+// an out-of-range conversion or a division by zero: those are undefined in SPIR-V and differ
+// between IGC, PoCL and others.
+#pragma once
+
+#include <ravel/backend.h>
+
+#include "spirv_builder.hpp"
+
+namespace rvl::l0 {
+
+class ScalarOps {
+ public:
+  explicit ScalarOps(SpirvBuilder& b) : b_(b) {}
+
+  Id type(int32_t dtype);       // register (and storage) type of a dtype
+  Id zero(int32_t dtype);       // 0 / false / +0.0
+  Id constant(const rvl_instruction& ins);  // CONST: value.f or value.i converted like CAST
+  Id identity(int32_t reduce_op, int32_t dtype);
+  Id combine(int32_t reduce_op, int32_t dtype, Id a, Id b);  // ADD / MAX / MUL of the reduction
+
+  // One instruction other than LOAD / CONST / ACC; `src_dtype` is the dtype of its sources
+  // (for WHERE, of sources 1 and 2).
+  Id apply(int32_t op, int32_t dtype, int32_t src_dtype, Id a, Id b, Id c);
+
+  Id cast(int32_t from, int32_t to, Id v);
+  Id to_cond(int32_t dtype, Id v);  // OpTypeBool: v != 0 (NaN is true)
+  Id from_cond(Id cond);            // bool register (u8 0/1) from an OpTypeBool
+  Id normalize_bool(Id stored);     // a stored byte other than 0 reads as true
+
+ private:
+  Id add(int32_t dt, Id a, Id b);
+  Id mul(int32_t dt, Id a, Id b);
+  Id max(int32_t dt, Id a, Id b);
+  Id idiv(int32_t dt, Id a, Id b);
+  Id mod(int32_t dt, Id a, Id b);
+  Id less(int32_t dt, Id a, Id b);  // OpTypeBool
+  Id float_to_int(int32_t from, int32_t to, Id v);
+  Id select(int32_t dt, Id cond, Id a, Id b);
+  Id cond_type();
+
+  SpirvBuilder& b_;
+};
+
+}  // namespace rvl::l0

@@ -1,0 +1,3 @@
+#define BOOST_TEST_MODULE l0_codegen
+#include <boost/test/unit_test.hpp>
+BOOST_AUTO_TEST_CASE(placeholder) {}
