@@ -44,7 +44,10 @@ int main(int argc, char** argv) {
     for (const auto& d : devices) {
       std::cout << "  " << d.device.str() << "  " << d.name << "\n            kind " << d.kind << ", "
                 << d.compute_units << " compute units, " << (d.memory_bytes >> 20) << " MiB, max rank " << d.max_rank
-                << "\n            dtypes:";
+                << "\n            arch " << (d.arch.empty() ? "-" : d.arch) << ", warp size "
+                << (d.warp_size ? std::to_string(d.warp_size) : std::string("-"));
+      if (!d.details.empty()) std::cout << "\n            " << d.details;
+      std::cout << "\n            dtypes:";
       for (const auto& t : d.dtypes) std::cout << " " << t;
       std::cout << "\n";
     }

@@ -35,6 +35,9 @@ struct DeviceRecord {
   int32_t compute_units = 0;
   std::vector<std::string> dtypes;
   int32_t max_rank = 0;
+  std::string arch;       // "sm_90", "gfx90a", "dg2", "x86-64"; empty if the plugin says nothing
+  int32_t warp_size = 0;  // warp / wavefront / subgroup width; 0 if unknown
+  std::string details;    // further properties, "key=value; ..."
 };
 
 // How one entry of the config's placement preference resolved (ravel-info --config shows these).

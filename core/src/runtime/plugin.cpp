@@ -75,7 +75,11 @@ std::shared_ptr<Plugin> Plugin::load_new(const std::string& path) {
   rvl_probe_result probe{};
   probe.struct_size = sizeof(rvl_probe_result);
   if (rvl_error* e = api->probe(&probe)) throw fail("probe failed: " + take_message(api, e));
-  if (probe.device_count <= 0) throw fail("no devices (probe found 0); skipped");
+  if (probe.device_count <= 0) {
+    probe.reason[sizeof probe.reason - 1] = '\0';
+    throw fail(std::string("no devices (probe found 0") +
+               (probe.reason[0] ? std::string(": ") + probe.reason : std::string()) + "); skipped");
+  }
   p->score_ = probe.score;
 
   if (rvl_error* e = api->initialize()) throw fail("initialize failed: " + take_message(api, e));

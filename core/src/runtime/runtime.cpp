@@ -239,6 +239,13 @@ std::vector<DeviceRecord> Runtime::devices() const {
         r.memory_bytes = props.memory_bytes;
         r.compute_units = props.compute_units;
         r.max_rank = props.max_rank;
+        if (RVL_HAS_MEMBER(&props, rvl_device_properties, details)) {
+          props.arch[sizeof props.arch - 1] = '\0';
+          props.details[sizeof props.details - 1] = '\0';
+          r.arch = props.arch;
+          r.warp_size = props.warp_size;
+          r.details = props.details;
+        }
         for (int t = 0; t < RVL_DTYPE_COUNT_; ++t)
           if (props.dtypes & (1u << t)) r.dtypes.push_back(kDTypeNames[t]);
       }
