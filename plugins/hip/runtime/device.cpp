@@ -1,5 +1,6 @@
 #include "device.hpp"
 
+#include <cstdlib>
 #include <mutex>
 
 namespace rvl::hip {
@@ -71,6 +72,20 @@ void load_devices() {
     (void)hipRuntimeGetVersion(&runtime);
     info.details = std::string("platform=") + platform_name(info.target.platform) +
                    "; driver=" + std::to_string(driver) + "; runtime=" + std::to_string(runtime);
+#if defined(RAVEL_HIP_EMULATED)
+    // RAVEL_HIP_EMU_TARGET=amd:gfx90a:64 (or nvidia:sm_90:32) makes the emulated device generate
+    // code for that target: with RAVEL_HIP_DRY_RUN the compile tests collect real targets' sources.
+    if (const char* t = std::getenv("RAVEL_HIP_EMU_TARGET")) {
+      const std::string spec = t;
+      const size_t a = spec.find(':'), b = spec.rfind(':');
+      if (a != std::string::npos && b > a) {
+        info.target.platform = spec.substr(0, a) == "amd" ? Platform::Amd : Platform::Nvidia;
+        info.target.arch = spec.substr(a + 1, b - a - 1);
+        info.target.warp_size = std::atoi(spec.c_str() + b + 1);
+        info.target.compute_units = 100;
+      }
+    }
+#endif
     found.push_back(info);
   }
   table() = std::move(found);

@@ -29,7 +29,7 @@ struct Lookup {
 };
 
 void launch(const Kernel& k, hipStream_t s, std::vector<void*>& ptrs) {
-  if (k.grid[0] == 0) return;  // empty iteration space: nothing to do
+  if (k.grid[0] == 0 || dry_run()) return;  // empty iteration space: nothing to do
   if (k.grid[1] > 65535 || k.grid[2] > 65535 || k.grid[0] > 0x7fffffffu)
     fail(RVL_STATUS_UNSUPPORTED, "kernel " + k.name + ": grid too large (" + k.summary + ")");
   std::vector<void*> args(ptrs.size());

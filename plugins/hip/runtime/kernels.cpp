@@ -51,12 +51,33 @@ void put_program(std::string& k, const validate::Program& p) {
   }
 }
 
+// RAVEL_HIP_DUMP_DIR=dir: every generated source is also written to dir/NAME.cu (what the
+// compile tests feed to NVRTC and hiprtc). RAVEL_HIP_DRY_RUN=1 (emulator only): generate and
+// dump, but neither compile nor launch, so a conformance run enumerates its kernels in seconds.
+void dump_source(const KernelSource& src) noexcept {
+  const char* dir = std::getenv("RAVEL_HIP_DUMP_DIR");
+  if (!dir || !*dir) return;
+  try {
+    std::ofstream(std::string(dir) + "/" + src.name + ".cu") << src.source;
+  } catch (...) {
+  }
+}
+
 int debug_level() {
   const char* e = std::getenv("RAVEL_DEBUG");
   return e ? std::atoi(e) : 0;
 }
 
 }  // namespace
+
+bool dry_run() {
+#if defined(RAVEL_HIP_EMULATED)
+  const char* e = std::getenv("RAVEL_HIP_DRY_RUN");
+  return e && *e && *e != '0';
+#else
+  return false;
+#endif
+}
 
 std::string program_key(const validate::Program& p) {
   std::string k = "P";
@@ -139,6 +160,8 @@ const Kernel& KernelCache::get(int32_t device, const std::string& key,
     if (debug_level() >= 3)
       std::fprintf(stderr, "ravel hip: kernel %s (%s)\n%s\n", src.name.c_str(), src.summary.c_str(),
                    src.source.c_str());
+    dump_source(src);
+    if (dry_run()) return *kernels_.emplace(full_key, std::move(k)).first->second;
     const std::string key_text = src.source + "\n// arch " + t.arch + "\n// compiler " + compiler_id(t.platform);
     std::string code;
     if (!disk_cache_load(key_text, &code)) {

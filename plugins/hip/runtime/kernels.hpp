@@ -38,6 +38,9 @@ class KernelCache {
 
 KernelCache& kernel_cache();
 
+// Emulator only: generate (and dump) kernels but never compile or launch them.
+bool dry_run();
+
 // Structural keys (everything the generated source depends on, nothing it does not).
 std::string program_key(const validate::Program& p);
 std::string contraction_key(const validate::Contraction& c);

@@ -1,0 +1,280 @@
+// The HIP code generator on its own: which kernel shape it picks for which views, the exact
+// literals and edge-case helpers it emits, warp-width awareness, every op of the op table, and
+// (when NVRTC / hiprtc are on this machine) that what it emits compiles for sm_90, gfx90a and
+// gfx1030. Semantics are checked end to end by the conformance suite on the CPU emulator.
+#define BOOST_TEST_MODULE hip_codegen
+#include <boost/test/unit_test.hpp>
+
+#include "codegen/codegen.hpp"
+#include "codegen/space.hpp"
+#include "codegen/ssa.hpp"
+#include "runtime/rtc.hpp"
+
+#include <ravel/backend.hpp>
+#include <ravel/op_table.hpp>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+using namespace rvl::hip;
+namespace V = rvl::validate;
+
+namespace {
+
+std::byte g_memory[64];  // views are never dereferenced by the generator: any base will do
+
+V::View view(int32_t dtype, std::vector<int64_t> shape, std::vector<int64_t> strides, int64_t offset = 0) {
+  V::View v;
+  v.data = g_memory;
+  v.dtype = dtype;
+  v.offset = offset;
+  for (size_t d = 0; d < shape.size(); ++d) v.stride[d] = strides[d], v.lo[d] = 0, v.hi[d] = shape[d];
+  return v;
+}
+
+std::vector<int64_t> dense(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size());
+  int64_t n = 1;
+  for (size_t d = shape.size(); d-- > 0;) s[d] = n, n *= shape[d];
+  return s;
+}
+
+rvl_instruction ins(int32_t op, int32_t dt, int32_t a = -1, int32_t b = -1, int32_t c = -1, int32_t arg = 0) {
+  rvl_instruction i{};
+  i.op = op, i.dtype = dt, i.src[0] = a, i.src[1] = b, i.src[2] = c, i.arg = arg;
+  return i;
+}
+
+// out = in0 + in1 over `shape` (inputs viewed as given, output dense).
+struct Add {
+  std::vector<rvl_instruction> code;
+  V::Program p;
+  Add(std::vector<int64_t> shape, V::View a, V::View b, int32_t dt = RVL_DTYPE_F32) {
+    code = {ins(RVL_OP_LOAD, dt, -1, -1, -1, 0), ins(RVL_OP_LOAD, dt, -1, -1, -1, 1), ins(RVL_OP_ADD, dt, 0, 1)};
+    p.rank = int32_t(shape.size());
+    for (size_t d = 0; d < shape.size(); ++d) p.shape[d] = shape[d];
+    p.inputs = {a, b};
+    p.ins = code.data();
+    p.n_ins = int32_t(code.size());
+    p.out = view(dt, shape, dense(shape));
+  }
+};
+
+// sum over `axes` of a dense f32 input of `shape`.
+struct Sum {
+  std::vector<rvl_instruction> code{ins(RVL_OP_LOAD, RVL_DTYPE_F32, -1, -1, -1, 0)};
+  V::Program p;
+  Sum(std::vector<int64_t> shape, uint32_t axes) {
+    p.rank = int32_t(shape.size());
+    for (size_t d = 0; d < shape.size(); ++d) p.shape[d] = shape[d];
+    p.inputs = {view(RVL_DTYPE_F32, shape, dense(shape))};
+    p.ins = code.data();
+    p.n_ins = 1;
+    p.reduce_op = RVL_REDUCE_SUM;
+    p.reduce_axes = axes;
+    std::vector<int64_t> os = dense(shape);
+    int64_t n = 1;
+    for (size_t d = shape.size(); d-- > 0;)
+      if ((axes >> d) & 1u) os[d] = 0;
+      else os[d] = n, n *= shape[d];
+    p.out = view(RVL_DTYPE_F32, shape, os);
+  }
+};
+
+Target nvidia() { return Target{Platform::Nvidia, "sm_90", 32, 132}; }
+Target cdna() { return Target{Platform::Amd, "gfx90a", 64, 104}; }
+Target rdna() { return Target{Platform::Amd, "gfx1030", 32, 40}; }
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Compiles `k` for `t` if that compiler is here (true if it compiled or was unavailable).
+void check_compiles(const KernelSource& k, const Target& t) {
+  std::string why;
+  if (!compiler_available(t.platform, &why)) {
+    BOOST_TEST_MESSAGE("no compiler for " << t.arch << ": " << why);
+    return;
+  }
+  try {
+    compile_kernel(k, t);
+  } catch (const std::exception& e) {
+    BOOST_ERROR("compiling " << k.name << " for " << t.arch << ": " << e.what());
+  }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(dense_views_merge_into_one_vectorised_axis) {
+  const std::vector<int64_t> s{4, 6, 8};
+  Add add(s, view(RVL_DTYPE_F32, s, dense(s)), view(RVL_DTYPE_F32, s, dense(s), 64));
+  const KernelSource k = generate_program(add.p, nvidia());
+  BOOST_TEST(has(k.summary, "rank 3 -> 1"));
+  BOOST_TEST(has(k.summary, "vec4"));
+  BOOST_TEST(has(k.source, "*(const rvl_vec4<float>*)(in1 + 64 + 4 * q)"));
+  BOOST_TEST(k.param_types.size() == 3u);
+  check_compiles(k, nvidia());
+}
+
+BOOST_AUTO_TEST_CASE(transposed_broadcast_and_unaligned_views_are_not_vectorised) {
+  const std::vector<int64_t> s{6, 8};
+  Add t(s, view(RVL_DTYPE_F32, s, {1, 6}), view(RVL_DTYPE_F32, s, dense(s)));
+  BOOST_TEST(!has(generate_program(t.p, nvidia()).summary, "vec4"));
+  BOOST_TEST(has(generate_program(t.p, nvidia()).summary, "rank 2 -> 2"));
+  Add u(s, view(RVL_DTYPE_F32, s, dense(s), 1), view(RVL_DTYPE_F32, s, dense(s)));  // offset 1
+  BOOST_TEST(!has(generate_program(u.p, nvidia()).summary, "vec4"));
+  Add b(s, view(RVL_DTYPE_F32, s, {0, 1}), view(RVL_DTYPE_F32, s, dense(s)));  // row broadcast
+  BOOST_TEST(has(generate_program(b.p, nvidia()).summary, "rank 2 -> 2"));
+}
+
+BOOST_AUTO_TEST_CASE(padding_becomes_a_validity_test_and_never_an_address) {
+  const std::vector<int64_t> s{5, 7};
+  V::View pad = view(RVL_DTYPE_F32, s, {3, 1}, -5);
+  pad.lo[0] = 1, pad.hi[0] = 4, pad.lo[1] = 2, pad.hi[1] = 5;
+  Add a(s, pad, view(RVL_DTYPE_F32, s, dense(s)));
+  const KernelSource k = generate_program(a.p, nvidia());
+  BOOST_TEST(has(k.source, "((i0 >= 1 && i0 < 4) && (i1 >= 2 && i1 < 5)) ? in0[(-5 + i0 * (3) + i1)] : (float)0"));
+  check_compiles(generate_program(a.p, cdna()), cdna());
+}
+
+BOOST_AUTO_TEST_CASE(empty_views_read_zero_and_empty_spaces_launch_nothing) {
+  const std::vector<int64_t> s{3, 4};
+  V::View e = view(RVL_DTYPE_I32, s, {0, 0});
+  e.empty = true;
+  Add a(s, e, view(RVL_DTYPE_I32, s, dense(s)), RVL_DTYPE_I32);
+  BOOST_TEST(has(generate_program(a.p, nvidia()).source, "const int v0 = (int)0;"));
+  Add z({3, 0}, view(RVL_DTYPE_F32, {3, 0}, {0, 0}), view(RVL_DTYPE_F32, {3, 0}, {0, 0}));
+  BOOST_TEST(generate_program(z.p, nvidia()).grid[0] == 0u);
+  Sum r({4, 0}, 2u);  // reduced extent 0: every output gets the identity
+  BOOST_TEST(generate_program(r.p, nvidia()).grid[0] > 0u);
+}
+
+BOOST_AUTO_TEST_CASE(reductions_pick_rows_or_columns_and_respect_the_warp_width) {
+  Sum rows({512, 1024}, 2u);  // sum(-1): a block per row, warp shuffles
+  const KernelSource kn = generate_program(rows.p, nvidia());
+  BOOST_TEST(has(kn.summary, "row O=512 R=1024"));
+  BOOST_TEST(has(kn.source, "for (int d = 16; d > 0; d >>= 1)"));
+  BOOST_TEST(has(kn.source, "__shfl_down_sync(0xffffffffu"));
+  const KernelSource ka = generate_program(rows.p, cdna());
+  BOOST_TEST(has(ka.source, "for (int d = 32; d > 0; d >>= 1)"));  // 64-wide wavefronts
+  BOOST_TEST(has(ka.source, "sh[4]"));                              // 256 / 64 partials
+  BOOST_TEST(!has(ka.source, "_sync("));                            // AMD masks are 64-bit
+  Sum cols({1024, 512}, 1u);  // sum(0): neighbouring threads own neighbouring outputs
+  BOOST_TEST(has(generate_program(cols.p, nvidia()).summary, "column O=512 R=1024"));
+  Sum all({8, 16, 32}, 7u);  // everything: one output, one axis after merging
+  BOOST_TEST(has(generate_program(all.p, nvidia()).summary, "row O=1 R=4096"));
+  check_compiles(kn, nvidia());
+  check_compiles(ka, cdna());
+  check_compiles(generate_program(rows.p, rdna()), rdna());
+}
+
+BOOST_AUTO_TEST_CASE(literals_are_exact) {
+  rvl_scalar v{};
+  v.f = std::nan("");
+  BOOST_TEST(literal(RVL_DTYPE_F32, v) == "__int_as_float(0x7fc00000)");
+  v.f = -0.0;
+  BOOST_TEST(literal(RVL_DTYPE_F64, v) == "__longlong_as_double(0x8000000000000000LL)");
+  v.f = 0.1;  // rounded to f32 on the host, like the reference
+  BOOST_TEST(literal(RVL_DTYPE_F32, v) == "__int_as_float(0x3dcccccd)");
+  v.i = (int64_t(1) << 40) + 5;  // modular, like a CAST from i64
+  BOOST_TEST(literal(RVL_DTYPE_I32, v) == "(int)5LL");
+  v.i = 300;
+  BOOST_TEST(literal(RVL_DTYPE_U8, v) == "(unsigned char)44");
+  BOOST_TEST(literal(RVL_DTYPE_BOOL, v) == "(unsigned char)1");
+  v.i = INT64_MIN;
+  BOOST_TEST(literal(RVL_DTYPE_I64, v) == "(long long)(-9223372036854775807LL - 1)");
+  BOOST_TEST(identity(RVL_REDUCE_MAX, RVL_DTYPE_F32) == "__int_as_float(0xff800000)");
+  BOOST_TEST(identity(RVL_REDUCE_MAX, RVL_DTYPE_I32) == "(int)(-2147483647 - 1)");
+  BOOST_TEST(identity(RVL_REDUCE_PROD, RVL_DTYPE_BOOL) == "(unsigned char)1");
+}
+
+// Every op of the op table, on every dtype it accepts, in one program per dtype (so that a
+// compiler run covers them all); ops whose result is FREE are exercised by CAST to every dtype.
+BOOST_AUTO_TEST_CASE(every_op_of_the_op_table_generates_and_compiles) {
+  for (int32_t dt = 0; dt < RVL_DTYPE_COUNT_; ++dt) {
+    std::vector<rvl_instruction> code{ins(RVL_OP_LOAD, dt, -1, -1, -1, 0), ins(RVL_OP_LOAD, dt, -1, -1, -1, 1),
+                                      ins(RVL_OP_LOAD, RVL_DTYPE_BOOL, -1, -1, -1, 2)};
+    int32_t last = 0, ops = 0;
+    for (int32_t op = 0; op < RVL_OP_COUNT_; ++op) {
+      const rvl::OpInfo& info = rvl::op_info(op);
+      if (!rvl::op_is_arithmetic(op) || !rvl::op_accepts(op, dt)) continue;
+      const bool select = info.accepts == rvl::OpAccepts::Select;
+      const int32_t rdt = info.result == rvl::OpResult::Bool ? RVL_DTYPE_BOOL : dt;
+      if (info.result == rvl::OpResult::Free) {  // CAST: to every dtype and back
+        for (int32_t to = 0; to < RVL_DTYPE_COUNT_; ++to) {
+          code.push_back(ins(op, to, 0));
+          code.push_back(ins(op, dt, int32_t(code.size()) - 1));
+        }
+      } else if (select) {
+        code.push_back(ins(op, dt, 2, 0, 1));
+      } else {
+        code.push_back(ins(op, rdt, 0, info.arity > 1 ? 1 : -1));
+      }
+      last = int32_t(code.size()) - 1;
+      ++ops;
+    }
+    // Fold every result into one value of dt, so nothing is dead code.
+    int32_t acc = 0;
+    const int32_t produced = int32_t(code.size());
+    for (int32_t j = 3; j < produced; ++j) {
+      int32_t v = j;
+      if (code[j].dtype != dt) { code.push_back(ins(RVL_OP_CAST, dt, j)); v = int32_t(code.size()) - 1; }
+      code.push_back(ins(RVL_OP_MAX, dt, acc, v));
+      acc = int32_t(code.size()) - 1;
+    }
+    (void)last;
+    BOOST_TEST_CONTEXT("dtype " << rvl::dtype_name(dt)) {
+      BOOST_TEST(ops >= 8);
+      V::Program p;
+      p.rank = 1;
+      p.shape[0] = 1000;
+      p.inputs = {view(dt, {1000}, {1}), view(dt, {1000}, {1}), view(RVL_DTYPE_BOOL, {1000}, {1})};
+      p.ins = code.data();
+      p.n_ins = int32_t(code.size());
+      p.out = view(dt, {1000}, {1});
+      for (const Target& t : {nvidia(), cdna(), rdna()}) {
+        const KernelSource k = generate_program(p, t);
+        BOOST_TEST_MESSAGE(rvl::dtype_name(dt) << " " << t.arch << ": " << code.size() << " instructions");
+        check_compiles(k, t);
+      }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(contractions_follow_operand_layouts_and_fuse_the_epilogue) {
+  // C[m, n] = relu(sum_k A[m, k] B[k, n] + bias[n]), A transposed in memory (m fastest).
+  const int64_t M = 300, N = 200, K = 70;
+  std::vector<rvl_instruction> epi{ins(RVL_OP_ACC, RVL_DTYPE_F32), ins(RVL_OP_LOAD, RVL_DTYPE_F32, -1, -1, -1, 0),
+                                   ins(RVL_OP_ADD, RVL_DTYPE_F32, 0, 1), ins(RVL_OP_CONST, RVL_DTYPE_F32),
+                                   ins(RVL_OP_MAX, RVL_DTYPE_F32, 2, 3)};
+  epi[3].value.f = 0;
+  V::Contraction c;
+  c.dtype = RVL_DTYPE_F32;
+  c.m = M, c.n = N, c.k = K;
+  c.a = view(RVL_DTYPE_F32, {M, K}, {1, M});
+  c.b = view(RVL_DTYPE_F32, {K, N}, {N, 1});
+  c.epilogue.rank = 2;
+  c.epilogue.shape[0] = M, c.epilogue.shape[1] = N;
+  c.epilogue.inputs = {view(RVL_DTYPE_F32, {M, N}, {0, 1})};
+  c.epilogue.ins = epi.data();
+  c.epilogue.n_ins = int32_t(epi.size());
+  c.epilogue.out = view(RVL_DTYPE_F32, {M, N}, {N, 1});
+  const KernelSource k = generate_contraction(c, nvidia());
+  BOOST_TEST(has(k.source, "const int mm = e % 64, kk = e / 64;"));  // A: threads along m
+  BOOST_TEST(has(k.source, "const int nn = e % 64, kk = e / 64;"));  // B: threads along n
+  BOOST_TEST(has(k.source, "const float v0 = acc[i][j];"));
+  BOOST_TEST(has(k.source, "fmaf(ra[i], rb[j], acc[i][j])"));
+  BOOST_TEST(k.grid[0] == 4u);  // ceil(200 / 64)
+  BOOST_TEST(k.grid[1] == 5u);  // ceil(300 / 64)
+  check_compiles(k, nvidia());
+  check_compiles(generate_contraction(c, cdna()), cdna());
+  // A large f32 problem gets the 128x128 tile with 8x8 registers per thread.
+  c.m = c.n = c.k = 4096;
+  c.a = view(RVL_DTYPE_F32, {4096, 4096}, {4096, 1});
+  c.b = view(RVL_DTYPE_F32, {4096, 4096}, {4096, 1});
+  c.epilogue.shape[0] = c.epilogue.shape[1] = 4096;
+  c.epilogue.inputs = {view(RVL_DTYPE_F32, {4096, 4096}, {0, 1})};
+  c.epilogue.out = view(RVL_DTYPE_F32, {4096, 4096}, {4096, 1});
+  const KernelSource big = generate_contraction(c, nvidia());
+  BOOST_TEST(has(big.summary, "tile 128x128x8"));
+  check_compiles(big, nvidia());
+}
