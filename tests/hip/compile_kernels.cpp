@@ -1,4 +1,4 @@
-// ravel-hip-compile-check --platform nvidia|amd --arch ARCH DIR
+// ravel-hip-compile-check --platform nvidia|amd --arch ARCH [--jobs N] [--cache] DIR
 //
 // Compiles every generated kernel (DIR/*.cu, as dumped by RAVEL_HIP_DUMP_DIR) with the real
 // device compiler for ARCH: NVRTC for nvidia, hiprtc for amd. No GPU is needed. Kernels are
@@ -6,11 +6,19 @@
 // a batch that fails is compiled kernel by kernel so the report names each failing kernel and
 // the compiler's message. Exit status: 0 all compiled, 1 some failed, 2 usage or nothing found,
 // 77 the compiler for the platform is not available here (CTest: skipped).
+// --jobs N compiles N batches at once (NVRTC and hiprtc are thread-safe). --cache compiles each
+// kernel on its own and stores the code object in the plugin's on-disk cache (RAVEL_CACHE_DIR),
+// so that a later run of the plugin on this arch loads instead of compiling: gpu-check.sh
+// precompiles every conformance kernel this way on 16 cores before running the suite.
+#include "runtime/disk_cache.hpp"
 #include "runtime/rtc.hpp"
 
 #include <ravel/backend.hpp>
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -46,12 +54,15 @@ bool compiles(const std::string& name, const std::string& text, const Target& t,
 
 int main(int argc, char** argv) {
   std::string platform, arch, dir;
-  size_t batch = 64;
+  size_t batch = 64, jobs = 1;
+  bool cache = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--platform" && i + 1 < argc) platform = argv[++i];
     else if (a == "--arch" && i + 1 < argc) arch = argv[++i];
-    else if (a == "--batch" && i + 1 < argc) batch = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--batch" && i + 1 < argc) batch = size_t(std::max(1, std::atoi(argv[++i])));
+    else if (a == "--jobs" && i + 1 < argc) jobs = size_t(std::max(1, std::atoi(argv[++i])));
+    else if (a == "--cache") cache = true;
     else dir = a;
   }
   if ((platform != "nvidia" && platform != "amd") || arch.empty() || dir.empty()) {
@@ -93,20 +104,46 @@ int main(int argc, char** argv) {
     return 2;
   }
   const auto start = std::chrono::steady_clock::now();
-  size_t failed = 0;
-  for (size_t b = 0; b < sources.size(); b += batch) {
-    const size_t end = std::min(sources.size(), b + batch);
-    std::string text = pre, error;
-    for (size_t i = b; i < end; ++i) text += sources[i].body;
-    if (compiles("batch_" + std::to_string(b / batch), text, t, &error)) continue;
-    for (size_t i = b; i < end; ++i)  // name the culprits
-      if (!compiles(sources[i].name, pre + sources[i].body, t, &error)) {
-        ++failed;
-        std::printf("FAIL %s: %s\n", sources[i].name.c_str(), error.substr(0, 2000).c_str());
+  if (cache) batch = 1;
+  std::atomic<size_t> next{0}, failed{0};
+  std::mutex out_mu;
+  auto fail_one = [&](const Source& src, const std::string& error) {
+    ++failed;
+    std::lock_guard<std::mutex> lock(out_mu);
+    std::printf("FAIL %s: %s\n", src.name.c_str(), error.substr(0, 2000).c_str());
+  };
+  auto worker = [&] {
+    for (size_t b; (b = next.fetch_add(batch)) < sources.size();) {
+      const size_t end = std::min(sources.size(), b + batch);
+      std::string error;
+      if (cache) {  // one kernel, stored under the key the plugin will look for
+        KernelSource k;
+        k.name = sources[b].name;
+        k.summary = "precompiled";
+        k.source = pre + sources[b].body;
+        const std::string key = disk_cache_key(k, t);
+        std::string code;
+        if (disk_cache_load(key, &code)) continue;
+        try {
+          disk_cache_store(key, compile_kernel(k, t));
+        } catch (const rvl::Error& e) {
+          fail_one(sources[b], e.what());
+        }
+        continue;
       }
-  }
+      std::string text = pre;
+      for (size_t i = b; i < end; ++i) text += sources[i].body;
+      if (compiles("batch_" + std::to_string(b / batch), text, t, &error)) continue;
+      for (size_t i = b; i < end; ++i)  // name the culprits
+        if (!compiles(sources[i].name, pre + sources[i].body, t, &error)) fail_one(sources[i], error);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t j = 0; j < jobs; ++j) pool.emplace_back(worker);
+  for (std::thread& th : pool) th.join();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("%s %s (%s): %zu kernels compiled, %zu failed, %.1f s\n", platform.c_str(),
-              arch.c_str(), compiler_id(t.platform).c_str(), sources.size() - failed, failed, s);
+  std::printf("%s %s (%s): %zu kernels compiled%s, %zu failed, %.1f s\n", platform.c_str(),
+              arch.c_str(), compiler_id(t.platform).c_str(), sources.size() - failed.load(),
+              cache ? (" into " + disk_cache_dir()).c_str() : "", failed.load(), s);
   return failed ? 1 : 0;
 }

@@ -69,8 +69,9 @@ template <class T> struct alignas(4 * sizeof(T)) rvl_vec4 { T v[4]; };
 }  // namespace
 
 std::string prelude(const Target& t) {
-  std::string s = "// Ravel generated kernel for " + std::string(platform_name(t.platform)) + " " +
-                  t.arch + " (warp " + std::to_string(t.warp_size) + ")\n";
+  // Only what the prelude depends on: kernels that do not use the warp width share sources (and
+  // disk-cache entries) across warp widths.
+  std::string s = "// Ravel generated kernel for " + std::string(platform_name(t.platform)) + "\n";
   if (t.platform == Platform::Nvidia) s += kShuffleNvidia;
   else if (t.platform == Platform::Amd) s += kShuffleAmd;
   // Emulated: rvl_shfl_down comes from emu_device.hpp, prepended by the emulator's compiler.

@@ -73,16 +73,18 @@ void load_devices() {
     info.details = std::string("platform=") + platform_name(info.target.platform) +
                    "; driver=" + std::to_string(driver) + "; runtime=" + std::to_string(runtime);
 #if defined(RAVEL_HIP_EMULATED)
-    // RAVEL_HIP_EMU_TARGET=amd:gfx90a:64 (or nvidia:sm_90:32) makes the emulated device generate
-    // code for that target: with RAVEL_HIP_DRY_RUN the compile tests collect real targets' sources.
+    // RAVEL_HIP_EMU_TARGET=PLATFORM:ARCH:WARP[:UNITS] (amd:gfx90a:64, nvidia:sm_90:32:132)
+    // makes the emulated device generate code for that target: with RAVEL_HIP_DRY_RUN the
+    // compile tests collect a real target's sources (and gpu-check.sh precompiles them).
     if (const char* t = std::getenv("RAVEL_HIP_EMU_TARGET")) {
-      const std::string spec = t;
-      const size_t a = spec.find(':'), b = spec.rfind(':');
-      if (a != std::string::npos && b > a) {
-        info.target.platform = spec.substr(0, a) == "amd" ? Platform::Amd : Platform::Nvidia;
-        info.target.arch = spec.substr(a + 1, b - a - 1);
-        info.target.warp_size = std::atoi(spec.c_str() + b + 1);
-        info.target.compute_units = 100;
+      std::vector<std::string> f;
+      std::string spec = std::string(t) + ":";
+      for (size_t a = 0, b; (b = spec.find(':', a)) != std::string::npos; a = b + 1) f.push_back(spec.substr(a, b - a));
+      if (f.size() >= 3) {
+        info.target.platform = f[0] == "amd" ? Platform::Amd : Platform::Nvidia;
+        info.target.arch = f[1];
+        info.target.warp_size = std::atoi(f[2].c_str());
+        info.target.compute_units = f.size() >= 4 ? std::atoi(f[3].c_str()) : 100;
       }
     }
 #endif

@@ -8,6 +8,7 @@
 
 #include <ravel/validate.hpp>
 
+#include <cstdlib>
 #include <vector>
 
 namespace rvl::hip {
@@ -38,6 +39,17 @@ void launch(const Kernel& k, hipStream_t s, std::vector<void*>& ptrs) {
                               unsigned(k.grid[2]), k.block[0], k.block[1], k.block[2], 0, s,
                               args.data(), nullptr),
         "launching kernel " + k.name + " (" + k.summary + ")");
+  if (sync_each_kernel()) check(hipStreamSynchronize(s), "kernel " + k.name + " (" + k.summary + ")");
+}
+
+// RAVEL_HIP_SYNC=1: wait for every kernel (like CUDA_LAUNCH_BLOCKING). For timing with a host
+// that does not synchronise the device after its work (ravel-bench today), and for debugging.
+bool sync_each_kernel() {
+  static const bool on = [] {
+    const char* e = std::getenv("RAVEL_HIP_SYNC");
+    return e && *e && *e != '0';
+  }();
+  return on;
 }
 
 void mark_used(const std::vector<rvl_buffer*>& used, rvl_stream* s) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "../codegen/codegen.hpp"
+#include "disk_cache.hpp"
 #include "hip_port.hpp"
 
 #include <ravel/validate.hpp>
@@ -44,12 +45,5 @@ bool dry_run();
 // Structural keys (everything the generated source depends on, nothing it does not).
 std::string program_key(const validate::Program& p);
 std::string contraction_key(const validate::Contraction& c);
-
-// The on-disk cache of code objects (RAVEL_CACHE_DIR, default $XDG_CACHE_HOME/ravel or
-// ~/.cache/ravel; "off" disables it). Keyed by a hash of source + arch + compiler, and a hit
-// is only taken when the stored key text equals the current one.
-std::string disk_cache_dir();
-bool disk_cache_load(const std::string& key_text, std::string* code);
-void disk_cache_store(const std::string& key_text, const std::string& code) noexcept;
 
 }  // namespace rvl::hip
