@@ -29,6 +29,16 @@ struct Lookup {
   }
 };
 
+// RAVEL_HIP_SYNC=1: wait for every kernel (like CUDA_LAUNCH_BLOCKING). For timing with a host
+// that does not synchronise the device after its work (ravel-bench today), and for debugging.
+bool sync_each_kernel() {
+  static const bool on = [] {
+    const char* e = std::getenv("RAVEL_HIP_SYNC");
+    return e && *e && *e != '0';
+  }();
+  return on;
+}
+
 void launch(const Kernel& k, hipStream_t s, std::vector<void*>& ptrs) {
   if (k.grid[0] == 0 || dry_run()) return;  // empty iteration space: nothing to do
   if (k.grid[1] > 65535 || k.grid[2] > 65535 || k.grid[0] > 0x7fffffffu)
@@ -40,16 +50,6 @@ void launch(const Kernel& k, hipStream_t s, std::vector<void*>& ptrs) {
                               args.data(), nullptr),
         "launching kernel " + k.name + " (" + k.summary + ")");
   if (sync_each_kernel()) check(hipStreamSynchronize(s), "kernel " + k.name + " (" + k.summary + ")");
-}
-
-// RAVEL_HIP_SYNC=1: wait for every kernel (like CUDA_LAUNCH_BLOCKING). For timing with a host
-// that does not synchronise the device after its work (ravel-bench today), and for debugging.
-bool sync_each_kernel() {
-  static const bool on = [] {
-    const char* e = std::getenv("RAVEL_HIP_SYNC");
-    return e && *e && *e != '0';
-  }();
-  return on;
 }
 
 void mark_used(const std::vector<rvl_buffer*>& used, rvl_stream* s) {
