@@ -80,8 +80,9 @@ std::string header(const std::string& name, const validate::Program& p) {
 
 // Every input dense (stride 1, no padding, 4-aligned offset), broadcast (stride 0) or empty,
 // and a dense 4-aligned output: four elements per thread and vector loads/stores.
-bool vectorisable(const Space& s) {
-  if (s.extent.size() != 1 || s.extent[0] < 8) return false;
+// Long programs are compute-bound and would be unrolled four times: scalar code for them.
+bool vectorisable(const Space& s, int32_t n_ins) {
+  if (s.extent.size() != 1 || s.extent[0] < 8 || n_ins > 64) return false;
   const SpaceView& out = s.views.back();
   if (out.stride[0] != 1 || out.offset % 4 != 0) return false;
   for (const SpaceView& v : s.views) {
@@ -114,7 +115,7 @@ void elementwise(KernelSource& k, const validate::Program& p, const Space& s, co
   };
   std::string body;
   int64_t work = n;
-  if (vectorisable(s)) {
+  if (vectorisable(s, p.n_ins)) {
     const int64_t nq = n / 4;
     work = nq;
     body += "  for (" + I + " q = (" + I + ")blockIdx.x * " + std::to_string(kThreads) +
@@ -183,8 +184,11 @@ void reduction(KernelSource& k, const validate::Program& p, const Space& s, cons
   }), "        ");
   b += "        acc = " + C("acc", v) + ";\n      }\n    }\n";
   if (row) {
-    const std::string tree = "    for (int d = " + std::to_string(ws / 2) +
-                             "; d > 0; d >>= 1) acc = " + C("acc", "rvl_shfl_down(acc, d)") + ";\n";
+    // The shuffle goes into a temporary first: combine() may name an operand twice (integer MAX
+    // is a ?:), and a shuffle must be executed by every lane, unconditionally.
+    const std::string tree = "    for (int d = " + std::to_string(ws / 2) + "; d > 0; d >>= 1) {\n" +
+                             "      const " + T + " other = rvl_shfl_down(acc, d);\n      acc = " +
+                             C("acc", "other") + ";\n    }\n";
     b += tree;
     b += "    if (tid % " + std::to_string(ws) + " == 0) sh[tid / " + std::to_string(ws) + "] = acc;\n";
     b += "    __syncthreads();\n";

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The HIP backend's CI checks, on a machine with no GPU (scripts/test.sh runs it after the main
+# build as `scripts/check-hip.sh build`; about 3-4 minutes on 2 cores):
+#   1. every conformance case's kernels, generated for gfx90a (64-wide wavefronts), gfx1030 and
+#      sm_90, compiled by hiprtc / NVRTC (each where that compiler is installed);
+#   2. a slice of every conformance group run end to end on the CPU emulator (generated kernels
+#      compiled by the host compiler and executed), with 32- and 64-wide warps.
+# `--full` runs the whole conformance suite on the emulator instead of the slice (~10 minutes).
+# Without hiprtc and NVRTC the compile checks say so and are skipped; exit 0 then.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${1:?usage: scripts/check-hip.sh BUILD_DIR [--full]}"
+full="${2:-}"
+[ -d "$build" ] || { echo "check-hip: no build directory $build" >&2; exit 1; }
+jobs="$(nproc)"
+start=$(date +%s)
+
+if ! command -v hipcc >/dev/null && ! command -v nvcc >/dev/null && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "check-hip: skipped: no HIP (hipcc, libamdhip64-dev) or CUDA toolchain on this machine"
+  exit 0
+fi
+cmake --build "$build" --target ravel-conformance ravel_backend_hip_emu ravel-hip-compile-check -j"$jobs" >/dev/null
+conformance="$build/bin/ravel-conformance"
+emu="$build/lib/hip-emu/libravel_backend_hip_emu.so"
+check="$build/bin/ravel-hip-compile-check"
+work="$build/hip-check"
+mkdir -p "$work"
+export RAVEL_CACHE_DIR="$work/cache"   # host-compiled emulator kernels: reruns are fast
+
+echo "-- conformance kernels compiled for real targets (no GPU needed)"
+status=0
+for target in amd:gfx90a:64 amd:gfx1030:32 nvidia:sm_90:32; do
+  ./tests/hip/compile_conformance_kernels.sh "$conformance" "$emu" "$check" "$target" \
+    "$work/kernels-${target//:/-}" --jobs "$jobs" || { rc=$?; [ $rc -eq 77 ] || status=1; }
+done
+
+echo "-- conformance on the CPU emulator"
+filter='^(abi/|views/(input_(contiguous|padding|flip_both|gapped|all_padding)|output_(gapped|reversed)|rank_(0|3|8)|empty|long)|elementwise/(ADD|MAX|IDIV|MOD|CAST)/(i32|u8|f32)|nan_inf/(MAX|CAST)/f32|integer_edges/(IDIV|MOD)/i32|reductions/(SUM|MAX|PROD)/(f32|i64|bool)/axes\{(0|3|013)\}|reductions/.*(long|empty)|contractions/(f32/(1x3x3|17x17x3|129x3x3|transposed)|(i32|bool)/transposed)|fused/chain/f32/(2|64)|malformed/)'
+[ "$full" = "--full" ] && filter=''
+for warp in 32 64; do
+  echo "   warp $warp"
+  RAVEL_HIP_EMU_WARP=$warp "$conformance" "$emu" ${filter:+--filter "$filter"} \
+    --json "$work/emulated-warp$warp.json" | tail -1 || status=1
+done
+echo "check-hip: $([ $status -eq 0 ] && echo passed || echo FAILED) in $(( $(date +%s) - start )) s"
+exit $status
