@@ -158,6 +158,12 @@ BOOST_AUTO_TEST_CASE(reductions_pick_rows_or_columns_and_respect_the_warp_width)
   BOOST_TEST(has(ka.source, "for (int d = 32; d > 0; d >>= 1)"));  // 64-wide wavefronts
   BOOST_TEST(has(ka.source, "sh[4]"));                              // 256 / 64 partials
   BOOST_TEST(!has(ka.source, "_sync("));                            // AMD masks are 64-bit
+  // Every lane executes every shuffle: never inside a ?: (integer MAX is one) or a branch.
+  Sum imax({512, 1024}, 2u);
+  imax.p.reduce_op = RVL_REDUCE_MAX;
+  const KernelSource km = generate_program(imax.p, nvidia());
+  BOOST_TEST(has(km.source, "const float other = rvl_shfl_down(acc, d);"));
+  BOOST_TEST(!has(km.source, "? acc : rvl_shfl_down"));
   Sum cols({1024, 512}, 1u);  // sum(0): neighbouring threads own neighbouring outputs
   BOOST_TEST(has(generate_program(cols.p, nvidia()).summary, "column O=512 R=1024"));
   Sum all({8, 16, 32}, 7u);  // everything: one output, one axis after merging
