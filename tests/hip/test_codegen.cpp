@@ -246,6 +246,25 @@ BOOST_AUTO_TEST_CASE(every_op_of_the_op_table_generates_and_compiles) {
   }
 }
 
+// Long programs call transcendentals out of line and stay scalar: bounded code size, so the
+// device compiler takes seconds, not minutes, on a 4096-instruction program.
+BOOST_AUTO_TEST_CASE(long_programs_outline_transcendentals) {
+  for (int32_t n : {8, 200}) {
+    std::vector<rvl_instruction> code{ins(RVL_OP_LOAD, RVL_DTYPE_F32, -1, -1, -1, 0)};
+    while (int32_t(code.size()) < n) code.push_back(ins(RVL_OP_SIN, RVL_DTYPE_F32, int32_t(code.size()) - 1));
+    V::Program p;
+    p.rank = 1;
+    p.shape[0] = 4096;
+    p.inputs = {view(RVL_DTYPE_F32, {4096}, {1})};
+    p.ins = code.data();
+    p.n_ins = n;
+    p.out = view(RVL_DTYPE_F32, {4096}, {1});
+    const KernelSource k = generate_program(p, nvidia());
+    BOOST_TEST(has(k.source, "= rvl_ol_sinf(") == (n > 128));
+    BOOST_TEST(has(k.summary, "vec4") == (n <= 64));
+  }
+}
+
 BOOST_AUTO_TEST_CASE(contractions_follow_operand_layouts_and_fuse_the_epilogue) {
   // C[m, n] = relu(sum_k A[m, k] B[k, n] + bias[n]), A transposed in memory (m fastest).
   const int64_t M = 300, N = 200, K = 70;

@@ -143,6 +143,7 @@ KernelSource generate_contraction(const validate::Contraction& c, const Target& 
   ssa.ins = e.ins;
   ssa.n = e.n_ins;
   ssa.acc = "acc[i][j]";
+  ssa.outline = e.n_ins > 128;
   std::vector<SpaceView> ev(e.inputs.size() + 1);
   auto to_space = [&](const validate::View& v) {
     SpaceView s;

@@ -19,49 +19,58 @@ namespace {
 // Warp shuffles. NVIDIA needs the 32-bit participation mask; on AMD the __shfl_*_sync masks are
 // 64-bit and the unsynchronised __shfl_down is the portable spelling for 32- and 64-lane waves.
 // One-byte values travel as int (no shuffle overload for char).
-const char* kShuffleNvidia = R"(template <class T> __device__ __forceinline__ T rvl_shfl_down(T v, int d) {
+const char* kShuffleNvidia = R"(template <class T> static __device__ __forceinline__ T rvl_shfl_down(T v, int d) {
   return __shfl_down_sync(0xffffffffu, v, d);
 }
 )";
-const char* kShuffleAmd = R"(template <class T> __device__ __forceinline__ T rvl_shfl_down(T v, int d) {
+const char* kShuffleAmd = R"(template <class T> static __device__ __forceinline__ T rvl_shfl_down(T v, int d) {
   return __shfl_down(v, d);
 }
 )";
 
-const char* kHelpers = R"(__device__ __forceinline__ unsigned char rvl_shfl_down(unsigned char v, int d) {
+const char* kHelpers = R"(static __device__ __forceinline__ unsigned char rvl_shfl_down(unsigned char v, int d) {
   return (unsigned char)rvl_shfl_down((int)v, d);
 }
 // MAX propagates NaN (the first NaN operand).
-__device__ __forceinline__ float rvl_max_f32(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
-__device__ __forceinline__ double rvl_max_f64(double a, double b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
+static __device__ __forceinline__ float rvl_max_f32(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
+static __device__ __forceinline__ double rvl_max_f64(double a, double b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
 // float -> integer: truncate toward zero, saturate at the target's range, NaN -> 0.
-__device__ __forceinline__ unsigned char rvl_f2u8(double x) {
+static __device__ __forceinline__ unsigned char rvl_f2u8(double x) {
   if (x != x) return 0;
   const double t = trunc(x);
   return t <= 0.0 ? (unsigned char)0 : t >= 255.0 ? (unsigned char)255 : (unsigned char)t;
 }
-__device__ __forceinline__ int rvl_f2i32(double x) {
+static __device__ __forceinline__ int rvl_f2i32(double x) {
   if (x != x) return 0;
   const double t = trunc(x);
   return t <= -2147483648.0 ? (int)(-2147483647 - 1) : t >= 2147483647.0 ? 2147483647 : (int)t;
 }
-__device__ __forceinline__ long long rvl_f2i64(double x) {
+static __device__ __forceinline__ long long rvl_f2i64(double x) {
   if (x != x) return 0;
   const double t = trunc(x);
   return t <= -9223372036854775808.0 ? (long long)(-9223372036854775807LL - 1)
        : t >= 9223372036854775808.0 ? 9223372036854775807LL : (long long)t;
 }
 // Integer division and remainder: x/0 == x%0 == 0, MIN/-1 == MIN, MIN%-1 == 0.
-__device__ __forceinline__ int rvl_idiv_i32(int a, int b) { return b == 0 ? 0 : b == -1 ? (int)(0u - (unsigned)a) : a / b; }
-__device__ __forceinline__ int rvl_mod_i32(int a, int b) { return (b == 0 || b == -1) ? 0 : a % b; }
-__device__ __forceinline__ long long rvl_idiv_i64(long long a, long long b) {
+static __device__ __forceinline__ int rvl_idiv_i32(int a, int b) { return b == 0 ? 0 : b == -1 ? (int)(0u - (unsigned)a) : a / b; }
+static __device__ __forceinline__ int rvl_mod_i32(int a, int b) { return (b == 0 || b == -1) ? 0 : a % b; }
+// 64-bit division is a long subroutine on GPUs: called, not inlined (compile time of long programs).
+static __device__ __noinline__ long long rvl_idiv_i64(long long a, long long b) {
   return b == 0 ? 0 : b == -1 ? (long long)(0ull - (unsigned long long)a) : a / b;
 }
-__device__ __forceinline__ long long rvl_mod_i64(long long a, long long b) { return (b == 0 || b == -1) ? 0 : a % b; }
-__device__ __forceinline__ unsigned char rvl_idiv_u8(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a / b); }
-__device__ __forceinline__ unsigned char rvl_mod_u8(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a % b); }
-__device__ __forceinline__ unsigned char rvl_idiv_bool(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a / b); }
-__device__ __forceinline__ unsigned char rvl_mod_bool(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a % b); }
+static __device__ __noinline__ long long rvl_mod_i64(long long a, long long b) { return (b == 0 || b == -1) ? 0 : a % b; }
+// Transcendentals called out of line by long programs (ssa.cpp): thousands of inlined sin()
+// slow paths take the device compiler minutes.
+static __device__ __noinline__ float rvl_ol_sinf(float x) { return sinf(x); }
+static __device__ __noinline__ double rvl_ol_sin(double x) { return sin(x); }
+static __device__ __noinline__ float rvl_ol_exp2f(float x) { return exp2f(x); }
+static __device__ __noinline__ double rvl_ol_exp2(double x) { return exp2(x); }
+static __device__ __noinline__ float rvl_ol_log2f(float x) { return log2f(x); }
+static __device__ __noinline__ double rvl_ol_log2(double x) { return log2(x); }
+static __device__ __forceinline__ unsigned char rvl_idiv_u8(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a / b); }
+static __device__ __forceinline__ unsigned char rvl_mod_u8(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a % b); }
+static __device__ __forceinline__ unsigned char rvl_idiv_bool(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a / b); }
+static __device__ __forceinline__ unsigned char rvl_mod_bool(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a % b); }
 // Four consecutive elements, aligned so that one vector load/store moves them.
 template <class T> struct alignas(4 * sizeof(T)) rvl_vec4 { T v[4]; };
 )";

@@ -70,6 +70,7 @@ SsaInput ssa_for(const validate::Program& p, std::function<std::string(int32_t)>
   in.ins = p.ins;
   in.n = p.n_ins;
   in.load = std::move(load_fn);
+  in.outline = p.n_ins > 128;
   return in;
 }
 

@@ -67,9 +67,9 @@ std::string emit_instruction(const SsaInput& in, int32_t j, int32_t sdt) {
       return is_float(dt) ? "(-" + a + ")" : wrap2(dt, "0", "-", a);
     case RVL_OP_RECIP: return "((" + std::string(ctype(dt)) + ")1 / " + a + ")";
     case RVL_OP_SQRT: return unary_math(dt, "sqrtf", "sqrt", a);
-    case RVL_OP_EXP2: return unary_math(dt, "exp2f", "exp2", a);
-    case RVL_OP_LOG2: return unary_math(dt, "log2f", "log2", a);
-    case RVL_OP_SIN: return unary_math(dt, "sinf", "sin", a);
+    case RVL_OP_EXP2: return (in.outline ? "rvl_ol_" : "") + unary_math(dt, "exp2f", "exp2", a);
+    case RVL_OP_LOG2: return (in.outline ? "rvl_ol_" : "") + unary_math(dt, "log2f", "log2", a);
+    case RVL_OP_SIN: return (in.outline ? "rvl_ol_" : "") + unary_math(dt, "sinf", "sin", a);
     case RVL_OP_TRUNC: return is_float(dt) ? unary_math(dt, "truncf", "trunc", a) : a;
     case RVL_OP_ADD:
       if (is_bool(dt)) return "(unsigned char)(" + a + " | " + b + ")";

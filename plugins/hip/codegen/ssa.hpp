@@ -24,6 +24,8 @@ struct SsaInput {
   // Expression reading input `arg` (already 0 outside its validity range, bool as 0/1).
   std::function<std::string(int32_t arg)> load;
   std::string acc;  // expression for ACC (contraction epilogues only)
+  // Long programs call transcendentals out of line (rvl_ol_*): same results, bounded code size.
+  bool outline = false;
 };
 
 // Appends "const T v<j> = ...;" for every instruction; returns the last value's name.

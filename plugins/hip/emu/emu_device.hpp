@@ -28,6 +28,7 @@ static thread_local const rvl_emu_ctx* rvl_emu_current;
 #define __global__
 #define __device__
 #define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
 #define __launch_bounds__(n)
 #define __shared__ static
 
