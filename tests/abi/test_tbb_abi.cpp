@@ -193,6 +193,39 @@ BOOST_AUTO_TEST_CASE(info_and_devices) {
   expect_error(api().probe(&pr), "struct_size");
 }
 
+// A host built against ABI 1.0 passes the 1.0 struct sizes: the 1.1 plugin must accept them and
+// write nothing past them (guard bytes behind the 1.0 part stay as they were).
+BOOST_AUTO_TEST_CASE(host_built_against_1_0_is_served) {
+  constexpr unsigned char kGuard = 0xA5;
+  {
+    rvl_device_properties p;
+    std::memset(&p, kGuard, sizeof p);
+    p.struct_size = RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0;
+    ok(api().device_properties(0, &p));
+    BOOST_TEST(std::string(p.name).find("CPU") != std::string::npos);
+    BOOST_TEST(p.max_rank == RVL_MAX_RANK);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&p);
+    for (size_t i = RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0; i < sizeof p; ++i)
+      BOOST_TEST_REQUIRE(int(bytes[i]) == int(kGuard), "byte " << i << " past the 1.0 struct was written");
+  }
+  {
+    rvl_probe_result r;
+    std::memset(&r, kGuard, sizeof r);
+    r.struct_size = RVL_PROBE_RESULT_STRUCT_SIZE_1_0;
+    ok(api().probe(&r));
+    BOOST_TEST(r.device_count == 1);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&r);
+    for (size_t i = RVL_PROBE_RESULT_STRUCT_SIZE_1_0; i < sizeof r; ++i)
+      BOOST_TEST_REQUIRE(int(bytes[i]) == int(kGuard), "byte " << i << " past the 1.0 struct was written");
+  }
+  // And with the 1.1 sizes the 1.1 members are filled.
+  rvl_device_properties p{};
+  p.struct_size = sizeof p;
+  ok(api().device_properties(0, &p));
+  BOOST_TEST(std::string(p.arch) == "x86-64");
+  BOOST_TEST(p.warp_size == 1);
+}
+
 BOOST_AUTO_TEST_CASE(errors_carry_code_and_message) {
   rvl_error* e = api().buffer_free(nullptr);
   BOOST_TEST_REQUIRE(e != nullptr);

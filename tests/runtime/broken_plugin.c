@@ -6,6 +6,8 @@
  *   4 NO_DEVICES    probe() and device_count() report 0 devices
  *   5 KERNEL_FAILS  buffers work (malloc), but execute_program returns an error
  *   6 SMALL_TABLE   struct_size is smaller than the members the host needs
+ *   7 V1_0          not broken: a plugin built as if against ABI 1.0 (table size and minor of
+ *                   1.0; fills only the 1.0 members of the structs the host hands it)
  * Plain C99, no dependencies beyond libc and the SDK header. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,7 @@
 #define NO_DEVICES 4
 #define KERNEL_FAILS 5
 #define SMALL_TABLE 6
+#define V1_0 7
 
 #ifndef BROKEN_CASE
 #error "BROKEN_CASE must be defined"
@@ -49,7 +52,9 @@ static void error_destroy(rvl_error* e) { free(e); }
 static int32_t n_devices(void) { return BROKEN_CASE == NO_DEVICES ? 0 : 1; }
 
 static rvl_error* probe(rvl_probe_result* out) {
-  out->struct_size = sizeof(*out);
+  /* The host sets struct_size; a plugin checks it covers what it writes and writes no further. */
+  if (out->struct_size < RVL_PROBE_RESULT_STRUCT_SIZE_1_0)
+    return make_error(RVL_STATUS_INVALID_ARGUMENT, "probe result struct_size too small");
   out->device_count = n_devices();
   out->score = 1;
   return NULL;
@@ -60,7 +65,6 @@ static rvl_error* initialize(void) {
 }
 static void shutdown(void) {}
 static rvl_error* get_info(rvl_backend_info* out) {
-  out->struct_size = sizeof(*out);
   out->name = BROKEN_NAME;
   out->version = "0.0-broken";
   out->description = "a deliberately broken plugin for the runtime tests";
@@ -72,14 +76,22 @@ static rvl_error* device_count(int32_t* out) {
 }
 static rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
   if (device < 0 || device >= n_devices()) return make_error(RVL_STATUS_INVALID_ARGUMENT, "no such device");
-  memset(out, 0, sizeof(*out));
-  out->struct_size = sizeof(*out);
+  if (out->struct_size < RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0)
+    return make_error(RVL_STATUS_INVALID_ARGUMENT, "device properties struct_size too small");
+  memset(out->name, 0, sizeof(out->name));
   snprintf(out->name, sizeof(out->name), "%s test device", BROKEN_NAME);
   out->kind = RVL_DEVICE_CPU;
   out->memory_bytes = 1u << 30;
   out->compute_units = 1;
   out->dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
   out->max_rank = RVL_MAX_RANK;
+#if BROKEN_CASE != V1_0
+  if (RVL_HAS_MEMBER(out, rvl_device_properties, details)) {
+    snprintf(out->arch, sizeof(out->arch), "test-arch");
+    out->warp_size = 1;
+    snprintf(out->details, sizeof(out->details), "case=%d", BROKEN_CASE);
+  }
+#endif
   return NULL;
 }
 
@@ -197,6 +209,8 @@ static const rvl_backend_api kApi = {
 #if BROKEN_CASE == SMALL_TABLE
     /* Claims to end right after abi_minor: no error or lifecycle members at all. */
     offsetof(rvl_backend_api, error_code),
+#elif BROKEN_CASE == V1_0
+    RVL_BACKEND_API_STRUCT_SIZE_1_0,
 #else
     sizeof(rvl_backend_api),
 #endif
@@ -205,7 +219,11 @@ static const rvl_backend_api kApi = {
 #else
     RVL_ABI_MAJOR,
 #endif
+#if BROKEN_CASE == V1_0
+    0,
+#else
     RVL_ABI_MINOR,
+#endif
     error_code,
     error_message,
     error_destroy,

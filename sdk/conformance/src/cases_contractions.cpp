@@ -93,6 +93,45 @@ void register_contraction_cases() {
     c.epilogue = {ins(RVL_OP_ACC, RVL_DTYPE_F32), load(RVL_DTYPE_F32, 0), ins(RVL_OP_ADD, RVL_DTYPE_F32, 0, 1)};
     return c;
   });
+  // Every dtype through the shapes and layouts of the oneTBB plugin's former ABI tests (folded
+  // in here so that every backend is held to them): skinny, square, K-heavy, degenerate.
+  const int64_t shapes[][3] = {{1, 1, 1},    {3, 17, 129}, {129, 3, 17}, {17, 129, 3},
+                               {129, 129, 129}, {1, 129, 17}, {17, 1, 1}, {3, 3, 3}};
+  for (int32_t dt : {RVL_DTYPE_BOOL, RVL_DTYPE_U8, RVL_DTYPE_I32, RVL_DTYPE_I64, RVL_DTYPE_F32, RVL_DTYPE_F64}) {
+    const std::string d = dtype_str(dt);
+    for (const auto& sh : shapes) {
+      const int64_t m = sh[0], n = sh[1], k = sh[2];
+      add(d + "/shapes/" + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k),
+          [=] { return make(dt, {}, {}, m, n, k, {}); });
+    }
+    add(d + "/transposed_At/17x129x3", [=] { return make(dt, {}, {}, 17, 129, 3, {true, false, false}); });
+    add(d + "/transposed_Bt/3x17x129", [=] { return make(dt, {}, {}, 3, 17, 129, {false, true, false}); });
+    add(d + "/transposed_AtBt/129x17x17", [=] { return make(dt, {}, {}, 129, 17, 17, {true, true, false}); });
+    // acc * 2 + bias[n] (bias broadcast over batch and rows), on broadcast batches.
+    auto with_epilogue = [dt](ContractionCase c) {
+      const bool fp = ref::is_float(dt), b = dt == RVL_DTYPE_BOOL;
+      std::vector<int64_t> cshape = c.batch, strides(c.batch.size() + 2, 0);
+      cshape.push_back(c.m);
+      cshape.push_back(c.n);
+      strides.back() = 1;
+      c.epilogue_inputs = {Input{make_data(dt, c.n, 77, Data::Small), view_of(cshape, strides)}};
+      c.epilogue = {ins(RVL_OP_ACC, dt), fp ? const_f(dt, 2.0) : const_i(dt, b ? 1 : 2),
+                    ins(RVL_OP_MUL, dt, 0, 1), load(dt, 0), ins(RVL_OP_ADD, dt, 2, 3)};
+      return c;
+    };
+    add(d + "/epilogue/batch_2x3_broadcast_A/17x3x129",
+        [=] { return with_epilogue(make(dt, {2, 3}, {true, false}, 17, 3, 129, {})); });
+    add(d + "/epilogue/batch_3_broadcast_A_AtBt/129x17x3",
+        [=] { return with_epilogue(make(dt, {3}, {true}, 129, 17, 3, {true, true, false})); });
+    add(d + "/epilogue/Bt/3x129x17", [=] { return with_epilogue(make(dt, {}, {}, 3, 129, 17, {false, true, false})); });
+    add(d + "/epilogue/batch_2/1x1x1", [=] { return with_epilogue(make(dt, {2}, {false}, 1, 1, 1, {})); });
+  }
+  add("f32/epilogue/k0", [] {
+    ContractionCase c = make(RVL_DTYPE_F32, {2}, {false}, 3, 4, 0, {});
+    c.epilogue_inputs = {Input{make_data(RVL_DTYPE_F32, 4, 9), view_of({2, 3, 4}, {0, 0, 1})}};
+    c.epilogue = {ins(RVL_OP_ACC, RVL_DTYPE_F32), load(RVL_DTYPE_F32, 0), ins(RVL_OP_ADD, RVL_DTYPE_F32, 0, 1)};
+    return c;
+  });
 }
 
 }  // namespace rvl::conformance

@@ -211,6 +211,24 @@ void reject_contraction(const std::string& name, std::function<void(rvl_contract
   });
 }
 
+// Every (op, dtype) pair the op table does not accept is rejected: the sources are made by a
+// CAST from the f32 input, the op is applied to them, and the result cast back.
+void register_table_dtype_cases() {
+  for (int32_t op = 0; op < RVL_OP_COUNT_; ++op) {
+    const rvl::OpInfo& info = rvl::op_info(op);
+    if (!rvl::op_is_arithmetic(op) || info.accepts == rvl::OpAccepts::Select) continue;
+    for (int32_t dt = 0; dt < RVL_DTYPE_COUNT_; ++dt) {
+      if (rvl::op_accepts(op, dt)) continue;
+      reject("table/" + op_str(op) + "_on_" + dtype_str(dt), [op, dt](Baseline& b) {
+        const int32_t rdt = rvl::op_result_dtype(op, dt) >= 0 ? rvl::op_result_dtype(op, dt) : dt;
+        b.code = {load(F, 0), ins(RVL_OP_CAST, dt, 0),
+                  ins(op, rdt, 1, rvl::op_info(op).arity > 1 ? 1 : -1, rvl::op_info(op).arity > 2 ? 1 : -1),
+                  ins(RVL_OP_CAST, F, 2)};
+      });
+    }
+  }
+}
+
 void register_malformed_contraction_cases() {
   using E = std::vector<rvl_instruction>;
   reject_contraction("valid_baseline", [](rvl_contraction&, E&, rvl_operand&) {});
@@ -247,6 +265,7 @@ void register_malformed_contraction_cases() {
 }  // namespace
 
 void register_malformed_cases() {
+  register_table_dtype_cases();
   register_program_cases();
   register_malformed_contraction_cases();
 }

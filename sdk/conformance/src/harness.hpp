@@ -33,6 +33,7 @@ void register_reduction_cases();
 void register_contraction_cases();
 void register_fused_cases();
 void register_malformed_cases();
+void register_edge_cases();
 
 std::string dtype_str(int32_t dtype);
 std::string op_str(int32_t op);

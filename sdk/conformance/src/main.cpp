@@ -34,6 +34,7 @@ void register_all() {
   register_reduction_cases();
   register_contraction_cases();
   register_fused_cases();
+  register_edge_cases();
   register_malformed_cases();
 }
 
