@@ -166,6 +166,15 @@ BOOST_AUTO_TEST_CASE(rand_uniform) {
   BOOST_TEST(r2.to_vector<double>() == Tensor::rand({3, 4}, 1, DType::F64).to_vector<double>(), tt::per_element());
 }
 
+BOOST_AUTO_TEST_CASE(rand_matches_threefry_known_answer) {
+  // docs/random.md: element i of seed s is Threefry-2x32-20 of counter (i, 0) under key
+  // (s mod 2^32, s / 2^32). Random123's known-answer vector for key 0, counter 0 is
+  // (0x6b200159, 0x99ba4efe); f32 keeps the top 24 bits of the first word, f64 the top 53 of both.
+  const uint64_t words = (uint64_t{0x6b200159} << 32) | 0x99ba4efeu;
+  BOOST_TEST(Tensor::rand({1}, 0, DType::F64).item<double>() == static_cast<double>(words >> 11) * 0x1.0p-53);
+  BOOST_TEST(Tensor::rand({1}, 0).item<float>() == static_cast<float>((0x6b200159u >> 8) * 0x1.0p-24));
+}
+
 BOOST_AUTO_TEST_CASE(randn_standard_normal) {
   // 100k samples: mean 0 with standard error 1/sqrt(1e5) = 3.2e-3 (5 sigma: 0.016); the sample
   // standard deviation has standard error 1/sqrt(2e5) = 2.2e-3 (5 sigma: 0.012).

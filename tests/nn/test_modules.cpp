@@ -105,6 +105,16 @@ BOOST_AUTO_TEST_CASE(parameters_round_trip_through_a_file) {
     return std::string(e.what()).find("layers.0.weight") != std::string::npos &&
            std::string(e.what()).find("[4, 9]") != std::string::npos;
   });
+  // A truncated file names the byte it stopped at and what it needed there.
+  const auto full = static_cast<int64_t>(std::filesystem::file_size(path));
+  nn::save_parameters(a, path);
+  std::filesystem::resize_file(path, static_cast<uintmax_t>(full - 4));
+  const std::string want = "truncated at byte " + std::to_string(full - 12) + ": expected 12 bytes of the data of parameter " +
+                           pa.back().first + ", the file has " + std::to_string(full - 4) + " bytes";
+  BOOST_CHECK_EXCEPTION(nn::load_parameters(b, path), ravel::ValueError, [&](const ravel::ValueError& e) {
+    BOOST_TEST_MESSAGE(e.what());
+    return std::string(e.what()).find(want) != std::string::npos;
+  });
   std::ofstream(path) << "not a parameter file";
   BOOST_CHECK_EXCEPTION(nn::load_parameters(b, path), ravel::ValueError,
                         [](const ravel::ValueError& e) { return std::string(e.what()).find("RAVELPAR") != std::string::npos; });

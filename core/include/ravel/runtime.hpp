@@ -57,7 +57,10 @@ struct RuntimeOptions {
   bool use_default_paths = true;          // search next to libravel_core
 };
 
-namespace detail { class Plugin; }
+namespace detail {
+class LoadedPlugin;
+struct Settings;
+}  // namespace detail
 
 class Runtime {
  public:
@@ -80,10 +83,16 @@ class Runtime {
   // first one stays). Throws PluginError naming the path and the reason; the record is kept.
   void load_plugin(const std::string& path);
   // The loaded plugin that serves `device`; DeviceError naming the device and the ones available.
-  std::shared_ptr<detail::Plugin> plugin_for(const Device& device) const;
+  std::shared_ptr<detail::LoadedPlugin> plugin_for(const Device& device) const;
   const std::vector<std::string>& search_paths() const { return search_paths_; }
   // The config's fusion options (before RAVEL_FUSION; see ravel::fusion_options()).
-  const FusionOptions& configured_fusion() const { return fusion_; }
+  const FusionOptions& configured_fusion() const;
+  // The config file and environment as read when this runtime started (Note [Settings] in
+  // core/src/config/settings.hpp): what the runtime passes down to the scheduler and executor.
+  const detail::Settings& settings() const { return *settings_; }
+  // RAVEL_FUSION as read when this runtime started ("" when unset): it overrides the config's
+  // fusion.policy unless set_fusion_options was called (ravel-info shows it).
+  const std::string& fusion_from_environment() const;
 
   // ---- placement and configuration (issue 6) -------------------------------------------------
   // The config file in force ("<built-in default>" when none), and the effective configuration
@@ -102,18 +111,14 @@ class Runtime {
   MixedDevices on_mixed_devices() const { return mixed_; }
 
  private:
-  std::string config_source_, effective_config_, placement_default_;
-  std::vector<std::string> load_only_;
-  MixedDevices mixed_ = MixedDevices::Error;
-  bool log_plugins_ = false;
-
   void discover(const std::string& folder);
+
+  std::unique_ptr<const detail::Settings> settings_;  // read once, in the constructor
+  std::string config_source_, effective_config_;
+  MixedDevices mixed_ = MixedDevices::Error;
   std::vector<std::string> search_paths_;
-  std::vector<std::string> placement_;
-  std::vector<std::string> skip_;
-  FusionOptions fusion_;
   std::vector<PluginRecord> records_;
-  std::vector<std::shared_ptr<detail::Plugin>> plugins_;
+  std::vector<std::shared_ptr<detail::LoadedPlugin>> plugins_;
 };
 
 }  // namespace ravel

@@ -2,7 +2,7 @@
 //
 // Every op returns a new Tensor and only adds a node; nothing runs until realize(), to_vector(),
 // item() or printing. Movement ops (reshape, permute, expand, pad, shrink, flip, slice, ...)
-// never copy: they compose a view (see Note [Views] in core/src/tensor/view.hpp). Binary and
+// never copy: they compose a view (see Note [Views] in core/src/graph/view.hpp). Binary and
 // ternary ops broadcast with NumPy's rules and promote dtypes as docs/dtypes.md says.
 #pragma once
 

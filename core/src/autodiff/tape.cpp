@@ -1,12 +1,11 @@
 // The familiar (PyTorch-style) autograd API on top of gradients(): leaves that require grad,
-// backward() accumulating into them, no-grad scopes, and assign() for optimizer updates.
+// backward() accumulating into them, and no-grad scopes. (Tensor::assign, which keeps a leaf's
+// autodiff state across optimizer updates, is the tensor layer's: tensor/assign.cpp.)
 #include <unordered_set>
 
 #include "autodiff/rules.hpp"
+#include "graph/grad_mode.hpp"
 #include "ravel/autodiff.hpp"
-#include "runtime/plugin.hpp"
-#include "schedule/kernel_builder.hpp"
-#include "schedule/schedule.hpp"
 #include "tensor/internal.hpp"
 
 namespace ravel {
@@ -14,19 +13,6 @@ namespace ravel {
 using namespace detail;
 
 namespace {
-thread_local int t_no_grad_depth = 0;
-
-// A fresh Buffer leaf holding t's (realized) values; shares the buffer, copies nothing more.
-NodePtr realized_leaf(const Tensor& t) {
-  Tensor c = view_of(t).is_contiguous() ? t : t.contiguous();
-  c.realize();
-  const NodePtr& base = resolve(c.node()).base;
-  if (base->kind == NodeKind::Const) realize_const(*base);
-  // A contiguous view onto a bigger base (a shrink of leading rows) starts at element 0 and
-  // has the same layout, so the shared buffer is right; its extra tail is never read.
-  return make_buffer_node(t.dtype(), t.shape(), t.device(), base->buffer);
-}
-
 // Leaves below `root` that require grad (through differentiable edges only).
 std::vector<NodePtr> grad_leaves(const NodePtr& root) {
   std::vector<NodePtr> leaves;
@@ -43,9 +29,9 @@ std::vector<NodePtr> grad_leaves(const NodePtr& root) {
 }
 }  // namespace
 
-NoGradGuard::NoGradGuard() { ++t_no_grad_depth; }
-NoGradGuard::~NoGradGuard() { --t_no_grad_depth; }
-bool grad_enabled() { return t_no_grad_depth == 0; }
+NoGradGuard::NoGradGuard() { enter_no_grad(); }
+NoGradGuard::~NoGradGuard() { exit_no_grad(); }
+bool grad_enabled() { return grad_mode_enabled(); }
 
 Tensor& Tensor::requires_grad_(bool on) {
   check_defined(*this, "requires_grad_");
@@ -86,21 +72,5 @@ void Tensor::zero_grad() {
 }
 
 Tensor Tensor::detach() const { return stop_gradient(*this); }
-
-Tensor& Tensor::assign(const Tensor& value) {
-  check_defined(value, "assign");
-  if (!defined()) {  // an undefined tensor (e.g. a fresh optimizer state) takes value as is
-    node_ = realized_leaf(value);
-    return *this;
-  }
-  RAVEL_CHECK(value.shape() == shape(), ShapeError, "assign: value of shape ", shape_str(value.shape()),
-              " does not match the tensor's shape ", shape_str(shape()));
-  bool req = node_->requires_grad;
-  NodePtr keep_grad = node_->grad;
-  node_ = realized_leaf(value.cast(dtype()));
-  node_->requires_grad = req;
-  node_->grad = keep_grad;
-  return *this;
-}
 
 }  // namespace ravel

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "ravel/schedule.hpp"
+#include "ravel/fusion.hpp"
 
 namespace ravel::detail {
 

@@ -4,8 +4,6 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "runtime/plugin.hpp"
-
 namespace ravel::detail {
 
 // Note [Hash-consing]
@@ -141,6 +139,11 @@ NodePtr make_buffer_node(DType dtype, Shape shape, Device device, std::shared_pt
   node->id = g_next_id++;
   ++g_live;
   return node;
+}
+
+Source resolve(const NodePtr& n) {
+  if (n->kind == NodeKind::View) return {n->srcs[0], n->view};
+  return {n, StridedView::contiguous(n->shape)};
 }
 
 size_t live_node_count() {

@@ -24,10 +24,12 @@
 #include "graph/ops.hpp"
 #include "ravel/device.hpp"
 #include "ravel/dtype.hpp"
-#include "tensor/view.hpp"
+#include "graph/view.hpp"
 
 namespace ravel::detail {
 
+// Device memory holding a realized node. Opaque to the layers before the runtime, which defines
+// it (runtime/device_buffer.hpp); they reach its contents through the Engine (graph/engine.hpp).
 class DeviceBuffer;
 class Node;
 using NodePtr = std::shared_ptr<Node>;
@@ -56,7 +58,7 @@ class Node {
   AluOp alu = AluOp::ADD;        // Alu only
   ReduceOp reduce = ReduceOp::Sum;  // Reduce only
   uint32_t axes = 0;             // Reduce only: bit d set means axis d is reduced
-  View view;                     // View only
+  StridedView view;              // View only
   NodePtr parent;                // View only: the input of the last movement op
   MoveOp move = MoveOp::Reshape;  // View only
   std::vector<int64_t> move_args;  // View only: the op's arguments (shape, order, widths, ...)
@@ -85,6 +87,14 @@ NodePtr intern(Node&& proto);
 NodePtr make_unique_node(Node&& proto);
 // A new (never shared) Buffer node around `buffer`.
 NodePtr make_buffer_node(DType dtype, Shape shape, Device device, std::shared_ptr<DeviceBuffer> buffer);
+// The node a kernel reads when it reads `n` (n's base if n is a View, else n itself), and the
+// view it reads it through.
+struct Source {
+  NodePtr base;
+  StridedView view;
+};
+Source resolve(const NodePtr& n);
+
 // How many nodes are alive (tests use it to check that graphs are freed).
 size_t live_node_count();
 

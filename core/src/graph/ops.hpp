@@ -5,7 +5,8 @@
 // lowering come from that one table and nothing here changes when a row is added. What is
 // core-specific lives elsewhere: the derivative rule beside the primitive in autodiff/rules.cpp,
 // the public method in tensor.hpp. Composites (tanh, softmax, matmul, ...) are plain C++ over
-// these (core/src/tensor/composite.cpp). Movement primitives are View functions (graph/view.hpp).
+// these (core/src/tensor/composite.cpp). Movement primitives are functions on StridedView
+// (graph/view.hpp).
 #pragma once
 
 #include <cstdint>

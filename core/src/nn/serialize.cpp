@@ -2,6 +2,7 @@
 //   "RAVELPAR" (8 bytes), u32 version = 1, u32 count, then per parameter:
 //   u32 name length, name bytes, u8 dtype (rvl_dtype), u8 rank, rank x i64 shape, data
 //   (row-major, little-endian, numel x dtype size).
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 
@@ -16,13 +17,32 @@ template <class T>
 void put(std::ofstream& out, T v) {
   out.write(reinterpret_cast<const char*>(&v), sizeof v);
 }
-template <class T>
-T get(std::ifstream& in, const std::string& path) {
-  T v{};
-  in.read(reinterpret_cast<char*>(&v), sizeof v);
-  RAVEL_CHECK(in.good(), ValueError, "parameter file ", path, " is truncated");
-  return v;
-}
+// Reads the file front to back; a short read names the byte it stopped at, what it was reading
+// and how many bytes that needed, against the file's size.
+struct Reader {
+  std::ifstream in;
+  std::string path;
+  int64_t size = 0;
+
+  explicit Reader(const std::string& p) : in(p, std::ios::binary), path(p) {
+    RAVEL_CHECK(in.good(), ValueError, "cannot read parameter file ", path);
+    in.seekg(0, std::ios::end);
+    size = static_cast<int64_t>(in.tellg());
+    in.seekg(0);
+  }
+  void bytes(char* dst, int64_t n, const std::string& what) {
+    const int64_t at = static_cast<int64_t>(in.tellg());
+    in.read(dst, static_cast<std::streamsize>(n));
+    RAVEL_CHECK(in.good(), ValueError, "parameter file ", path, " is truncated at byte ", at, ": expected ", n,
+                " bytes of ", what, ", the file has ", size, " bytes (", std::max<int64_t>(0, size - at), " left)");
+  }
+  template <class T>
+  T get(const std::string& what) {
+    T v{};
+    bytes(reinterpret_cast<char*>(&v), sizeof v, what);
+    return v;
+  }
+};
 
 struct Entry {
   std::string name;
@@ -59,31 +79,34 @@ void save_parameters(Module& module, const std::string& path) {
 }
 
 void load_parameters(Module& module, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  RAVEL_CHECK(in.good(), ValueError, "cannot read parameter file ", path);
-  char magic[8];
-  in.read(magic, sizeof magic);
-  RAVEL_CHECK(in.good() && std::memcmp(magic, kMagic, sizeof kMagic) == 0, ValueError, path,
+  Reader r(path);
+  char magic[8] = {};
+  r.in.read(magic, sizeof magic);
+  RAVEL_CHECK(r.in.good() && std::memcmp(magic, kMagic, sizeof kMagic) == 0, ValueError, path,
               " is not a Ravel parameter file (expected the magic RAVELPAR)");
-  uint32_t version = get<uint32_t>(in, path);
+  uint32_t version = r.get<uint32_t>("the format version");
   RAVEL_CHECK(version == 1, ValueError, path, ": parameter format version ", version, ", expected 1");
-  uint32_t count = get<uint32_t>(in, path);
+  uint32_t count = r.get<uint32_t>("the parameter count");
   auto params = module.named_parameters();
   RAVEL_CHECK(count == params.size(), ValueError, path, " holds ", count, " parameters, the module has ", params.size());
   std::vector<Entry> entries;
   for (uint32_t i = 0; i < count; ++i) {
     Entry e;
-    uint32_t len = get<uint32_t>(in, path);
-    RAVEL_CHECK(len < 4096, ValueError, path, ": parameter name of ", len, " bytes (corrupt file?)");
+    const std::string which = "parameter " + std::to_string(i);
+    uint32_t len = r.get<uint32_t>(which + "'s name length");
+    RAVEL_CHECK(len < 4096, ValueError, path, ": ", which, " has a name of ", len,
+                " bytes, expected fewer than 4096 (corrupt file?)");
     e.name.resize(len);
-    in.read(e.name.data(), len);
-    uint8_t dt = get<uint8_t>(in, path), rank = get<uint8_t>(in, path);
-    RAVEL_CHECK(dt < kDTypeCount && rank <= 8, ValueError, path, ": parameter ", e.name, " has a bad dtype or rank");
+    r.bytes(e.name.data(), len, which + "'s name");
+    uint8_t dt = r.get<uint8_t>(which + "'s dtype"), rank = r.get<uint8_t>(which + "'s rank");
+    RAVEL_CHECK(dt < kDTypeCount && rank <= 8, ValueError, path, ": parameter ", e.name, " has dtype code ",
+                int{dt}, " and rank ", int{rank}, ", expected a dtype code below ", kDTypeCount, " and rank <= 8");
     e.dtype = static_cast<DType>(dt);
     int64_t n = 1;
     for (uint8_t d = 0; d < rank; ++d) {
-      e.shape.push_back(get<int64_t>(in, path));
-      RAVEL_CHECK(e.shape.back() >= 0 && e.shape.back() < (int64_t{1} << 40), ValueError, path, ": bad shape");
+      e.shape.push_back(r.get<int64_t>("the shape of parameter " + e.name));
+      RAVEL_CHECK(e.shape.back() >= 0 && e.shape.back() < (int64_t{1} << 40), ValueError, path, ": parameter ",
+                  e.name, " has size ", e.shape.back(), " on axis ", int{d}, ", expected 0 <= size < 2^40");
       n *= e.shape.back();
     }
     const auto& [name, p] = params[i];
@@ -91,8 +114,7 @@ void load_parameters(Module& module, const std::string& path) {
                 " is ", e.name, " ", dtype_name(e.dtype), " ", shape_str(e.shape), ", the module expects ", name, " ",
                 dtype_name(p->dtype()), " ", shape_str(p->shape()));
     e.data.resize(static_cast<size_t>(n * dtype_size(e.dtype)));
-    in.read(e.data.data(), static_cast<std::streamsize>(e.data.size()));
-    RAVEL_CHECK(in.good(), ValueError, "parameter file ", path, " is truncated");
+    r.bytes(e.data.data(), static_cast<int64_t>(e.data.size()), "the data of parameter " + e.name);
     entries.push_back(std::move(e));
   }
   for (size_t i = 0; i < entries.size(); ++i)

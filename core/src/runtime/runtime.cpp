@@ -1,29 +1,22 @@
 #include "ravel/runtime.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <mutex>
-#include <sstream>
 
 #include <boost/dll/runtime_symbol_info.hpp>
 
-#include "config/config.hpp"
+#include "config/settings.hpp"
 #include "ravel/error.hpp"
-#include "runtime/plugin.hpp"
+#include "runtime/loaded_plugin.hpp"
 
 namespace ravel {
 
-using detail::Plugin;
+using detail::LoadedPlugin;
 
 namespace {
 std::mutex g_runtime_mutex;
 std::unique_ptr<Runtime> g_runtime;
-
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
 
 bool is_plugin_file(const std::filesystem::path& p) {
   std::string f = p.filename().string();
@@ -32,9 +25,8 @@ bool is_plugin_file(const std::filesystem::path& p) {
 
 // Loading is silent unless RAVEL_LOG_PLUGINS or the config's logging asks; ravel-info shows the
 // same records.
-void log_skip(const PluginRecord& r, bool from_config) {
-  if (from_config || !env("RAVEL_LOG_PLUGINS").empty())
-    std::fprintf(stderr, "ravel: skipped plugin %s: %s\n", r.path.c_str(), r.status.c_str());
+void log_skip(const PluginRecord& r, bool log) {
+  if (log) std::fprintf(stderr, "ravel: skipped plugin %s: %s\n", r.path.c_str(), r.status.c_str());
 }
 }  // namespace
 
@@ -51,30 +43,16 @@ Runtime& Runtime::reset(const RuntimeOptions& options) {
   return *g_runtime;
 }
 
-Runtime::Runtime(const RuntimeOptions& options) {
-  std::string config_path = options.config_path;
-  if (config_path.empty() && options.use_environment) config_path = env("RAVEL_CONFIG");
-  detail::Config config;
-  if (!config_path.empty()) config = detail::load_config(config_path);
-  // The built-in default (configs/default.json writes it out): GPUs first, then the CPU.
-  if (config.placement.empty() && config.placement_default.empty()) config.placement = {"hip:0", "level_zero:0", "tbb_cpu:0"};
-  placement_ = config.placement;
-  placement_default_ = config.placement_default;
-  skip_ = config.plugin_skip;
-  load_only_ = config.plugin_load;
-  fusion_ = config.fusion;
+Runtime::Runtime(const RuntimeOptions& options)
+    : settings_(std::make_unique<const detail::Settings>(
+          detail::load_settings(options.config_path, options.use_environment, detail::read_environment()))) {
+  const detail::Config& config = settings_->config;
   mixed_ = config.on_mixed_devices == "copy" ? MixedDevices::Copy : MixedDevices::Error;
-  const int level = config.logging.level == "debug" ? 4 : config.logging.level == "info" ? 3 : 0;
-  log_plugins_ = config.logging.plugins || level >= 3;
   config_source_ = config.source;
   effective_config_ = detail::config_to_json(config);
 
   search_paths_ = options.extra_paths;
-  if (options.use_environment) {
-    std::stringstream ss(env("RAVEL_PLUGIN_PATH"));
-    for (std::string dir; std::getline(ss, dir, ':');)
-      if (!dir.empty()) search_paths_.push_back(dir);
-  }
+  search_paths_.insert(search_paths_.end(), settings_->env_plugin_paths.begin(), settings_->env_plugin_paths.end());
   search_paths_.insert(search_paths_.end(), config.plugin_paths.begin(), config.plugin_paths.end());
   if (options.use_default_paths) {
     // Next to libravel_core: its folder and ravel/plugins below it (build and install trees).
@@ -83,7 +61,7 @@ Runtime::Runtime(const RuntimeOptions& options) {
     search_paths_.push_back(lib_dir.string());
   }
   for (const auto& dir : search_paths_) discover(dir);
-  if (config.logging.placement || level >= 3) {
+  if (settings_->log_placement) {
     for (const auto& r : placement_rules())
       std::fprintf(stderr, "ravel: placement %s: %s\n", r.rule.c_str(), r.available ? "available" : r.reason.c_str());
     try {
@@ -95,6 +73,9 @@ Runtime::Runtime(const RuntimeOptions& options) {
 }
 
 Runtime::~Runtime() = default;
+
+const FusionOptions& Runtime::configured_fusion() const { return settings_->config.fusion; }
+const std::string& Runtime::fusion_from_environment() const { return settings_->environment.fusion; }
 
 void Runtime::discover(const std::string& folder) {
   std::error_code ec;
@@ -111,7 +92,7 @@ void Runtime::discover(const std::string& folder) {
     try {
       load_plugin(canonical);
     } catch (const PluginError&) {
-      log_skip(records_.back(), log_plugins_);  // recorded; the other plugins go on
+      log_skip(records_.back(), settings_->log_plugins);  // recorded; the other plugins go on
     }
   }
 }
@@ -120,22 +101,24 @@ void Runtime::load_plugin(const std::string& path) {
   PluginRecord rec;
   rec.path = path;
   try {
-    auto plugin = Plugin::load(path);
+    auto plugin = LoadedPlugin::load(path);
     rec.name = plugin->name();
     rec.abi_major = plugin->api().abi_major;
     rec.abi_minor = plugin->api().abi_minor;
     rec.version = plugin->version();
     rec.device_count = plugin->device_count();
-    if (std::find(skip_.begin(), skip_.end(), rec.name) != skip_.end()) {
+    const auto& skip = settings_->config.plugin_skip;
+    const auto& load_only = settings_->config.plugin_load;
+    if (std::find(skip.begin(), skip.end(), rec.name) != skip.end()) {
       rec.status = "skipped: listed in the config's plugins.skip";
       records_.push_back(rec);
-      log_skip(rec, log_plugins_);
+      log_skip(rec, settings_->log_plugins);
       return;
     }
-    if (!load_only_.empty() && std::find(load_only_.begin(), load_only_.end(), rec.name) == load_only_.end()) {
+    if (!load_only.empty() && std::find(load_only.begin(), load_only.end(), rec.name) == load_only.end()) {
       rec.status = "skipped: not listed in the config's plugins.load";
       records_.push_back(rec);
-      log_skip(rec, log_plugins_);
+      log_skip(rec, settings_->log_plugins);
       return;
     }
     for (const auto& p : plugins_)
@@ -155,7 +138,7 @@ void Runtime::load_plugin(const std::string& path) {
   }
 }
 
-std::shared_ptr<Plugin> Runtime::plugin_for(const Device& device) const {
+std::shared_ptr<LoadedPlugin> Runtime::plugin_for(const Device& device) const {
   for (const auto& p : plugins_)
     if (p->name() == device.backend()) {
       RAVEL_CHECK(device.index() < p->device_count(), DeviceError, "unknown device ", device.str(), ": backend ",
@@ -181,7 +164,8 @@ Device Runtime::resolve_device(const std::string& name) const {
 
 std::vector<PlacementRule> Runtime::placement_rules() const {
   std::vector<PlacementRule> out;
-  auto rules = placement_default_.empty() ? placement_ : std::vector<std::string>{placement_default_};
+  const detail::Config& c = settings_->config;
+  auto rules = c.placement_default.empty() ? c.placement : std::vector<std::string>{c.placement_default};
   for (const auto& want : rules) {
     PlacementRule r;
     r.rule = want;
@@ -198,14 +182,15 @@ std::vector<PlacementRule> Runtime::placement_rules() const {
 
 Device Runtime::default_device() const {
   // An explicit device has no fallback: a config that names one wants exactly that one.
-  if (!placement_default_.empty()) {
+  const detail::Config& c = settings_->config;
+  if (!c.placement_default.empty()) {
     try {
-      return resolve_device(placement_default_);
+      return resolve_device(c.placement_default);
     } catch (const DeviceError& e) {
       throw DeviceError(std::string("placement.default of ") + config_source_ + ": " + e.what());
     }
   }
-  for (const auto& want : placement_) {
+  for (const auto& want : c.placement) {
     Device d = Device::parse(want);
     for (const auto& p : plugins_)
       if (p->name() == d.backend() && d.index() < p->device_count()) return d;
@@ -216,7 +201,7 @@ Device Runtime::default_device() const {
               "); run ravel-info to see why");
   // Nothing in the preference list exists: the backend whose probe scored highest (the first
   // found among equals).
-  const Plugin* best = plugins_.front().get();
+  const LoadedPlugin* best = plugins_.front().get();
   for (const auto& p : plugins_)
     if (p->score() > best->score()) best = p.get();
   return Device(best->name(), 0);

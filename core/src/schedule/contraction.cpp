@@ -49,7 +49,7 @@ std::optional<ContractionPlan> match_contraction(const Node& reduce) {
 rvl_contraction lower_contraction(const ContractionPlan& p, const Node& reduce, const Node& out) {
   Source sx = resolve(p.x), sy = resolve(p.y);
   const Shape& s = sx.view.shape;
-  const auto out_strides = View::contiguous_strides(reduce.shape);
+  const auto out_strides = StridedView::contiguous_strides(reduce.shape);
   auto stride = [](const std::vector<int64_t>& st, int64_t axis) { return axis >= 0 ? st[axis] : 0; };
   auto extent = [&](int64_t axis) { return axis >= 0 ? s[axis] : 1; };
 
@@ -64,7 +64,7 @@ rvl_contraction lower_contraction(const ContractionPlan& p, const Node& reduce, 
   auto operand = [&](DType dtype, const std::vector<int64_t>& st, int64_t offset, int64_t row, int64_t col,
                      int64_t rows, int64_t cols) {
     const size_t nb = p.batch.size();
-    View v{Shape(nb + 2), std::vector<int64_t>(nb + 2), offset, {}};
+    StridedView v{Shape(nb + 2), std::vector<int64_t>(nb + 2), offset, {}};
     for (size_t b = 0; b < nb; ++b) v.shape[b] = s[p.batch[b]], v.strides[b] = st[p.batch[b]];
     v.shape[nb] = rows, v.strides[nb] = row;
     v.shape[nb + 1] = cols, v.strides[nb + 1] = col;

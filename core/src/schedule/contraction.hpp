@@ -3,8 +3,8 @@
 
 #include <optional>
 
+#include "graph/node.hpp"
 #include "ravel/backend.h"
-#include "schedule/schedule.hpp"
 
 namespace ravel::detail {
 
@@ -20,11 +20,11 @@ struct ContractionPlan {
 // (batch); at most one m and one n axis.
 std::optional<ContractionPlan> match_contraction(const Node& reduce);
 
-// The contraction for `reduce` writing `out` (contiguous, laid out as reduce's shape), with every
-// operand's buffer handle NULL (bound per run, Note [Kernel cache]) and no epilogue.
 // The iteration space of the plan's epilogue: [batch extents..., m, n].
 Shape epilogue_shape(const ContractionPlan& plan, const Node& reduce);
 
+// The contraction for `reduce` writing `out` (contiguous, laid out as reduce's shape), with every
+// operand's buffer handle NULL (bound per run, Note [Kernel cache]) and no epilogue.
 rvl_contraction lower_contraction(const ContractionPlan& plan, const Node& reduce, const Node& out);
 
 }  // namespace ravel::detail

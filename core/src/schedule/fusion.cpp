@@ -2,62 +2,6 @@
 
 #include <algorithm>
 
-#include <cstdlib>
-#include <mutex>
-#include <optional>
-#include <ostream>
-
-#include "ravel/error.hpp"
-#include "ravel/runtime.hpp"
-
-namespace ravel {
-
-const char* fusion_policy_name(FusionPolicy p) {
-  switch (p) {
-    case FusionPolicy::None: return "none";
-    case FusionPolicy::Elementwise: return "elementwise";
-    case FusionPolicy::Reduce: return "reduce";
-    case FusionPolicy::Full: return "full";
-  }
-  return "?";
-}
-
-FusionPolicy parse_fusion_policy(const std::string& name) {
-  for (auto p : {FusionPolicy::None, FusionPolicy::Elementwise, FusionPolicy::Reduce, FusionPolicy::Full})
-    if (name == fusion_policy_name(p)) return p;
-  throw ConfigError("unknown fusion policy \"" + name + "\"; expected one of: none, elementwise, reduce, full");
-}
-
-std::ostream& operator<<(std::ostream& os, FusionPolicy p) { return os << fusion_policy_name(p); }
-
-namespace {
-std::mutex g_options_mutex;
-std::optional<FusionOptions> g_override;
-}  // namespace
-
-FusionOptions fusion_options() {
-  {
-    std::lock_guard<std::mutex> lock(g_options_mutex);
-    if (g_override) return *g_override;
-  }
-  FusionOptions o = Runtime::get().configured_fusion();
-  if (const char* env = std::getenv("RAVEL_FUSION"); env && *env) {
-    try {
-      o.policy = parse_fusion_policy(env);
-    } catch (const ConfigError& e) {
-      throw ConfigError(std::string("RAVEL_FUSION: ") + e.what());
-    }
-  }
-  return o;
-}
-
-void set_fusion_options(const FusionOptions& options) {
-  std::lock_guard<std::mutex> lock(g_options_mutex);
-  g_override = options;
-}
-
-}  // namespace ravel
-
 namespace ravel::detail {
 
 // Note [Fusion]
@@ -138,7 +82,7 @@ void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<
       return out;
     };
     const Shape want = squeezed(epilogue_shape(p, *b));
-    View v = resolve(s).view;
+    StridedView v = resolve(s).view;
     // ABI v1: C has the contraction's dtype, so the epilogue must end in that dtype too.
     if (!v.is_contiguous() || squeezed(v.shape) != want || squeezed(e->shape) != want || e->dtype != b->dtype) continue;
     plan.epilogues[e] = b;

@@ -6,7 +6,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "ravel/schedule.hpp"
+#include "ravel/fusion.hpp"
 #include "schedule/contraction.hpp"
 
 namespace ravel::detail {

@@ -5,12 +5,10 @@
 #include <sstream>
 
 #include "ravel/error.hpp"
-#include "ravel/runtime.hpp"
-#include "runtime/plugin.hpp"
 
 namespace ravel::detail {
 
-rvl_operand make_operand(DType dtype, const View& view) {
+rvl_operand make_operand(DType dtype, const StridedView& view) {
   rvl_operand op{};
   op.struct_size = sizeof(rvl_operand);
   op.buffer = nullptr;  // bound when the kernel runs (Note [Kernel cache])
@@ -24,21 +22,6 @@ rvl_operand make_operand(DType dtype, const View& view) {
     op.view.valid_hi[d] = hi;
   }
   return op;
-}
-
-void realize_const(Node& n) {
-  if (n.buffer) return;
-  auto plugin = Runtime::get().plugin_for(n.device);
-  n.buffer = std::make_shared<DeviceBuffer>(plugin, n.device.index(), dtype_size(n.dtype));
-  unsigned char bytes[8] = {};
-  switch (n.dtype) {
-    case DType::Bool: case DType::U8: bytes[0] = static_cast<unsigned char>(n.value.i); break;
-    case DType::I32: { int32_t v = static_cast<int32_t>(n.value.i); std::memcpy(bytes, &v, 4); break; }
-    case DType::I64: std::memcpy(bytes, &n.value.i, 8); break;
-    case DType::F32: { float v = static_cast<float>(n.value.f); std::memcpy(bytes, &v, 4); break; }
-    case DType::F64: std::memcpy(bytes, &n.value.f, 8); break;
-  }
-  n.buffer->write(bytes, dtype_size(n.dtype));
 }
 
 int32_t KernelBuilder::emit(rvl_op op, DType dtype, std::vector<int32_t> srcs) {
@@ -67,7 +50,7 @@ int32_t KernelBuilder::load(const NodePtr& n) {
     else instrs_[i].value.i = s.base->value.i;
     return i;
   }
-  // A padded Const is read from a one-element buffer (realize_const, when the kernel runs).
+  // A padded Const is read from a one-element buffer (realize_const, runtime/execute.cpp).
   auto key = std::make_pair(s.base->id, s.view.str());
   if (auto it = loaded_.find(key); it != loaded_.end()) return it->second;
   inputs_.push_back(make_operand(s.base->dtype, s.view));
@@ -110,7 +93,7 @@ std::string KernelBuilder::describe() const {
 }
 
 const rvl_program& KernelBuilder::finish(const Node& out, rvl_reduce_op reduce, uint32_t axes) {
-  View ov = View::contiguous(out.shape);
+  StridedView ov = StridedView::contiguous(out.shape);
   // The iteration space has the reduced axes at full size; the output repeats along them.
   ov.shape = shape_;
   for (size_t d = 0; d < shape_.size(); ++d)

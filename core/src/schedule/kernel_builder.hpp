@@ -6,14 +6,14 @@
 #include <unordered_set>
 #include <vector>
 
+#include "graph/node.hpp"
 #include "ravel/backend.h"
-#include "schedule/schedule.hpp"
 
 namespace ravel::detail {
 
 // rvl_operand for a view of a node of `dtype`, over an iteration space of view.rank() axes. Its
 // buffer handle is NULL: lowered kernels are bound to buffers when they run (kernel_cache.hpp).
-rvl_operand make_operand(DType dtype, const View& view);
+rvl_operand make_operand(DType dtype, const StridedView& view);
 
 class KernelBuilder {
  public:
@@ -51,13 +51,10 @@ class KernelBuilder {
   std::unordered_map<const Node*, int32_t> emitted_;
   std::vector<rvl_operand> inputs_;
   std::vector<NodePtr> bases_;
-  std::vector<View> views_;
+  std::vector<StridedView> views_;
   std::vector<rvl_instruction> instrs_;
   std::map<std::pair<uint64_t, std::string>, int32_t> loaded_;  // (base id, view) -> SSA index
   rvl_program program_{};
 };
-
-// Gives a Const node a one-element buffer (needed when it is read through a padded view).
-void realize_const(Node& n);
 
 }  // namespace ravel::detail

@@ -1,7 +1,6 @@
 #include "schedule/kernel_cache.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <list>
 #include <mutex>
@@ -12,10 +11,10 @@ namespace ravel::detail {
 // Note [Kernel cache]
 // A training loop builds the same graph every step, around new buffers (the updated weights, the
 // next batch). Planning (Note [Fusion]) and lowering (KernelBuilder) depend only on the graph's
-// *structure*, so realize_nodes keys a Recipe — the plan's kernels lowered to rvl_program /
+// *structure*, so make_schedule keys a Recipe — the plan's kernels lowered to rvl_program /
 // rvl_contraction with every buffer handle left NULL plus, per operand, which node's buffer
-// binds to it — by a serialisation of that structure, and a later realization with the same key
-// only allocates outputs, binds buffers and runs.
+// binds to it (schedule/recipe.hpp) — by a serialisation of that structure, and a later
+// realization with the same key only allocates outputs, binds buffers and runs.
 //
 // The key (make_graph_key) spells, in topological order, every unrealized node below the targets
 // and every leaf they read:
@@ -103,7 +102,7 @@ GraphKey make_graph_key(const std::vector<NodePtr>& order, const std::vector<Nod
         w.word(n->axes);
         break;
       case NodeKind::View: {
-        const View& v = n->view;
+        const StridedView& v = n->view;
         w.shape(v.strides);
         w.word(v.offset);
         w.word(v.has_mask());
@@ -174,26 +173,18 @@ void kernel_cache_insert(const std::string& key, std::shared_ptr<const Recipe> r
   evict_to(c, static_cast<size_t>(std::max(0, o.kernel_cache_entries)));
 }
 
-bool kernel_cache_enabled(const FusionOptions& o) {
-  if (!o.cache_kernels || o.kernel_cache_entries <= 0) return false;
-  const char* env = std::getenv("RAVEL_KERNEL_CACHE");
-  return env == nullptr || std::strcmp(env, "0") != 0;
-}
+bool kernel_cache_enabled(const FusionOptions& o) { return o.cache_kernels && o.kernel_cache_entries > 0; }
 
-}  // namespace ravel::detail
-
-namespace ravel {
-
-void clear_kernel_cache() {
-  auto& c = detail::cache();
+void kernel_cache_clear() {
+  Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  detail::evict_to(c, 0);
+  evict_to(c, 0);
 }
 
-size_t kernel_cache_size() {
-  auto& c = detail::cache();
+size_t kernel_cache_entries() {
+  Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   return c.lru.size();
 }
 
-}  // namespace ravel
+}  // namespace ravel::detail

@@ -8,9 +8,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "ravel/backend.h"
-#include "ravel/schedule.hpp"
-#include "schedule/schedule.hpp"
+#include "graph/node.hpp"
+#include "ravel/fusion.hpp"
+#include "schedule/recipe.hpp"
 
 namespace ravel::detail {
 
@@ -28,38 +28,14 @@ struct GraphKey {
 GraphKey make_graph_key(const std::vector<NodePtr>& order, const std::vector<NodePtr>& targets,
                         const FusionOptions& options, bool device_has_contraction);
 
-// One kernel, lowered to the C ABI with every buffer handle left NULL: `input_nodes[i]` names
-// the local node whose buffer binds to `inputs[i]` (program inputs, or a contraction's
-// epilogue inputs); a contraction's A and B bind to `a_node` / `b_node`, its C (or a program's
-// output) to `out`.
-struct CachedKernel {
-  enum class Kind : uint8_t { Program, Contraction, Transfer };  // Transfer: a_node -> out
-  Kind kind = Kind::Program;
-  const char* label = "";  // elementwise / reduce / copy / contraction (RAVEL_DEBUG)
-  int32_t out = -1;
-  rvl_program program{};          // its inputs / instructions pointers are re-aimed per run
-  rvl_contraction contraction{};  // likewise its epilogue pointers
-  int32_t a_node = -1, b_node = -1;
-  std::vector<rvl_operand> inputs;
-  std::vector<int32_t> input_nodes;
-  std::vector<rvl_instruction> instructions;
-  std::vector<int32_t> reads;  // local nodes whose buffers this kernel reads (freeing temporaries)
-  int64_t bytes_read = 0;
-  std::string detail;  // RAVEL_DEBUG text
-};
-
-// Everything realize_nodes needs to run a graph of this structure: no node or buffer inside.
-struct Recipe {
-  std::vector<CachedKernel> kernels;  // in an order that respects data flow
-  std::vector<int32_t> keep;          // local nodes that are targets (never freed)
-  std::vector<uint8_t> inlined;       // per local index (RAVEL_DEBUG=2)
-  size_t bytes = 0;                   // approximate memory held (for the cache's bound)
-};
-
 // Process-wide LRU cache, safe to use from several threads.
 std::shared_ptr<const Recipe> kernel_cache_find(const std::string& key);
 void kernel_cache_insert(const std::string& key, std::shared_ptr<const Recipe> recipe, const FusionOptions& options);
-// Whether realizations should use the cache: options.cache_kernels and RAVEL_KERNEL_CACHE != 0.
+// Whether the options ask for the cache (cache_kernels, a positive entry count). The runtime also
+// honours RAVEL_KERNEL_CACHE=0 (config/settings.hpp).
 bool kernel_cache_enabled(const FusionOptions& options);
+// Empties the cache / counts its entries (ravel::clear_kernel_cache, ravel::kernel_cache_size).
+void kernel_cache_clear();
+size_t kernel_cache_entries();
 
 }  // namespace ravel::detail

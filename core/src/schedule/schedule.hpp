@@ -1,26 +1,44 @@
-// The scheduler: cuts the lazy graph below some nodes into kernels and runs them.
+// The scheduler's entry point: graph in, unbound kernel recipe out — nothing runs here.
 //
-// Today's policy is one kernel per primitive (movement ops fold into views; a sum over one axis
-// of a product of two views becomes one contraction, Note [Matmul as mul + sum]). Kernels are
-// lowered to the C ABI's kernel programs (kernel_builder.hpp), so smarter fusion later changes
-// only how many instructions a program holds, not the ABI.
+// The runtime (runtime/realize.cpp) walks the targets' unrealized graph with topo_order, asks
+// make_schedule for a Recipe (from the kernel cache, or planned under the fusion policy and
+// lowered to the C ABI's kernel programs), then binds buffers and runs it (runtime/execute.cpp).
+// Smarter fusion later changes only how many instructions a program holds, not the ABI.
 #pragma once
 
+#include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "graph/node.hpp"
+#include "ravel/fusion.hpp"
+#include "schedule/kernel_cache.hpp"
+#include "schedule/recipe.hpp"
 
 namespace ravel::detail {
 
-// Ensures every node in `targets` (or, for a View, the node it views) has a buffer. Buffers of
-// intermediate nodes are released as soon as their last consumer in this call has run.
-void realize_nodes(const std::vector<NodePtr>& targets);
+// Post-order of the unrealized nodes below `roots` (sources first), without recursion (deep
+// graphs). Realized nodes, Buffers and Consts are leaves and are not listed.
+std::vector<NodePtr> topo_order(const std::vector<NodePtr>& roots);
 
-// The node a kernel reads when it reads `n`, and the view it reads it through.
-struct Source {
-  NodePtr base;
-  View view;
+// What the runtime tells the scheduler: everything the plan may depend on besides the graph.
+struct ScheduleRequest {
+  FusionOptions fusion;
+  bool device_has_contraction = false;  // the target device implements execute_contraction
+  bool use_cache = true;                // look up and insert into the kernel cache
+  bool describe = false;                // keep RAVEL_DEBUG text in the kernels
 };
-Source resolve(const NodePtr& n);
+
+struct Schedule {
+  GraphKey graph;                        // local index -> node: what the recipe binds to
+  std::shared_ptr<const Recipe> recipe;
+  enum class Cache : uint8_t { Unused, Hit, Miss } cache = Cache::Unused;
+};
+
+// The recipe for realizing `roots` (the targets' bases; `keep` holds the same nodes), whose
+// unrealized nodes are `order` (topo_order(roots), not empty). Throws Ravel errors only
+// (InternalError for a bug of the scheduler's own).
+Schedule make_schedule(const std::vector<NodePtr>& order, const std::vector<NodePtr>& roots,
+                       const std::unordered_set<const Node*>& keep, const ScheduleRequest& request);
 
 }  // namespace ravel::detail

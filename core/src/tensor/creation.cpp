@@ -2,8 +2,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "ravel/runtime.hpp"
-#include "runtime/plugin.hpp"
+#include "graph/engine.hpp"
 #include "tensor/internal.hpp"
 #include "tensor/threefry.hpp"
 
@@ -14,8 +13,8 @@ using namespace detail;
 namespace {
 // An explicit device is checked now, so a typo fails where it is written, not at realization.
 Device pick(const std::optional<Device>& dev) {
-  if (!dev) return Runtime::get().default_device();
-  Runtime::get().plugin_for(*dev);
+  if (!dev) return engine().default_device();
+  engine().check_device(*dev);
   return *dev;
 }
 
@@ -50,16 +49,15 @@ Tensor from_doubles(const std::vector<double>& v, Shape shape, DType dtype, cons
 Tensor Tensor::from_data(const void* data, DType dtype, Shape shape, std::optional<Device> dev) {
   int64_t n = checked_numel(shape, "from_data");
   Device device = pick(dev);
-  auto plugin = Runtime::get().plugin_for(device);
   uint64_t bytes = static_cast<uint64_t>(n) * dtype_size(dtype);
-  auto buffer = std::make_shared<DeviceBuffer>(plugin, device.index(), bytes);
+  std::shared_ptr<DeviceBuffer> buffer;
   if (dtype == DType::Bool) {
     // A bool is stored as the byte 0 or 1, whatever else the caller's bytes held.
     std::vector<uint8_t> norm(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) norm[i] = static_cast<const uint8_t*>(data)[i] != 0;
-    buffer->write(norm.data(), bytes);
+    buffer = engine().upload(device, norm.data(), bytes);
   } else {
-    buffer->write(data, bytes);
+    buffer = engine().upload(device, data, bytes);
   }
   return Tensor(make_buffer_node(dtype, std::move(shape), device, std::move(buffer)));
 }

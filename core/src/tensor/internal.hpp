@@ -9,7 +9,7 @@
 namespace ravel::detail {
 
 // The view of `t` onto the buffer of base(t) (contiguous unless t is a View node).
-View view_of(const Tensor& t);
+StridedView view_of(const Tensor& t);
 // The node whose buffer a View reads (t's node itself unless it is a View).
 const NodePtr& base_of(const Tensor& t);
 
@@ -17,13 +17,16 @@ Tensor make_const(Scalar value, DType dtype, const Device& device);
 Tensor make_scalar(double value, DType dtype, const Device& device);
 // A movement op's result: `view` (t's view composed with the op) on t's base, remembering the
 // op and its arguments for autodiff.
-Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, View view);
+Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, StridedView view);
 // A unique alias of t (same data): an autodiff argument marker or a gradient barrier.
 Tensor make_alias(const Tensor& t, MoveOp op);
 // An elementwise primitive; srcs must already share shape, dtype rules and device.
 Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out);
 // A reduction keeping reduced axes as size 1.
 Tensor make_reduce(ReduceOp op, const Tensor& t, uint32_t axes);
+// A fresh Buffer leaf holding t's values, realized now; shares the realized buffer, copies
+// nothing more (Tensor::assign, requires_grad_, stored gradients).
+NodePtr realized_leaf(const Tensor& t);
 
 // Elementwise binary primitive with broadcasting and promotion (the inputs are cast).
 Tensor binary(AluOp op, const Tensor& a, const Tensor& b);

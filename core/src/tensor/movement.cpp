@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "ravel/autodiff.hpp"
-#include "ravel/runtime.hpp"
+#include "graph/engine.hpp"
+#include "graph/grad_mode.hpp"
 #include "tensor/internal.hpp"
 
 namespace ravel {
@@ -54,7 +54,7 @@ Tensor Tensor::reshape(Shape shape) const {
   if (shape == this->shape()) return *this;
   if (auto v = view_of(*this).reshape(shape)) return make_view(*this, MoveOp::Reshape, shape, std::move(*v));
   // Note [Views]: the chain cannot be one view (e.g. a permuted tensor merged): copy, then view.
-  return make_view(copy_of(*this), MoveOp::Reshape, shape, View::contiguous(this->shape()).reshape(shape).value());
+  return make_view(copy_of(*this), MoveOp::Reshape, shape, StridedView::contiguous(this->shape()).reshape(shape).value());
 }
 
 Tensor Tensor::permute(std::vector<int64_t> order) const {
@@ -217,7 +217,7 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
 
 Tensor Tensor::to(const Device& dev) const {
   check_defined(*this, "to");
-  Runtime::get().plugin_for(dev);  // unknown devices fail here, naming the available ones
+  engine().check_device(dev);  // unknown devices fail here, naming the available ones
   if (device() == dev) return *this;
   // A broadcast constant (zeros, full, ...) is remade on the target device: nothing to copy.
   const Node& base = *base_of(*this);
@@ -232,7 +232,7 @@ Tensor Tensor::to(const Device& dev) const {
   Tensor src = plain ? *this : contiguous();
   Node proto;
   proto.kind = NodeKind::Transfer;
-  proto.detached = !grad_enabled();
+  proto.detached = !grad_mode_enabled();
   proto.dtype = dtype();
   proto.shape = src.shape();
   proto.device = dev;

@@ -1,8 +1,7 @@
 // Tensor::realize and reading results back to the host.
 #include <cstring>
 
-#include "runtime/plugin.hpp"
-#include "schedule/schedule.hpp"
+#include "graph/engine.hpp"
 #include "tensor/internal.hpp"
 
 namespace ravel {
@@ -11,7 +10,7 @@ using namespace detail;
 
 const Tensor& Tensor::realize() const {
   check_defined(*this, "realize");
-  realize_nodes({node_});
+  engine().realize({node_});
   return *this;
 }
 
@@ -21,7 +20,7 @@ void realize(const std::vector<Tensor>& tensors) {
     check_defined(t, "realize");
     nodes.push_back(t.node());
   }
-  realize_nodes(nodes);
+  engine().realize(nodes);
 }
 
 bool Tensor::is_realized() const {
@@ -34,8 +33,8 @@ void Tensor::read_into(void* dst, DType as) const {
   Tensor t = cast(as);
   if (t.numel() == 0) return;
   if (!view_of(t).is_contiguous()) t = t.contiguous();  // a copy kernel gathers the view
-  realize_nodes({t.node()});
-  resolve(t.node()).base->buffer->read(dst, static_cast<uint64_t>(t.numel()) * dtype_size(as));
+  engine().realize({t.node()});
+  engine().download(*resolve(t.node()).base->buffer, dst, static_cast<uint64_t>(t.numel()) * dtype_size(as));
 }
 
 template <class T>

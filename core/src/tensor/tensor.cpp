@@ -2,8 +2,8 @@
 #include <cmath>
 #include <sstream>
 
-#include "ravel/autodiff.hpp"
-#include "ravel/runtime.hpp"
+#include "graph/engine.hpp"
+#include "graph/grad_mode.hpp"
 #include "tensor/internal.hpp"
 
 namespace ravel {
@@ -50,9 +50,9 @@ const NodePtr& base_of(const Tensor& t) {
   return n->kind == NodeKind::View ? n->srcs[0] : n;
 }
 
-View view_of(const Tensor& t) {
+StridedView view_of(const Tensor& t) {
   const NodePtr& n = t.node();
-  return n->kind == NodeKind::View ? n->view : View::contiguous(n->shape);
+  return n->kind == NodeKind::View ? n->view : StridedView::contiguous(n->shape);
 }
 
 Tensor make_const(Scalar value, DType dtype, const Device& device) {
@@ -72,16 +72,16 @@ Tensor make_scalar(double value, DType dtype, const Device& device) {
   return make_const(s, dtype, device);
 }
 
-Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, View view) {
+Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, StridedView view) {
   // An identity composition needs no node (its gradient is the identity too) unless the chain
   // carries an autodiff marker (an argument alias, a stop-gradient, a no-grad node) that
   // returning the base would drop.
   const Node& tn = *t.node();
-  const bool marked = !grad_enabled() || tn.detached || (tn.kind == NodeKind::View && tn.marked_chain);
+  const bool marked = !grad_mode_enabled() || tn.detached || (tn.kind == NodeKind::View && tn.marked_chain);
   if (!marked && view.is_contiguous() && view.shape == base_of(t)->shape) return Tensor(base_of(t));
   Node proto;
   proto.kind = NodeKind::View;
-  proto.detached = !grad_enabled();  // Note [No-grad nodes]
+  proto.detached = !grad_mode_enabled();  // Note [No-grad nodes]
   proto.dtype = t.dtype();
   proto.shape = view.shape;
   proto.device = t.device();
@@ -113,7 +113,7 @@ Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
   proto.kind = NodeKind::Alu;
   // Note [No-grad nodes]: under a NoGradGuard a node is marked detached (part of its hash-cons
   // identity) instead of being wrapped in a stop-gradient alias, so fusion sees the same graph.
-  proto.detached = !grad_enabled();
+  proto.detached = !grad_mode_enabled();
   proto.alu = op;
   proto.dtype = out;
   proto.shape = srcs[0].shape();
@@ -122,7 +122,7 @@ Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
     if (!(s.device() == proto.device)) {
       // config "placement.on_mixed_devices": "copy" moves the operand to the first operand's
       // device (a Transfer node the scheduler sees); "error" (the default) refuses.
-      RAVEL_CHECK(Runtime::get().on_mixed_devices() == MixedDevices::Copy, DeviceError, alu_name(op),
+      RAVEL_CHECK(engine().copy_on_mixed_devices(), DeviceError, alu_name(op),
                   ": operands are on different devices, ", proto.device.str(), " and ", s.device().str(),
                   " (move one with to(), or set placement.on_mixed_devices to \"copy\")");
       s = s.to(proto.device);
@@ -136,7 +136,7 @@ Tensor make_reduce(ReduceOp op, const Tensor& t, uint32_t axes) {
   if (axes == 0) return t;
   Node proto;
   proto.kind = NodeKind::Reduce;
-  proto.detached = !grad_enabled();  // Note [No-grad nodes]
+  proto.detached = !grad_mode_enabled();  // Note [No-grad nodes]
   proto.reduce = op;
   proto.dtype = t.dtype();
   proto.shape = t.shape();

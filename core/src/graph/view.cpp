@@ -1,4 +1,4 @@
-#include "tensor/view.hpp"
+#include "graph/view.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -6,7 +6,7 @@
 
 namespace ravel::detail {
 
-std::vector<int64_t> View::contiguous_strides(const Shape& shape) {
+std::vector<int64_t> StridedView::contiguous_strides(const Shape& shape) {
   std::vector<int64_t> strides(shape.size());
   int64_t s = 1;
   for (size_t d = shape.size(); d-- > 0;) {
@@ -16,15 +16,15 @@ std::vector<int64_t> View::contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-View View::contiguous(const Shape& shape) { return View{shape, contiguous_strides(shape), 0, {}}; }
+StridedView StridedView::contiguous(const Shape& shape) { return StridedView{shape, contiguous_strides(shape), 0, {}}; }
 
-int64_t View::numel() const {
+int64_t StridedView::numel() const {
   int64_t n = 1;
   for (int64_t s : shape) n *= s;
   return n;
 }
 
-bool View::is_contiguous() const {
+bool StridedView::is_contiguous() const {
   if (mask || offset != 0) return false;
   auto expected = contiguous_strides(shape);
   for (size_t d = 0; d < shape.size(); ++d)
@@ -32,7 +32,7 @@ bool View::is_contiguous() const {
   return true;
 }
 
-View& View::normalize() {
+StridedView& StridedView::normalize() {
   if (!mask) return *this;
   bool full = true, empty = false;
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -51,11 +51,11 @@ View& View::normalize() {
 
 // Reshape without a copy, following NumPy's _attempt_nocopy_reshape: group old and new axes
 // into runs with equal products; a run of several old axes must be mutually contiguous.
-std::optional<View> View::reshape(const Shape& new_shape) const {
+std::optional<StridedView> StridedView::reshape(const Shape& new_shape) const {
   int64_t n = 1;
   for (int64_t s : new_shape) n *= s;
   assert(n == numel());
-  if (n == 0) return View::contiguous(new_shape);  // nothing is ever read
+  if (n == 0) return StridedView::contiguous(new_shape);  // nothing is ever read
   if (mask) {
     // A masked view only reshapes by adding or removing size-1 axes (the mask stays per axis).
     std::vector<int64_t> old_axes, new_axes;
@@ -66,7 +66,7 @@ std::optional<View> View::reshape(const Shape& new_shape) const {
     for (size_t d = 0; d < new_shape.size(); ++d)
       if (new_shape[d] != 1) new_axes.push_back(static_cast<int64_t>(d));
     if (old_axes.size() != new_axes.size()) return std::nullopt;
-    View v{new_shape, std::vector<int64_t>(new_shape.size(), 0), offset,
+    StridedView v{new_shape, std::vector<int64_t>(new_shape.size(), 0), offset,
            std::vector<Range>(new_shape.size(), Range{0, 1})};
     for (size_t j = 0; j < old_axes.size(); ++j) {
       if (shape[old_axes[j]] != new_shape[new_axes[j]]) return std::nullopt;
@@ -78,7 +78,7 @@ std::optional<View> View::reshape(const Shape& new_shape) const {
   std::vector<int64_t> od, os;  // old dims and strides without size-1 axes
   for (int64_t d = 0; d < rank(); ++d)
     if (shape[d] != 1) od.push_back(shape[d]), os.push_back(strides[d]);
-  View v{new_shape, std::vector<int64_t>(new_shape.size(), 0), offset, {}};
+  StridedView v{new_shape, std::vector<int64_t>(new_shape.size(), 0), offset, {}};
   size_t oi = 0, ni = 0;
   const size_t on = od.size(), nn = new_shape.size();
   while (ni < nn && oi < on) {
@@ -99,8 +99,8 @@ std::optional<View> View::reshape(const Shape& new_shape) const {
   return v;
 }
 
-View View::permute(const std::vector<int64_t>& order) const {
-  View v{Shape(order.size()), std::vector<int64_t>(order.size()), offset, {}};
+StridedView StridedView::permute(const std::vector<int64_t>& order) const {
+  StridedView v{Shape(order.size()), std::vector<int64_t>(order.size()), offset, {}};
   if (mask) v.mask = std::vector<Range>(order.size());
   for (size_t d = 0; d < order.size(); ++d) {
     v.shape[d] = shape[order[d]];
@@ -110,8 +110,8 @@ View View::permute(const std::vector<int64_t>& order) const {
   return v;
 }
 
-View View::expand(const Shape& new_shape) const {
-  View v = *this;
+StridedView StridedView::expand(const Shape& new_shape) const {
+  StridedView v = *this;
   for (size_t d = 0; d < new_shape.size(); ++d) {
     if (shape[d] == new_shape[d]) continue;
     assert(shape[d] == 1);
@@ -125,8 +125,8 @@ View View::expand(const Shape& new_shape) const {
   return v.normalize();
 }
 
-View View::pad(const std::vector<Range>& widths) const {
-  View v = *this;
+StridedView StridedView::pad(const std::vector<Range>& widths) const {
+  StridedView v = *this;
   std::vector<Range> m(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) {
     auto [b, a] = widths[d];
@@ -139,8 +139,8 @@ View View::pad(const std::vector<Range>& widths) const {
   return v.normalize();
 }
 
-View View::shrink(const std::vector<Range>& ranges) const {
-  View v = *this;
+StridedView StridedView::shrink(const std::vector<Range>& ranges) const {
+  StridedView v = *this;
   std::optional<std::vector<Range>> m;
   if (mask) m = std::vector<Range>(shape.size());
   for (size_t d = 0; d < shape.size(); ++d) {
@@ -153,8 +153,8 @@ View View::shrink(const std::vector<Range>& ranges) const {
   return v.normalize();
 }
 
-View View::flip(const std::vector<bool>& axes) const {
-  View v = *this;
+StridedView StridedView::flip(const std::vector<bool>& axes) const {
+  StridedView v = *this;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (!axes[d] || shape[d] == 0) continue;
     v.offset += (shape[d] - 1) * strides[d];
@@ -167,10 +167,10 @@ View View::flip(const std::vector<bool>& axes) const {
   return v.normalize();
 }
 
-View View::subsample(int64_t axis, int64_t step) const {
+StridedView StridedView::subsample(int64_t axis, int64_t step) const {
   // New index j reads old index j * step; it is valid iff lo <= j * step < hi, i.e.
   // ceil(lo / step) <= j < ceil(hi / step).
-  View v = *this;
+  StridedView v = *this;
   auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   v.shape[axis] = ceil_div(shape[axis], step);
   v.strides[axis] = strides[axis] * step;
@@ -181,7 +181,7 @@ View View::subsample(int64_t axis, int64_t step) const {
   return v.normalize();
 }
 
-std::string View::str() const {
+std::string StridedView::str() const {
   std::ostringstream o;
   auto list = [&](const std::vector<int64_t>& xs) {
     o << "(";

@@ -1,10 +1,11 @@
-// View — how a tensor's elements sit in its base node's contiguous buffer.
+// StridedView — how a tensor's elements sit in its base node's contiguous buffer (the view
+// descriptor of a View node; named so as not to be confused with the SDK's rvl::validate::View).
 //
 // Note [Views]
-// A View maps an index i (over `shape`) to the element `offset + sum_d i[d] * strides[d]` of the
-// base buffer, and says whether the element is real data or padding: it is valid iff
+// A StridedView maps an index i (over `shape`) to the element `offset + sum_d i[d] * strides[d]`
+// of the base buffer, and says whether the element is real data or padding: it is valid iff
 // mask[d].first <= i[d] < mask[d].second on every axis, and padding reads as 0. Every movement op
-// (reshape, permute, expand, pad, shrink, flip, subsample) is a pure function View -> View, so a
+// (reshape, permute, expand, pad, shrink, flip, subsample) is a pure function on views, so a
 // chain of movement ops costs nothing until a kernel reads through the final view. Only reshape
 // can fail to compose (e.g. merging a permuted pair of axes); it then returns nullopt and the
 // tensor layer inserts a copy (see Tensor::reshape). Invariants: shape, strides and mask have the
@@ -23,13 +24,13 @@ namespace ravel::detail {
 using Shape = std::vector<int64_t>;
 using Range = std::pair<int64_t, int64_t>;  // [first, second)
 
-struct View {
+struct StridedView {
   Shape shape;
   std::vector<int64_t> strides;  // in elements; 0 (broadcast) and negative (flip) allowed
   int64_t offset = 0;            // in elements; may be outside the buffer if that part is padding
   std::optional<std::vector<Range>> mask;
 
-  static View contiguous(const Shape& shape);
+  static StridedView contiguous(const Shape& shape);
   static std::vector<int64_t> contiguous_strides(const Shape& shape);
 
   int64_t rank() const { return static_cast<int64_t>(shape.size()); }
@@ -39,19 +40,19 @@ struct View {
   Range valid(int64_t axis) const { return mask ? (*mask)[axis] : Range{0, shape[axis]}; }
 
   // Composition rules; each precondition is checked by the tensor layer before calling.
-  std::optional<View> reshape(const Shape& new_shape) const;
-  View permute(const std::vector<int64_t>& order) const;
-  View expand(const Shape& new_shape) const;            // only size-1 axes grow
-  View pad(const std::vector<Range>& widths) const;      // (before, after) per axis, >= 0
-  View shrink(const std::vector<Range>& ranges) const;   // 0 <= lo <= hi <= size per axis
-  View flip(const std::vector<bool>& axes) const;
-  View subsample(int64_t axis, int64_t step) const;      // keep every step-th element, step >= 1
+  std::optional<StridedView> reshape(const Shape& new_shape) const;
+  StridedView permute(const std::vector<int64_t>& order) const;
+  StridedView expand(const Shape& new_shape) const;        // only size-1 axes grow
+  StridedView pad(const std::vector<Range>& widths) const;  // (before, after) per axis, >= 0
+  StridedView shrink(const std::vector<Range>& ranges) const;  // 0 <= lo <= hi <= size per axis
+  StridedView flip(const std::vector<bool>& axes) const;
+  StridedView subsample(int64_t axis, int64_t step) const;  // keep every step-th element, step >= 1
 
-  bool operator==(const View&) const = default;
+  bool operator==(const StridedView&) const = default;
   std::string str() const;
 
  private:
-  View& normalize();
+  StridedView& normalize();
 };
 
 }  // namespace ravel::detail

@@ -1,8 +1,9 @@
-// A loaded backend plugin and the device buffers it owns.
+// LoadedPlugin — one backend shared object, loaded, negotiated and initialised.
 //
-// Plugin wraps the C ABI table: it checks each optional member before calling it (Note [ABI
-// members]) and turns every rvl_error into a typed ravel::Error carrying the plugin's message,
-// destroying the error with the plugin's own error_destroy (whoever allocates frees).
+// It wraps the C ABI table: it checks each optional member before calling it (Note [ABI members])
+// and turns every rvl_error into a typed ravel::Error carrying the plugin's message, destroying
+// the error with the plugin's own error_destroy (whoever allocates frees). (Named so as not to be
+// confused with the conformance kit's Plugin, which drives a plugin under test.)
 #pragma once
 
 #include <cstddef>
@@ -25,14 +26,14 @@ namespace ravel::detail {
    offsetof(rvl_backend_api, member) + sizeof((api)->member) <= (api)->struct_size &&     \
    (api)->member != nullptr)
 
-class Plugin {
+class LoadedPlugin {
  public:
-  // Loads, negotiates, probes and initialises (or returns the live Plugin already loaded from
+  // Loads, negotiates, probes and initialises (or returns the live LoadedPlugin loaded from
   // `path`); throws PluginError naming `path` and the reason.
-  static std::shared_ptr<Plugin> load(const std::string& path);
-  ~Plugin();
-  Plugin(const Plugin&) = delete;
-  Plugin& operator=(const Plugin&) = delete;
+  static std::shared_ptr<LoadedPlugin> load(const std::string& path);
+  ~LoadedPlugin();
+  LoadedPlugin(const LoadedPlugin&) = delete;
+  LoadedPlugin& operator=(const LoadedPlugin&) = delete;
 
   const rvl_backend_api& api() const { return *api_; }
   const std::string& name() const { return name_; }
@@ -43,38 +44,18 @@ class Plugin {
   // Throws DeviceError (OutOfMemoryError for RVL_STATUS_OUT_OF_MEMORY) if `err` is not NULL,
   // with `what` and the plugin's message; always destroys `err`.
   void check(rvl_error* err, const std::string& what) const;
+  // The message of `err` ("(no message)" if it has none); destroys `err`.
+  std::string take_message(rvl_error* err) const;
 
  private:
-  Plugin() = default;
-  static std::shared_ptr<Plugin> load_new(const std::string& path);
+  LoadedPlugin() = default;
+  static std::shared_ptr<LoadedPlugin> load_new(const std::string& path);
   boost::dll::shared_library lib_;
   const rvl_backend_api* api_ = nullptr;
   std::string name_, path_, version_;
   int32_t device_count_ = 0;
   int32_t score_ = 0;
   bool initialized_ = false;
-};
-
-// Device memory owned by a plugin; freed by the same plugin when the last reference goes.
-class DeviceBuffer {
- public:
-  DeviceBuffer(std::shared_ptr<Plugin> plugin, int32_t device, uint64_t bytes);
-  ~DeviceBuffer();
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  rvl_buffer* handle() const { return buffer_; }
-  uint64_t bytes() const { return bytes_; }
-  int32_t device() const { return device_; }
-  Plugin& plugin() const { return *plugin_; }
-  void write(const void* src, uint64_t bytes, uint64_t offset = 0);
-  void read(void* dst, uint64_t bytes, uint64_t offset = 0) const;
-
- private:
-  std::shared_ptr<Plugin> plugin_;
-  int32_t device_;
-  uint64_t bytes_;
-  rvl_buffer* buffer_ = nullptr;
 };
 
 }  // namespace ravel::detail

@@ -1,4 +1,4 @@
-#include "runtime/plugin.hpp"
+#include "runtime/loaded_plugin.hpp"
 
 #include <cstdio>
 #include <map>
@@ -9,7 +9,7 @@
 namespace ravel::detail {
 
 namespace {
-std::string take_message(const rvl_backend_api* api, rvl_error* err) {
+std::string message_of(const rvl_backend_api* api, rvl_error* err) {
   std::string msg = "(no message)";
   if (RAVEL_API_HAS(api, error_message)) {
     const char* m = api->error_message(err);
@@ -23,9 +23,9 @@ std::string take_message(const rvl_backend_api* api, rvl_error* err) {
 // A shared object is loaded once per process (dlopen would hand every Runtime the same
 // library, whose global state initialize/shutdown manage), so live Plugins are shared by path
 // and the library is shut down only when its last user lets go.
-std::shared_ptr<Plugin> Plugin::load(const std::string& path) {
+std::shared_ptr<LoadedPlugin> LoadedPlugin::load(const std::string& path) {
   static std::mutex mutex;
-  static std::map<std::string, std::weak_ptr<Plugin>> live;
+  static std::map<std::string, std::weak_ptr<LoadedPlugin>> live;
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = live.find(path); it != live.end())
     if (auto existing = it->second.lock()) return existing;
@@ -34,8 +34,8 @@ std::shared_ptr<Plugin> Plugin::load(const std::string& path) {
   return p;
 }
 
-std::shared_ptr<Plugin> Plugin::load_new(const std::string& path) {
-  std::shared_ptr<Plugin> p(new Plugin());
+std::shared_ptr<LoadedPlugin> LoadedPlugin::load_new(const std::string& path) {
+  std::shared_ptr<LoadedPlugin> p(new LoadedPlugin());
   p->path_ = path;
   auto fail = [&](const std::string& why) -> PluginError {
     return PluginError("plugin " + path + ": " + why);
@@ -74,7 +74,7 @@ std::shared_ptr<Plugin> Plugin::load_new(const std::string& path) {
 
   rvl_probe_result probe{};
   probe.struct_size = sizeof(rvl_probe_result);
-  if (rvl_error* e = api->probe(&probe)) throw fail("probe failed: " + take_message(api, e));
+  if (rvl_error* e = api->probe(&probe)) throw fail("probe failed: " + message_of(api, e));
   if (probe.device_count <= 0) {
     probe.reason[sizeof probe.reason - 1] = '\0';
     throw fail(std::string("no devices (probe found 0") +
@@ -82,59 +82,34 @@ std::shared_ptr<Plugin> Plugin::load_new(const std::string& path) {
   }
   p->score_ = probe.score;
 
-  if (rvl_error* e = api->initialize()) throw fail("initialize failed: " + take_message(api, e));
+  if (rvl_error* e = api->initialize()) throw fail("initialize failed: " + message_of(api, e));
   p->initialized_ = true;
 
   rvl_backend_info info{sizeof(rvl_backend_info), nullptr, nullptr, nullptr};
-  if (rvl_error* e = api->get_info(&info)) throw fail("get_info failed: " + take_message(api, e));
+  if (rvl_error* e = api->get_info(&info)) throw fail("get_info failed: " + message_of(api, e));
   if (info.name == nullptr || *info.name == '\0') throw fail("get_info returned no name");
   p->name_ = info.name;
   p->version_ = info.version ? info.version : "";
 
   if (rvl_error* e = api->device_count(&p->device_count_))
-    throw fail("device_count failed: " + take_message(api, e));
+    throw fail("device_count failed: " + message_of(api, e));
   if (p->device_count_ <= 0) throw fail("no devices after initialize; skipped");
   return p;
 }
 
-Plugin::~Plugin() {
+LoadedPlugin::~LoadedPlugin() {
   // Join the plugin's threads before the library is unloaded (lib_ is destroyed after this).
   if (initialized_ && RAVEL_API_HAS(api_, shutdown)) api_->shutdown();
 }
 
-void Plugin::check(rvl_error* err, const std::string& what) const {
+std::string LoadedPlugin::take_message(rvl_error* err) const { return message_of(api_, err); }
+
+void LoadedPlugin::check(rvl_error* err, const std::string& what) const {
   if (err == nullptr) return;
   rvl_status code = RAVEL_API_HAS(api_, error_code) ? api_->error_code(err) : RVL_STATUS_INTERNAL;
-  std::string msg = name_ + ": " + what + " failed: " + take_message(api_, err);
+  std::string msg = name_ + ": " + what + " failed: " + message_of(api_, err);
   if (code == RVL_STATUS_OUT_OF_MEMORY) throw OutOfMemoryError(msg);
   throw DeviceError(msg);
-}
-
-DeviceBuffer::DeviceBuffer(std::shared_ptr<Plugin> plugin, int32_t device, uint64_t bytes)
-    : plugin_(std::move(plugin)), device_(device), bytes_(bytes) {
-  // Zero-byte tensors still get a (1-byte) buffer so every node has a handle.
-  plugin_->check(plugin_->api().buffer_allocate(device, bytes ? bytes : 1, &buffer_),
-                 "allocating " + std::to_string(bytes) + " bytes on device " + std::to_string(device));
-}
-
-DeviceBuffer::~DeviceBuffer() {
-  rvl_error* e = plugin_->api().buffer_free(buffer_);
-  if (e) {
-    // A destructor cannot throw: report and go on (the plugin keeps ownership of the error).
-    std::string msg = take_message(&plugin_->api(), e);
-    std::fprintf(stderr, "ravel: warning: %s: freeing a buffer failed: %s\n", plugin_->name().c_str(),
-                 msg.c_str());
-  }
-}
-
-void DeviceBuffer::write(const void* src, uint64_t bytes, uint64_t offset) {
-  if (bytes == 0) return;
-  plugin_->check(plugin_->api().buffer_write(nullptr, buffer_, offset, src, bytes), "buffer_write");
-}
-
-void DeviceBuffer::read(void* dst, uint64_t bytes, uint64_t offset) const {
-  if (bytes == 0) return;
-  plugin_->check(plugin_->api().buffer_read(nullptr, buffer_, offset, dst, bytes), "buffer_read");
 }
 
 }  // namespace ravel::detail

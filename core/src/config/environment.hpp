@@ -1,0 +1,22 @@
+// Every environment variable the core reads, read in one place (docs/config.md, "Environment
+// variables"). The runtime calls read_environment() once when it starts (Runtime's constructor)
+// and keeps the result in its Settings; nothing else in core/ calls getenv.
+#pragma once
+
+#include <string>
+
+namespace ravel::detail {
+
+struct Environment {
+  std::string config;        // RAVEL_CONFIG: the config file (when RuntimeOptions names none)
+  std::string plugin_path;   // RAVEL_PLUGIN_PATH: ':'-separated plugin folders, searched first
+  std::string fusion;        // RAVEL_FUSION: a fusion policy name overriding fusion.policy
+  std::string debug;         // RAVEL_DEBUG: 1 prints every kernel, 2 also the graph cut
+  std::string kernel_cache;  // RAVEL_KERNEL_CACHE: 0 disables the kernel cache
+  std::string log_plugins;   // RAVEL_LOG_PLUGINS: non-empty prints every skipped plugin
+};
+
+// Unset and empty variables both read as "".
+Environment read_environment();
+
+}  // namespace ravel::detail

@@ -1,0 +1,45 @@
+// Engine — what the layers before the runtime need from it, as an interface they own.
+//
+// Note [Layering]
+// core/src's folders are the pipeline, and a folder includes only folders before it:
+//   graph -> tensor -> autodiff -> nn -> schedule -> config -> runtime
+// (docs/architecture.md draws it; tests/architecture checks it). The tensor layer still has to
+// make things happen on devices — upload host data, read results back, realize a graph, pick the
+// default device — and those belong to the runtime, which comes last. So the graph layer declares
+// this interface and the runtime implements it and installs it while libravel_core is loaded
+// (runtime/engine.cpp); nothing before the runtime names a runtime type. Device buffers stay
+// opaque (DeviceBuffer is only declared here).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "graph/node.hpp"
+#include "ravel/device.hpp"
+
+namespace ravel::detail {
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  // Where new tensors go (the config's placement); DeviceError when there is none.
+  virtual Device default_device() = 0;
+  // Throws DeviceError naming `device` and the available devices unless it exists.
+  virtual void check_device(const Device& device) = 0;
+  // The config's placement.on_mixed_devices: true for "copy", false for "error".
+  virtual bool copy_on_mixed_devices() = 0;
+  // A new buffer of `bytes` bytes on `device` holding a copy of `data`.
+  virtual std::shared_ptr<DeviceBuffer> upload(const Device& device, const void* data, uint64_t bytes) = 0;
+  // Copies the first `bytes` bytes of `buffer` to `dst`.
+  virtual void download(const DeviceBuffer& buffer, void* dst, uint64_t bytes) = 0;
+  // Ensures every target (or, for a View, its base) has a buffer: schedules and runs kernels.
+  virtual void realize(const std::vector<NodePtr>& targets) = 0;
+};
+
+// The installed engine; InternalError if none is (libravel_core's runtime installs one at load).
+Engine& engine();
+// Installs `e` (not owned; it must outlive every use). The runtime calls this once.
+void install_engine(Engine* e);
+
+}  // namespace ravel::detail

@@ -1,0 +1,36 @@
+// The runtime's implementation of the Engine the graph and tensor layers call (Note [Layering] in
+// graph/engine.hpp), installed while libravel_core is loaded. Every call goes to the process-wide
+// Runtime in force at that moment, so Runtime::reset takes effect for the next call.
+#include "graph/engine.hpp"
+#include "ravel/runtime.hpp"
+#include "runtime/device_buffer.hpp"
+#include "runtime/realize.hpp"
+
+namespace ravel::detail {
+
+namespace {
+
+class RuntimeEngine final : public Engine {
+ public:
+  Device default_device() override { return Runtime::get().default_device(); }
+  void check_device(const Device& device) override { Runtime::get().plugin_for(device); }
+  bool copy_on_mixed_devices() override { return Runtime::get().on_mixed_devices() == MixedDevices::Copy; }
+  std::shared_ptr<DeviceBuffer> upload(const Device& device, const void* data, uint64_t bytes) override {
+    auto buffer = std::make_shared<DeviceBuffer>(Runtime::get().plugin_for(device), device.index(), bytes);
+    buffer->write(data, bytes);
+    return buffer;
+  }
+  void download(const DeviceBuffer& buffer, void* dst, uint64_t bytes) override { buffer.read(dst, bytes); }
+  void realize(const std::vector<NodePtr>& targets) override { realize_nodes(Runtime::get(), targets); }
+};
+
+// Never destroyed: tensors may be realized or freed during static destruction.
+RuntimeEngine* const g_engine = [] {
+  auto* e = new RuntimeEngine;
+  install_engine(e);
+  return e;
+}();
+
+}  // namespace
+
+}  // namespace ravel::detail

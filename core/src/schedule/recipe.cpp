@@ -1,0 +1,106 @@
+// make_recipe: the plan (fusion.hpp) of one realization, lowered kernel by kernel to rvl_program /
+// rvl_contraction (kernel_builder.hpp, contraction.hpp) with buffers left unbound.
+#include "schedule/recipe.hpp"
+
+#include <algorithm>
+
+#include "schedule/fusion.hpp"
+#include "schedule/kernel_builder.hpp"
+#include "schedule/kernel_cache.hpp"
+
+namespace ravel::detail {
+
+namespace {
+
+// Elements a view touches (its valid box) times the element size.
+int64_t view_bytes(const StridedView& v, DType t) {
+  int64_t n = 1;
+  for (int64_t d = 0; d < v.rank(); ++d) {
+    auto [lo, hi] = v.valid(d);
+    n *= (v.strides[d] == 0 ? std::min<int64_t>(1, hi - lo) : hi - lo);
+  }
+  return n * dtype_size(t);
+}
+
+}  // namespace
+
+std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
+                                          const GraphKey& g, const FusionOptions& options, bool has_contraction,
+                                          bool debug) {
+  KernelPlan plan = plan_kernels(order, keep, options, has_contraction);
+  auto r = std::make_shared<Recipe>();
+  r->inlined.assign(g.locals.size(), 0);
+  for (const Node* n : plan.inlined) r->inlined[g.local(n)] = 1;
+  for (const Node* n : keep) r->keep.push_back(g.local(n));
+  auto take_builder = [&](CachedKernel& ck, const KernelBuilder& b) {
+    ck.inputs = b.inputs();
+    ck.instructions = b.instructions();
+    for (const auto& base : b.bases()) ck.input_nodes.push_back(g.local(base.get()));
+    if (debug) ck.detail += b.describe();
+  };
+  for (const auto& k : plan.roots) {
+    CachedKernel ck;
+    ck.out = g.local(k.get());
+    for (const auto& rd : plan.reads.at(k.get())) ck.reads.push_back(g.local(rd.get()));
+    auto c = plan.contractions.find(k.get());
+    auto e = plan.epilogues.find(k.get());
+    if (k->kind == NodeKind::Transfer) {
+      ck.kind = CachedKernel::Kind::Transfer;
+      ck.label = "transfer";
+      ck.a_node = g.local(resolve(k->srcs[0]).base.get());  // laid out like its base (Tensor::to)
+      ck.bytes_read = k->numel() * dtype_size(k->dtype);
+      if (debug) ck.detail = "    from " + k->srcs[0]->device.str() + " to " + k->device.str() + "\n";
+    } else if (c != plan.contractions.end() || e != plan.epilogues.end()) {
+      ck.kind = CachedKernel::Kind::Contraction;
+      ck.label = "contraction";
+      const Node& reduce = e != plan.epilogues.end() ? *e->second : *k;
+      const ContractionPlan& cp = plan.contractions.at(&reduce);
+      ck.contraction = lower_contraction(cp, reduce, *k);
+      ck.a_node = g.local(resolve(cp.x).base.get());
+      ck.b_node = g.local(resolve(cp.y).base.get());
+      if (e != plan.epilogues.end()) {
+        // Note [Epilogue fusion]: this elementwise kernel runs as its contraction's epilogue.
+        KernelBuilder b(epilogue_shape(plan.contractions.at(e->second), *e->second), &plan.inlined);
+        b.set_accumulator(e->second);
+        std::vector<int32_t> ins;
+        for (const auto& s : k->srcs) ins.push_back(b.value(s));
+        b.emit(abi_op(k->alu), k->dtype, ins);
+        if (debug) ck.detail = "    epilogue:\n";
+        take_builder(ck, b);
+      }
+      for (const auto& rd : plan.reads.at(k.get())) ck.bytes_read += rd->numel() * dtype_size(rd->dtype);
+    } else {
+      const bool is_reduce = k->kind == NodeKind::Reduce;
+      ck.label = is_reduce ? "reduce" : k->kind == NodeKind::Copy ? "copy" : "elementwise";
+      const Shape& space = is_reduce ? k->srcs[0]->shape : k->shape;
+      KernelBuilder b(space, &plan.inlined);
+      if (k->kind == NodeKind::Alu) {
+        std::vector<int32_t> ins;
+        for (const auto& s : k->srcs) ins.push_back(b.value(s));
+        b.emit(abi_op(k->alu), k->dtype, ins);
+      } else {
+        b.value(k->srcs[0]);
+      }
+      ck.program = b.finish(*k, is_reduce ? static_cast<rvl_reduce_op>(k->reduce) : RVL_REDUCE_NONE,
+                            is_reduce ? k->axes : 0);
+      take_builder(ck, b);
+      for (int32_t i = 0; i < ck.program.n_inputs; ++i) {
+        StridedView v = StridedView::contiguous(space);
+        v.strides.assign(ck.program.inputs[i].view.strides, ck.program.inputs[i].view.strides + ck.program.rank);
+        v.mask = std::vector<Range>(ck.program.rank);
+        for (int32_t d = 0; d < ck.program.rank; ++d)
+          (*v.mask)[d] = {ck.program.inputs[i].view.valid_lo[d], ck.program.inputs[i].view.valid_hi[d]};
+        ck.bytes_read += view_bytes(v, b.bases()[i]->dtype);
+      }
+    }
+    ck.program.inputs = nullptr;  // pointed into the builder; re-aimed at every run
+    ck.program.instructions = nullptr;
+    r->bytes += sizeof(CachedKernel) + ck.inputs.size() * sizeof(rvl_operand) + ck.detail.size() +
+                ck.instructions.size() * sizeof(rvl_instruction) + (ck.reads.size() + ck.input_nodes.size()) * 4;
+    r->kernels.push_back(std::move(ck));
+  }
+  r->bytes += sizeof(Recipe) + r->inlined.size() + r->keep.size() * 4;
+  return r;
+}
+
+}  // namespace ravel::detail

@@ -1,0 +1,68 @@
+#include "schedule/schedule.hpp"
+
+#include <exception>
+#include <new>
+#include <string>
+#include <utility>
+
+#include "ravel/error.hpp"
+
+namespace ravel::detail {
+
+std::vector<NodePtr> topo_order(const std::vector<NodePtr>& roots) {
+  std::vector<NodePtr> order;
+  std::unordered_set<const Node*> seen;
+  std::vector<std::pair<NodePtr, bool>> stack;
+  for (const auto& r : roots) stack.emplace_back(r, false);
+  while (!stack.empty()) {
+    auto [n, expanded] = std::move(stack.back());
+    stack.pop_back();
+    if (n->buffer || n->kind == NodeKind::Const || n->kind == NodeKind::Buffer) continue;
+    if (expanded) {
+      order.push_back(n);
+      continue;
+    }
+    if (!seen.insert(n.get()).second) continue;
+    stack.emplace_back(n, true);
+    for (const auto& s : n->srcs)
+      if (!seen.count(s.get())) stack.emplace_back(s, false);
+  }
+  return order;
+}
+
+namespace {
+Schedule schedule_unchecked(const std::vector<NodePtr>& order, const std::vector<NodePtr>& roots,
+                            const std::unordered_set<const Node*>& keep, const ScheduleRequest& req) {
+  Schedule s;
+  s.graph = make_graph_key(order, roots, req.fusion, req.device_has_contraction);
+  if (req.use_cache) s.recipe = kernel_cache_find(s.graph.key);
+  if (s.recipe) {
+    s.cache = Schedule::Cache::Hit;
+    return s;
+  }
+  s.recipe = make_recipe(order, keep, s.graph, req.fusion, req.device_has_contraction, req.describe);
+  if (req.use_cache) {
+    s.cache = Schedule::Cache::Miss;
+    kernel_cache_insert(s.graph.key, s.recipe, req.fusion);
+  }
+  return s;
+}
+}  // namespace
+
+Schedule make_schedule(const std::vector<NodePtr>& order, const std::vector<NodePtr>& roots,
+                       const std::unordered_set<const Node*>& keep, const ScheduleRequest& req) {
+  // The scheduler throws Ravel errors only: the planner and builder look up what they recorded
+  // themselves (map::at and the like), so a standard exception here is a bug of ours, reported
+  // as one. Running out of memory stays std::bad_alloc.
+  try {
+    return schedule_unchecked(order, roots, keep, req);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InternalError(std::string("ravel: scheduler error (") + e.what() + "); this is a bug, please report it");
+  }
+}
+
+}  // namespace ravel::detail

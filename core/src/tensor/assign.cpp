@@ -1,0 +1,38 @@
+// Tensor::assign (optimizer updates and state) and the realized leaves it makes.
+#include "tensor/internal.hpp"
+
+namespace ravel {
+
+using namespace detail;
+
+namespace detail {
+
+NodePtr realized_leaf(const Tensor& t) {
+  Tensor c = view_of(t).is_contiguous() ? t : t.contiguous();
+  c.realize();  // a Const target gets its one-element buffer here too
+  const NodePtr& base = resolve(c.node()).base;
+  // A contiguous view onto a bigger base (a shrink of leading rows) starts at element 0 and
+  // has the same layout, so the shared buffer is right; its extra tail is never read.
+  return make_buffer_node(t.dtype(), t.shape(), t.device(), base->buffer);
+}
+
+}  // namespace detail
+
+Tensor& Tensor::assign(const Tensor& value) {
+  check_defined(value, "assign");
+  if (!defined()) {  // an undefined tensor (e.g. a fresh optimizer state) takes value as is
+    node_ = realized_leaf(value);
+    return *this;
+  }
+  RAVEL_CHECK(value.shape() == shape(), ShapeError, "assign: value of shape ", shape_str(value.shape()),
+              " does not match the tensor's shape ", shape_str(shape()));
+  // The autodiff state of the leaf (requires_grad, its accumulated gradient) survives updates.
+  bool req = node_->requires_grad;
+  NodePtr keep_grad = node_->grad;
+  node_ = realized_leaf(value.cast(dtype()));
+  node_->requires_grad = req;
+  node_->grad = keep_grad;
+  return *this;
+}
+
+}  // namespace ravel
