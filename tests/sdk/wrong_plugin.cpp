@@ -3,10 +3,14 @@
 //   WRONG_ADD_OFF_BY_ONE: a program ending in an f32/i32 ADD gets element 0 of its output + 1.
 //   WRONG_WRITE_PAST_END: one byte just past the output buffer's data region is overwritten
 //                         (the runner's guard region must catch it).
+//   WRONG_CRASH:          a program ending in SIN segfaults, one ending in EXP2 aborts, one ending
+//                         in LOG2 hangs (the runner must fail just those cases and go on).
 #include <ravel/backend.h>
 
 #include <dlfcn.h>
+#include <unistd.h>
 
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +28,14 @@ const rvl_backend_api* real() {
 }
 
 rvl_error* wrong_execute_program(int32_t device, rvl_stream* stream, const rvl_program* p) {
+#if defined(WRONG_CRASH)
+  if (p != nullptr && p->n_instructions >= 1 && p->struct_size >= sizeof(rvl_program)) {
+    const int32_t op = p->instructions[p->n_instructions - 1].op;
+    if (op == RVL_OP_SIN) std::raise(SIGSEGV);
+    if (op == RVL_OP_EXP2) std::abort();
+    if (op == RVL_OP_LOG2) for (;;) pause();
+  }
+#endif
   rvl_error* e = real()->execute_program(device, stream, p);
   if (e || p == nullptr || p->n_instructions < 1) return e;
 #if defined(WRONG_ADD_OFF_BY_ONE)

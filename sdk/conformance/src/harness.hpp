@@ -54,14 +54,18 @@ Accuracy accuracy_of(int32_t op);             // the op table's class
 double compare(const ref::HostBuffer& got, const ref::HostBuffer& want, double threshold,
                const std::string& what);
 
-// ---- runner --------------------------------------------------------------------------------
+// ---- runner (runner.cpp, isolation.cpp) -----------------------------------------------------
 struct RunOptions {
   std::string filter;  // ECMAScript regex on "group/name"; empty = all
   std::string json;    // report path; empty = none
   bool list = false;
   bool verbose = false;
   std::string plugin_path;
+  int32_t device = 0;
+  // Run each case group in a child process (POSIX): a plugin that crashes, aborts or hangs in a
+  // case fails that case, and the run goes on in a fresh process. Off: everything in-process.
+  bool isolate = true;
+  int case_timeout_s = 300;  // per case, in isolated mode (SIGALRM in the child)
 };
-int run_cases(const RunOptions& options);  // returns the number of failed cases
 
 }  // namespace rvl::conformance

@@ -1,10 +1,12 @@
 // ravel-conformance PATH/TO/plugin.so [--device N] [--filter REGEX] [--json REPORT] [--list] [-v]
 //
 // Loads a backend plugin directly (no core, no configuration) and checks it against the SDK's
-// reference interpreter. Exit status: 0 if every case passed (skips allowed), 1 if any failed,
-// 2 for a usage error or a plugin that cannot even be loaded and initialised.
-#include "harness.hpp"
+// reference interpreter. Exit status: 0 if every case passed (skips allowed), 1 if any failed
+// (a case in which the plugin crashed or hung counts as failed), 2 for a usage error or a
+// plugin file that cannot be loaded at all.
+#include "runner.hpp"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -17,12 +19,17 @@ namespace {
 void usage(FILE* f) {
   std::fprintf(f,
                "usage: ravel-conformance PATH/TO/plugin.so [--device N] [--filter REGEX]\n"
-               "                         [--json REPORT] [--list] [-v|--verbose]\n"
+               "                         [--json REPORT] [--list] [--no-isolate]\n"
+               "                         [--case-timeout SECONDS] [-v|--verbose]\n"
                "Runs the Ravel backend ABI v%d.%d conformance suite against a plugin.\n"
                "  --device N      device index to test (default 0)\n"
                "  --filter REGEX  only cases whose \"group/name\" matches (ECMAScript regex)\n"
                "  --json REPORT   also write a machine-readable report\n"
                "  --list          list the selected cases and exit\n"
+               "  --no-isolate    run everything in this process (for debuggers); by default\n"
+               "                  each case group runs in a child process, so a crash, abort\n"
+               "                  or hang fails that case and the run goes on\n"
+               "  --case-timeout S  a case running longer fails (isolated runs; default 300)\n"
                "  -v, --verbose   print every case, not only failures and skips\n",
                RVL_ABI_MAJOR, RVL_ABI_MINOR);
 }
@@ -40,9 +47,17 @@ void register_all() {
 
 }  // namespace
 
+bool parse_int(const std::string& text, int min, int max, int& out) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || v < min || v > max) return false;
+  out = static_cast<int>(v);
+  return true;
+}
+
 int main(int argc, char** argv) {
   RunOptions opt;
-  int32_t device = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -52,10 +67,22 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--device") device = std::atoi(value().c_str());
+    auto number = [&](int min, int max) {
+      const std::string v = value();
+      int n = 0;
+      if (!parse_int(v, min, max, n)) {
+        std::fprintf(stderr, "ravel-conformance: %s takes an integer in [%d, %d], got '%s'\n",
+                     a.c_str(), min, max, v.c_str());
+        std::exit(2);
+      }
+      return n;
+    };
+    if (a == "--device") opt.device = number(0, 1 << 20);
     else if (a == "--filter") opt.filter = value();
     else if (a == "--json") opt.json = value();
     else if (a == "--list") opt.list = true;
+    else if (a == "--no-isolate") opt.isolate = false;
+    else if (a == "--case-timeout") opt.case_timeout_s = number(1, 86400);
     else if (a == "-v" || a == "--verbose") opt.verbose = true;
     else if (a == "-h" || a == "--help") { usage(stdout); return 0; }
     else if (!a.empty() && a[0] == '-') { usage(stderr); return 2; }
@@ -63,59 +90,25 @@ int main(int argc, char** argv) {
     else { usage(stderr); return 2; }
   }
   register_all();
+  std::vector<const Case*> selected;
+  try {
+    selected = select_cases(opt);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "ravel-conformance: bad --filter '%s': %s\n", opt.filter.c_str(), e.what());
+    return 2;
+  }
+  if (selected.empty()) {
+    std::fprintf(stderr, "ravel-conformance: --filter '%s' matches none of the %zu cases (see --list)\n",
+                 opt.filter.c_str(), cases().size());
+    return 2;
+  }
   if (opt.list) {
-    try {
-      return run_cases(opt);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "ravel-conformance: %s\n", e.what());
-      return 2;
-    }
+    for (const Case* c : selected) std::printf("%s/%s\n", c->group.c_str(), c->name.c_str());
+    return 0;
   }
   if (opt.plugin_path.empty()) {
     usage(stderr);
     return 2;
   }
-
-  std::unique_ptr<Plugin> plugin;
-  try {
-    plugin = std::make_unique<Plugin>(opt.plugin_path);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ravel-conformance: %s\n", e.what());
-    return 2;
-  }
-  const rvl_backend_api& api = plugin->api();
-  if (api.abi_major != RVL_ABI_MAJOR || api.struct_size < offsetof(rvl_backend_api, error_destroy) + sizeof(void*)) {
-    std::fprintf(stderr, "ravel-conformance: the plugin speaks ABI %u.%u (table of %zu bytes); this runner "
-                 "checks ABI %d.x\n", api.abi_major, api.abi_minor, api.struct_size, RVL_ABI_MAJOR);
-    std::printf("0 passed, 1 failed\n");
-    return 1;
-  }
-  Session& s = session();
-  s.api = &api;
-  s.device = device;
-  int rc = 0;
-  try {
-    check_ok(api.initialize(), "initialize");
-    int32_t count = 0;
-    check_ok(api.device_count(&count), "device_count");
-    if (device < 0 || device >= count)
-      throw Failure("device " + std::to_string(device) + " does not exist (the plugin has " +
-                    std::to_string(count) + ")");
-    s.props.struct_size = sizeof s.props;
-    check_ok(api.device_properties(device, &s.props), "device_properties");
-    rvl_backend_info info{};
-    info.struct_size = sizeof info;
-    check_ok(api.get_info(&info), "get_info");
-    std::printf("ravel-conformance: %s %s (ABI %u.%u), device %d: %s\n", info.name ? info.name : "?",
-                info.version ? info.version : "?", api.abi_major, api.abi_minor, device,
-                s.props.name);
-    std::fflush(stdout);
-    rc = run_cases(opt) > 0 ? 1 : 0;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "ravel-conformance: cannot set up the plugin: %s\n", e.what());
-    std::printf("0 passed, 1 failed\n");
-    rc = 1;
-  }
-  api.shutdown();
-  return rc;
+  return opt.isolate ? run_isolated(opt) : run_in_process(opt);
 }
