@@ -23,8 +23,13 @@ set_target_properties(ravel_sdk PROPERTIES EXPORT_NAME sdk)
 set_target_properties(ravel_reference PROPERTIES EXPORT_NAME reference)
 set_target_properties(ravel_validate PROPERTIES EXPORT_NAME validate)
 
+# The public headers are C++20: say so on the exported target, so that a consumer's
+# target_link_libraries(app Ravel::core) is enough (no CMAKE_CXX_STANDARD of its own needed).
+target_compile_features(ravel_core PUBLIC cxx_std_20)
+
 # Installed executables find libravel_core.so in ../lib with no LD_LIBRARY_PATH.
-set_target_properties(ravel-info ravel-conformance PROPERTIES
+set(RAVEL_INSTALLED_PROGRAMS ravel-info ravel-conformance ravel-bench makemore tour)
+set_target_properties(${RAVEL_INSTALLED_PROGRAMS} PROPERTIES
   INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/core/include/ ${PROJECT_SOURCE_DIR}/sdk/include/
@@ -36,8 +41,17 @@ install(TARGETS ravel_core ravel_sdk ravel_reference ravel_validate EXPORT Ravel
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS ravel_backend_tbb_cpu
   LIBRARY DESTINATION ${RAVEL_INSTALL_PLUGINDIR} COMPONENT runtime)
-install(TARGETS ravel-info ravel-conformance
+# The GPU backends, where this machine could build them.
+foreach(backend ravel_backend_hip ravel_backend_level_zero)
+  if(TARGET ${backend})
+    install(TARGETS ${backend} LIBRARY DESTINATION ${RAVEL_INSTALL_PLUGINDIR} COMPONENT runtime)
+  endif()
+endforeach()
+install(TARGETS ${RAVEL_INSTALLED_PROGRAMS}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+# The example configs (placement, fusion, benchmark runs) beside the documentation.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/ravel/configs COMPONENT runtime)
 install(EXPORT RavelTargets NAMESPACE Ravel:: FILE RavelTargets.cmake
   DESTINATION ${RAVEL_INSTALL_CMAKEDIR} COMPONENT devel)
 
