@@ -35,25 +35,37 @@ cmake --build "$B" -j"$jobs" --target ravel_backend_level_zero zecl l0-spirv-che
 mkdir -p "$W/spirv" "$B/pocl-cache"
 export ZE_ENABLE_ALT_DRIVERS="$B/tests/level_zero/libzecl.so" POCL_CACHE_DIR="$B/pocl-cache"
 export RAVEL_CONFIG= RAVEL_PLUGIN_PATH=
-conformance() { "$B/bin/ravel-conformance" "$plugin" "$@"; }
+# Runs ravel-conformance; prints failures and the summary, fails the script on any failure.
+conformance() {
+  local log="$W/conformance.log"
+  if ! "$B/bin/ravel-conformance" "$plugin" "$@" >"$log" 2>&1; then
+    grep -E "FAIL|passed" "$log" | head -40; exit 1
+  fi
+  tail -1 "$log"
+}
+# Runs a Boost.Test executable quietly; its output only when it fails.
+unit() {
+  local log="$W/unit.log"
+  "$@" --report_level=short >"$log" 2>&1 || { cat "$log"; exit 1; }
+  echo "  $(basename "$1"): passed"
+}
 
 say "1a. conformance, strict driver (kernels dumped to $W/spirv)"
-RAVEL_L0_DUMP_SPIRV="$W/spirv" ZECL_STRICT=1 conformance --json "$W/conformance.json" | tail -1
+RAVEL_L0_DUMP_SPIRV="$W/spirv" ZECL_STRICT=1 conformance --json "$W/conformance.json"
 
 say "1b. conformance under the loader's validation layer"
-ZE_ENABLE_VALIDATION_LAYER=1 ZE_ENABLE_PARAMETER_VALIDATION=1 conformance | tail -1
+ZE_ENABLE_VALIDATION_LAYER=1 ZE_ENABLE_PARAMETER_VALIDATION=1 conformance
 
 say "1c. conformance on a device without fp64 (f64 kernels must be refused, not fail)"
-out="$(ZECL_NO_FP64=1 ZECL_STRICT=1 conformance)"
-echo "$out" | tail -1
-skips="$(echo "$out" | grep -c '^ *skip.*f64' || true)"
+ZECL_NO_FP64=1 ZECL_STRICT=1 conformance
+skips="$(grep -c '^ *skip.*f64' "$W/conformance.log" || true)"
 [ "$skips" -gt 0 ] || { echo "level_zero: expected f64 cases to be skipped without fp64"; exit 1; }
 echo "  ($skips f64 cases skipped as unsupported)"
 
 say "1d. unit tests: codegen, no driver, mixed placement"
-"$B/bin/l0_codegen" --report_level=short | tail -1
-ZE_ENABLE_ALT_DRIVERS= "$B/bin/l0_no_driver" --report_level=short | tail -1
-ZECL_STRICT=1 "$B/bin/l0_placement" --report_level=short | tail -1
+unit "$B/bin/l0_codegen"
+ZE_ENABLE_ALT_DRIVERS= unit "$B/bin/l0_no_driver"
+ZECL_STRICT=1 unit "$B/bin/l0_placement"
 
 say "1e. makemore, 300 steps, on level_zero:0 and on tbb_cpu:0"
 loss() { "$B/bin/makemore" --steps 300 --config "$1" --out "$W" | grep '^final loss'; }
