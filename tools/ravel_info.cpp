@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
     std::cout << "\nconfig: " << rt.config_source() << "\neffective configuration:\n";
     std::istringstream cfg(rt.effective_config());
     for (std::string line; std::getline(cfg, line);) std::cout << "  " << line << "\n";
-    if (const char* env = std::getenv("RAVEL_FUSION"); env && *env)
+    if (const std::string& env = rt.fusion_from_environment(); !env.empty())
       std::cout << "  (RAVEL_FUSION=" << env << " overrides fusion.policy: " << ravel::fusion_options().policy << ")\n";
     std::cout << "\nplacement:\n";
     bool chosen = false;
@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
       chosen = chosen || r.available;
     }
     if (rt.on_mixed_devices() == ravel::MixedDevices::Copy)
-      std::cout << "  on mixed devices: copy (accepted, not implemented yet: ops on mixed devices still raise DeviceError)\n";
+      std::cout << "  on mixed devices: copy (operands on other devices are moved by Transfer nodes)\n";
     else
       std::cout << "  on mixed devices: error\n";
     if (!devices.empty()) {
