@@ -125,7 +125,7 @@ ocloc_device() {  # device, extra l0-spirv-check flags
     for f in "$todo"/*.spv; do touch "$ok/$(basename "$f" .spv)"; done
   fi
   rm -f "$W/ocloc-$dev/all.spv" "$W"/ocloc-"$dev"/out*.bin
-  echo "  $dev: $n compiled now ($linked), $cached accepted earlier, $large large ones left out"
+  echo "  $dev: ${linked:-nothing new}; $cached accepted in earlier runs; $large over 64 KiB left out"
 }
 status=0
 ocloc_device dg2 --no-fp64 > "$W/ocloc-dg2.txt" 2>&1 & p1=$!
