@@ -31,7 +31,7 @@ fi
 
 jobs="$(nproc)"
 cmake --build "$B" -j"$jobs" --target ravel_backend_level_zero zecl l0-spirv-check l0_codegen \
-  l0_no_driver l0_placement ravel-conformance makemore >/dev/null
+  l0_no_driver l0_zecl l0_placement ravel-conformance makemore >/dev/null
 mkdir -p "$W/spirv" "$B/pocl-cache"
 export ZE_ENABLE_ALT_DRIVERS="$B/tests/level_zero/libzecl.so" POCL_CACHE_DIR="$B/pocl-cache"
 export RAVEL_CONFIG= RAVEL_PLUGIN_PATH=
@@ -66,8 +66,9 @@ if [ "$skips" -eq 0 ] || [ "$others" -ne 0 ]; then
 fi
 echo "  ($skips cases skipped, all of them f64)"
 
-say "1d. unit tests: codegen, no driver, mixed placement"
+say "1d. unit tests: codegen, no driver, the test driver itself, mixed placement"
 unit "$B/bin/l0_codegen"
+ZECL_STRICT=1 unit "$B/bin/l0_zecl"
 ZE_ENABLE_ALT_DRIVERS= unit "$B/bin/l0_no_driver"
 ZECL_STRICT=1 unit "$B/bin/l0_placement"
 ZECL_NO_FP64=1 unit "$B/bin/l0_placement" --run_test=f64_is_refused_without_fp64
