@@ -12,6 +12,8 @@ try:
 except ImportError as e:
     proto.unavailable(args, f"numpy not installed ({e}); scripts/setup-peers.sh installs it")
 
+proto.THREADS = (f"NumPy {np.__version__}: one thread (BLAS for matmul: "
+                 f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '(unset)')})")
 rng = np.random.default_rng(0)
 W, S = args.workload, args.size
 

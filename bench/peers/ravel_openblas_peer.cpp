@@ -1,8 +1,19 @@
-// OpenBLAS peer for ravel-bench (docs/bench.md, "Peers"): times matmul with cblas_sgemm, the
-// f32 GEMM a CPU user would otherwise call. Other workloads are not single BLAS calls and are
-// reported unavailable. Speaks the peer line protocol: one JSON object per result line.
+// GEMM library peers for ravel-bench (docs/bench.md, "Peers"): times matmul with the f32 GEMM a
+// CPU user would otherwise call. Built twice from this file:
+//   ravel-peer-openblas  cblas_sgemm (OpenBLAS; threads: OPENBLAS_NUM_THREADS)
+//   ravel-peer-onednn    dnnl_sgemm (oneDNN, RAVEL_PEER_ONEDNN; threads: OpenMP's)
+// Other workloads are not single GEMM calls and are reported unavailable. Speaks the peer line
+// protocol: one JSON object per result line, with the library's thread settings ("threads").
 //   ravel-peer-openblas --workload matmul --size MxKxN --warmup W --reps R
+#ifdef RAVEL_PEER_ONEDNN
+#include <dnnl.h>
+#include <omp.h>
+#else
 #include <cblas.h>
+// OpenBLAS extensions (not in every cblas.h a system may pick up first).
+extern "C" int openblas_get_num_threads(void);
+extern "C" char* openblas_get_config(void);
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -38,7 +49,19 @@ int main(int argc, char** argv) {
   std::vector<float> a(m * k), b(k * n), c(m * n);
   for (long i = 0; i < m * k; ++i) a[i] = float((i * 37) % 101) / 50.0f - 1.0f;
   for (long i = 0; i < k * n; ++i) b[i] = float((i * 53) % 103) / 51.0f - 1.0f;
+  const char* wait = std::getenv("OMP_WAIT_POLICY");
+#ifdef RAVEL_PEER_ONEDNN
+  const dnnl_version_t* ver = dnnl_version();
+  const std::string threads = "oneDNN " + std::to_string(ver->major) + "." + std::to_string(ver->minor) + ", OpenMP " +
+                              std::to_string(omp_get_max_threads()) + " threads, OMP_WAIT_POLICY=" + (wait ? wait : "(unset)");
+  // oneDNN's sgemm is row-major.
+  auto gemm = [&] { dnnl_sgemm('N', 'N', m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n); };
+#else
+  const std::string threads = "OpenBLAS " + std::to_string(openblas_get_num_threads()) + " threads (" +
+                              openblas_get_config() + ")";
+  (void)wait;
   auto gemm = [&] { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n); };
+#endif
   // Check one output row against a naive sum, so that the peer never times a wrong answer either.
   gemm();
   bool ok = true;
@@ -48,7 +71,7 @@ int main(int argc, char** argv) {
     ok = ok && std::abs(acc - c[j]) <= 1e-3 * (1 + std::abs(acc));
   }
   if (!ok) {
-    std::fprintf(stderr, "openblas peer: sgemm result differs from the naive sum\n");
+    std::fprintf(stderr, "%s peer: sgemm result differs from the naive sum\n", argv[0]);
     return 1;
   }
   for (int i = 0; i < warmup; ++i) gemm();
@@ -61,7 +84,7 @@ int main(int argc, char** argv) {
   std::sort(ms.begin(), ms.end());
   double med = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
   std::printf("{\"workload\": \"matmul\", \"size\": [%s], \"median_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f, "
-              "\"reps\": %d, \"checked\": true}\n",
-              size_json.c_str(), med, ms.front(), ms.back(), reps);
+              "\"reps\": %d, \"checked\": true, \"threads\": \"%s\"}\n",
+              size_json.c_str(), med, ms.front(), ms.back(), reps, threads.c_str());
   return 0;
 }

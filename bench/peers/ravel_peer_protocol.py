@@ -7,12 +7,15 @@ and prints one JSON object per line: either a result
      "reps": 10, "checked": true}
 or {"workload": ..., "size": ..., "unavailable": "why"} (for example when its library is missing).
 Lines that do not start with "{" are ignored. A non-zero exit status means the peer failed.
+A result may carry "threads": the runner's thread settings as it used them (set THREADS).
 """
 import argparse
 import json
 import statistics
 import sys
 import time
+
+THREADS = ""  # the peer's thread settings, reported with its result
 
 
 def parse_args():
@@ -46,4 +49,4 @@ def run(args, fn, check):
         ms.append((time.perf_counter() - t0) * 1e3)
     print(json.dumps({"workload": args.workload, "size": args.size, "median_ms": statistics.median(ms),
                       "min_ms": min(ms), "max_ms": max(ms), "mean_ms": statistics.fmean(ms),
-                      "reps": len(ms), "checked": True}))
+                      "reps": len(ms), "checked": True, "threads": THREADS}))

@@ -13,6 +13,12 @@ try:
 except ImportError as e:
     proto.unavailable(args, f"torch not installed ({e}); scripts/setup-peers.sh installs it")
 
+# ravel-bench gives every peer all cores (RAVEL_BENCH_THREADS; PyTorch's own default here is 1)
+# and passive OpenMP waiting (OMP_WAIT_POLICY=PASSIVE, read when torch loads its OpenMP runtime).
+threads = int(os.environ.get("RAVEL_BENCH_THREADS", "0") or 0) or os.cpu_count() or 1
+torch.set_num_threads(threads)
+proto.THREADS = (f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads, "
+                 f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY', '(unset)')}")
 torch.manual_seed(0)
 W, S = args.workload, args.size
 
@@ -54,6 +60,30 @@ if W == "mlp":
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
+        return loss.item()
+    proto.run(args, step, lambda loss: loss == loss and loss > 0)
+elif W == "makemore":
+    # The main job's step (examples/makemore, ravel-bench's makemore workload): 3-character
+    # context, 27x10 embedding, tanh hidden 200, cross-entropy over 27, SGD lr 0.1, eager PyTorch.
+    B = S[0]
+    ctx, tgt = torch.randint(0, 27, (B, 3)), torch.randint(0, 27, (B,))
+    C = torch.randn(27, 10).requires_grad_()
+    W1 = ((torch.rand(30, 200) * 2 - 1) * 0.18).requires_grad_()
+    b1 = ((torch.rand(200) * 2 - 1) * 0.18).requires_grad_()
+    W2 = ((torch.rand(200, 27) * 2 - 1) * 0.07).requires_grad_()
+    b2 = ((torch.rand(27) * 2 - 1) * 0.07).requires_grad_()
+    params = [C, W1, b1, W2, b2]
+
+    def step():
+        emb = C[ctx].view(B, 30)
+        h = torch.tanh(emb @ W1 + b1)
+        loss = torch.nn.functional.cross_entropy(h @ W2 + b2, tgt)
+        for p in params:
+            p.grad = None
+        loss.backward()
+        with torch.no_grad():
+            for p in params:
+                p -= 0.1 * p.grad
         return loss.item()
     proto.run(args, step, lambda loss: loss == loss and loss > 0)
 elif W not in ("matmul", "elementwise", "softmax", "sum_axis0", "sum_axis1", "transpose"):

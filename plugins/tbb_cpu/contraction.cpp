@@ -12,7 +12,7 @@
 // F32/F64 take a blocked path instead (gemm_blocked): A and B panels are packed into contiguous,
 // zero-padded slivers (this absorbs any strides, 0 and negative included, once per panel), k is
 // blocked by KC, C tiles of MC x NC are accumulated in a per-thread buffer by a register-blocked
-// micro-kernel (gemm_kernels.cpp; AVX2+FMA when the CPU has it), and each finished tile row goes
+// micro-kernel (gemm_kernels.cpp; AVX-512 or AVX2+FMA when the CPU has it), and each finished tile row goes
 // through the epilogue. Tasks are (batch, m-block, n-block) so small-m products (training
 // batches) still split across cores. Float summation order differs from the plain loop (k is
 // summed per KC panel, with FMA on AVX2), which stays within the docs/abi.md §13 tolerances.
@@ -20,6 +20,7 @@
 
 #include "dtype_ops.hpp"
 #include "gemm_kernels.hpp"
+#include "parallel.hpp"
 
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
@@ -75,7 +76,8 @@ void gemm_generic(const Contraction& c, const Evaluator& ep) {
     if (pack) l.packed.resize(K * N);
     return l;
   });
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, batches * row_blocks), [&](const auto& r) {
+  parallel_for_work(0, batches * row_blocks, 1, batches * M * N * std::max<int64_t>(K, 1),
+                    [&](const auto& r) {
     Local<T>& L = locals.local();
     for (int64_t t = r.begin(); t != r.end(); ++t) {
       const int64_t batch = t / row_blocks;
@@ -121,11 +123,23 @@ void gemm_generic(const Contraction& c, const Evaluator& ep) {
 
 
 // ---- blocked float path ---------------------------------------------------------------------
+// Packing buffers and the C tile, per thread and kept across calls: they are a few hundred KiB,
+// and fresh ones per call would be mapped and page-faulted every time (Note [Block cache]).
+// A task never blocks or nests inside the body that uses them, so one set per thread suffices.
 template <class T>
-struct BlockedLocal {
-  Scratch sc;
+struct Workspace {
   std::vector<T> pa, pb, tile;
+  void reserve(int64_t a, int64_t b, int64_t t) {
+    if (static_cast<int64_t>(pa.size()) < a) pa.resize(a);
+    if (static_cast<int64_t>(pb.size()) < b) pb.resize(b);
+    if (static_cast<int64_t>(tile.size()) < t) tile.resize(t);
+  }
 };
+template <class T>
+Workspace<T>& workspace() {
+  thread_local Workspace<T> w;
+  return w;
+}
 
 template <int DT>
 void gemm_blocked(const Contraction& c, const Evaluator& ep) {
@@ -147,7 +161,9 @@ void gemm_blocked(const Contraction& c, const Evaluator& ep) {
   const int64_t KC = std::min<int64_t>(256, std::max<int64_t>(K, 1));
   int64_t MC = std::min<int64_t>(96, round_up(M, MR));
   int64_t NC = std::min<int64_t>(256, round_up(N, NR));
-  const int64_t want = 4 * std::max(1, tbb::this_task_arena::max_concurrency());
+  const int64_t work = batches * M * N * std::max<int64_t>(K, 1);
+  const bool serial = run_inline(work);  // Note [Inline small kernels]: whole blocks then
+  const int64_t want = serial ? 1 : 4 * std::max(1, tbb::this_task_arena::max_concurrency());
   auto tasks = [&] { return batches * ((M + MC - 1) / MC) * ((N + NC - 1) / NC); };
   while (tasks() < want && (NC > 4 * NR || MC > 4 * MR)) {
     if (NC > 4 * NR && NC >= MC) NC = round_up(NC / 2, NR);
@@ -160,16 +176,11 @@ void gemm_blocked(const Contraction& c, const Evaluator& ep) {
   const int64_t sam = c.a.stride[br], sak = c.a.stride[br + 1];
   const int64_t sbk = c.b.stride[br], sbn = c.b.stride[br + 1];
 
-  tbb::enumerable_thread_specific<BlockedLocal<T>> locals([&] {
-    BlockedLocal<T> l{ep.make_scratch(), {}, {}, {}};
-    l.pa.resize(MC * KC);
-    l.pb.resize(NC * KC);
-    l.tile.resize(MC * NC);
-    return l;
-  });
-  tbb::parallel_for(
-      tbb::blocked_range<int64_t>(0, batches * mblocks * nblocks, 1), [&](const auto& r) {
-        BlockedLocal<T>& L = locals.local();
+  tbb::enumerable_thread_specific<Scratch> scratch([&] { return ep.make_scratch(); });
+  parallel_for_work(0, batches * mblocks * nblocks, 1, work, [&](const auto& r) {
+        Workspace<T>& L = workspace<T>();
+        L.reserve(MC * KC, NC * KC, MC * NC);
+        Scratch& sc = scratch.local();
         for (int64_t t = r.begin(); t != r.end(); ++t) {
           const int64_t batch = t / (mblocks * nblocks);
           const int64_t mb = (t / nblocks) % mblocks, nb = t % nblocks;
@@ -225,7 +236,7 @@ void gemm_blocked(const Contraction& c, const Evaluator& ep) {
             const T* acc = tile + i * ncp;
             for (int64_t s = start; s < start + nc; s += ep.block()) {
               const int64_t e = std::min(start + nc, s + ep.block());
-              ep.store(s, e, ep.eval(s, e, L.sc, acc + (s - start)), L.sc);
+              ep.store(s, e, ep.eval(s, e, sc, acc + (s - start)), sc);
             }
           }
         }

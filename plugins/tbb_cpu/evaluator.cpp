@@ -70,6 +70,8 @@ const void* load_typed(const View& v, const std::vector<Segment>& segs, int rank
     const int64_t s = v.stride[in];
     if (s == 1) {
       std::memcpy(out + (a - i0), src + static_cast<int64_t>(base + a), (b - a) * sizeof(T));
+    } else if (s == 0) {  // broadcast along the row (softmax's max and sum): one value
+      std::fill(out + (a - i0), out + (b - i0), src[static_cast<int64_t>(base)]);
     } else {
       for (int64_t i = a; i < b; ++i) out[i - i0] = src[static_cast<int64_t>(base + term(i, s))];
     }

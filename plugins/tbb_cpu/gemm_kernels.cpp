@@ -2,6 +2,7 @@
 #include "gemm_kernels.hpp"
 
 #include <cstdlib>
+#include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -53,75 +54,95 @@ void kernel_portable(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, bool
 }
 
 #ifdef RVL_GEMM_X86
+}  // namespace
+
 // ---- AVX2 + FMA: 6 x 16 f32 and 6 x 8 f64 ----------------------------------------------------
-// 12 accumulators + 2 B vectors + 1 broadcast = 15 of the 16 ymm registers.
-#define RVL_AVX2 __attribute__((target("avx2,fma")))
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {
+template <class T> struct Ops;
+template <> struct Ops<float> {
+  using V = __m256;
+  static constexpr int lanes = 8;
+  static V zero() { return _mm256_setzero_ps(); }
+  static V load(const float* p) { return _mm256_loadu_ps(p); }
+  static V bcast(const float* p) { return _mm256_broadcast_ss(p); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static void store(float* p, V v) { _mm256_storeu_ps(p, v); }
+};
+template <> struct Ops<double> {
+  using V = __m256d;
+  static constexpr int lanes = 4;
+  static V zero() { return _mm256_setzero_pd(); }
+  static V load(const double* p) { return _mm256_loadu_pd(p); }
+  static V bcast(const double* p) { return _mm256_broadcast_sd(p); }
+  static V fma(V a, V b, V c) { return _mm256_fmadd_pd(a, b, c); }
+  static V add(V a, V b) { return _mm256_add_pd(a, b); }
+  static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
+};
+#include "gemm_simd_body.inc"
+template void kernel<float, 6, 2>(int64_t, const float*, const float*, float*, int64_t, bool);
+template void kernel<double, 6, 2>(int64_t, const double*, const double*, double*, int64_t, bool);
+}  // namespace avx2
+#pragma GCC pop_options
 
-RVL_AVX2 void kernel_avx2_f32(int64_t kc, const float* a, const float* b, float* c, int64_t ldc,
-                              bool add) {
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
-         c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (int64_t k = 0; k < kc; ++k, a += 6, b += 16) {
-    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
-    __m256 x = _mm256_broadcast_ss(a + 0);
-    c00 = _mm256_fmadd_ps(x, b0, c00); c01 = _mm256_fmadd_ps(x, b1, c01);
-    x = _mm256_broadcast_ss(a + 1);
-    c10 = _mm256_fmadd_ps(x, b0, c10); c11 = _mm256_fmadd_ps(x, b1, c11);
-    x = _mm256_broadcast_ss(a + 2);
-    c20 = _mm256_fmadd_ps(x, b0, c20); c21 = _mm256_fmadd_ps(x, b1, c21);
-    x = _mm256_broadcast_ss(a + 3);
-    c30 = _mm256_fmadd_ps(x, b0, c30); c31 = _mm256_fmadd_ps(x, b1, c31);
-    x = _mm256_broadcast_ss(a + 4);
-    c40 = _mm256_fmadd_ps(x, b0, c40); c41 = _mm256_fmadd_ps(x, b1, c41);
-    x = _mm256_broadcast_ss(a + 5);
-    c50 = _mm256_fmadd_ps(x, b0, c50); c51 = _mm256_fmadd_ps(x, b1, c51);
-  }
-  const __m256 r[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
-                          {c30, c31}, {c40, c41}, {c50, c51}};
-  for (int i = 0; i < 6; ++i)
-    for (int v = 0; v < 2; ++v) {
-      float* p = c + i * ldc + v * 8;
-      _mm256_storeu_ps(p, add ? _mm256_add_ps(r[i][v], _mm256_loadu_ps(p)) : r[i][v]);
-    }
-}
+// ---- AVX-512F: 12 x 32 f32 and 12 x 16 f64 ---------------------------------------------------
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+namespace avx512 {
+template <class T> struct Ops;
+template <> struct Ops<float> {
+  using V = __m512;
+  static constexpr int lanes = 16;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V load(const float* p) { return _mm512_loadu_ps(p); }
+  static V bcast(const float* p) { return _mm512_set1_ps(*p); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
+};
+template <> struct Ops<double> {
+  using V = __m512d;
+  static constexpr int lanes = 8;
+  static V zero() { return _mm512_setzero_pd(); }
+  static V load(const double* p) { return _mm512_loadu_pd(p); }
+  static V bcast(const double* p) { return _mm512_set1_pd(*p); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_pd(a, b, c); }
+  static V add(V a, V b) { return _mm512_add_pd(a, b); }
+  static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
+};
+#include "gemm_simd_body.inc"
+template void kernel<float, 12, 2>(int64_t, const float*, const float*, float*, int64_t, bool);
+template void kernel<double, 12, 2>(int64_t, const double*, const double*, double*, int64_t, bool);
+}  // namespace avx512
+#pragma GCC pop_options
 
-RVL_AVX2 void kernel_avx2_f64(int64_t kc, const double* a, const double* b, double* c,
-                              int64_t ldc, bool add) {
-  __m256d c00 = _mm256_setzero_pd(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00,
-          c30 = c00, c31 = c00, c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (int64_t k = 0; k < kc; ++k, a += 6, b += 8) {
-    const __m256d b0 = _mm256_loadu_pd(b), b1 = _mm256_loadu_pd(b + 4);
-    __m256d x = _mm256_broadcast_sd(a + 0);
-    c00 = _mm256_fmadd_pd(x, b0, c00); c01 = _mm256_fmadd_pd(x, b1, c01);
-    x = _mm256_broadcast_sd(a + 1);
-    c10 = _mm256_fmadd_pd(x, b0, c10); c11 = _mm256_fmadd_pd(x, b1, c11);
-    x = _mm256_broadcast_sd(a + 2);
-    c20 = _mm256_fmadd_pd(x, b0, c20); c21 = _mm256_fmadd_pd(x, b1, c21);
-    x = _mm256_broadcast_sd(a + 3);
-    c30 = _mm256_fmadd_pd(x, b0, c30); c31 = _mm256_fmadd_pd(x, b1, c31);
-    x = _mm256_broadcast_sd(a + 4);
-    c40 = _mm256_fmadd_pd(x, b0, c40); c41 = _mm256_fmadd_pd(x, b1, c41);
-    x = _mm256_broadcast_sd(a + 5);
-    c50 = _mm256_fmadd_pd(x, b0, c50); c51 = _mm256_fmadd_pd(x, b1, c51);
-  }
-  const __m256d r[6][2] = {{c00, c01}, {c10, c11}, {c20, c21},
-                           {c30, c31}, {c40, c41}, {c50, c51}};
-  for (int i = 0; i < 6; ++i)
-    for (int v = 0; v < 2; ++v) {
-      double* p = c + i * ldc + v * 4;
-      _mm256_storeu_pd(p, add ? _mm256_add_pd(r[i][v], _mm256_loadu_pd(p)) : r[i][v]);
-    }
-}
+namespace {
 
-bool have_avx2_fma() {
-  // RAVEL_TBB_GEMM_PORTABLE=1 forces the portable kernels (to test them on AVX2 machines).
-  static const bool yes = [] {
-    const char* env = std::getenv("RAVEL_TBB_GEMM_PORTABLE");
-    if (env && env[0] == '1') return false;
+enum class Isa { Portable, Avx2, Avx512 };
+
+// The best family this CPU runs, or the one RAVEL_TBB_GEMM names (portable, avx2, avx512; for
+// testing each on one machine). A named family the CPU lacks falls back to the best it has, so
+// a test forcing avx512 on an AVX2-only machine still passes (ravel-info shows what ran).
+// RAVEL_TBB_GEMM_PORTABLE=1 is the older spelling of RAVEL_TBB_GEMM=portable.
+Isa isa() {
+  static const Isa chosen = [] {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+    const Isa best = avx512 ? Isa::Avx512 : avx2 ? Isa::Avx2 : Isa::Portable;
+    const char* old = std::getenv("RAVEL_TBB_GEMM_PORTABLE");
+    if (old && old[0] == '1') return Isa::Portable;
+    const char* env = std::getenv("RAVEL_TBB_GEMM");
+    if (!env || !*env) return best;
+    const std::string want = env;
+    if (want == "portable") return Isa::Portable;
+    if (want == "avx2") return avx2 ? Isa::Avx2 : best;
+    if (want == "avx512") return best;
+    return best;
   }();
-  return yes;
+  return chosen;
 }
 #endif
 
@@ -129,21 +150,33 @@ bool have_avx2_fma() {
 
 Kernel<float> select_kernel_f32() {
 #ifdef RVL_GEMM_X86
-  if (have_avx2_fma()) return {6, 16, &kernel_avx2_f32};
+  switch (isa()) {
+    case Isa::Avx512: return {12, 32, &avx512::kernel<float, 12, 2>};
+    case Isa::Avx2: return {6, 16, &avx2::kernel<float, 6, 2>};
+    case Isa::Portable: break;
+  }
 #endif
   return {4, 8, &kernel_portable<float, 4, 2>};
 }
 
 Kernel<double> select_kernel_f64() {
 #ifdef RVL_GEMM_X86
-  if (have_avx2_fma()) return {6, 8, &kernel_avx2_f64};
+  switch (isa()) {
+    case Isa::Avx512: return {12, 16, &avx512::kernel<double, 12, 2>};
+    case Isa::Avx2: return {6, 8, &avx2::kernel<double, 6, 2>};
+    case Isa::Portable: break;
+  }
 #endif
   return {4, 4, &kernel_portable<double, 4, 2>};
 }
 
 const char* isa_name() {
 #ifdef RVL_GEMM_X86
-  if (have_avx2_fma()) return "avx2+fma";
+  switch (isa()) {
+    case Isa::Avx512: return "avx512f";
+    case Isa::Avx2: return "avx2+fma";
+    case Isa::Portable: break;
+  }
 #endif
   return "portable";
 }

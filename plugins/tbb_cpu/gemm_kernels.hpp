@@ -6,9 +6,12 @@
 // at the edges, so the kernel always runs full size and the caller ignores padded outputs).
 // `add` selects accumulate (later k-panels) versus overwrite (first k-panel).
 //
-// Two families: a portable one written with GCC vector extensions (16-byte vectors, so baseline
-// SSE2 builds vectorise it), and AVX2+FMA ones compiled as target-attribute clones and chosen at
-// run time with __builtin_cpu_supports, because the library itself is built for plain x86-64.
+// Three families, chosen once per process at run time with __builtin_cpu_supports (the library
+// itself is built for plain x86-64): AVX-512F (12 x 32 f32, 12 x 16 f64), AVX2+FMA (6 x 16 f32,
+// 6 x 8 f64), both the same source (gemm_simd_body.inc) compiled under `#pragma GCC target`, and
+// a portable one in GCC vector extensions (16-byte vectors, so baseline SSE2 builds vectorise it;
+// 4 x 8 f32, 4 x 4 f64). RAVEL_TBB_GEMM=avx512|avx2|portable forces one for testing (a family
+// the CPU lacks falls back to the best it has); RAVEL_TBB_GEMM_PORTABLE=1 is the older spelling.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +31,7 @@ struct Kernel {
 // Selects the best micro-kernel for this CPU (decided once per process).
 Kernel<float> select_kernel_f32();
 Kernel<double> select_kernel_f64();
-// The micro-kernel family select_kernel_* chose ("avx2+fma", "portable"), for ravel-info.
+// The micro-kernel family select_kernel_* chose ("avx512f", "avx2+fma", "portable"), for ravel-info.
 const char* isa_name();
 
 }  // namespace tbbcpu::gemm

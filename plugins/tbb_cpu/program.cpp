@@ -3,11 +3,14 @@
 // reduced extent when there are few; reduced-outer layouts accumulate whole rows).
 //
 // Determinism: for a given machine and thread count the result is bitwise reproducible: each
-// output is accumulated in linear order, or (few outputs) by parallel_deterministic_reduce whose
-// split points depend only on the range and grain size, never on timing.
+// output is accumulated in an order fixed by the shapes alone (floats in vector lanes, Note
+// [Vectorised horizontal reductions]), or (few outputs) by parallel_deterministic_reduce whose
+// split points depend only on the range and grain size, never on timing. Whether a kernel runs
+// inline (Note [Inline small kernels], parallel.hpp) also depends only on its size.
 #include "evaluator.hpp"
 
 #include "dtype_ops.hpp"
+#include "parallel.hpp"
 
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
@@ -22,9 +25,55 @@ namespace tbbcpu {
 namespace {
 
 template <int DT, int ROP>
-inline ctype<DT> fold(ctype<DT> acc, const ctype<DT>* v, int64_t n) {
+inline ctype<DT> fold_linear(ctype<DT> acc, const ctype<DT>* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc = reduce_combine<DT>(ROP, acc, v[i]);
   return acc;
+}
+
+// Note [Vectorised horizontal reductions]
+// A float sum folded strictly left to right is one dependent add per element: GCC may not
+// reorder it (no -ffast-math), so it runs at one add per 3-4 cycles, far below memory speed.
+// Floats are folded instead into L = 64 bytes of independent lanes (four SSE vectors, two AVX
+// ones), combined in a fixed tree at the end: the order depends only on n, so results stay
+// deterministic, and the error bound is that of pairwise-ish summation (better, not worse).
+// MAX is exact in any order; its lanes skip NaN and infinity checks and instead track x - x
+// (NaN exactly when x is NaN or infinite), and when that flags anything the slice is folded
+// again left to right, so NaN propagation is exactly the scalar rule's. Integers keep the
+// plain loop (wrap-around sums are associative, and GCC vectorises them as written).
+template <int DT, int ROP>
+inline ctype<DT> fold(ctype<DT> acc, const ctype<DT>* v, int64_t n) {
+  using T = ctype<DT>;
+  if constexpr (is_float_v<DT>) {
+    constexpr int L = 64 / sizeof(T);
+    if (n >= 2 * L) {
+      T lane[L], chk[L];
+      for (int j = 0; j < L; ++j) lane[j] = v[j], chk[j] = v[j] - v[j];
+      int64_t i = L;
+      for (; i + L <= n; i += L) {
+        if constexpr (ROP == RVL_REDUCE_MAX) {
+          for (int j = 0; j < L; ++j) {
+            const T x = v[i + j];
+            lane[j] = lane[j] < x ? x : lane[j];
+            chk[j] += x - x;
+          }
+        } else if constexpr (ROP == RVL_REDUCE_SUM) {
+          for (int j = 0; j < L; ++j) lane[j] += v[i + j];
+        } else {
+          for (int j = 0; j < L; ++j) lane[j] *= v[i + j];
+        }
+      }
+      if constexpr (ROP == RVL_REDUCE_MAX) {
+        T c = 0;
+        for (int j = 0; j < L; ++j) c += chk[j];
+        if (c != c) return fold_linear<DT, ROP>(acc, v, n);  // NaN or infinity: exact rule
+      }
+      for (int w = L / 2; w >= 1; w /= 2)
+        for (int j = 0; j < w; ++j) lane[j] = reduce_combine<DT>(ROP, lane[j], lane[j + w]);
+      acc = reduce_combine<DT>(ROP, acc, lane[0]);
+      return fold_linear<DT, ROP>(acc, v + i, n - i);
+    }
+  }
+  return fold_linear<DT, ROP>(acc, v, n);
 }
 
 // Accumulates (ROP) n values into n consecutive accumulators; vectorises for sum and max.
@@ -38,9 +87,12 @@ inline void fold_into(ctype<DT>* acc, const ctype<DT>* v, int64_t n) {
 void Evaluator::run_elementwise() const {
   const int64_t nblocks = (total_ + block_ - 1) / block_;
   if (tile_axis_ >= 0 && nblocks > 1) return run_tiled();
-  if (nblocks <= 1) {  // small kernels: no scheduler round trip
+  if (nblocks <= 1 || run_inline(total_ * n_ins_)) {  // Note [Inline small kernels]
     Scratch sc = make_scratch();
-    if (total_ > 0) store(0, total_, eval(0, total_, sc, nullptr), sc);
+    for (int64_t s = 0; s < total_; s += block_) {
+      const int64_t e = std::min(total_, s + block_);
+      store(s, e, eval(s, e, sc, nullptr), sc);
+    }
     return;
   }
   tbb::enumerable_thread_specific<Scratch> scratch([this] { return make_scratch(); });
@@ -63,7 +115,7 @@ void Evaluator::run_tiled() const {
   for (int d = 0; d < in; ++d)
     if (d != a) rest_ext *= shape_[d];
   tbb::enumerable_thread_specific<Scratch> scratch([this] { return make_scratch(); });
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, rest_ext * na * ni), [&](const auto& r) {
+  parallel_for_work(0, rest_ext * na * ni, 1, total_ * n_ins_, [&](const auto& r) {
     Scratch& sc = scratch.local();
     for (int64_t t = r.begin(); t != r.end(); ++t) {
       Segment g;
@@ -91,7 +143,7 @@ void Evaluator::run_tiled() const {
 
 // reduced_outer_: linear element r * O + o belongs to output o. Rows are evaluated a block at a
 // time and folded into a vector of accumulators, so the input streams contiguously. Each output
-// is still combined in increasing r, exactly as run_reduce does (same results); with few outputs
+// is still combined in increasing r (one accumulator per output: no lanes); with few outputs
 // the reduced range is split instead, partial vectors combined in a fixed tree (deterministic).
 template <int DT, int ROP>
 void Evaluator::run_reduce_outer() const {
@@ -112,10 +164,12 @@ void Evaluator::run_reduce_outer() const {
     }
   };
   if (O >= 256 || total_ <= 4 * block_) {
-    // Each task owns a chunk of outputs and walks all rows of it.
+    // Each task owns a chunk of outputs and walks all rows of it. Wide chunks (two per thread,
+    // up to 4 blocks): each row piece is then several KiB of one page, and the per-row costs
+    // (eval's dispatch, a TLB miss on the strided walk) are paid over more elements.
     const int64_t conc = std::max(1, tbb::this_task_arena::max_concurrency());
-    const int64_t C = std::clamp<int64_t>(O / (4 * conc), std::min<int64_t>(256, O), block_);
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, (O + C - 1) / C), [&](const auto& r) {
+    const int64_t C = std::clamp<int64_t>((O / (2 * conc) + 15) / 16 * 16, std::min<int64_t>(256, O), 4 * block_);
+    parallel_for_work(0, (O + C - 1) / C, 1, total_ * n_ins_, [&](const auto& r) {
       Scratch& sc = scratch.local();
       std::vector<T> acc(C);
       for (int64_t c = r.begin(); c != r.end(); ++c) {
@@ -129,6 +183,13 @@ void Evaluator::run_reduce_outer() const {
     return;
   }
   using Vec = std::vector<T>;
+  if (run_inline(total_ * n_ins_)) {
+    Vec acc(O, identity);
+    Scratch sc = make_scratch();
+    accumulate(sc, 0, total_, acc.data(), 0);
+    store(0, O, acc.data(), sc);
+    return;
+  }
   const int64_t grain = std::max<int64_t>(1, 16 * block_ / O);
   const Vec res = tbb::parallel_deterministic_reduce(
       tbb::blocked_range<int64_t>(0, R, grain), Vec(O, identity),
@@ -160,7 +221,7 @@ void Evaluator::run_reduce() const {
   if (outputs_ >= 256 || R <= 4 * block_) {
     // Many outputs (or short reductions): each task owns whole outputs, so no combining.
     const int64_t grain = std::max<int64_t>(1, block_ / R);
-    tbb::parallel_for(tbb::blocked_range<int64_t>(0, outputs_, grain), [&](const auto& r) {
+    parallel_for_work(0, outputs_, grain, total_ * n_ins_, [&](const auto& r) {
       Scratch& sc = scratch.local();
       int64_t o = r.begin(), left = R;
       T acc = identity;
@@ -181,6 +242,18 @@ void Evaluator::run_reduce() const {
   }
   // Few outputs with a long reduced extent: split each output's range across threads.
   const int64_t grain = 16 * block_;
+  if (run_inline(total_ * n_ins_)) {
+    Scratch sc = make_scratch();
+    for (int64_t o = 0; o < outputs_; ++o) {
+      T acc = identity;
+      for (int64_t s = o * R; s < (o + 1) * R; s += block_) {
+        const int64_t e = std::min((o + 1) * R, s + block_);
+        acc = fold<DT, ROP>(acc, static_cast<const T*>(eval(s, e, sc, nullptr)), e - s);
+      }
+      put(o, acc);
+    }
+    return;
+  }
   for (int64_t o = 0; o < outputs_; ++o) {
     const T v = tbb::parallel_deterministic_reduce(
         tbb::blocked_range<int64_t>(o * R, (o + 1) * R, grain), identity,

@@ -70,7 +70,7 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& sourc
   if (!j.contains("bench")) ck.fail("$.bench", "missing: a ravel-bench config needs a \"bench\" section (docs/bench.md)");
   const json& b = j["bench"];
   ck.keys(b, "$.bench", {"workloads", "devices", "policies", "warmup", "repetitions", "check", "peers", "baseline",
-                         "output", "comment"});
+                         "output", "peer_timeout_s", "peer_threads", "comment"});
   if (!b.contains("workloads")) ck.fail("$.bench.workloads", "missing: expected a list of workloads");
   const json& ws = b["workloads"];
   if (!ws.is_array() || ws.empty()) ck.fail("$.bench.workloads", "expected a non-empty array of workloads, got " + ws.dump());
@@ -93,6 +93,10 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& sourc
   if (b.contains("warmup")) c.warmup = static_cast<int>(ck.integer(b["warmup"], "$.bench.warmup", 0, 10000));
   if (b.contains("repetitions")) c.repetitions = static_cast<int>(ck.integer(b["repetitions"], "$.bench.repetitions", 1, 100000));
   if (b.contains("check")) c.check = ck.boolean(b["check"], "$.bench.check");
+  if (b.contains("peer_timeout_s"))
+    c.peer_timeout_s = static_cast<int>(ck.integer(b["peer_timeout_s"], "$.bench.peer_timeout_s", 1, 86400));
+  if (b.contains("peer_threads"))
+    c.peer_threads = static_cast<int>(ck.integer(b["peer_threads"], "$.bench.peer_threads", 0, 4096));
   if (b.contains("peers")) {
     const json& ps = b["peers"];
     if (!ps.is_array()) ck.fail("$.bench.peers", "expected an array of {\"name\", \"command\"} objects, got " + ps.dump());

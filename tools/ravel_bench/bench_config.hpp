@@ -40,6 +40,8 @@ struct BenchConfig {
   int repetitions = 5;
   bool check = true;  // check each workload's result once against a naive computation
   std::vector<PeerSpec> peers;
+  int peer_timeout_s = 600;   // a peer running longer is stopped and its row fails
+  int peer_threads = 0;       // threads each peer is told to use; 0: every core this process may use
   Baseline baseline;
   std::string output_dir = "ravel-bench-results";
   std::string output_name = "results";  // <dir>/<name>.json, .csv, .svg

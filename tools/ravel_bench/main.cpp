@@ -1,5 +1,5 @@
 // ravel-bench: config-driven benchmark runs (docs/bench.md).
-//   ravel-bench CONFIG.json [--out DIR] [--reps N] [--warmup N] [--no-peers] [--quiet]
+//   ravel-bench CONFIG.json [--out DIR] [--reps N] [--warmup N] [--no-peers | --peers-only] [--quiet]
 //   ravel-bench --list
 // Exit status: 0 all rows ran (peers that are not installed do not count), 1 something failed
 // (a missing device, a failing or wrong workload, a failing peer), 2 a bad command line or config.
@@ -22,7 +22,7 @@ using namespace ravel::bench;
 namespace {
 
 const char* kUsage =
-    "usage: ravel-bench CONFIG.json [--out DIR] [--reps N] [--warmup N] [--no-peers] [--quiet]\n"
+    "usage: ravel-bench CONFIG.json [--out DIR] [--reps N] [--warmup N] [--no-peers | --peers-only] [--quiet]\n"
     "       ravel-bench --list\n"
     "Runs the workloads of CONFIG's \"bench\" section on its devices under its fusion policies (and its\n"
     "peers), prints a table and writes DIR/NAME.json, .csv and .svg (docs/bench.md).\n"
@@ -30,6 +30,7 @@ const char* kUsage =
     "  --reps N      timed repetitions per row (overrides bench.repetitions)\n"
     "  --warmup N    untimed runs before them (overrides bench.warmup)\n"
     "  --no-peers    skip the config's peer commands\n"
+    "  --peers-only  run only the peers (with --no-peers in another run: separate runs)\n"
     "  --quiet       no progress line\n"
     "  --list        list the workloads and exit\n"
     "Exit status: 0 everything ran, 1 something failed (the rest still ran), 2 bad arguments or config.";
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
     else if (a == "--reps") opts.repetitions = positive("--reps", value(), 1);
     else if (a == "--warmup") opts.warmup = positive("--warmup", value(), 0);
     else if (a == "--no-peers") opts.peers = false;
+    else if (a == "--peers-only") opts.ravel = false;
     else if (a == "--quiet") opts.progress = false;
     else if (!a.empty() && a[0] == '-') return std::fprintf(stderr, "ravel-bench: unknown option '%s' (try --help)\n", a.c_str()), 2;
     else if (config_path.empty()) config_path = a;

@@ -1,9 +1,11 @@
 // Running a peer (docs/bench.md, "Peers"): a program that times one workload at one size and
 // prints one JSON object per result line. A peer that is not installed is "unavailable", which
 // is not a failure: a run on a bare machine still gives Ravel's rows.
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -51,7 +53,17 @@ std::string missing(const std::vector<std::string>& argv, const std::string& dir
   return "";
 }
 
+// Stdout kept from a peer; the rest is read and dropped (a runaway peer cannot exhaust memory).
+constexpr size_t kOutputCap = size_t{1} << 20;
+
 }  // namespace
+
+int peer_thread_count(const BenchConfig& config) {
+  if (config.peer_threads > 0) return config.peer_threads;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+}
 
 Row run_peer(const BenchConfig& config, const PeerSpec& peer, const std::string& workload, const Size& size,
              int warmup, int reps, const std::string& bin_dir) {
@@ -72,7 +84,18 @@ Row run_peer(const BenchConfig& config, const PeerSpec& peer, const std::string&
                            std::to_string(reps)});
   // stderr goes to a file so that a failing peer's own message can be quoted.
   std::string err_file = (fs::temp_directory_path() / ("ravel-bench-peer-" + std::to_string(getpid()) + ".err")).string();
-  std::string cmd = "cd " + shell_quote(config.config_dir) + " && exec";
+  // Every peer gets the same threads as Ravel (all cores) and passive waiting: an OpenMP pool
+  // that spins between calls would steal the cores from whatever runs next in an interleaved
+  // run. Settings the user exported win. The peer reports what it used ("threads").
+  const std::string n = std::to_string(peer_thread_count(config));
+  std::string env;
+  for (const char* var : {"OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RAVEL_BENCH_THREADS"})
+    if (!std::getenv(var)) env += std::string(" ") + var + "=" + n;
+  if (!std::getenv("OMP_WAIT_POLICY")) env += " OMP_WAIT_POLICY=PASSIVE";
+  // A time limit (coreutils timeout: TERM, then KILL 5 s later) so a hung peer cannot stop the run.
+  std::string cmd = "cd " + shell_quote(config.config_dir) + " && exec env" + env;
+  if (access("/usr/bin/timeout", X_OK) == 0)
+    cmd += " /usr/bin/timeout -k 5 " + std::to_string(config.peer_timeout_s);
   for (const auto& a : argv) cmd += " " + shell_quote(a);
   cmd += " 2>" + shell_quote(err_file);
   FILE* pipe = popen(cmd.c_str(), "r");
@@ -83,7 +106,8 @@ Row run_peer(const BenchConfig& config, const PeerSpec& peer, const std::string&
   }
   std::string out;
   std::array<char, 4096> buf;
-  for (size_t n; (n = fread(buf.data(), 1, buf.size(), pipe)) > 0;) out.append(buf.data(), n);
+  for (size_t got; (got = fread(buf.data(), 1, buf.size(), pipe)) > 0;)
+    if (out.size() < kOutputCap) out.append(buf.data(), std::min(got, kOutputCap - out.size()));
   int status = pclose(pipe);
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   std::string err;
@@ -96,6 +120,12 @@ Row run_peer(const BenchConfig& config, const PeerSpec& peer, const std::string&
     while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
   }
   std::remove(err_file.c_str());
+  if (code == 124 || code == 128 + 9) {
+    row.status = "failed";
+    row.message = "peer stopped after its time limit (bench.peer_timeout_s = " + std::to_string(config.peer_timeout_s) +
+                  " s)" + (err.empty() ? "" : ": " + err);
+    return row;
+  }
   if (code == 126 || code == 127) {
     row.status = "unavailable";
     row.message = "peer unavailable: " + (err.empty() ? "exit status " + std::to_string(code) : err);
@@ -122,6 +152,7 @@ Row run_peer(const BenchConfig& config, const PeerSpec& peer, const std::string&
       row.mean_ms = j.value("mean_ms", row.median_ms);
       row.reps = j.at("reps").get<int>();
       row.checked = j.value("checked", false) ? "yes" : "no";
+      if (j.contains("threads") && j["threads"].is_string()) row.threads = j["threads"].get<std::string>();
       found = true;
     } catch (const nlohmann::json::exception& e) {
       row.status = "failed";

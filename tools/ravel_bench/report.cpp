@@ -87,6 +87,17 @@ void print_table(std::ostream& os, const BenchConfig& cfg, const RunResult& res,
     os << "; baseline: " << cfg.baseline.runner << (cfg.baseline.device.empty() ? "" : " " + cfg.baseline.device)
        << (cfg.baseline.policy.empty() ? "" : " " + cfg.baseline.policy);
   os << "\n";
+  // Each runner's thread settings (docs/bench.md, "Threads"): ratios only mean something when every
+  // runner had the same cores and none spun while another ran.
+  std::vector<std::string> seen;
+  for (const auto& r : res.rows) {
+    if (r.threads.empty()) continue;
+    const std::string l = r.label() + ": " + r.threads;
+    if (std::find(seen.begin(), seen.end(), l) != seen.end()) continue;
+    if (seen.empty()) os << "threads:\n";
+    seen.push_back(l);
+    os << "  " << l << "\n";
+  }
   bool any = false;
   for (const auto& r : res.rows)
     if (r.status != "ok") {
@@ -120,7 +131,7 @@ std::string results_json(const BenchConfig& cfg, const RunResult& res, int warmu
                         {"min_ms", r.min_ms},     {"max_ms", r.max_ms},   {"mean_ms", r.mean_ms},
                         {"flops", r.flops},       {"bytes", r.bytes},     {"throughput", r.throughput},
                         {"unit", r.unit()},       {"checked", r.checked}, {"ratio_to_baseline", r.ratio},
-                        {"is_baseline", r.is_baseline}};
+                        {"is_baseline", r.is_baseline}, {"threads", r.threads}};
     o["kernels"] = r.kernels >= 0 ? nlohmann::json(r.kernels) : nlohmann::json();
     o["bytes_moved"] = r.bytes_moved >= 0 ? nlohmann::json(r.bytes_moved) : nlohmann::json();
     j["results"].push_back(o);
@@ -137,14 +148,14 @@ std::string results_csv(const RunResult& res) {
   };
   std::ostringstream os;
   os << "workload,size,runner,device,policy,status,reps,median_ms,min_ms,max_ms,mean_ms,flops,bytes,throughput,unit,"
-        "kernels,bytes_moved,checked,ratio_to_baseline,message\n";
+        "kernels,bytes_moved,checked,ratio_to_baseline,message,threads\n";
   for (const auto& r : res.rows)
     os << q(r.workload) << "," << q(r.size) << "," << q(r.runner) << "," << q(r.device) << "," << q(r.policy) << ","
        << r.status << "," << r.reps << "," << fmt("%.6f", r.median_ms) << "," << fmt("%.6f", r.min_ms) << ","
        << fmt("%.6f", r.max_ms) << "," << fmt("%.6f", r.mean_ms) << "," << fmt("%.0f", r.flops) << ","
        << fmt("%.0f", r.bytes) << "," << fmt("%.4f", r.throughput) << "," << r.unit() << ","
        << (r.kernels >= 0 ? fmt("%.0f", r.kernels) : "") << "," << (r.bytes_moved >= 0 ? fmt("%.0f", r.bytes_moved) : "")
-       << "," << r.checked << "," << fmt("%.4f", r.ratio) << "," << q(r.message) << "\n";
+       << "," << r.checked << "," << fmt("%.4f", r.ratio) << "," << q(r.message) << "," << q(r.threads) << "\n";
   return os.str();
 }
 

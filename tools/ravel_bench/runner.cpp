@@ -82,6 +82,15 @@ void finish_rows(std::vector<Row>& rows, const Baseline& b) {
   }
 }
 
+// How a Ravel device runs its work, for the thread-settings lines: the device's own name (the
+// oneTBB plugin's says how many threads), and how its workers wait.
+std::string device_threads(const std::string& device) {
+  for (const auto& d : Runtime::get().devices())
+    if (d.device.str() == device)
+      return d.name + (d.name.find("oneTBB") != std::string::npos ? ", workers sleep when idle (passive)" : "");
+  return "";
+}
+
 }  // namespace
 
 RunResult run_bench(const BenchConfig& cfg, const RunOptions& opt) {
@@ -123,11 +132,14 @@ RunResult run_bench(const BenchConfig& cfg, const RunOptions& opt) {
         Row r;
         r.workload = spec.name, r.size = size_str(size), r.device = device, r.policy = policy;
         r.flops = work.flops, r.bytes = work.bytes, r.flop_bound = info.flop_bound;
+        if (device != "-") r.threads = device_threads(device);
         rows.push_back(r);
         return rows.size() - 1;
       };
       std::vector<Variant> variants;
-      if (!info.unavailable.empty()) {
+      if (!opt.ravel) {
+        // --peers-only: no Ravel rows
+      } else if (!info.unavailable.empty()) {
         Row& r = rows[new_row("-", "-")];
         r.status = "unavailable", r.message = info.unavailable;
       } else {

@@ -26,6 +26,7 @@ struct Row {
   double kernels = -1;            // kernels launched per repetition (Ravel rows; -1: unknown)
   double bytes_moved = -1;        // bytes read + written by those kernels per repetition
   std::string checked = "no";     // "yes": the result matched the naive computation
+  std::string threads;            // the runner's thread settings, as it reports them
   double ratio = 0;               // baseline median / this median (>1: faster); 0: none
   bool is_baseline = false;
   std::string label() const;      // "ravel tbb_cpu:0 full", "numpy"
@@ -35,6 +36,7 @@ struct Row {
 struct RunOptions {
   bool progress = true;    // a progress line on stderr
   bool peers = true;       // run the config's peers
+  bool ravel = true;       // run Ravel's rows (false: the peers only)
   int warmup = -1;         // overrides the config's when >= 0
   int repetitions = -1;    // overrides the config's when >= 1
   std::string bin_dir;     // substituted for {bin} in peer commands
@@ -47,6 +49,9 @@ struct RunResult {
 
 // Runs against the process-wide Runtime (the caller resets it with the same config file).
 RunResult run_bench(const BenchConfig& config, const RunOptions& options);
+
+// Threads a peer is told to use (config.peer_threads, or every core this process may use).
+int peer_thread_count(const BenchConfig& config);
 
 // The peer protocol (docs/bench.md): runs `peer` for one workload and size; one row back.
 Row run_peer(const BenchConfig& config, const PeerSpec& peer, const std::string& workload, const Size& size,
