@@ -18,6 +18,8 @@
 namespace rvl::hip {
 namespace {
 
+constexpr uint64_t kZeroFillBelow = 64 * 1024;
+
 void copy_string(char* dst, size_t cap, const std::string& s) {
   std::memset(dst, 0, cap);
   std::strncpy(dst, s.c_str(), cap - 1);
@@ -120,6 +122,16 @@ rvl_error* buffer_allocate(int32_t d, uint64_t bytes, rvl_buffer** out) {
     if (bytes > uint64_t(INT64_MAX))
       fail(RVL_STATUS_OUT_OF_MEMORY, "cannot allocate " + std::to_string(bytes) + " bytes");
     void* data = bytes ? allocator().allocate(d, bytes) : nullptr;
+    // Contents of a new buffer are unspecified (docs/abi.md 4), but small buffers read as zeros
+    // as on tbb_cpu (whose small blocks are fresh calloc memory): ravel-conformance's malformed
+    // cases rely on it. One queued memset; large buffers keep whatever the block held.
+    if (data && bytes < kZeroFillBelow) {
+      const hipError_t e = hipMemsetAsync(data, 0, bytes, nullptr);
+      if (e != hipSuccess) {
+        allocator().release(d, data, bytes);
+        check(e, "buffer_allocate: clearing " + std::to_string(bytes) + " bytes");
+      }
+    }
     rvl_buffer* b = nullptr;
     try {
       b = new rvl_buffer{d, data, bytes, nullptr};
