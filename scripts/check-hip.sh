@@ -29,13 +29,15 @@ export RAVEL_CACHE_DIR="$work/cache"   # host-compiled emulator kernels: reruns 
 
 echo "-- conformance kernels compiled for real targets (no GPU needed)"
 status=0
-for target in amd:gfx90a:64 amd:gfx1030:32 nvidia:sm_90:32; do
+# RAVEL_HIP_CHECK_TARGETS overrides the list (NVRTC needs ~2 CPU-minutes more than hiprtc for
+# the 4096-instruction integer chains; CI has no CUDA, so only the AMD targets run there).
+for target in ${RAVEL_HIP_CHECK_TARGETS:-amd:gfx90a:64 amd:gfx1030:32 nvidia:sm_90:32}; do
   ./tests/hip/compile_conformance_kernels.sh "$conformance" "$emu" "$check" "$target" \
     "$work/kernels-${target//:/-}" --jobs "$jobs" || { rc=$?; [ $rc -eq 77 ] || status=1; }
 done
 
 echo "-- conformance on the CPU emulator"
-filter='^(abi/|views/(input_(contiguous|padding|flip_both|gapped|all_padding)|output_(gapped|reversed)|rank_(0|3|8)|empty|long)|elementwise/(ADD|MAX|IDIV|MOD|CAST)/(i32|u8|f32)|nan_inf/(MAX|CAST)/f32|integer_edges/(IDIV|MOD)/i32|reductions/(SUM|MAX|PROD)/(f32|i64|bool)/axes\{(0|3|013)\}|reductions/.*(long|empty)|contractions/(f32/(1x3x3|17x17x3|129x3x3|transposed)|(i32|bool)/transposed)|fused/chain/f32/(2|64)|malformed/)'
+filter='^(abi/|layouts/|edges/(IDIV|MOD)/i32|edges/CAST/f32->u8|exact_reductions/(SUM|MAX)/(i32|f32)/16x128x128|views/(input_(contiguous|padding|flip_both|gapped|all_padding)|output_(gapped|reversed)|rank_(0|3|8)|empty|long)|elementwise/(ADD|MAX|IDIV|MOD|CAST)/(i32|u8|f32)|nan_inf/(MAX|CAST)/f32|integer_edges/(IDIV|MOD)/i32|reductions/(SUM|MAX|PROD)/(f32|i64|bool)/axes\{(0|3|013)\}|reductions/.*(long|empty)|contractions/(f32/(1x3x3|17x17x3|129x3x3|transposed)|(i32|bool)/transposed)|fused/chain/f32/(2|64)|malformed/)'
 [ "$full" = "--full" ] && filter=''
 for warp in 32 64; do
   echo "   warp $warp"
