@@ -73,8 +73,13 @@ ZE_ENABLE_ALT_DRIVERS= unit "$B/bin/l0_no_driver"
 ZECL_STRICT=1 unit "$B/bin/l0_placement"
 ZECL_NO_FP64=1 unit "$B/bin/l0_placement" --run_test=f64_is_refused_without_fp64
 
-say "1e. makemore, 300 steps, on level_zero:0 and on tbb_cpu:0"
-loss() { "$B/bin/makemore" --steps 300 --config "$1" --out "$W" | grep '^final loss'; }
+say "1e. makemore, 300 steps on every 8th word, on level_zero:0 and on tbb_cpu:0"
+# Every 8th word of the dictionary: the final loss is evaluated over the whole training set, and
+# on PoCL that evaluation, not the training, dominates (131 s with all words, 33 s like this).
+awk 'NR % 8 == 0' /usr/share/dict/american-english > "$W/words.txt"
+loss() {
+  "$B/bin/makemore" --steps 300 --words "$W/words.txt" --config "$1" --out "$W" | grep '^final loss'
+}
 gpu="$(loss configs/level_zero.json)"
 cpu="$(loss configs/cpu.json)"
 echo "  level_zero: $gpu"

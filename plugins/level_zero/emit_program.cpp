@@ -48,8 +48,9 @@ Words emit_program(const ProgramSig& sig) {
   for (const InputSig& in : sig.inputs)
     if (!in.empty) ptr_dtypes.push_back(in.dtype);
   const bool reduce = sig.reduce_op != RVL_REDUCE_NONE;
+  const bool group_reduce = reduce && !sig.serial_reduce;
   const std::vector<Id> params =
-      e.begin_kernel(ptr_dtypes, meta.size, reduce ? kReduceGroup : kElementwiseGroup);
+      e.begin_kernel(ptr_dtypes, meta.size, group_reduce ? kReduceGroup : kElementwiseGroup);
   const Id out_ptr = params[0];
   std::vector<Id> in_ptr(sig.inputs.size(), 0);
   for (size_t j = 0, p = 1; j < sig.inputs.size(); ++j)
@@ -100,6 +101,21 @@ Words emit_program(const ProgramSig& sig) {
 
   const int32_t dt = sig.out_dtype;
   const Id tval = e.ops().type(dt);
+  if (sig.serial_reduce) {  // a work-item per output, the reduced space walked in order
+    e.loop(e.global_id(), e.meta(meta.n_out), e.global_size(), {}, [&](Id o, const auto&) {
+      const std::vector<Id> kidx = e.unflatten(o, kept_ext);
+      const std::vector<ViewIndexer::Partial> kept = kept_partials(kidx);
+      const std::vector<Id> acc = e.loop(
+          e.i64(0), e.meta(meta.n_red), e.i64(1), {{tval, e.ops().identity(sig.reduce_op, dt)}},
+          [&](Id r, const std::vector<Id>& a) {
+            const Id v = eval_at(kept, e.unflatten(r, red_ext));
+            return std::vector<Id>{e.ops().combine(sig.reduce_op, dt, a[0], v)};
+          });
+      e.store(dt, out_ptr, out_addr(kidx), acc[0]);
+      return std::vector<Id>{};
+    });
+    return e.end_kernel();
+  }
   const Id scratch = e.local_array(dt, kReduceGroup);
   const Id lid = e.local_id();
   e.loop(e.group_id(), e.meta(meta.n_out), e.num_groups(), {}, [&](Id o, const auto&) {

@@ -89,6 +89,7 @@ std::string ProgramSig::key() const {
   put_i(k, kept);
   put_i(k, reduced);
   put_i(k, reduce_op);
+  put_i(k, serial_reduce);
   put_i(k, out_dtype);
   put_inputs(k, inputs);
   put_instructions(k, ins);
@@ -145,6 +146,10 @@ ProgramLaunch plan_program(const rvl::validate::Program& p) {
   ProgramSig& s = L.sig;
   for (const Axis& a : axes) (a.reduced ? s.reduced : s.kept) += 1;
   s.reduce_op = p.reduce_op;
+  // Note [Reduction shapes]: a work-group per output wastes 63 of 64 work-items on a reduction
+  // over 27 logits and needs a barrier tree per output; with many outputs or short reductions,
+  // a work-item per output walking its reduced space sequentially keeps every lane busy.
+  s.serial_reduce = p.reduce_op != RVL_REDUCE_NONE && (L.n_red <= 64 || L.n_out >= 16384);
   s.out_dtype = p.out.dtype;
   s.ins.assign(p.ins, p.ins + p.n_ins);
   for (size_t j = 0; j < n_in; ++j) {

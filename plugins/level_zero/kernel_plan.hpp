@@ -34,6 +34,9 @@ struct InputSig {
 struct ProgramSig {
   int32_t kept = 0, reduced = 0;  // axes after normalisation: kept first, then reduced
   int32_t reduce_op = 0;          // rvl_reduce_op
+  // Reductions: one work-item per output looping over the reduced space (many outputs, short
+  // reductions: a softmax row) instead of one work-group per output (Note [Reduction shapes]).
+  bool serial_reduce = false;
   int32_t out_dtype = 0;
   std::vector<InputSig> inputs;
   std::vector<rvl_instruction> ins;

@@ -71,13 +71,13 @@ void execute_program(int32_t device, rvl_stream* stream, const rvl_program* p) {
   ProgramLaunch L = plan_program(prog);
   require_dtype(dev.dev, any_f64(L.sig.ins, L.sig.inputs, L.sig.out_dtype));
   if (L.n_out == 0) return;  // nothing is stored
-  const bool reduce = L.sig.reduce_op != RVL_REDUCE_NONE;
-  const uint32_t group = reduce ? kReduceGroup : kElementwiseGroup;
+  const bool group_reduce = L.sig.reduce_op != RVL_REDUCE_NONE && !L.sig.serial_reduce;
+  const uint32_t group = group_reduce ? kReduceGroup : kElementwiseGroup;
   CompiledKernel& k =
       dev.modules.get(L.sig.key(), group, [&] { return emit_program(L.sig); });
   std::vector<void*> ptrs{L.out};
   for (std::byte* in : L.inputs) ptrs.push_back(in);
-  const int64_t groups = reduce ? L.n_out : (L.n_out + group - 1) / group;
+  const int64_t groups = group_reduce ? L.n_out : (L.n_out + group - 1) / group;
   launch(s, k, ptrs, L.meta, groups);
 }
 

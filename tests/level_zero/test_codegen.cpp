@@ -136,19 +136,27 @@ BOOST_AUTO_TEST_CASE(every_op_and_dtype_of_the_op_table) {
   BOOST_TEST(emitted > 100);
 }
 
+// Both reduction shapes (Note [Reduction shapes]): [5, 7] reduces serially (short reductions),
+// [3, 100] over axis 1 with a work-group per output and a barrier tree.
 BOOST_AUTO_TEST_CASE(reductions_of_every_dtype_with_padding) {
+  int group_kernels = 0;
   for (int32_t rop : {RVL_REDUCE_SUM, RVL_REDUCE_MAX, RVL_REDUCE_PROD})
     for (int32_t dt : kDtypes)
-      for (uint32_t axes : {0u, 1u, 2u, 3u}) {
+      for (uint32_t axes : {0u, 1u, 2u, 3u})
+        for (int64_t inner : {7, 100}) {
         Kernel k;
+        k.shape = {inner == 7 ? 5 : 3, inner};
+        group_kernels += !k.shape.empty() && axes == 2u && inner == 100;
         k.inputs = {dense(dt, k.shape)};
         k.inputs[0].view.valid_lo[1] = 1;  // padded: a masked load
         k.code = {ins(RVL_OP_LOAD, dt)};
         k.reduce_op = rop;
         k.reduce_axes = axes;
+        BOOST_TEST(k.plan().sig.serial_reduce == !(axes & 2u && inner == 100));
         check_program(k, "reduce " + std::to_string(rop) + " " + rvl::dtype_name(dt) + " axes " +
-                             std::to_string(axes));
+                             std::to_string(axes) + " inner " + std::to_string(inner));
       }
+  BOOST_TEST(group_kernels > 0);
 }
 
 BOOST_AUTO_TEST_CASE(contractions_of_every_dtype_with_an_epilogue) {
