@@ -13,14 +13,23 @@ namespace tbbcpu {
 namespace {
 
 constexpr int kSmallClasses = 16;  // 64, 128, ..., 1024 bytes
+
+// Under AddressSanitizer the cache is off by default and every block comes from the heap: a
+// recycled or mapped block would hide use-after-free and overruns from it.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+constexpr uint64_t kDefaultCap = kSanitized ? 0 : uint64_t{1024} << 20;
 constexpr int kClasses = kSmallClasses + 4 * 54;
 
 uint64_t cap_from_env() {
   const char* env = std::getenv("RAVEL_TBB_CACHE_MB");
-  if (!env || !*env) return uint64_t{1024} << 20;
+  if (!env || !*env) return kDefaultCap;
   char* end = nullptr;
   const unsigned long long mb = std::strtoull(env, &end, 10);
-  if (end == env || *end) return uint64_t{1024} << 20;  // not a number: the default
+  if (end == env || *end) return kDefaultCap;  // not a number: the default
   return static_cast<uint64_t>(mb) << 20;
 }
 
@@ -33,7 +42,9 @@ std::string mib(uint64_t b) {
 // Blocks of at least kMapMin bytes are mapped (page aligned, zero-filled by the kernel, given
 // back with munmap); those of at least 2 MiB ask for transparent huge pages, so a fresh 64 MiB
 // block takes 32 page faults instead of 16384. Smaller blocks come from the heap.
-constexpr uint64_t kMapMin = 64 * 1024;
+constexpr uint64_t kMapMin = kSanitized ? UINT64_MAX : 64 * 1024;
+
+constexpr uint64_t kZeroMax = 64 * 1024;  // recycled blocks below this are zero-filled again
 
 void* system_allocate(uint64_t c) {
   if (c < kMapMin) {
@@ -87,7 +98,7 @@ void* BlockCache::allocate(uint64_t bytes) {
       // Small blocks are handed out zero-filled, like fresh ones (cheap at this size, and what a
       // caller that forgot the contents are unspecified would expect); large ones keep their
       // old contents: zeroing them would cost as much as the page faults saved.
-      if (c < kMapMin) std::memset(data, 0, c);
+      if (c < kZeroMax) std::memset(data, 0, c);
       ++st_.hits;
       st_.idle_bytes -= c;
       st_.live_bytes += c;

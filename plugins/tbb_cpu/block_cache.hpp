@@ -7,8 +7,9 @@
 //    classes per power of two: 2^k x {1, 1.25, 1.5, 1.75}, so at most 25% is wasted), and a freed
 //    block goes back to its class's free list; any later request of that class reuses it. Blocks
 //    are 64-byte aligned (a cache line, an AVX-512 vector).
-//  - a cap on the bytes held idle (RAVEL_TBB_CACHE_MB, default 1024; 0 turns caching off): a
-//    block that does not fit is freed. Out of memory drops every idle block and retries once.
+//  - a cap on the bytes held idle (RAVEL_TBB_CACHE_MB, default 1024, or 0 under AddressSanitizer
+//    so that it still sees every use-after-free; 0 turns caching off): a block that does not fit
+//    is freed. Out of memory drops every idle block and retries once.
 //  - statistics (requests, hits, fresh allocations, bytes idle and in use, their peaks), shown by
 //    ravel-info in the device's details and printed at shutdown under RAVEL_DEBUG.
 // Contents of a new buffer are unspecified by the ABI: fresh blocks are zero-filled (mapped pages,
