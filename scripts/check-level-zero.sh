@@ -25,7 +25,9 @@ for tool in llvm-spirv-14; do command -v "$tool" >/dev/null || missing="$missing
 [ -e /usr/lib/x86_64-linux-gnu/libze_loader.so.1 ] || missing="$missing libze1"
 ls /etc/OpenCL/vendors/*pocl* >/dev/null 2>&1 || missing="$missing pocl-opencl-icd"
 if [ ! -f "$plugin" ] || [ -n "$missing" ]; then
-  echo "level_zero: checks skipped: ${missing:+missing$missing; }${missing:-the plugin was not built (no Level Zero headers); }install scripts/packages-level-zero.txt"
+  why="missing:$missing"
+  [ -n "$missing" ] || why="the plugin was not built (Level Zero or SPIR-V headers absent)"
+  echo "level_zero: checks skipped, toolchain absent ($why); see scripts/packages-level-zero.txt"
   exit 0
 fi
 
