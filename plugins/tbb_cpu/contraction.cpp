@@ -28,6 +28,8 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <new>
 #include <vector>
 
 namespace tbbcpu {
@@ -128,12 +130,23 @@ void gemm_generic(const Contraction& c, const Evaluator& ep) {
 // A task never blocks or nests inside the body that uses them, so one set per thread suffices.
 template <class T>
 struct Workspace {
-  std::vector<T> pa, pb, tile;
-  void reserve(int64_t a, int64_t b, int64_t t) {
-    if (static_cast<int64_t>(pa.size()) < a) pa.resize(a);
-    if (static_cast<int64_t>(pb.size()) < b) pb.resize(b);
-    if (static_cast<int64_t>(tile.size()) < t) tile.resize(t);
-  }
+  // 64-byte aligned (a cache line, an AVX-512 vector): the micro-kernels' full-width loads of
+  // packed B and of the C tile then never straddle two cache lines.
+  struct Buf {
+    T* p = nullptr;
+    int64_t n = 0;
+    ~Buf() { std::free(p); }
+    T* reserve(int64_t want) {
+      if (want > n) {
+        std::free(p);
+        p = static_cast<T*>(std::aligned_alloc(64, (want * sizeof(T) + 63) / 64 * 64));
+        if (!p) throw std::bad_alloc();
+        n = want;
+      }
+      return p;
+    }
+  };
+  Buf pa, pb, tile;
 };
 template <class T>
 Workspace<T>& workspace() {
@@ -178,8 +191,10 @@ void gemm_blocked(const Contraction& c, const Evaluator& ep) {
 
   tbb::enumerable_thread_specific<Scratch> scratch([&] { return ep.make_scratch(); });
   parallel_for_work(0, batches * mblocks * nblocks, 1, work, [&](const auto& r) {
-        Workspace<T>& L = workspace<T>();
-        L.reserve(MC * KC, NC * KC, MC * NC);
+        Workspace<T>& W = workspace<T>();
+        T* const pa_buf = W.pa.reserve(MC * KC);
+        T* const pb_buf = W.pb.reserve(NC * KC);
+        T* const tile_buf = W.tile.reserve(MC * NC);
         Scratch& sc = scratch.local();
         for (int64_t t = r.begin(); t != r.end(); ++t) {
           const int64_t batch = t / (mblocks * nblocks);
@@ -194,12 +209,12 @@ void gemm_blocked(const Contraction& c, const Evaluator& ep) {
             oa += term(i, c.a.stride[d]);
             ob += term(i, c.b.stride[d]);
           }
-          T* tile = L.tile.data();  // mcp x ncp, row stride ncp
+          T* tile = tile_buf;  // mcp x ncp, row stride ncp
           if (K == 0) std::fill(tile, tile + mcp * ncp, T{});
           for (int64_t k0 = 0; k0 < K; k0 += KC) {
             const int64_t kc = std::min(KC, K - k0);
             // Pack B[k0.., n0..] as NR-wide slivers: pb[s][k][j], zero padded past nc.
-            T* pb = L.pb.data();
+            T* pb = pb_buf;
             for (int64_t s0 = 0; s0 < ncp; s0 += NR) {
               T* dst = pb + s0 * kc;
               const int64_t w = std::min(NR, nc - s0);
@@ -214,7 +229,7 @@ void gemm_blocked(const Contraction& c, const Evaluator& ep) {
               }
             }
             // Pack A[m0.., k0..] as MR-tall slivers: pa[s][k][i], zero padded past mc.
-            T* pa = L.pa.data();
+            T* pa = pa_buf;
             for (int64_t s0 = 0; s0 < mcp; s0 += MR) {
               T* dst = pa + s0 * kc;
               const int64_t h = std::min(MR, mc - s0);
