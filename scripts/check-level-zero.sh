@@ -34,6 +34,7 @@ fi
 jobs="$(nproc)"
 cmake --build "$B" -j"$jobs" --target ravel_backend_level_zero zecl l0-spirv-check l0_codegen \
   l0_no_driver l0_zecl l0_placement ravel-conformance makemore >/dev/null
+rm -rf "$W/spirv"  # this run's kernels only (ocloc verdicts are kept per kernel hash)
 mkdir -p "$W/spirv" "$B/pocl-cache"
 export ZE_ENABLE_ALT_DRIVERS="$B/tests/level_zero/libzecl.so" POCL_CACHE_DIR="$B/pocl-cache"
 export RAVEL_CONFIG= RAVEL_PLUGIN_PATH=
