@@ -13,7 +13,7 @@
 // zero-padded slivers (this absorbs any strides, 0 and negative included, once per panel), k is
 // blocked by KC, C tiles of MC x NC are accumulated in a per-thread buffer by a register-blocked
 // micro-kernel (gemm_kernels.cpp; AVX-512 or AVX2+FMA when the CPU has it), and each finished tile row goes
-// through the epilogue. Tasks are (batch, m-block, n-block) so small-m products (training
+// through the epilogue. Tasks are (batch, group of m-blocks, n-block) so small-m products (training
 // batches) still split across cores. Float summation order differs from the plain loop (k is
 // summed per KC panel, with FMA on AVX2), which stays within the docs/abi.md §13 tolerances.
 #include "evaluator.hpp"
