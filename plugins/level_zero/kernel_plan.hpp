@@ -30,7 +30,7 @@ struct InputSig {
   bool masked = false;  // some axis has a validity range narrower than the extent
 };
 
-// Offsets into the meta block of a program kernel (see MetaLayout::build()).
+// The structure of a program kernel: what its SPIR-V depends on.
 struct ProgramSig {
   int32_t kept = 0, reduced = 0;  // axes after normalisation: kept first, then reduced
   int32_t reduce_op = 0;          // rvl_reduce_op
@@ -55,8 +55,8 @@ struct ProgramMeta {
   std::vector<size_t> input;  // start of each input's record (non-empty inputs only)
   size_t output = 0;
   size_t size = 0;
-  size_t extent(int axis) const { return size_t(axis); }
-  static size_t offset(size_t rec) { return rec; }
+  size_t extent(int axis) const { return size_t(axis); }  // extents lead the block
+  static size_t offset(size_t rec) { return rec; }       // a view record starts with its offset
   static size_t stride(size_t rec, int axis) { return rec + 1 + size_t(axis); }
   size_t lo(size_t rec, int axis) const { return rec + 1 + size_t(rank + axis); }
   size_t hi(size_t rec, int axis) const { return rec + 1 + size_t(2 * rank + axis); }

@@ -4,6 +4,7 @@
 
 #include <spirv/unified1/OpenCL.std.h>
 
+#include <limits>
 #include <string>
 
 namespace rvl::l0 {
@@ -38,7 +39,7 @@ Id ScalarOps::identity(int32_t reduce_op, int32_t dt) {
     case RVL_REDUCE_SUM: return zero(dt);
     case RVL_REDUCE_PROD: return is_float(dt) ? b_.c_float(bits(dt), 1.0) : b_.c_int(bits(dt), 1);
     case RVL_REDUCE_MAX:
-      if (is_float(dt)) return b_.c_float(bits(dt), -__builtin_huge_val());
+      if (is_float(dt)) return b_.c_float(bits(dt), -std::numeric_limits<double>::infinity());
       if (is_signed(dt)) return b_.c_int(bits(dt), uint64_t(1) << (bits(dt) - 1));  // MIN
       return zero(dt);  // u8 and bool: 0 / false
     default: break;
