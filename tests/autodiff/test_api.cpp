@@ -269,9 +269,9 @@ BOOST_AUTO_TEST_CASE(max_ties_share_the_gradient) {
   std::vector<Tensor> g = ravel::gradients(a.maximum(b), {a, b}, host({2.0, 2.0, 4.0}, {3}));
   check_values("maximum(a, b) d/da", g[0], {3}, {1.0, 0.0, 2.0}, 0, 0);
   check_values("maximum(a, b) d/db", g[1], {3}, {1.0, 2.0, 2.0}, 0, 0);
-  // relu at 0 (maximum(0, 0) tie): 0.5; abs at 0 (maximum(x, -x) tie): 0.5 - 0.5 = 0.
+  // relu at 0: 0 (torch.relu and jax.nn.relu; docs/autodiff.md "Conventions"); abs at 0 (maximum(x, -x) tie): 0.5 - 0.5 = 0.
   Tensor z = host({0.0, 1.0, -1.0}, {3});
-  check_values("relu'", ravel::gradients(z.relu().sum(), {z})[0], {3}, {0.5, 1.0, 0.0}, 0, 0);
+  check_values("relu'", ravel::gradients(z.relu().sum(), {z})[0], {3}, {0.0, 1.0, 0.0}, 0, 0);
   check_values("abs'", ravel::gradients(z.abs().sum(), {z})[0], {3}, {0.0, 1.0, -1.0}, 0, 0);
   // Row max with two (or three) equal maxima: each gets g / count.
   Tensor m = host({1, 3, 3, 2, 5, 0, 5, 5}, {2, 4});

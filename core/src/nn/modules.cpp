@@ -115,10 +115,13 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
               shape_str(targets.shape()));
   RAVEL_CHECK(!is_float(targets.dtype()), DTypeError, "cross_entropy expects integer targets, got ",
               dtype_name(targets.dtype()));
-  // -log softmax(logits)[target] = logsumexp(logits) - logits[target]; the one-hot picks the
-  // target's logit and keeps the whole loss one fused reduction.
+  // -log softmax(logits)[target] = log sum e^z + (m - logits[target]) with m the row max (under
+  // stop_gradient: Note [Shift without gradient] in reduce.cpp) and z = logits - m, so neither the
+  // value nor the gradient (softmax - one_hot) overflows, up to logits of ±FLT_MAX; the one-hot
+  // picks the target's logit and keeps the whole loss one fused reduction.
+  Tensor m = logits.max(1, true).detach();
   Tensor picked = (logits * targets.one_hot(logits.size(1)).cast(logits.dtype())).sum(1);
-  return (logits.logsumexp(1) - picked).mean();
+  return ((logits - m).exp().sum(1).log() + (m.reshape({logits.size(0)}) - picked)).mean();
 }
 
 Tensor mse_loss(const Tensor& prediction, const Tensor& target) {

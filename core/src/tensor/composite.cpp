@@ -59,18 +59,28 @@ Tensor Tensor::exp() const { return as_float(*this).mul(scalar_like(as_float(*th
 Tensor Tensor::log() const { return log2().mul(scalar_like(as_float(*this), kLn2)); }
 Tensor Tensor::cos() const { return as_float(*this).add(scalar_like(as_float(*this), M_PI / 2)).sin(); }
 
+// Note [Saturating composites]: sigmoid and tanh evaluate exp only at -|x| (via a where, not
+// abs, so the derivative at 0 is right), so no intermediate overflows and the chain rule never
+// forms 0 * inf: their gradients are finite for every finite x (0 in f32 from about |x| > 88, as
+// the true derivative rounds there), where 1 / (1 + e^-x) gave NaN below about -88.
 Tensor Tensor::sigmoid() const {
-  // 1 / (1 + e^-x): e^-x overflows to inf for very negative x, and 1/inf is the right 0.
   Tensor x = as_float(*this);
-  return x.neg().exp().add(scalar_like(x, 1.0)).recip();
+  Tensor pos = x.ge(zeros_like(x));
+  Tensor e = where(pos, x.neg(), x).exp();  // e^-|x| in (0, 1]
+  Tensor r = e.add(scalar_like(x, 1.0)).recip();
+  return where(pos, r, e.mul(r));  // 1 / (1 + e^-x) or e^x / (1 + e^x)
 }
 
 Tensor Tensor::tanh() const {
   Tensor x = as_float(*this);
-  return x.mul(scalar_like(x, 2.0)).sigmoid().mul(scalar_like(x, 2.0)).sub(scalar_like(x, 1.0));
+  Tensor pos = x.ge(zeros_like(x));
+  Tensor e = where(pos, x.neg(), x).mul(scalar_like(x, 2.0)).exp();  // e^-2|x| in (0, 1]
+  Tensor t = scalar_like(x, 1.0).sub(e).div(e.add(scalar_like(x, 1.0)));  // tanh|x|
+  return where(pos, t, t.neg());
 }
 
-Tensor Tensor::relu() const { return maximum(zeros_like(*this)); }
+// Note [relu at 0]: relu'(0) = 0, as torch.relu and jax.nn.relu (both give 0 there); NaN stays NaN.
+Tensor Tensor::relu() const { return where(le(zeros_like(*this)), zeros_like(*this), *this); }
 Tensor Tensor::abs() const {
   if (dtype() == DType::Bool || dtype() == DType::U8) return *this;
   return maximum(neg());

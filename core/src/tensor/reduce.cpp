@@ -71,12 +71,23 @@ Tensor Tensor::var(Axes axes, bool keepdim, int64_t correction) const {
   return centered.square().sum(axes, keepdim).div(scalar_like(x, denom));
 }
 
+// Note [Shift without gradient]: logsumexp, softmax and log_softmax shift by the max under
+// stop_gradient (as jax.nn.logsumexp does): the result does not depend on the shift, so its
+// gradient through the shift is exactly 0, and leaving it out avoids the tie-splitting max rule
+// and any inf - inf. The gradients are then softmax(x) and g - softmax(x) sum(g): finite for
+// every finite input, ±1e3 and ±FLT_MAX included.
+namespace {
+Tensor shift_of(const Tensor& x, const Axes& axes) {
+  // An all -inf (or +inf) slice keeps a shift of 0 (giving -inf, not NaN, for all -inf).
+  Tensor m = x.max(axes, true).detach();
+  return Tensor::where(m.eq(scalar_like(m, -INFINITY)).logical_or(m.eq(scalar_like(m, INFINITY))), Tensor::zeros_like(m), m);
+}
+}  // namespace
+
 Tensor Tensor::logsumexp(Axes axes, bool keepdim) const {
   check_defined(*this, "logsumexp");
   Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
-  // Shift by the max for stability; an all -inf slice keeps a shift of 0 (giving -inf, not NaN).
-  Tensor m = x.max(axes, true);
-  m = where(m.eq(scalar_like(m, -INFINITY)).logical_or(m.eq(scalar_like(m, INFINITY))), zeros_like(m), m);
+  Tensor m = shift_of(x, axes);
   Tensor r = x.sub(m).exp().sum(axes, true).log().add(m);
   if (keepdim) return r;
   return r.squeeze(axes.all() ? Axes() : axes);
@@ -85,14 +96,18 @@ Tensor Tensor::logsumexp(Axes axes, bool keepdim) const {
 Tensor Tensor::softmax(int64_t axis) const {
   check_defined(*this, "softmax");
   Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
-  Tensor e = x.sub(x.max(axis, true)).exp();
+  // A plain max as the shift (no inf guard: a row with +inf is NaN either way) keeps the row
+  // softmax in the kernels tests/schedule pins.
+  Tensor e = x.sub(x.max(axis, true).detach()).exp();
   return e.div(e.sum(axis, true));
 }
 
 Tensor Tensor::log_softmax(int64_t axis) const {
   check_defined(*this, "log_softmax");
   Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
-  return x.sub(x.logsumexp(axis, true));
+  // (x - m) - log sum e^(x - m): never adds m back, so logits of ±1000 keep f32 accuracy.
+  Tensor z = x.sub(shift_of(x, axis));
+  return z.sub(z.exp().sum(axis, true).log());
 }
 
 Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim) const {
@@ -108,7 +123,9 @@ Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim) const {
   Shape s(ndim(), 1);
   s[d] = n;
   Tensor weight = arange(static_cast<double>(n), 0.0, -1.0, DType::I64, device()).reshape(s);
+  // NaN counts as the maximum, and the first NaN wins (numpy.argmax, torch.argmax).
   Tensor is_max = eq(max(d, true));
+  if (is_float(dtype())) is_max = is_max.logical_or(ne(*this));
   Tensor best = where(is_max, weight.expand(shape()), zeros({}, DType::I64, device())).max(d, keepdim);
   return scalar_like(best, static_cast<double>(n)).sub(best);
 }
