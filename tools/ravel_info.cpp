@@ -1,24 +1,94 @@
 // ravel-info: every plugin found (path, ABI version, status or why it was skipped) and every
 // device with its properties; then the effective configuration and where each placement rule
 // resolved to (so a config can be checked before a long run).
-//   ravel-info [--config FILE]
+//   ravel-info [--config FILE] [--no-isolate]
+//
+// Each plugin is first examined in a child process (loaded, probed, initialised, its devices
+// listed): one that crashes, aborts or hangs there is reported with the signal and is not loaded
+// again; the others are then loaded here for the report. A plugin that crashes inside a host
+// application takes the host down (docs/abi.md §13) — the tool that examines plugins must not.
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <sstream>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "ravel/backend.h"
 #include "ravel/ravel.hpp"
 
+namespace {
+
+constexpr unsigned kExamineSeconds = 120;  // a plugin that takes longer to start is reported
+
+// Examines one plugin file in a child process. Returns "" if the child finished (whatever the
+// plugin's own verdict, which the real load records again), else why it did not.
+std::string examine_in_child(const ravel::RuntimeOptions& base, const std::string& path) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = fork();
+  if (pid < 0) return "";  // cannot isolate: fall back to loading it here
+  if (pid == 0) {
+    alarm(kExamineSeconds);
+    try {
+      ravel::RuntimeOptions o = base;
+      o.load_plugins = false;
+      ravel::Runtime rt(o);
+      try {
+        rt.load_plugin(path);
+      } catch (const ravel::Error&) {
+      }
+      (void)rt.devices();
+    } catch (...) {
+    }
+    _exit(0);  // skip static destructors: the plugin's state is the child's to drop
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) < 0) return "";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    if (sig == SIGALRM)
+      return "not loaded: examining it in a child process took longer than " +
+             std::to_string(kExamineSeconds) + " s";
+    return std::string("not loaded: it crashed while being examined in a child process (signal ") +
+           std::to_string(sig) + ", " + strsignal(sig) + ")";
+  }
+  return "not loaded: while being examined in a child process it ended the process with status " +
+         std::to_string(WEXITSTATUS(status));
+}
+
+// The plugin files the runtime would load, each examined in a child; the ones that did not
+// survive, with the reason.
+std::map<std::string, std::string> examine_plugins(const ravel::RuntimeOptions& opts) {
+  ravel::RuntimeOptions find_only = opts;
+  find_only.load_plugins = false;
+  ravel::Runtime finder(find_only);
+  std::map<std::string, std::string> excluded;
+  for (const auto& r : finder.plugins())
+    if (std::string why = examine_in_child(opts, r.path); !why.empty()) excluded[r.path] = why;
+  return excluded;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  bool isolate = true;
   ravel::RuntimeOptions opts;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
       opts.config_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--no-isolate") == 0) {
+      isolate = false;
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::puts("usage: ravel-info [--config FILE]\n"
-                "Lists the backend plugins Ravel finds and the devices they offer.\n"
+      std::puts("usage: ravel-info [--config FILE] [--no-isolate]\n"
+                "Lists the backend plugins Ravel finds and the devices they offer. Each plugin is\n"
+                "first examined in a child process (--no-isolate: not), so one that crashes is\n"
+                "reported instead of taking ravel-info down.\n"
                 "Environment: RAVEL_CONFIG (a config file), RAVEL_PLUGIN_PATH (':'-separated folders).");
       return 0;
     } else {
@@ -27,6 +97,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
+    if (isolate) opts.excluded_plugins = examine_plugins(opts);
     ravel::Runtime& rt = ravel::Runtime::reset(opts);
     std::cout << "Ravel " << "core, plugin ABI " << RVL_ABI_MAJOR << "." << RVL_ABI_MINOR << "\n\nsearch paths:\n";
     for (const auto& p : rt.search_paths()) std::cout << "  " << p << "\n";

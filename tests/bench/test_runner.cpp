@@ -51,7 +51,7 @@ const char* kTinyWorkloads = R"([{"name": "matmul", "sizes": [[5, 7, 3]]}, {"nam
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(every_workload_matches_the_naive_computation_under_every_policy) {
-  ravel::Runtime::reset({.config_path = {}, .extra_paths = {}, .use_environment = false, .use_default_paths = true});
+  ravel::Runtime::reset({.config_path = {}, .extra_paths = {}, .use_environment = false, .use_default_paths = true, .load_plugins = true, .excluded_plugins = {}});
   for (const auto& w : workload_catalog()) {
     if (!w.unavailable.empty()) continue;
     for (auto p : {ravel::FusionPolicy::None, ravel::FusionPolicy::Elementwise, ravel::FusionPolicy::Reduce, ravel::FusionPolicy::Full}) {

@@ -19,7 +19,7 @@ namespace {
 const std::string kDir = BROKEN_PLUGIN_DIR;
 RuntimeOptions only(const std::vector<std::string>& dirs) {
   return RuntimeOptions{.config_path = {}, .extra_paths = dirs, .use_environment = false,
-                        .use_default_paths = false};
+                        .use_default_paths = false, .load_plugins = true, .excluded_plugins = {}};
 }
 }  // namespace
 

@@ -19,7 +19,7 @@ namespace tt = boost::test_tools;
 namespace {
 const std::string kDir = BROKEN_PLUGIN_DIR;
 RuntimeOptions opts(const std::vector<std::string>& dirs) {
-  return RuntimeOptions{.config_path = {}, .extra_paths = dirs, .use_environment = false, .use_default_paths = true};
+  return RuntimeOptions{.config_path = {}, .extra_paths = dirs, .use_environment = false, .use_default_paths = true, .load_plugins = true, .excluded_plugins = {}};
 }
 bool contains(const std::string& s, const std::string& k) { return s.find(k) != std::string::npos; }
 }  // namespace

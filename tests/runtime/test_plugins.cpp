@@ -60,7 +60,7 @@ const PluginRecord* record_named(const Runtime& rt, const std::string& name) {
 }
 
 RuntimeOptions only(const std::vector<std::string>& dirs, bool defaults) {
-  return RuntimeOptions{.config_path = {}, .extra_paths = dirs, .use_environment = false, .use_default_paths = defaults};
+  return RuntimeOptions{.config_path = {}, .extra_paths = dirs, .use_environment = false, .use_default_paths = defaults, .load_plugins = true, .excluded_plugins = {}};
 }
 
 }  // namespace

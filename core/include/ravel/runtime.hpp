@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,11 @@ struct RuntimeOptions {
   std::vector<std::string> extra_paths;   // searched before everything else
   bool use_environment = true;            // honour RAVEL_PLUGIN_PATH and RAVEL_CONFIG
   bool use_default_paths = true;          // search next to libravel_core
+  // false: only find plugin files (recorded as "found, not loaded"), run none of them; ravel-info
+  // uses it to examine each plugin in a child process before loading the survivors.
+  bool load_plugins = true;
+  // Plugin files (canonical paths) never to load, each with the reason recorded for it.
+  std::map<std::string, std::string> excluded_plugins;
 };
 
 namespace detail {
@@ -117,6 +123,8 @@ class Runtime {
   std::string config_source_, effective_config_;
   MixedDevices mixed_ = MixedDevices::Error;
   std::vector<std::string> search_paths_;
+  bool load_plugins_ = true;
+  std::map<std::string, std::string> excluded_;
   std::vector<PluginRecord> records_;
   std::vector<std::shared_ptr<detail::LoadedPlugin>> plugins_;
 };

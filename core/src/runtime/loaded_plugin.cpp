@@ -23,18 +23,42 @@ std::string message_of(const rvl_backend_api* api, rvl_error* err) {
 // A shared object is loaded once per process (dlopen would hand every Runtime the same
 // library, whose global state initialize/shutdown manage), so live Plugins are shared by path
 // and the library is shut down only when its last user lets go.
-std::shared_ptr<LoadedPlugin> LoadedPlugin::load(const std::string& path) {
+std::shared_ptr<LoadedPlugin> LoadedPlugin::load(const std::string& path, const AdmitFn& admit,
+                                                 std::string* name_out) {
   static std::mutex mutex;
   static std::map<std::string, std::weak_ptr<LoadedPlugin>> live;
   std::lock_guard<std::mutex> lock(mutex);
-  if (auto it = live.find(path); it != live.end())
-    if (auto existing = it->second.lock()) return existing;
-  auto p = load_new(path);
-  live[path] = p;
-  return p;
+  // Every call into the plugin happens below; a plugin is C ABI, but one written in C++ may let
+  // an exception escape anyway: it becomes a PluginError naming the plugin, not a failure of the
+  // whole runtime.
+  try {
+    std::shared_ptr<LoadedPlugin> p;
+    if (auto it = live.find(path); it != live.end()) p = it->second.lock();
+    const bool fresh = p == nullptr;
+    if (fresh) p = open(path);
+    if (name_out) *name_out = p->name_;
+    if (admit) {
+      if (std::string reason = admit(p->name_); !reason.empty())
+        throw PluginNotAdmitted{p->name_, p->version_, std::move(reason), p->api_->abi_major,
+                                p->api_->abi_minor};
+    }
+    if (fresh) {
+      p->start();
+      live[path] = p;
+    }
+    return p;
+  } catch (const PluginError&) {
+    throw;
+  } catch (const PluginNotAdmitted&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw PluginError("plugin " + path + ": a C++ exception escaped through the C ABI: " + e.what());
+  } catch (...) {
+    throw PluginError("plugin " + path + ": an unknown exception escaped through the C ABI");
+  }
 }
 
-std::shared_ptr<LoadedPlugin> LoadedPlugin::load_new(const std::string& path) {
+std::shared_ptr<LoadedPlugin> LoadedPlugin::open(const std::string& path) {
   std::shared_ptr<LoadedPlugin> p(new LoadedPlugin());
   p->path_ = path;
   auto fail = [&](const std::string& why) -> PluginError {
@@ -72,6 +96,20 @@ std::shared_ptr<LoadedPlugin> LoadedPlugin::load_new(const std::string& path) {
                std::to_string(api->abi_minor) + "; backend.h lists the required members)");
   p->api_ = api;
 
+  rvl_backend_info info{};
+  info.struct_size = sizeof info;
+  if (rvl_error* e = api->get_info(&info)) throw fail("get_info failed: " + message_of(api, e));
+  if (info.name == nullptr || *info.name == '\0') throw fail("get_info returned no name");
+  p->name_ = info.name;
+  p->version_ = info.version ? info.version : "";
+  return p;
+}
+
+void LoadedPlugin::start() {
+  const rvl_backend_api* api = api_;
+  auto fail = [&](const std::string& why) -> PluginError {
+    return PluginError("plugin " + path_ + " (" + name_ + "): " + why);
+  };
   rvl_probe_result probe{};
   probe.struct_size = sizeof(rvl_probe_result);
   if (rvl_error* e = api->probe(&probe)) throw fail("probe failed: " + message_of(api, e));
@@ -80,26 +118,23 @@ std::shared_ptr<LoadedPlugin> LoadedPlugin::load_new(const std::string& path) {
     throw fail(std::string("no devices (probe found 0") +
                (probe.reason[0] ? std::string(": ") + probe.reason : std::string()) + "); skipped");
   }
-  p->score_ = probe.score;
+  score_ = probe.score;
 
   if (rvl_error* e = api->initialize()) throw fail("initialize failed: " + message_of(api, e));
-  p->initialized_ = true;
-
-  rvl_backend_info info{sizeof(rvl_backend_info), nullptr, nullptr, nullptr};
-  if (rvl_error* e = api->get_info(&info)) throw fail("get_info failed: " + message_of(api, e));
-  if (info.name == nullptr || *info.name == '\0') throw fail("get_info returned no name");
-  p->name_ = info.name;
-  p->version_ = info.version ? info.version : "";
-
-  if (rvl_error* e = api->device_count(&p->device_count_))
+  initialized_ = true;
+  if (rvl_error* e = api->device_count(&device_count_))
     throw fail("device_count failed: " + message_of(api, e));
-  if (p->device_count_ <= 0) throw fail("no devices after initialize; skipped");
-  return p;
+  if (device_count_ <= 0) throw fail("no devices after initialize; skipped");
 }
 
 LoadedPlugin::~LoadedPlugin() {
   // Join the plugin's threads before the library is unloaded (lib_ is destroyed after this).
-  if (initialized_ && RAVEL_API_HAS(api_, shutdown)) api_->shutdown();
+  // A destructor cannot throw: an exception escaping a C++ plugin's shutdown is reported.
+  try {
+    if (initialized_ && RAVEL_API_HAS(api_, shutdown)) api_->shutdown();
+  } catch (...) {
+    std::fprintf(stderr, "ravel: warning: plugin %s: an exception escaped shutdown()\n", path_.c_str());
+  }
 }
 
 std::string LoadedPlugin::take_message(rvl_error* err) const { return message_of(api_, err); }
@@ -107,8 +142,12 @@ std::string LoadedPlugin::take_message(rvl_error* err) const { return message_of
 void LoadedPlugin::check(rvl_error* err, const std::string& what) const {
   if (err == nullptr) return;
   rvl_status code = RAVEL_API_HAS(api_, error_code) ? api_->error_code(err) : RVL_STATUS_INTERNAL;
-  std::string msg = name_ + ": " + what + " failed: " + message_of(api_, err);
+  const std::string plugin_msg = message_of(api_, err);
+  std::string msg = name_ + ": " + what + " failed: " + plugin_msg;
   if (code == RVL_STATUS_OUT_OF_MEMORY) throw OutOfMemoryError(msg);
+  // A device that lacks a dtype (f64 on many GPUs) answers UNSUPPORTED with a message that
+  // starts "dtype " (docs/abi.md §5): to the user that is a dtype problem, not a broken device.
+  if (code == RVL_STATUS_UNSUPPORTED && plugin_msg.rfind("dtype ", 0) == 0) throw DTypeError(msg);
   throw DeviceError(msg);
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,11 +27,27 @@ namespace ravel::detail {
    offsetof(rvl_backend_api, member) + sizeof((api)->member) <= (api)->struct_size &&     \
    (api)->member != nullptr)
 
+// Decides from a plugin's name (read with get_info, before probe or initialize run) whether to
+// start it: "" admits it, anything else is the reason it is skipped.
+using AdmitFn = std::function<std::string(const std::string& name)>;
+
+// Thrown by LoadedPlugin::load for a plugin the admit function turned away (not an error).
+struct PluginNotAdmitted {
+  std::string name, version, reason;
+  uint32_t abi_major = 0, abi_minor = 0;
+};
+
 class LoadedPlugin {
  public:
-  // Loads, negotiates, probes and initialises (or returns the live LoadedPlugin loaded from
-  // `path`); throws PluginError naming `path` and the reason.
-  static std::shared_ptr<LoadedPlugin> load(const std::string& path);
+  // Opens the library, checks its table, reads its name (get_info may precede initialize,
+  // docs/abi.md §4), asks `admit`, and only then probes and initialises it; or returns the live
+  // LoadedPlugin loaded from `path`. Throws PluginError naming `path` and the reason —
+  // including for a C++ exception that a misbehaving plugin lets escape through the C ABI —
+  // or PluginNotAdmitted.
+  // `name_out`, if given, receives the plugin's name as soon as it is known (so that a failure
+  // after get_info is recorded against the name).
+  static std::shared_ptr<LoadedPlugin> load(const std::string& path, const AdmitFn& admit = {},
+                                            std::string* name_out = nullptr);
   ~LoadedPlugin();
   LoadedPlugin(const LoadedPlugin&) = delete;
   LoadedPlugin& operator=(const LoadedPlugin&) = delete;
@@ -49,7 +66,8 @@ class LoadedPlugin {
 
  private:
   LoadedPlugin() = default;
-  static std::shared_ptr<LoadedPlugin> load_new(const std::string& path);
+  static std::shared_ptr<LoadedPlugin> open(const std::string& path);  // dlopen, table, get_info
+  void start();                                                        // probe, initialize, devices
   boost::dll::shared_library lib_;
   const rvl_backend_api* api_ = nullptr;
   std::string name_, path_, version_;

@@ -51,6 +51,8 @@ Runtime::Runtime(const RuntimeOptions& options)
   config_source_ = config.source;
   effective_config_ = detail::config_to_json(config);
 
+  load_plugins_ = options.load_plugins;
+  excluded_ = options.excluded_plugins;
   search_paths_ = options.extra_paths;
   search_paths_.insert(search_paths_.end(), settings_->env_plugin_paths.begin(), settings_->env_plugin_paths.end());
   search_paths_.insert(search_paths_.end(), config.plugin_paths.begin(), config.plugin_paths.end());
@@ -89,6 +91,13 @@ void Runtime::discover(const std::string& folder) {
     bool seen = false;
     for (const auto& r : records_) seen = seen || r.path == canonical;
     if (seen) continue;
+    if (auto ex = excluded_.find(canonical); ex != excluded_.end() || !load_plugins_) {
+      PluginRecord rec;
+      rec.path = canonical;
+      rec.status = ex != excluded_.end() ? ex->second : "found (not loaded: plugin loading is off)";
+      records_.push_back(rec);
+      continue;
+    }
     try {
       load_plugin(canonical);
     } catch (const PluginError&) {
@@ -100,27 +109,24 @@ void Runtime::discover(const std::string& folder) {
 void Runtime::load_plugin(const std::string& path) {
   PluginRecord rec;
   rec.path = path;
+  // plugins.skip and plugins.load are decided from the name alone, before the plugin is probed
+  // or initialised: a skipped plugin runs nothing but its entry point and get_info.
+  const auto& skip = settings_->config.plugin_skip;
+  const auto& load_only = settings_->config.plugin_load;
+  auto admit = [&](const std::string& name) -> std::string {
+    if (std::find(skip.begin(), skip.end(), name) != skip.end())
+      return "skipped: listed in the config's plugins.skip";
+    if (!load_only.empty() && std::find(load_only.begin(), load_only.end(), name) == load_only.end())
+      return "skipped: not listed in the config's plugins.load";
+    return "";
+  };
   try {
-    auto plugin = LoadedPlugin::load(path);
+    auto plugin = LoadedPlugin::load(path, admit, &rec.name);
     rec.name = plugin->name();
     rec.abi_major = plugin->api().abi_major;
     rec.abi_minor = plugin->api().abi_minor;
     rec.version = plugin->version();
     rec.device_count = plugin->device_count();
-    const auto& skip = settings_->config.plugin_skip;
-    const auto& load_only = settings_->config.plugin_load;
-    if (std::find(skip.begin(), skip.end(), rec.name) != skip.end()) {
-      rec.status = "skipped: listed in the config's plugins.skip";
-      records_.push_back(rec);
-      log_skip(rec, settings_->log_plugins);
-      return;
-    }
-    if (!load_only.empty() && std::find(load_only.begin(), load_only.end(), rec.name) == load_only.end()) {
-      rec.status = "skipped: not listed in the config's plugins.load";
-      records_.push_back(rec);
-      log_skip(rec, settings_->log_plugins);
-      return;
-    }
     for (const auto& p : plugins_)
       if (p->name() == rec.name) {
         rec.status = "skipped: a plugin named " + rec.name + " is already loaded from " + p->path();
@@ -131,6 +137,14 @@ void Runtime::load_plugin(const std::string& path) {
     rec.status = "ok";
     records_.push_back(rec);
     plugins_.push_back(std::move(plugin));
+  } catch (const detail::PluginNotAdmitted& n) {
+    rec.name = n.name;
+    rec.version = n.version;
+    rec.abi_major = n.abi_major;
+    rec.abi_minor = n.abi_minor;
+    rec.status = n.reason;
+    records_.push_back(rec);
+    log_skip(rec, settings_->log_plugins);
   } catch (const PluginError& e) {
     rec.status = e.what();
     records_.push_back(rec);

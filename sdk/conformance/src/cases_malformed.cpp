@@ -20,6 +20,10 @@ struct Baseline {
     const std::vector<int64_t> s{4, 6};
     std::vector<float> ones(24, 1.0f);
     check_ok(session().api->buffer_write(nullptr, in.get(), 0, ones.data(), 96), "buffer_write");
+    // New buffers have unspecified contents (docs/abi.md §4): zero the output explicitly, so
+    // check_untouched() can tell "not written" from whatever the allocator handed out.
+    const std::vector<uint8_t> zeros(96, 0);
+    check_ok(session().api->buffer_write(nullptr, out.get(), 0, zeros.data(), 96), "buffer_write");
     inputs = {operand(in.get(), F, contiguous(s)), operand(in_i32.get(), I32, contiguous(s))};
     code = {load(F, 0), ins(RVL_OP_SIN, F, 0)};
     p.struct_size = sizeof p;
