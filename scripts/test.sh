@@ -6,30 +6,35 @@ cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 jobs="$(nproc)"
 
-echo "== Release build and tests (build/)"
+start=$(date +%s)
+stage() { echo "== [$(( $(date +%s) - start )) s] $*"; }
+stage "Release build and tests (build/)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 if [ -x scripts/check-sdk.sh ]; then
-  echo "== SDK: install, out-of-tree template plugin and consumer, conformance"
+  stage "SDK: install, out-of-tree template plugin and consumer, conformance"
   ./scripts/check-sdk.sh build
 fi
 
 # Backend-specific checks that need their own toolchains (scripts/check-<backend>.sh build).
 for check in scripts/check-hip.sh scripts/check-level-zero.sh; do
   if [ -x "$check" ]; then
-    echo "== $check"
+    stage "$check"
     "$check" build
   fi
 done
 
-echo "== ASan + UBSan build and tests (build-asan/)"
+stage "ASan + UBSan build and tests (build-asan/)"
 # -O1 -g1: sanitizer reports with line numbers at a fraction of the compile time of -O2 -g;
-# benchmarks are not tests and are not rebuilt here.
+# benchmarks are not tests and are not rebuilt here. The GPU backends are checked above by their
+# own scripts (generated kernels, emulator, test driver); rebuilding them here would add ~5 minutes
+# to CI for code whose host side those scripts already run, so this build leaves them out.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-O1 -g1" -DCMAKE_CXX_FLAGS="-O1 -g1" \
-  -DRAVEL_SANITIZE=ON -DRAVEL_BUILD_BENCH=OFF >/dev/null
+  -DRAVEL_SANITIZE=ON -DRAVEL_BUILD_BENCH=OFF -DRAVEL_HIP_PLATFORM=OFF -DRAVEL_LEVEL_ZERO=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 # detect_leaks=0: dlclose'd plugins make LeakSanitizer report the loader's own allocations.
 ASAN_OPTIONS="detect_leaks=0:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
+stage "all checks passed"
