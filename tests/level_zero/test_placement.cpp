@@ -94,8 +94,8 @@ BOOST_AUTO_TEST_CASE(gradients_flow_across_devices) {
 }
 
 // Run with ZECL_NO_FP64=1 (CTest l0_placement_no_fp64): the device offers no f64, an f64 kernel
-// is refused with an error naming the dtype (never a wrong result) and f32 still runs. The core
-// maps the plugin's RVL_STATUS_UNSUPPORTED to an error today; DTypeError is the goal (issue 11).
+// is refused with a DTypeError naming the dtype (never a wrong result) and f32 still runs: the
+// plugin answers RVL_STATUS_UNSUPPORTED "dtype f64 ...", which the core raises as DTypeError.
 BOOST_AUTO_TEST_CASE(f64_is_refused_without_fp64) {
   if (!std::getenv("ZECL_NO_FP64")) return;  // only meaningful on the fp64-less test device
   Runtime& rt = runtime();
@@ -106,8 +106,10 @@ BOOST_AUTO_TEST_CASE(f64_is_refused_without_fp64) {
   try {
     (x * 2.0).sum().item<double>();
     BOOST_FAIL("an f64 kernel ran on a device without fp64");
-  } catch (const ravel::Error& e) {
+  } catch (const ravel::DTypeError& e) {
     BOOST_TEST(std::string(e.what()).find("f64") != std::string::npos, e.what());
+  } catch (const ravel::Error& e) {
+    BOOST_ERROR("expected a DTypeError, got: " << e.what());
   }
   BOOST_TEST((Tensor::from_vector<float>({1, 2, 3}, {3}, kGpu) * 2.0).sum().item<float>() == 12.0f);
 }
