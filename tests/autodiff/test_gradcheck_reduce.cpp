@@ -62,7 +62,7 @@ struct AxisSet {
   std::string name;
   Axes axes;
 };
-const std::vector<AxisSet> kAxisSets = {{"all", Axes()},       {"0", Axes(0)},           {"1", Axes(1)},
+const std::vector<AxisSet> kAxisSets = {{"all", Axes::every()},       {"0", Axes(0)},           {"1", Axes(1)},
                                         {"-1", Axes(-1)},      {"{0,2}", Axes({0, 2})}, {"{1,2}", Axes({1, 2})},
                                         {"{0,1,2}", Axes({0, 1, 2})}, {"{-1,0}", Axes({-1, 0})}};
 
@@ -92,7 +92,7 @@ BOOST_AUTO_TEST_CASE(reductions_small_ranks) {
       const bool unbiased_var = row.name == "var";
       if (!(unbiased_var && numel(s) == 1))
         gradcheck1(row.name + " shape " + shape_text(s) + " axes=all",
-                   [op](const Tensor& t) { return op(t, Axes(), false); }, row.gen(s, seed), seed);
+                   [op](const Tensor& t) { return op(t, Axes::every(), false); }, row.gen(s, seed), seed);
       if (!s.empty() && !(unbiased_var && s.back() == 1))
         gradcheck1(row.name + " shape " + shape_text(s) + " axes=-1 keepdim",
                    [op](const Tensor& t) { return op(t, Axes(-1), true); }, row.gen(s, seed), seed);

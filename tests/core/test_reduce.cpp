@@ -14,7 +14,7 @@ const Shape kShape = {2, 3, 4};
 using Vals = std::vector<double>;
 using AxesOpt = std::optional<std::vector<int64_t>>;
 
-// nullopt = every axis (Axes{} in Ravel).
+// nullopt = every axis (Axes::every() in Ravel).
 const std::vector<AxesOpt> kAxisSets = {std::nullopt, std::vector<int64_t>{0}, std::vector<int64_t>{1},
                                         std::vector<int64_t>{-1}, std::vector<int64_t>{0, 2},
                                         std::vector<int64_t>{-2, -1}, std::vector<int64_t>{0, 1, 2}};
@@ -25,7 +25,7 @@ std::string axes_text(const AxesOpt& a) {
   for (size_t k = 0; k < a->size(); ++k) s += (k ? "," : "") + std::to_string((*a)[k]);
   return s + "}";
 }
-ravel::Axes to_axes(const AxesOpt& a) { return a ? ravel::Axes(*a) : ravel::Axes(); }
+ravel::Axes to_axes(const AxesOpt& a) { return a ? ravel::Axes(*a) : ravel::Axes::every(); }
 
 struct ReduceRow {
   std::string name;
@@ -113,7 +113,8 @@ BOOST_AUTO_TEST_CASE(reduce_shapes_and_defaults) {
   BOOST_TEST(x.sum().item<int64_t>() == 276);           // 23*24/2
   BOOST_TEST(x.sum(1).shape() == (Shape{2, 4}));
   BOOST_TEST(x.sum(1, true).shape() == (Shape{2, 1, 4}));
-  BOOST_TEST(x.sum({}, true).shape() == (Shape{1, 1, 1}));  // Axes{} = all axes
+  BOOST_TEST(x.sum(ravel::all_axes, true).shape() == (Shape{1, 1, 1}));  // every axis, spelled out
+  BOOST_TEST(x.sum({}, true).shape() == x.shape());  // {} is no axes, as numpy axis=()
   BOOST_TEST(x.max(-1).to_vector<int64_t>() == (std::vector<int64_t>{3, 7, 11, 15, 19, 23}),
              boost::test_tools::per_element());
   // np.arange(24).reshape(2,3,4).min(axis=(0,2)) -> [0 4 8]
@@ -125,7 +126,7 @@ BOOST_AUTO_TEST_CASE(reduce_shapes_and_defaults) {
   BOOST_TEST(bs.item<int64_t>() == 2);
   // np.var([1., 2., 3., 4.]) == 1.25; ddof=1 -> 1.6666666666666667
   auto v = Tensor::from_vector<double>({1, 2, 3, 4}, {4});
-  BOOST_TEST(v.var({}, false, 0).item<double>() == 1.25, boost::test_tools::tolerance(1e-12));
+  BOOST_TEST(v.var(ravel::all_axes, false, 0).item<double>() == 1.25, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(v.var().item<double>() == 5.0 / 3.0, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(v.mean().item<double>() == 2.5);
   // Reducing a size-0 axis gives the identity: np.zeros((0, 3)).sum(0) -> [0. 0. 0.], prod -> 1

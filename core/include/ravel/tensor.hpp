@@ -24,10 +24,17 @@ namespace ravel {
 using Shape = std::vector<int64_t>;
 std::string shape_str(const Shape& s);  // "[3, 4]"
 
-// A set of axes; negative axes count from the end. Default-constructed means "all axes".
+// A set of axes; negative axes count from the end. An empty list ({} or Axes()) is no axes, as
+// NumPy's axis=(); every axis is spelled Axes::every() (or ravel::all_axes), the default of the
+// reductions, flip and squeeze.
 class Axes {
  public:
   Axes() = default;
+  static Axes every() {
+    Axes a;
+    a.all_ = true;
+    return a;
+  }
   Axes(int64_t axis) : axes_{axis}, all_(false) {}  // NOLINT: implicit, so sum(1) works
   Axes(std::initializer_list<int64_t> axes) : axes_(axes), all_(false) {}
   Axes(std::vector<int64_t> axes) : axes_(std::move(axes)), all_(false) {}  // NOLINT
@@ -36,8 +43,9 @@ class Axes {
 
  private:
   std::vector<int64_t> axes_;
-  bool all_ = true;
+  bool all_ = false;
 };
+inline const Axes all_axes = Axes::every();
 
 // Python's slice(start, stop, step); missing bounds default as in Python (negative steps too).
 struct Slice {
@@ -79,6 +87,8 @@ class Tensor {
                          std::optional<Device> dev = {});
   // Identity matrix, built from movement ops (pad, reshape, expand, shrink) as in Tensorken.
   static Tensor eye(int64_t n, DType dtype = DType::F32, std::optional<Device> dev = {});
+  // numpy.eye(n, m, k): n x m, ones on the k-th diagonal (k > 0 above, k < 0 below).
+  static Tensor eye(int64_t n, int64_t m, int64_t k = 0, DType dtype = DType::F32, std::optional<Device> dev = {});
   // Uniform [0, 1) and standard normal numbers from Threefry-2x32 (docs/random.md): the same
   // seed gives the same numbers on every device.
   static Tensor rand(Shape shape, uint64_t seed, DType dtype = DType::F32, std::optional<Device> dev = {});
@@ -104,15 +114,17 @@ class Tensor {
   Tensor expand(Shape shape) const;          // broadcast size-1 axes; like numpy.broadcast_to
   // Zero padding: one (before, after) pair per axis, both >= 0; like numpy.pad.
   Tensor pad(std::vector<std::pair<int64_t, int64_t>> widths) const;
+  // numpy.pad(mode="constant", constant_values=value): padding filled with `value`.
+  Tensor pad(std::vector<std::pair<int64_t, int64_t>> widths, double value) const;
   // Keep [lo, hi) of each axis; like x[lo0:hi0, lo1:hi1, ...].
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const;
-  Tensor flip(Axes axes = {}) const;         // like numpy.flip
+  Tensor flip(Axes axes = Axes::every()) const;         // like numpy.flip
   Tensor slice(std::vector<Slice> slices) const;  // one Slice per leading axis; like x[a:b:c, ...]
   Tensor slice(int64_t axis, std::optional<int64_t> start, std::optional<int64_t> stop,
                int64_t step = 1) const;
   Tensor at(int64_t index) const;            // x[i]: drops axis 0 (negative i counts from end)
   Tensor select(int64_t axis, int64_t index) const;  // drops `axis`
-  Tensor squeeze(Axes axes = {}) const;      // drop size-1 axes (all of them by default)
+  Tensor squeeze(Axes axes = Axes::every()) const;      // drop size-1 axes (all of them by default)
   Tensor unsqueeze(int64_t axis) const;      // insert a size-1 axis
   Tensor flatten(int64_t start = 0, int64_t end = -1) const;
   Tensor contiguous() const;                 // a copy with row-major strides, if not already
@@ -146,6 +158,10 @@ class Tensor {
   Tensor sub(const Tensor& o) const;
   Tensor div(const Tensor& o) const;   // true division (ints promote to f32)
   Tensor pow(const Tensor& o) const;
+  // x ** exponent with the scalar's dtype rules of docs/dtypes.md (an integral exponent keeps an
+  // integer dtype, a non-integral one gives f32); a negative integral exponent on an integer
+  // tensor throws ValueError (NumPy, PyTorch).
+  Tensor pow(double exponent) const;
   Tensor minimum(const Tensor& o) const;
   Tensor gt(const Tensor& o) const;
   Tensor le(const Tensor& o) const;
@@ -162,13 +178,13 @@ class Tensor {
   Tensor square() const;
 
   // ---- reductions (keepdim keeps reduced axes as size 1) ----------------------------------
-  Tensor sum(Axes axes = {}, bool keepdim = false) const;   // bool sums as i64, like NumPy
-  Tensor max(Axes axes = {}, bool keepdim = false) const;
-  Tensor min(Axes axes = {}, bool keepdim = false) const;
-  Tensor prod(Axes axes = {}, bool keepdim = false) const;
-  Tensor mean(Axes axes = {}, bool keepdim = false) const;
-  Tensor var(Axes axes = {}, bool keepdim = false, int64_t correction = 1) const;
-  Tensor logsumexp(Axes axes = {}, bool keepdim = false) const;
+  Tensor sum(Axes axes = Axes::every(), bool keepdim = false) const;   // bool sums as i64, like NumPy
+  Tensor max(Axes axes = Axes::every(), bool keepdim = false) const;
+  Tensor min(Axes axes = Axes::every(), bool keepdim = false) const;
+  Tensor prod(Axes axes = Axes::every(), bool keepdim = false) const;
+  Tensor mean(Axes axes = Axes::every(), bool keepdim = false) const;
+  Tensor var(Axes axes = Axes::every(), bool keepdim = false, int64_t correction = 1) const;
+  Tensor logsumexp(Axes axes = Axes::every(), bool keepdim = false) const;
   Tensor softmax(int64_t axis = -1) const;
   Tensor log_softmax(int64_t axis = -1) const;
   Tensor argmax(std::optional<int64_t> axis = {}, bool keepdim = false) const;  // first max, i64

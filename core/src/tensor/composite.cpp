@@ -87,11 +87,51 @@ Tensor Tensor::abs() const {
 }
 Tensor Tensor::square() const { return mul(*this); }
 
+namespace {
+// Note [Integer pow]: exact integer arithmetic by binary exponentiation with the integer mul, so
+// overflow wraps exactly as mul does (NumPy's integer power). A negative exponent (lazy values
+// cannot raise) gives what torch.pow's integer kernel (powi) gives: 1 for base 1, ±1 for base -1
+// (by parity), 0 otherwise; pow with a negative scalar exponent raises, as NumPy and PyTorch do.
+Tensor int_pow(const Tensor& a0, const Tensor& b0) {
+  Shape out = broadcast_shapes(a0.shape(), b0.shape());
+  Tensor a = a0.expand(out), b = b0.expand(out);
+  const DType t = a.dtype();
+  const int bits = t == DType::U8 ? 8 : t == DType::I32 ? 31 : 63;
+  Tensor zero = Tensor::zeros({}, t, a.device()), one = Tensor::ones({}, t, a.device());
+  Tensor two = Tensor::full({}, 2, t, a.device());
+  Tensor neg = b.lt(zero);
+  Tensor e = Tensor::where(neg, zero, b), base = a, acc = Tensor::ones_like(a);
+  for (int k = 0; k < bits; ++k) {
+    acc = Tensor::where(e.logical_and(one).ne(zero), acc.mul(base), acc);
+    if (k + 1 < bits) {
+      base = base.mul(base);
+      e = e.idiv(two);
+    }
+  }
+  if (t == DType::U8) return acc;
+  Tensor minus_one = Tensor::full({}, -1, t, a.device());
+  Tensor odd = b.logical_and(one).ne(zero);
+  Tensor negative_power = Tensor::where(a.eq(one), one, Tensor::where(a.eq(minus_one), Tensor::where(odd, minus_one, one), zero));
+  return Tensor::where(neg, negative_power.expand(out), acc);
+}
+}  // namespace
+
+Tensor Tensor::pow(double exponent) const {
+  check_defined(*this, "pow");
+  if (is_float(dtype())) return pow(full({}, exponent, dtype(), device()));
+  const bool integral = std::trunc(exponent) == exponent && std::abs(exponent) < 9.2e18;
+  if (!integral) return as_float(*this).pow(exponent);  // integer ** 0.5 is f32 (docs/dtypes.md)
+  RAVEL_CHECK(exponent >= 0 || dtype() == DType::Bool, ValueError, "pow: integers to negative integer powers are not allowed (",
+              dtype_name(dtype()), " ** ", exponent, "), as in NumPy and PyTorch; cast to a float dtype first");
+  return pow(full({}, exponent, dtype() == DType::Bool ? DType::I64 : dtype(), device()));
+}
+
 Tensor Tensor::pow(const Tensor& o) const {
   check_defined(*this, "pow");
   check_defined(o, "pow");
   DType t = promote(dtype(), o.dtype());
-  DType ft = is_float(t) ? t : DType::F64;  // integer powers compute in f64, then cast back
+  if (t == DType::U8 || t == DType::I32 || t == DType::I64) return int_pow(cast(t), o.cast(t));
+  DType ft = is_float(t) ? t : DType::F64;  // bool powers compute in f64, then cast back
   Tensor a = cast(ft), b = o.cast(ft);
   Shape out = broadcast_shapes(a.shape(), b.shape());
   a = a.expand(out);

@@ -119,6 +119,14 @@ Tensor Tensor::linspace(double start, double stop, int64_t n, DType dtype, std::
   return from_doubles(v, {n}, dtype, dev);
 }
 
+Tensor Tensor::eye(int64_t n, int64_t m, int64_t k, DType dtype, std::optional<Device> dev) {
+  RAVEL_CHECK(n >= 0 && m >= 0, ValueError, "eye: expected n, m >= 0, got ", n, ", ", m);
+  // numpy.eye(N, M, k): ones where column == row + k (k > 0 above the diagonal, k < 0 below).
+  Tensor rows = arange(0, static_cast<double>(n), 1, DType::I64, dev).reshape({n, 1});
+  Tensor cols = arange(0, static_cast<double>(m), 1, DType::I64, dev).reshape({1, m});
+  return rows.add(full({}, static_cast<double>(k), DType::I64, dev)).eq(cols).cast(dtype);
+}
+
 Tensor Tensor::eye(int64_t n, DType dtype, std::optional<Device> dev) {
   RAVEL_CHECK(n >= 0, ValueError, "eye: expected n >= 0, got ", n);
   if (n == 0) return zeros({0, 0}, dtype, dev);

@@ -119,6 +119,16 @@ Tensor Tensor::shrink(std::vector<std::pair<int64_t, int64_t>> ranges) const {
   return any ? make_view(*this, MoveOp::Shrink, flatten_pairs(ranges), view_of(*this).shrink(ranges)) : *this;
 }
 
+Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> widths, double value) const {
+  check_defined(*this, "pad");
+  Tensor p = pad(widths);
+  if (value == 0.0 || p.shape() == shape()) return p;  // zero padding is the view itself
+  // numpy.pad(mode="constant", constant_values=value): where the data is not, the value (a where,
+  // not value * mask, so inf and NaN pad as themselves).
+  Tensor inside = Tensor::ones(shape(), DType::Bool, device()).pad(widths);
+  return where(inside, p, Tensor::full({}, value, dtype(), device()));
+}
+
 Tensor Tensor::flip(Axes axes) const {
   check_defined(*this, "flip");
   uint32_t mask = axes_mask(axes, ndim(), "flip");

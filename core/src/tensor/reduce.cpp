@@ -13,6 +13,7 @@ namespace {
 Tensor reduce(const Tensor& t, ReduceOp op, const Axes& axes, bool keepdim, const char* name) {
   check_defined(t, name);
   uint32_t mask = axes_mask(axes, t.ndim(), name);
+  if (mask == 0) return t;  // no axes (numpy's axis=()): nothing to reduce
   Tensor r = make_reduce(op, t, mask);
   if (keepdim) return r;
   Shape s;
@@ -90,7 +91,7 @@ Tensor Tensor::logsumexp(Axes axes, bool keepdim) const {
   Tensor m = shift_of(x, axes);
   Tensor r = x.sub(m).exp().sum(axes, true).log().add(m);
   if (keepdim) return r;
-  return r.squeeze(axes.all() ? Axes() : axes);
+  return r.squeeze(axes);
 }
 
 Tensor Tensor::softmax(int64_t axis) const {

@@ -1,0 +1,75 @@
+// Issue 14, section 3: an empty axis list is no axes (numpy axis=()) for every function taking
+// Axes, with Axes::every() / ravel::all_axes spelling every axis; pad with a constant value
+// (numpy.pad constant_values); eye(n, m, k) (numpy.eye). Expected values are NumPy's, written
+// out by hand from its documented semantics.
+#define BOOST_TEST_MODULE core_axes_pad_eye
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "ravel/autodiff.hpp"
+#include "ravel/ravel.hpp"
+
+using ravel::DType;
+using ravel::Shape;
+using ravel::Tensor;
+
+BOOST_AUTO_TEST_CASE(empty_axes_reduce_nothing) {
+  Tensor x = Tensor::from_vector<double>({1, -2, 3, 4, 5, -6}, {2, 3});
+  const std::vector<double> xv = x.to_vector<double>();
+  // np.sum(x, axis=()) is x itself (same shape, same values); likewise max, min, prod, mean.
+  for (auto f : {+[](const Tensor& t) { return t.sum({}); }, +[](const Tensor& t) { return t.max({}); },
+                 +[](const Tensor& t) { return t.min({}); }, +[](const Tensor& t) { return t.prod({}); },
+                 +[](const Tensor& t) { return t.mean({}); }, +[](const Tensor& t) { return t.sum({}, true); },
+                 +[](const Tensor& t) { return t.flip({}); }, +[](const Tensor& t) { return t.squeeze({}); }}) {
+    Tensor r = f(x);
+    BOOST_TEST(r.shape() == x.shape());
+    BOOST_TEST(r.to_vector<double>() == xv, boost::test_tools::per_element());
+  }
+  // np.var(x, axis=()) with ddof=0 is all zeros; logsumexp over no axes is x
+  BOOST_TEST(x.var({}, false, 0).to_vector<double>() == std::vector<double>(6, 0.0), boost::test_tools::per_element());
+  BOOST_TEST(x.logsumexp({}).to_vector<double>() == xv, boost::test_tools::tolerance(1e-12) << boost::test_tools::per_element());
+  // bool sums over no axes still count as i64 (dtype as numpy: np.sum(b, axis=()).dtype == int64)
+  std::vector<uint8_t> b = {1, 0, 1};
+  BOOST_TEST((Tensor::from_data(b.data(), DType::Bool, {3}).sum({}).dtype() == DType::I64));
+  // every axis, spelled out; and the default is still every axis
+  BOOST_TEST(x.sum(ravel::all_axes).item<double>() == 5.0);
+  BOOST_TEST(x.sum(ravel::Axes::every(), true).shape() == (Shape{1, 1}));
+  BOOST_TEST(x.sum().item<double>() == 5.0);
+  BOOST_TEST(x.flip().to_vector<double>() == (std::vector<double>{-6, 5, 4, 3, -2, 1}), boost::test_tools::per_element());
+  BOOST_TEST(Tensor::zeros({1, 3, 1}).squeeze().shape() == (Shape{3}));
+  // the gradient of a reduction over no axes is the cotangent itself
+  auto g = ravel::gradients(x.sum({}).square().sum(), {x})[0].to_vector<double>();
+  for (size_t i = 0; i < xv.size(); ++i) BOOST_TEST(g[i] == 2 * xv[i]);
+}
+
+BOOST_AUTO_TEST_CASE(pad_with_a_constant) {
+  // np.pad([[1, 2], [3, 4]], ((1, 0), (0, 2)), constant_values=7)
+  //   -> [[7 7 7 7] [1 2 7 7] [3 4 7 7]]
+  Tensor x = Tensor::from_vector<int32_t>({1, 2, 3, 4}, {2, 2});
+  Tensor p = x.pad({{1, 0}, {0, 2}}, 7);
+  BOOST_TEST(p.shape() == (Shape{3, 4}));
+  BOOST_TEST((p.dtype() == DType::I32));
+  BOOST_TEST(p.to_vector<int32_t>() == (std::vector<int32_t>{7, 7, 7, 7, 1, 2, 7, 7, 3, 4, 7, 7}),
+             boost::test_tools::per_element());
+  // -inf pads as itself (a where, not value * mask)
+  auto q = Tensor::from_vector<float>({1.f}, {1}).pad({{1, 1}}, -INFINITY).to_vector<float>();
+  BOOST_TEST((q[0] == -INFINITY && q[1] == 1.f && q[2] == -INFINITY));
+  // the gradient flows to the data only
+  Tensor f = Tensor::from_vector<double>({1, 2}, {2});
+  auto g = ravel::gradients((f.pad({{2, 1}}, 3.5) * Tensor::from_vector<double>({1, 2, 3, 4, 5}, {5})).sum(), {f})[0];
+  BOOST_TEST(g.to_vector<double>() == (std::vector<double>{3, 4}), boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(eye_n_m_k) {
+  // np.eye(3, 4, 1) -> [[0 1 0 0] [0 0 1 0] [0 0 0 1]]; np.eye(3, 2, -1) -> [[0 0] [1 0] [0 1]]
+  BOOST_TEST(Tensor::eye(3, 4, 1).to_vector<float>() == (std::vector<float>{0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}),
+             boost::test_tools::per_element());
+  Tensor e = Tensor::eye(3, 2, -1, DType::I64);
+  BOOST_TEST(e.shape() == (Shape{3, 2}));
+  BOOST_TEST(e.to_vector<int64_t>() == (std::vector<int64_t>{0, 0, 1, 0, 0, 1}), boost::test_tools::per_element());
+  BOOST_TEST(Tensor::eye(2, 3, 5).to_vector<float>() == std::vector<float>(6, 0.f), boost::test_tools::per_element());
+  BOOST_TEST(Tensor::eye(0, 3).shape() == (Shape{0, 3}));
+  BOOST_TEST(Tensor::eye(3, 3, 0).to_vector<float>() == Tensor::eye(3).to_vector<float>(), boost::test_tools::per_element());
+}
