@@ -246,3 +246,36 @@ BOOST_AUTO_TEST_CASE(argmax_nan_is_the_maximum) {
   Tensor z = Tensor::from_vector<float>({2.f, 7.f, 7.f}, {3});
   BOOST_TEST(z.argmax().item<int64_t>() == 1);  // the first of tied maxima, as before
 }
+
+BOOST_AUTO_TEST_CASE(cross_entropy_reduction_and_ignore_index) {
+  // torch.nn.functional.cross_entropy(reduction=..., ignore_index=...): per-sample losses
+  // -log softmax(logits)[t] (closed form here), 0 for an ignored target; sum; mean over the
+  // targets not ignored.
+  const std::vector<std::vector<float>> rows = {{1.f, 2.f, 0.5f}, {-1.f, 0.f, 3.f}, {0.f, 0.f, 0.f}, {2.f, -2.f, 1.f}};
+  std::vector<float> flat;
+  for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
+  Tensor logits = Tensor::from_vector<float>(flat, {4, 3});
+  Tensor t = Tensor::from_vector<int64_t>({2, -100, 1, 0}, {4});
+  std::vector<double> want = {-log_softmax_d(rows[0])[2], 0.0, -log_softmax_d(rows[2])[1], -log_softmax_d(rows[3])[0]};
+  using ravel::nn::Reduction;
+  auto none = ravel::nn::cross_entropy(logits, t, Reduction::None).to_vector<float>();
+  for (int i = 0; i < 4; ++i) BOOST_TEST(std::abs(none[i] - want[i]) <= 1e-6);
+  double sum = want[0] + want[2] + want[3];
+  BOOST_TEST(std::abs(ravel::nn::cross_entropy(logits, t, Reduction::Sum).item<float>() - sum) <= 1e-5);
+  Tensor mean = ravel::nn::cross_entropy(logits, t, Reduction::Mean);
+  BOOST_TEST(std::abs(mean.item<float>() - sum / 3) <= 1e-6);
+  // gradient: (softmax - one_hot) / 3 on kept rows, 0 on the ignored one
+  auto g = ravel::gradients(mean, {logits})[0].to_vector<float>();
+  const int tt[4] = {2, -1, 1, 0};
+  for (int i = 0; i < 4; ++i) {
+    std::vector<double> s = softmax_d(rows[i]);
+    for (int j = 0; j < 3; ++j) {
+      double w = tt[i] < 0 ? 0.0 : (s[j] - (j == tt[i] ? 1.0 : 0.0)) / 3.0;
+      BOOST_TEST(std::abs(g[i * 3 + j] - w) <= 1e-6);
+    }
+  }
+  // the two-argument form is the mean with nothing ignored
+  Tensor t2 = Tensor::from_vector<int64_t>({2, 0, 1, 0}, {4});
+  BOOST_TEST(std::abs(ravel::nn::cross_entropy(logits, t2).item<float>() -
+                      ravel::nn::cross_entropy(logits, t2, Reduction::Mean).item<float>()) <= 1e-6);
+}

@@ -72,6 +72,11 @@ class MLP : public Module {
 // Mean cross-entropy of logits [N, C] against integer targets [N]; stable for huge logits
 // (log-sum-exp with the max subtracted), like torch.nn.functional.cross_entropy.
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets);
+// torch.nn.functional.cross_entropy(logits, targets, reduction=..., ignore_index=...): targets
+// equal to ignore_index contribute 0 (None) and are left out of the sum and of the mean's count
+// (a mean over no counted target is NaN, 0/0, as in PyTorch).
+enum class Reduction { None, Sum, Mean };
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction, int64_t ignore_index = -100);
 Tensor mse_loss(const Tensor& prediction, const Tensor& target);
 
 class Optimizer {

@@ -124,6 +124,28 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   return ((logits - m).exp().sum(1).log() + (m.reshape({logits.size(0)}) - picked)).mean();
 }
 
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction, int64_t ignore_index) {
+  RAVEL_CHECK(logits.ndim() == 2 && targets.ndim() == 1 && targets.size(0) == logits.size(0), ShapeError,
+              "cross_entropy expects logits [N, C] and targets [N], got ", shape_str(logits.shape()), " and ",
+              shape_str(targets.shape()));
+  RAVEL_CHECK(!is_float(targets.dtype()), DTypeError, "cross_entropy expects integer targets, got ",
+              dtype_name(targets.dtype()));
+  // As the two-argument form, per sample; an ignored target picks nothing and is masked out with
+  // a where (so neither its value nor its gradient reaches the result).
+  Tensor m = logits.max(1, true).detach();
+  Tensor keep = targets.ne(Tensor::full({}, static_cast<double>(ignore_index), targets.dtype(), targets.device()));
+  Tensor t = Tensor::where(keep, targets, Tensor::zeros({}, targets.dtype(), targets.device()));
+  Tensor picked = (logits * t.one_hot(logits.size(1)).cast(logits.dtype())).sum(1);
+  Tensor per = (logits - m).exp().sum(1).log() + (m.reshape({logits.size(0)}) - picked);
+  per = Tensor::where(keep, per, Tensor::zeros({}, per.dtype(), per.device()));
+  switch (reduction) {
+    case Reduction::None: return per;
+    case Reduction::Sum: return per.sum();
+    case Reduction::Mean: return per.sum() / keep.sum().cast(per.dtype());
+  }
+  return per;
+}
+
 Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
   RAVEL_CHECK(prediction.shape() == target.shape(), ShapeError, "mse_loss expects equal shapes, got ",
               shape_str(prediction.shape()), " and ", shape_str(target.shape()));
