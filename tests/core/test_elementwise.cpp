@@ -271,3 +271,23 @@ BOOST_AUTO_TEST_CASE(where_with_non_bool_condition_means_nonzero) {
                  (std::vector<int64_t>{0, 11}),
              boost::test_tools::per_element());
 }
+
+BOOST_AUTO_TEST_CASE(apply_reaches_every_primitive_by_its_op_code) {
+  // Tensor::apply(RVL_OP_*) is the one generic entry a new primitive's method calls
+  // (docs/ops.md): it must agree with the named methods and reject what is not elementwise.
+  auto x = Tensor::from_vector<float>({0.25f, 1.0f, 4.0f}, {3});
+  BOOST_TEST(x.apply(RVL_OP_SQRT).to_vector<float>() == (std::vector<float>{0.5f, 1.0f, 2.0f}),
+             boost::test_tools::per_element());
+  auto i = Tensor::from_vector<int32_t>({1, 4, 9}, {3});
+  BOOST_TEST((i.apply(RVL_OP_SQRT).dtype() == DType::F32));  // float-only ops promote ints
+  BOOST_TEST(i.apply(RVL_OP_NEG).to_vector<int32_t>() == (std::vector<int32_t>{-1, -4, -9}),
+             boost::test_tools::per_element());
+  BOOST_TEST(x.apply(RVL_OP_ADD, x).to_vector<float>() == (std::vector<float>{0.5f, 2.0f, 8.0f}),
+             boost::test_tools::per_element());
+  BOOST_TEST((x.apply(RVL_OP_CMPLT, Tensor::full({3}, 2.0)).dtype() == DType::Bool));
+  BOOST_CHECK_THROW(x.apply(RVL_OP_ADD), ravel::ValueError);         // binary op, one operand
+  BOOST_CHECK_THROW(x.apply(RVL_OP_LOAD), ravel::ValueError);        // not elementwise
+  BOOST_CHECK_THROW(x.apply(RVL_OP_COUNT_), ravel::ValueError);      // not an op
+  BOOST_CHECK_THROW(x.apply(RVL_OP_SQRT, x), ravel::ValueError);     // unary op, two operands
+  BOOST_CHECK_THROW(x.apply(RVL_OP_AND, x), ravel::DTypeError);      // AND accepts no floats
+}

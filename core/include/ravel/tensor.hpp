@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "ravel/backend.h"  // RVL_OP_* codes for Tensor::apply
 #include "ravel/device.hpp"
 #include "ravel/dtype.hpp"
 #include "ravel/error.hpp"
@@ -133,6 +134,12 @@ class Tensor {
   Tensor to(const Device& device) const;
 
   // ---- elementwise primitives -------------------------------------------------------------
+  // Any elementwise primitive of the op table (RVL_OP_LIST in <ravel/backend.h>) by its ABI
+  // code: apply(RVL_OP_SQRT) is sqrt(), apply(RVL_OP_ADD, o) is add(o). A new primitive's method
+  // is one inline line here (docs/ops.md). ValueError if the op is not an elementwise one of
+  // that arity; DTypeError if it does not accept the dtype (float-only ops promote ints to f32).
+  Tensor apply(int32_t op) const;
+  Tensor apply(int32_t op, const Tensor& other) const;
   Tensor neg() const;
   Tensor recip() const;
   Tensor sqrt() const;

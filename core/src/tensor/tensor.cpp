@@ -210,6 +210,23 @@ Tensor float_unary(const Tensor& t, AluOp op) {
 }
 }  // namespace
 
+Tensor Tensor::apply(int32_t op) const {
+  RAVEL_CHECK(rvl::op_is_arithmetic(op) && op != RVL_OP_CAST && rvl::op_info(op).arity == 1,
+              ValueError, "apply: op code ", op, " is not a unary elementwise op of the op table",
+              " (expected a unary RVL_OP_* other than CAST; use cast() for casts)");
+  const AluOp a = static_cast<AluOp>(op);
+  if (rvl::op_info(op).accepts == rvl::OpAccepts::Float) return float_unary(*this, a);
+  check_defined(*this, alu_name(a));
+  check_alu_dtype(a, dtype());
+  return make_alu(a, {*this}, alu_result_dtype(a, dtype()));
+}
+
+Tensor Tensor::apply(int32_t op, const Tensor& other) const {
+  RAVEL_CHECK(rvl::op_is_arithmetic(op) && rvl::op_info(op).arity == 2, ValueError, "apply: op code ",
+              op, " is not a binary elementwise op of the op table (expected a binary RVL_OP_*)");
+  return binary(static_cast<AluOp>(op), *this, other);
+}
+
 Tensor Tensor::neg() const {
   check_alu_dtype(AluOp::NEG, dtype());
   return make_alu(AluOp::NEG, {*this}, dtype());
