@@ -3,7 +3,7 @@
 # when everything is there). Run as root, or with sudo available.
 set -euo pipefail
 
-PACKAGES=(g++ cmake make pkg-config libtbb-dev libboost-dev libboost-test-dev nlohmann-json3-dev wamerican)
+PACKAGES=(g++ cmake make pkg-config libtbb-dev libboost-dev libboost-test-dev nlohmann-json3-dev zlib1g-dev wamerican)
 # Each GPU backend lists its toolchain packages in scripts/packages-<backend>.txt (one per line).
 for list in "$(dirname "$0")"/packages-*.txt; do
   [ -f "$list" ] || continue

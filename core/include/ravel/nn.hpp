@@ -114,9 +114,10 @@ class Adam : public Optimizer {
   int64_t t_ = 0;
 };
 
-// Parameters to and from a file in Ravel's parameter format (docs/nn.md): names, dtypes,
-// shapes and little-endian data. load() checks every name, dtype and shape (ValueError naming
-// the first mismatch) before assigning anything.
+// Parameters to and from a file (docs/nn.md): a path ending in ".npz" is written as a NumPy
+// archive, one array per parameter keyed by its name (np.load opens it); any other path in
+// Ravel's own format. load() recognises either by its contents, and checks every name, dtype
+// and shape (ValueError naming the first mismatch) before assigning anything.
 void save_parameters(Module& module, const std::string& path);
 void load_parameters(Module& module, const std::string& path);
 

@@ -1,4 +1,6 @@
-// Ravel's parameter file format (docs/nn.md):
+// Parameter files (docs/nn.md). A path ending in ".npz" is a NumPy archive (ravel/io.hpp): one
+// array per parameter, keyed by its name, so `np.load("model.npz")["layers.0.weight"]` opens it.
+// Any other path gets Ravel's own format, kept for files written before .npz existed:
 //   "RAVELPAR" (8 bytes), u32 version = 1, u32 count, then per parameter:
 //   u32 name length, name bytes, u8 dtype (rvl_dtype), u8 rank, rank x i64 shape, data
 //   (row-major, little-endian, numel x dtype size).
@@ -6,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "ravel/io.hpp"
 #include "ravel/nn.hpp"
 
 namespace ravel::nn {
@@ -52,7 +55,40 @@ struct Entry {
 };
 }  // namespace
 
+namespace {
+bool ends_with_npz(const std::string& path) {
+  return path.size() >= 4 && path.compare(path.size() - 4, 4, ".npz") == 0;
+}
+
+// An .npz holds parameters by name: every parameter of the module must be there with its dtype
+// and shape, and nothing else (a key the module lacks is a different model, not a file to trust).
+void load_npz_parameters(Module& module, const std::string& path) {
+  NamedTensors arrays = load_npz(path);
+  auto params = module.named_parameters();
+  for (const auto& [key, t] : arrays) {
+    const bool known = std::any_of(params.begin(), params.end(), [&k = key](const auto& p) { return p.first == k; });
+    RAVEL_CHECK(known, ValueError, path, " holds an array '", key, "' that is not a parameter of the module");
+  }
+  std::vector<Tensor> values;
+  for (const auto& [name, p] : params) {
+    auto it = std::find_if(arrays.begin(), arrays.end(), [&n = name](const auto& a) { return a.first == n; });
+    RAVEL_CHECK(it != arrays.end(), ValueError, path, " has no array for parameter ", name);
+    RAVEL_CHECK(it->second.dtype() == p->dtype() && it->second.shape() == p->shape(), ValueError, path,
+                ": parameter ", name, " is ", dtype_name(it->second.dtype()), " ", shape_str(it->second.shape()),
+                ", the module expects ", dtype_name(p->dtype()), " ", shape_str(p->shape()));
+    values.push_back(it->second);
+  }
+  for (size_t i = 0; i < params.size(); ++i) params[i].second->assign(values[i].to(params[i].second->device()));
+}
+}  // namespace
+
 void save_parameters(Module& module, const std::string& path) {
+  if (ends_with_npz(path)) {
+    NamedTensors arrays;
+    for (auto& [name, p] : module.named_parameters()) arrays.emplace_back(name, *p);
+    save_npz(path, arrays);
+    return;
+  }
   std::ofstream out(path, std::ios::binary);
   RAVEL_CHECK(out.good(), ValueError, "cannot write parameter file ", path);
   auto params = module.named_parameters();
@@ -82,8 +118,9 @@ void load_parameters(Module& module, const std::string& path) {
   Reader r(path);
   char magic[8] = {};
   r.in.read(magic, sizeof magic);
+  if (r.in.gcount() >= 4 && magic[0] == 'P' && magic[1] == 'K') return load_npz_parameters(module, path);  // a ZIP
   RAVEL_CHECK(r.in.good() && std::memcmp(magic, kMagic, sizeof kMagic) == 0, ValueError, path,
-              " is not a Ravel parameter file (expected the magic RAVELPAR)");
+              " is not a parameter file (expected a .npz archive or the magic RAVELPAR)");
   uint32_t version = r.get<uint32_t>("the format version");
   RAVEL_CHECK(version == 1, ValueError, path, ": parameter format version ", version, ", expected 1");
   uint32_t count = r.get<uint32_t>("the parameter count");

@@ -14,6 +14,10 @@ namespace ravel::detail {
 class DeviceBuffer {
  public:
   DeviceBuffer(std::shared_ptr<LoadedPlugin> plugin, int32_t device, uint64_t bytes);
+  // Adopts `handle`, a buffer the plugin made over memory it does not own (buffer_wrap, used by
+  // DLPack import); it is freed like any other, and the plugin then releases that memory.
+  DeviceBuffer(std::shared_ptr<LoadedPlugin> plugin, int32_t device, uint64_t bytes, rvl_buffer* handle)
+      : plugin_(std::move(plugin)), device_(device), bytes_(bytes), buffer_(handle) {}
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;

@@ -40,7 +40,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 1
+#define RVL_ABI_MINOR 2
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
@@ -363,6 +363,20 @@ typedef struct rvl_backend_api {
                                     const rvl_contraction* contraction);
   /* (required) The host waits for all work on the device, on every stream. Blocks. */
   rvl_error* (*synchronize)(int32_t device);
+
+  /* ---- since 1.2: memory shared with other libraries (DLPack; docs/interop.md) */
+  /* (optional, since 1.2) The address of the buffer's first byte in its device's address space:
+   * host memory for an RVL_DEVICE_CPU device, a device pointer for a GPU. Valid until the buffer
+   * is freed; the host synchronises the device before others read through it. Never blocks. */
+  rvl_error* (*buffer_address)(const rvl_buffer* buffer, void** out);
+  /* (optional, since 1.2) A buffer over `bytes` (> 0) bytes at `address`, memory the plugin did
+   * not allocate (host memory for a CPU device, a device pointer for a GPU; aligned to at least
+   * the largest dtype it will be read as). The plugin never frees that memory: when the buffer is
+   * freed (buffer_free, or shutdown) it calls release(context) exactly once, from the freeing
+   * thread; release must not call into the plugin. On error, release is not called. The host
+   * never writes into a wrapped buffer (its memory may be read-only to it). */
+  rvl_error* (*buffer_wrap)(int32_t device, void* address, uint64_t bytes, void (*release)(void* context),
+                            void* context, rvl_buffer** out);
 } rvl_backend_api;
 
 /* The members every plugin must provide (non-NULL, within struct_size). The core's loader and
@@ -386,6 +400,7 @@ typedef struct rvl_backend_api {
   ((ptr)->struct_size >= RVL_STRUCT_SIZE(type, member))
 
 #define RVL_BACKEND_API_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_backend_api, synchronize)
+#define RVL_BACKEND_API_STRUCT_SIZE_1_2 RVL_STRUCT_SIZE(rvl_backend_api, buffer_wrap)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_device_properties, max_rank)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_1 RVL_STRUCT_SIZE(rvl_device_properties, details)
 #define RVL_PROBE_RESULT_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_probe_result, score)

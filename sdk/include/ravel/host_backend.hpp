@@ -70,6 +70,10 @@
 struct rvl_buffer {
   std::byte* data;  // NULL only when size == 0
   uint64_t size;    // bytes
+  // Set for memory someone else owns (buffer_wrap, ABI 1.2): freeing calls release(context)
+  // instead of Hooks::deallocate.
+  void (*release)(void*) = nullptr;
+  void* release_context = nullptr;
 };
 // All work completes before a call returns, so a stream only carries its device.
 struct rvl_stream {
@@ -137,6 +141,13 @@ template <class Hooks>
 class Backend {
  public:
   // ---- for the plugin's own code ------------------------------------------------------------
+  // Returns a buffer's memory to whoever owns it: the hooks' allocator, or a wrapped buffer's
+  // owner through its release callback.
+  static void give_back(const rvl_buffer* b) {
+    if (b->release) b->release(b->release_context);
+    else if (b->data) Hooks::deallocate(b->data, b->size);
+  }
+
   // Throws INVALID_ARGUMENT (naming `what`) unless `b` is a live buffer of this plugin.
   static rvl_buffer* lookup_buffer(const rvl_buffer* b, const char* what) {
     Registry& r = registry();
@@ -201,6 +212,8 @@ class Backend {
     t.execute_program = execute_program;
     t.execute_contraction = execute_contraction;
     t.synchronize = synchronize;
+    t.buffer_address = buffer_address;
+    t.buffer_wrap = buffer_wrap;
     return t;
   }
 
@@ -262,7 +275,7 @@ class Backend {
       Registry& r = registry();
       std::lock_guard<std::mutex> lock(r.mu);
       for (const rvl_buffer* b : r.buffers) {
-        if (b->data) Hooks::deallocate(b->data, b->size);
+        give_back(b);
         delete b;
       }
       for (const rvl_stream* s : r.streams) delete s;
@@ -315,8 +328,36 @@ class Backend {
         if (r.buffers.erase(buffer) == 0)
           invalid("buffer_free: not a live buffer (freed twice, or never allocated here)");
       }
-      if (buffer->data) Hooks::deallocate(buffer->data, buffer->size);
+      give_back(buffer);
       delete buffer;
+    });
+  }
+
+  // ABI 1.2: host memory is addressable as it is; wrapped memory is released, never freed.
+  static rvl_error* buffer_address(const rvl_buffer* buffer, void** out) {
+    return guard([&] {
+      check_out(out, "buffer_address");
+      *out = lookup_buffer(buffer, "buffer_address")->data;
+    });
+  }
+
+  static rvl_error* buffer_wrap(int32_t device, void* address, uint64_t bytes, void (*release)(void*),
+                                void* context, rvl_buffer** out) {
+    return guard([&] {
+      check_device(device);
+      check_out(out, "buffer_wrap");
+      require_initialized();
+      if (address == nullptr || bytes == 0) invalid("buffer_wrap: address is NULL or bytes is 0");
+      auto* b = new rvl_buffer{static_cast<std::byte*>(address), bytes, release, context};
+      try {
+        Registry& r = registry();
+        std::lock_guard<std::mutex> lock(r.mu);
+        r.buffers.insert(b);
+      } catch (...) {
+        delete b;  // release is not called on error (the ABI says so)
+        throw;
+      }
+      *out = b;
     });
   }
 

@@ -1,0 +1,212 @@
+// DLPack export and import (ravel/dlpack.hpp, docs/interop.md).
+//
+// Why here, in the runtime: sharing memory needs the device buffer itself (its address, or a
+// buffer wrapped around foreign memory), which only the runtime sees (DeviceBuffer is opaque to
+// the layers before it, Note [Layering]). The plugin side is two optional ABI 1.2 members,
+// buffer_address and buffer_wrap; a plugin without them can neither export nor share on import.
+#include <cstring>
+
+#include "graph/node.hpp"
+#include "ravel/dlpack.hpp"
+#include "ravel/runtime.hpp"
+#include "runtime/device_buffer.hpp"
+#include "tensor/internal.hpp"
+
+namespace ravel {
+
+using namespace detail;
+namespace dl = dlpack;
+
+namespace {
+
+dl::DLDataType dl_dtype(DType t) {
+  switch (t) {
+    case DType::Bool: return {dl::kDLBool, 8, 1};
+    case DType::U8: return {dl::kDLUInt, 8, 1};
+    case DType::I32: return {dl::kDLInt, 32, 1};
+    case DType::I64: return {dl::kDLInt, 64, 1};
+    case DType::F32: return {dl::kDLFloat, 32, 1};
+    case DType::F64: return {dl::kDLFloat, 64, 1};
+  }
+  return {};
+}
+
+DType ravel_dtype(dl::DLDataType t) {
+  const auto is = [&](uint8_t code, uint8_t bits) { return t.code == code && t.bits == bits && t.lanes == 1; };
+  if (is(dl::kDLBool, 8)) return DType::Bool;
+  if (is(dl::kDLUInt, 8)) return DType::U8;
+  if (is(dl::kDLInt, 32)) return DType::I32;
+  if (is(dl::kDLInt, 64)) return DType::I64;
+  if (is(dl::kDLFloat, 32)) return DType::F32;
+  if (is(dl::kDLFloat, 64)) return DType::F64;
+  throw DTypeError(concat("from_dlpack: DLPack dtype (code ", int{t.code}, ", bits ", int{t.bits}, ", lanes ", t.lanes,
+                          ") has no Ravel dtype; Ravel has bool, uint8, int32, int64, float32 and float64"));
+}
+
+// What an exported tensor keeps alive, and the arrays its DLTensor points into: one allocation
+// per export, found again through manager_ctx by the deleter.
+template <class Managed>
+struct Export {
+  Managed managed{};
+  std::shared_ptr<DeviceBuffer> buffer;
+  Shape shape;
+  std::vector<int64_t> strides;
+  static void deleter(Managed* self) { delete static_cast<Export*>(self->manager_ctx); }
+};
+
+// Fills `out` and returns the buffer to keep alive; sets *copied when padding forced a copy.
+std::shared_ptr<DeviceBuffer> describe(const Tensor& input, dl::DLTensor& out, Shape& shape,
+                                       std::vector<int64_t>& strides, bool* copied) {
+  RAVEL_CHECK(input.defined(), ValueError, "to_dlpack: the tensor is undefined");
+  Tensor t = input;
+  *copied = view_of(t).has_mask();
+  if (*copied) t = t.contiguous();  // padding has no strided form
+  auto plugin = Runtime::get().plugin_for(t.device());
+  const rvl_backend_api* api = &plugin->api();
+  rvl_device_properties props{};
+  props.struct_size = sizeof props;
+  plugin->check(api->device_properties(t.device().index(), &props), "device_properties");
+  RAVEL_CHECK(RAVEL_API_HAS(api, buffer_address) && props.kind == RVL_DEVICE_CPU, DeviceError, "to_dlpack: device ",
+              t.device().str(), " (", props.name, ") cannot share its memory: only host-memory devices whose plugin ",
+              "has buffer_address (ABI 1.2) export through DLPack; move the tensor with .to(...) to such a device first");
+  t.realize();
+  const Source src = resolve(t.node());
+  std::shared_ptr<DeviceBuffer> buffer = src.base->buffer;
+  RAVEL_CHECK(buffer != nullptr, InternalError, "to_dlpack: the tensor was realized but has no buffer");
+  plugin->check(api->synchronize(t.device().index()), "synchronize");  // consumers read right away
+  void* address = nullptr;
+  plugin->check(api->buffer_address(buffer->handle(), &address), "buffer_address");
+  shape = src.view.shape;
+  strides = src.view.strides;
+  out.device = {dl::kDLCPU, 0};
+  out.ndim = static_cast<int32_t>(shape.size());
+  out.dtype = dl_dtype(t.dtype());
+  out.shape = shape.empty() ? nullptr : shape.data();
+  out.strides = strides.empty() ? nullptr : strides.data();  // a 0-d tensor has none either way
+  // The offset goes into `data` (byte_offset 0), as NumPy does: older consumers, PyTorch 1.x
+  // among them, ignore byte_offset. An empty tensor's offset may lie outside the buffer: keep
+  // the base address then.
+  const int64_t offset = t.numel() == 0 ? 0 : src.view.offset;
+  out.data = static_cast<char*>(address) + offset * dtype_size(t.dtype());
+  out.byte_offset = 0;
+  return buffer;
+}
+
+// The elements a strided tensor addresses, as [lo, hi] in elements relative to its first one.
+std::pair<int64_t, int64_t> extent(const dl::DLTensor& t) {
+  int64_t lo = 0, hi = 0;
+  for (int32_t d = 0; d < t.ndim; ++d) {
+    const int64_t step = t.strides[d];
+    RAVEL_CHECK(step > -(int64_t{1} << 40) && step < (int64_t{1} << 40), ValueError, "from_dlpack: stride ", step,
+                " on axis ", d, " is implausible");
+    const int64_t reach = (t.shape[d] - 1) * step;
+    (reach < 0 ? lo : hi) += reach;
+  }
+  return {lo, hi};
+}
+
+// Shares or copies `t`; `release` gives the managed tensor back to its owner (exactly once).
+Tensor import(const dl::DLTensor& t, std::optional<Device> device, void (*release)(void*), void* ctx) {
+  RAVEL_CHECK(t.ndim >= 0 && t.ndim <= RVL_MAX_RANK, ShapeError, "from_dlpack: rank ", t.ndim,
+              " is outside what Ravel supports (0..", RVL_MAX_RANK, ")");
+  RAVEL_CHECK(t.ndim == 0 || t.shape != nullptr, ValueError, "from_dlpack: shape is NULL for rank ", t.ndim);
+  const dl::DLDeviceType dev = t.device.device_type;
+  RAVEL_CHECK(dev == dl::kDLCPU || dev == dl::kDLCUDAHost || dev == dl::kDLROCMHost, DeviceError,
+              "from_dlpack: DLPack device type ", static_cast<int>(dev), " (id ", t.device.device_id,
+              ") is not host memory; Ravel imports kDLCPU, kDLCUDAHost and kDLROCMHost tensors");
+  const DType dtype = ravel_dtype(t.dtype);
+  Shape shape(t.shape, t.shape + t.ndim);
+  std::vector<int64_t> strides = t.strides ? std::vector<int64_t>(t.strides, t.strides + t.ndim)
+                                           : StridedView::contiguous_strides(shape);
+  int64_t numel = 1;
+  for (int64_t s : shape) {
+    RAVEL_CHECK(s >= 0 && s < (int64_t{1} << 40), ShapeError, "from_dlpack: implausible shape ", shape_str(shape));
+    numel *= s;
+    RAVEL_CHECK(numel < (int64_t{1} << 40), ShapeError, "from_dlpack: implausible shape ", shape_str(shape));
+  }
+  const Device target = device ? *device : Runtime::get().default_device();
+  const int64_t es = dtype_size(dtype);
+  const char* first = static_cast<const char*>(t.data) + t.byte_offset;
+  RAVEL_CHECK(numel == 0 || t.data != nullptr, ValueError, "from_dlpack: data is NULL for shape ", shape_str(shape));
+  if (numel == 0) {
+    release(ctx);
+    return Tensor::zeros(shape, dtype, target);
+  }
+  const auto [lo, hi] = extent(dl::DLTensor{t.data, t.device, t.ndim, t.dtype, shape.data(), strides.data(), 0});
+  auto plugin = Runtime::get().plugin_for(target);
+  const rvl_backend_api* api = &plugin->api();
+  rvl_device_properties props{};
+  props.struct_size = sizeof props;
+  plugin->check(api->device_properties(target.index(), &props), "device_properties");
+  const bool aligned = reinterpret_cast<uintptr_t>(first) % static_cast<uintptr_t>(es) == 0;
+  if (props.kind == RVL_DEVICE_CPU && RAVEL_API_HAS(api, buffer_wrap) && aligned) {
+    const uint64_t bytes = static_cast<uint64_t>(hi - lo + 1) * static_cast<uint64_t>(es);
+    rvl_buffer* handle = nullptr;
+    plugin->check(api->buffer_wrap(target.index(), const_cast<char*>(first) + lo * es, bytes, release, ctx, &handle),
+                  "buffer_wrap");
+    // From here the plugin owns the release: the DeviceBuffer frees the handle, whatever happens.
+    auto buffer = std::make_shared<DeviceBuffer>(plugin, target.index(), bytes, handle);
+    Tensor base(make_buffer_node(dtype, {hi - lo + 1}, target, std::move(buffer)));
+    StridedView view{shape, strides, -lo, std::nullopt};
+    if (view.is_contiguous() && lo == 0 && hi + 1 == numel) return base.reshape(shape);
+    return make_view(base, MoveOp::Identity, {}, std::move(view));
+  }
+  // A copy: gather the strided elements on the host, in row-major order, then upload.
+  std::vector<char> data(static_cast<size_t>(numel * es));
+  std::vector<int64_t> index(shape.size(), 0);
+  for (int64_t n = 0; n < numel; ++n) {
+    int64_t at = 0;
+    for (size_t d = 0; d < shape.size(); ++d) at += index[d] * strides[d];
+    std::memcpy(data.data() + n * es, first + at * es, static_cast<size_t>(es));
+    for (size_t d = shape.size(); d-- > 0;) {
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+  Tensor out = Tensor::from_data(data.data(), dtype, shape, target);
+  release(ctx);
+  return out;
+}
+
+template <class Managed>
+void release_managed(void* m) {
+  auto* managed = static_cast<Managed*>(m);
+  if (managed->deleter) managed->deleter(managed);
+}
+
+}  // namespace
+
+dl::DLManagedTensorVersioned* to_dlpack_versioned(const Tensor& t) {
+  auto e = std::make_unique<Export<dl::DLManagedTensorVersioned>>();
+  bool copied = false;
+  e->buffer = describe(t, e->managed.dl_tensor, e->shape, e->strides, &copied);
+  e->managed.version = {dl::kMajorVersion, dl::kMinorVersion};
+  e->managed.flags = dl::kFlagReadOnly | (copied ? dl::kFlagIsCopied : 0);
+  e->managed.manager_ctx = e.get();
+  e->managed.deleter = &Export<dl::DLManagedTensorVersioned>::deleter;
+  return &e.release()->managed;
+}
+
+dl::DLManagedTensor* to_dlpack(const Tensor& t) {
+  auto e = std::make_unique<Export<dl::DLManagedTensor>>();
+  bool copied = false;
+  e->buffer = describe(t, e->managed.dl_tensor, e->shape, e->strides, &copied);
+  e->managed.manager_ctx = e.get();
+  e->managed.deleter = &Export<dl::DLManagedTensor>::deleter;
+  return &e.release()->managed;
+}
+
+Tensor from_dlpack(dl::DLManagedTensorVersioned* managed, std::optional<Device> device) {
+  RAVEL_CHECK(managed != nullptr, ValueError, "from_dlpack: the managed tensor is NULL");
+  // The spec: a consumer must not read anything but version and deleter of an unknown major.
+  RAVEL_CHECK(managed->version.major == dl::kMajorVersion, ValueError, "from_dlpack: DLPack major version ",
+              managed->version.major, ", Ravel reads ", dl::kMajorVersion);
+  return import(managed->dl_tensor, device, &release_managed<dl::DLManagedTensorVersioned>, managed);
+}
+
+Tensor from_dlpack(dl::DLManagedTensor* managed, std::optional<Device> device) {
+  RAVEL_CHECK(managed != nullptr, ValueError, "from_dlpack: the managed tensor is NULL");
+  return import(managed->dl_tensor, device, &release_managed<dl::DLManagedTensor>, managed);
+}
+
+}  // namespace ravel

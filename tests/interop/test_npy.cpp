@@ -1,0 +1,190 @@
+// .npy/.npz against files NumPy 1.24 wrote (tests/interop/data/make_data.py makes them; the
+// expected values below are that script's formulas recomputed here), Ravel's own files read back,
+// bad input as typed errors, and nn parameter files as .npz.
+#define BOOST_TEST_MODULE interop_npy
+#include <boost/test/unit_test.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "ravel/io.hpp"
+#include "ravel/nn.hpp"
+#include "ravel/ravel.hpp"
+
+using ravel::DType;
+using ravel::Tensor;
+namespace fs = std::filesystem;
+
+namespace {
+const fs::path kData = RAVEL_INTEROP_DATA;
+
+std::string data(const char* name) { return (kData / name).string(); }
+
+std::vector<char> bytes_of(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void write_bytes(const std::string& path, const std::vector<char>& b) {
+  std::ofstream(path, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));
+}
+std::string temp(const char* name) { return (fs::temp_directory_path() / name).string(); }
+
+// make_data.py's grid(dtype, base, step): base + step * k for k = 0..5, in the target dtype.
+template <class T>
+std::vector<T> grid(double base, double step) {
+  std::vector<T> v;
+  for (int k = 0; k < 6; ++k) v.push_back(static_cast<T>(base + step * k));
+  return v;
+}
+
+template <class E>
+bool says(const E& e, const std::string& text) {
+  BOOST_TEST_MESSAGE(e.what());
+  return std::string(e.what()).find(text) != std::string::npos;
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(reads_every_dtype_numpy_wrote) {
+  const ravel::Shape s{2, 3};
+  Tensor b = ravel::load_npy(data("bool.npy"));
+  BOOST_TEST((b.dtype() == DType::Bool && b.shape() == s));
+  BOOST_TEST(b.to_vector<uint8_t>() == (std::vector<uint8_t>{1, 0, 1, 0, 0, 1}), boost::test_tools::per_element());
+  Tensor u = ravel::load_npy(data("uint8.npy"));
+  BOOST_TEST((u.dtype() == DType::U8 && u.shape() == s));
+  BOOST_TEST(u.to_vector<uint8_t>() == (std::vector<uint8_t>{250, 251, 252, 253, 254, 255}), boost::test_tools::per_element());
+  Tensor i = ravel::load_npy(data("int32.npy"));
+  BOOST_TEST((i.dtype() == DType::I32 && i.to_vector<int32_t>() == grid<int32_t>(-3, 1e6)));
+  Tensor l = ravel::load_npy(data("int64.npy"));
+  std::vector<int64_t> want_l;
+  for (int64_t k = 0; k < 6; ++k) want_l.push_back(-(int64_t{1} << 40) + (int64_t{1} << 33) * k);
+  BOOST_TEST((l.dtype() == DType::I64 && l.to_vector<int64_t>() == want_l));
+  Tensor f = ravel::load_npy(data("float32.npy"));
+  BOOST_TEST((f.dtype() == DType::F32 && f.to_vector<float>() == grid<float>(-1.5, 0.25)));
+  Tensor d = ravel::load_npy(data("float64.npy"));
+  BOOST_TEST((d.dtype() == DType::F64 && d.to_vector<double>() == grid<double>(1e-300, 1e299)));
+}
+
+BOOST_AUTO_TEST_CASE(reads_layouts_numpy_wrote) {
+  Tensor be = ravel::load_npy(data("int32_big_endian.npy"));  // '>i4': swapped while reading
+  BOOST_TEST((be.dtype() == DType::I32 && be.to_vector<int32_t>() == grid<int32_t>(-3, 1e6)));
+  Tensor fo = ravel::load_npy(data("float64_fortran.npy"));  // same values as NumPy shows them
+  BOOST_TEST((fo.shape() == ravel::Shape{2, 3} && fo.to_vector<double>() == grid<double>(0.5, 1.0)));
+  Tensor sc = ravel::load_npy(data("scalar_f32.npy"));
+  BOOST_TEST((sc.shape().empty() && sc.item<float>() == 3.5f));
+  Tensor em = ravel::load_npy(data("empty_i64.npy"));
+  BOOST_TEST((em.shape() == ravel::Shape{0, 4} && em.dtype() == DType::I64));
+  BOOST_TEST(ravel::load_npy(data("vector_f64.npy")).to_vector<double>() == (std::vector<double>{0, 0.25, 0.5, 0.75, 1}));
+  Tensor r4 = ravel::load_npy(data("rank4_u8.npy"));
+  BOOST_TEST((r4.shape() == ravel::Shape{2, 3, 4, 5} && r4.cast(DType::I64).sum().item<int64_t>() == 119 * 120 / 2));
+}
+
+// Ravel's writer produces byte-identical files to NumPy's for every dtype and for 0-d, empty
+// and 1-D arrays (the header text, its padding to 64 bytes, and the data).
+BOOST_AUTO_TEST_CASE(writes_what_numpy_writes) {
+  for (const char* name : {"bool.npy", "uint8.npy", "int32.npy", "int64.npy", "float32.npy", "float64.npy",
+                           "scalar_f32.npy", "empty_i64.npy", "vector_f64.npy", "rank4_u8.npy"}) {
+    BOOST_TEST_CONTEXT(name) {
+      const auto want = bytes_of(data(name));
+      BOOST_TEST(ravel::to_npy_bytes(ravel::load_npy(data(name))) == want);
+    }
+  }
+  // A strided view is written in row-major order of its values: the Fortran file's values.
+  Tensor t = Tensor::from_vector<double>({0.5, 3.5, 1.5, 4.5, 2.5, 5.5}, {3, 2}).transpose();
+  BOOST_TEST(ravel::from_npy_bytes(ravel::to_npy_bytes(t)).to_vector<double>() == grid<double>(0.5, 1.0));
+  const auto path = temp("ravel_interop.npy");
+  ravel::save_npy(path, t);
+  BOOST_TEST(ravel::load_npy(path).to_vector<double>() == grid<double>(0.5, 1.0));
+}
+
+BOOST_AUTO_TEST_CASE(npz_archives) {
+  auto all = ravel::load_npz(data("all_dtypes.npz"));
+  BOOST_TEST_REQUIRE(all.size() == 6u);
+  const char* keys[] = {"bool", "uint8", "int32", "int64", "float32", "float64"};
+  for (size_t k = 0; k < 6; ++k) {
+    BOOST_TEST(all[k].first == keys[k]);
+    BOOST_TEST(ravel::to_npy_bytes(all[k].second) == bytes_of(data((std::string(keys[k]) + ".npy").c_str())));
+  }
+  // Round trip through our writer; the member bytes are NumPy's, so np.load reads them (the
+  // Python peer test opens one too).
+  const auto path = temp("ravel_interop.npz");
+  ravel::save_npz(path, all);
+  auto back = ravel::load_npz(path);
+  BOOST_TEST_REQUIRE(back.size() == 6u);
+  for (size_t k = 0; k < 6; ++k)
+    BOOST_TEST((back[k].first == keys[k] && ravel::to_npy_bytes(back[k].second) == ravel::to_npy_bytes(all[k].second)));
+  BOOST_CHECK_THROW(ravel::save_npz(path, {{"a", all[0].second}, {"a", all[1].second}}), ravel::ValueError);
+}
+
+BOOST_AUTO_TEST_CASE(compressed_npz) {
+#ifdef RAVEL_TEST_HAVE_ZLIB
+  auto c = ravel::load_npz(data("compressed.npz"));
+  BOOST_TEST_REQUIRE(c.size() == 2u);
+  BOOST_TEST((c[0].first == "a" && c[0].second.to_vector<float>() == grid<float>(-1.5, 0.25)));
+  BOOST_TEST((c[1].first == "b" && c[1].second.to_vector<int64_t>() == grid<int64_t>(7, 3)));
+#else
+  BOOST_CHECK_EXCEPTION(ravel::load_npz(data("compressed.npz")), ravel::ValueError,
+                        [](const ravel::ValueError& e) { return says(e, "zlib"); });
+#endif
+}
+
+BOOST_AUTO_TEST_CASE(bad_input_is_a_typed_error) {
+  for (const char* name : {"float16.npy", "complex64.npy", "structured.npy"})
+    BOOST_CHECK_EXCEPTION(ravel::load_npy(data(name)), ravel::DTypeError, [&](const ravel::DTypeError& e) {
+      return says(e, name);
+    });
+  const auto good = bytes_of(data("float32.npy"));
+  // Every truncation of a valid file is a ValueError, never a crash.
+  for (size_t n = 0; n < good.size(); ++n)
+    BOOST_CHECK_THROW(ravel::from_npy_bytes(std::vector<char>(good.begin(), good.begin() + static_cast<long>(n))),
+                      ravel::ValueError);
+  auto corrupt = good;
+  corrupt[0] = 'X';
+  BOOST_CHECK_EXCEPTION(ravel::from_npy_bytes(corrupt), ravel::ValueError, [](const auto& e) { return says(e, "magic"); });
+  corrupt = good;
+  corrupt[6] = 9;  // format version 9.0
+  BOOST_CHECK_EXCEPTION(ravel::from_npy_bytes(corrupt), ravel::ValueError, [](const auto& e) { return says(e, "version 9"); });
+  corrupt = good;
+  corrupt[8] = '\xFF';  // header length beyond the file
+  BOOST_CHECK_EXCEPTION(ravel::from_npy_bytes(corrupt), ravel::ValueError, [](const auto& e) { return says(e, "truncated"); });
+  corrupt = good;
+  for (size_t k = 10; k < 20; ++k) corrupt[k] = '#';  // garbage in the dict
+  BOOST_CHECK_EXCEPTION(ravel::from_npy_bytes(corrupt), ravel::ValueError, [](const auto& e) { return says(e, "malformed"); });
+  BOOST_CHECK_THROW(ravel::load_npy(temp("ravel_no_such_file.npy")), ravel::ValueError);
+
+  auto zip = bytes_of(data("all_dtypes.npz"));
+  zip[zip.size() / 2] ^= 0x5A;  // a flipped byte inside some member's data or header
+  const auto bad = temp("ravel_corrupt.npz");
+  write_bytes(bad, zip);
+  BOOST_CHECK_THROW(ravel::load_npz(bad), ravel::Error);
+  auto full = bytes_of(data("all_dtypes.npz"));
+  for (size_t n : {size_t{0}, size_t{21}, full.size() / 2, full.size() - 1}) {
+    write_bytes(bad, std::vector<char>(full.begin(), full.begin() + static_cast<long>(n)));
+    BOOST_CHECK_THROW(ravel::load_npz(bad), ravel::ValueError);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(nn_parameters_as_npz) {
+  namespace nn = ravel::nn;
+  const auto path = temp("ravel_mlp.npz");
+  nn::MLP a({4, 8, 3}, nn::Activation::Tanh, 1), b({4, 8, 3}, nn::Activation::Tanh, 2);
+  nn::save_parameters(a, path);
+  auto arrays = ravel::load_npz(path);  // an ordinary archive, keyed by parameter name
+  auto pa = a.named_parameters();
+  BOOST_TEST_REQUIRE(arrays.size() == pa.size());
+  for (size_t i = 0; i < pa.size(); ++i)
+    BOOST_TEST((arrays[i].first == pa[i].first && arrays[i].second.to_vector<float>() == pa[i].second->to_vector<float>()));
+  nn::load_parameters(b, path);
+  auto pb = b.named_parameters();
+  for (size_t i = 0; i < pa.size(); ++i) BOOST_TEST(pa[i].second->to_vector<float>() == pb[i].second->to_vector<float>());
+  BOOST_TEST(b.layers[0].weight.requires_grad());
+  nn::MLP wrong({4, 9, 3}, nn::Activation::Tanh, 1);
+  BOOST_CHECK_EXCEPTION(nn::load_parameters(wrong, path), ravel::ValueError, [](const auto& e) {
+    return says(e, "layers.0.weight") && says(e, "[4, 9]");
+  });
+  // An archive with a foreign key is refused, not half-loaded.
+  arrays.emplace_back("extra", Tensor::zeros({1}));
+  ravel::save_npz(path, arrays);
+  BOOST_CHECK_EXCEPTION(nn::load_parameters(b, path), ravel::ValueError, [](const auto& e) { return says(e, "'extra'"); });
+}
