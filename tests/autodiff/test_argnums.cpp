@@ -150,6 +150,12 @@ BOOST_AUTO_TEST_CASE(hessian_blocks_including_the_mixed_ones) {
       // One index: the diagonal block alone.
       check_values("hessian(f, 0)", ravel::hessian(f_scalar, 0)({x, y}), xx, hxx, 1e-12, 1e-12);
       check_values("hessian(f, 1)", ravel::hessian(f_scalar, 1)({x, y}), yy, hyy, 1e-12, 1e-12);
+      // A tensor output: d2g_ab/dy_c dy_d = -sin(y_b) [b=c][b=d], shaped x + y + y.
+      Shape gyy = c.xs;
+      gyy.insert(gyy.end(), {C, C});
+      std::vector<double> hg(n * C * C, 0.0);
+      for (int64_t i = 0; i < n; ++i) hg[i * C * C + (i % C) * C + i % C] = -std::sin(c.y[i % C]);
+      check_values("hessian(g, 1)", ravel::hessian(g_tensor, 1)({x, y}), gyy, hg, 1e-12, 1e-12);
       // The single-index forms compose into the mixed blocks, in both modes.
       check_values("jacfwd(grad(f, 0), 1)", ravel::jacfwd(ravel::grad(f_scalar, 0), 1)({x, y}), xy, hxy, 1e-12, 1e-12);
       check_values("jacrev(grad(f, 1), 0)", ravel::jacrev(ravel::grad(f_scalar, 1), 0)({x, y}), yx, hyx, 1e-12, 1e-12);
@@ -272,7 +278,8 @@ void expect_value_error(const std::string& what, F&& call, const std::vector<std
       BOOST_ERROR("no exception");
     } catch (const ravel::ValueError& e) {
       const std::string msg = e.what();
-      for (const auto& n : needles) BOOST_CHECK_MESSAGE(msg.find(n) != std::string::npos, "'" << msg << "' lacks '" << n << "'");
+      for (const auto& n : needles)
+        BOOST_CHECK_MESSAGE(msg.find(n) != std::string::npos, "'" << msg << "' lacks '" << n << "'");
     } catch (const std::exception& e) {
       BOOST_ERROR("wrong exception type: " << e.what());
     }
@@ -291,7 +298,8 @@ BOOST_AUTO_TEST_CASE(bad_argnums_are_value_errors) {
                      {"value_and_grad", "argnums 2", "2 arguments"});
   expect_value_error("grad(f, 0) of no arguments", [&] { ravel::grad(f_scalar, 0)({}); }, {"argnums 0", "0 arguments"});
   // Duplicates, literally or after resolving a negative index.
-  expect_value_error("grad(f, {0, 0})", [&] { ravel::grad(f_scalar, {0, 0})(xy); }, {"argument 0 twice", "2 arguments"});
+  expect_value_error("grad(f, {0, 0})", [&] { ravel::grad(f_scalar, {0, 0})(xy); },
+                     {"argument 0 twice", "2 arguments"});
   expect_value_error("jacrev(g, {1, -1})", [&] { ravel::jacrev(g_tensor, {1, -1})(xy); },
                      {"argument 1 twice", "1 and -1", "2 arguments"});
   expect_value_error("hessian(f, {-2, 0})", [&] { ravel::hessian(f_scalar, {-2, 0})(xy); }, {"twice", "2 arguments"});

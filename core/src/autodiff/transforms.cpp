@@ -34,8 +34,8 @@ Shape concat_shapes(Shape a, const Shape& b) {
 // Note [argnums]
 // The indices are resolved when the transformed function is called, against the number of
 // arguments of that call (a TensorFn does not know its arity before): Python-style negative
-// indices (as JAX's _ensure_inbounds), then no index twice, since JAX would return the same
-// block twice and a repeated index is almost always a typo for another argument.
+// indices (as JAX's _ensure_inbounds), then no index twice: a repeated index is almost always a
+// typo for another argument, and refusing it keeps one block per argument.
 std::string arguments_text(int64_t n) { return concat(n, n == 1 ? " argument" : " arguments"); }
 
 std::vector<size_t> resolve_argnums(const char* what, const std::vector<int64_t>& argnums, size_t nargs) {
@@ -69,7 +69,8 @@ std::vector<Tensor> pick(const std::vector<Tensor>& args, const std::vector<size
 
 void check_scalar(const char* what, const Tensor& y) {
   RAVEL_CHECK(y.defined() && y.numel() == 1, ShapeError, what, ": the function must return one element, got shape ",
-              y.defined() ? shape_str(y.shape()) : std::string("(undefined)"), " (use vjp or jacrev for other outputs)");
+              y.defined() ? shape_str(y.shape()) : std::string("(undefined)"),
+              " (use vjp or jacrev for other outputs)");
 }
 
 std::pair<Tensor, std::vector<Tensor>> value_and_grad_at(const char* what, const TensorFn& f,
@@ -99,7 +100,8 @@ std::vector<Tensor> jacrev_at(const char* what, const TensorFn& f, const std::ve
   for (size_t p = 0; p < idx.size(); ++p) {
     const Tensor& x = xs[idx[p]];
     Shape out = concat_shapes(y.shape(), x.shape());
-    blocks.push_back(rows[p].empty() ? Tensor::zeros(out, x.dtype(), x.device()) : Tensor::stack(rows[p], 0).reshape(out));
+    blocks.push_back(rows[p].empty() ? Tensor::zeros(out, x.dtype(), x.device())
+                                     : Tensor::stack(rows[p], 0).reshape(out));
   }
   return blocks;
 }
