@@ -150,6 +150,16 @@ BOOST_AUTO_TEST_CASE(import_negative_and_zero_strides) {
   q.shape[0] = 3;
   BOOST_TEST(ravel::from_dlpack(&q.managed).to_vector<double>() == (std::vector<double>{8, 7, 6}));
   BOOST_TEST(q.deleted == 1);
+  // Memory aligned only to its element (not to a cache line, as the plugin's own buffers are)
+  // feeds every kind of kernel, the GEMM contraction included.
+  Producer m({0, 1, 2, 3, 4, 5, 6}, {2, 3}, {});
+  m.managed.dl_tensor.data = m.memory.data() + 1;  // [[1, 2, 3], [4, 5, 6]]
+  {
+    Tensor a = ravel::from_dlpack(&m.managed);
+    BOOST_TEST(a.matmul(a.transpose()).to_vector<double>() == (std::vector<double>{14, 32, 32, 77}));
+    BOOST_TEST(a.cast(DType::F32).sum(1).to_vector<float>() == (std::vector<float>{6, 15}));
+  }
+  BOOST_TEST(m.deleted == 1);
 }
 
 BOOST_AUTO_TEST_CASE(import_copies_what_it_cannot_share) {

@@ -138,6 +138,61 @@ void error_and_buffer_cases() {
     check_ok(api().buffer_size(b.get(), &size), "buffer_size");
     expect(size == 0, "zero-byte buffer reports a size");
   });
+  // ABI 1.2's optional sharing members (DLPack in the core): a stable address, which on a CPU
+  // device holds the buffer's bytes; a wrapped buffer that reads the memory it was given and
+  // gives it back through release exactly once, never on error.
+  add_case("abi", "buffers/address", [](Measure&) {
+    if (!RVL_CONF_HAS(api(), buffer_address)) throw Skip("buffer_address is NULL (optional, since 1.2)");
+    RawBuffer b(256);
+    std::vector<uint8_t> src(256);
+    for (size_t i = 0; i < src.size(); ++i) src[i] = uint8_t(i * 5 + 1);
+    check_ok(api().buffer_write(nullptr, b.get(), 0, src.data(), src.size()), "buffer_write");
+    void *a1 = nullptr, *a2 = nullptr;
+    check_ok(api().buffer_address(b.get(), &a1), "buffer_address");
+    check_ok(api().buffer_address(b.get(), &a2), "buffer_address again");
+    expect(a1 != nullptr && a1 == a2, "buffer_address is NULL or not stable");
+    rvl_device_properties p{};
+    p.struct_size = sizeof p;
+    check_ok(api().device_properties(dev(), &p), "device_properties");
+    if (p.kind == RVL_DEVICE_CPU) {
+      check_ok(api().synchronize(dev()), "synchronize");
+      expect(std::memcmp(a1, src.data(), src.size()) == 0, "a CPU buffer's address does not hold its bytes");
+    }
+    check_error(api().buffer_address(b.get(), nullptr), RVL_STATUS_INVALID_ARGUMENT, "buffer_address into NULL");
+    check_error(api().buffer_address(nullptr, &a1), RVL_STATUS_INVALID_ARGUMENT, "buffer_address(NULL)");
+  });
+  add_case("abi", "buffers/wrap", [](Measure&) {
+    if (!RVL_CONF_HAS(api(), buffer_wrap)) throw Skip("buffer_wrap is NULL (optional, since 1.2)");
+    rvl_device_properties p{};
+    p.struct_size = sizeof p;
+    check_ok(api().device_properties(dev(), &p), "device_properties");
+    if (p.kind != RVL_DEVICE_CPU) throw Skip("buffer_wrap of device memory is not exercised here");
+    alignas(64) static uint8_t host[128];
+    for (size_t i = 0; i < sizeof host; ++i) host[i] = uint8_t(i * 3 + 7);
+    static int released = 0;
+    released = 0;
+    void (*release)(void*) = [](void* counter) { ++*static_cast<int*>(counter); };
+    rvl_buffer* b = nullptr;
+    check_ok(api().buffer_wrap(dev(), host, sizeof host, release, &released, &b), "buffer_wrap");
+    uint64_t size = 0;
+    check_ok(api().buffer_size(b, &size), "buffer_size");
+    expect(size == sizeof host, "a wrapped buffer reports " + std::to_string(size) + " bytes");
+    uint8_t back[64] = {};
+    check_ok(api().buffer_read(nullptr, b, 32, back, sizeof back), "buffer_read");
+    expect(std::memcmp(back, host + 32, sizeof back) == 0, "a wrapped buffer reads other bytes");
+    expect(released == 0, "release called before the buffer was freed");
+    check_ok(api().buffer_free(b), "buffer_free");
+    expect(released == 1, "release called " + std::to_string(released) + " times, expected once");
+    check_error(api().buffer_wrap(dev(), nullptr, 16, release, &released, &b), RVL_STATUS_INVALID_ARGUMENT,
+                "buffer_wrap(NULL address)");
+    check_error(api().buffer_wrap(dev(), host, 0, release, &released, &b), RVL_STATUS_INVALID_ARGUMENT,
+                "buffer_wrap of 0 bytes");
+    check_error(api().buffer_wrap(-1, host, 16, release, &released, &b), RVL_STATUS_INVALID_ARGUMENT,
+                "buffer_wrap on device -1");
+    check_error(api().buffer_wrap(dev(), host, 16, release, &released, nullptr), RVL_STATUS_INVALID_ARGUMENT,
+                "buffer_wrap into NULL");
+    expect(released == 1, "release called for a buffer_wrap that failed");
+  });
 }
 
 void stream_and_struct_cases() {
