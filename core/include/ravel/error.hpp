@@ -31,6 +31,10 @@ class DeviceError : public Error { using Error::Error; };
 class OutOfMemoryError : public DeviceError { using DeviceError::DeviceError; };
 // A value outside the domain of an API (e.g. a negative size, an out-of-range index).
 class ValueError : public Error { using Error::Error; };
+// An index outside its bound (select/at, and the values of an index tensor given to gather,
+// one_hot, nn::Embedding or nn::cross_entropy): names the index, where it is and the bound
+// (docs/abi.md, "Indices"). A ValueError, so code that caught ValueError for select still does.
+class IndexError : public ValueError { using ValueError::ValueError; };
 // A broken invariant inside Ravel itself (a bug to report), never the user's input.
 class InternalError : public Error { using Error::Error; };
 

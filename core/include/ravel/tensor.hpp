@@ -194,7 +194,11 @@ class Tensor {
   Tensor logsumexp(Axes axes = Axes::every(), bool keepdim = false) const;
   Tensor softmax(int64_t axis = -1) const;
   Tensor log_softmax(int64_t axis = -1) const;
-  Tensor argmax(std::optional<int64_t> axis = {}, bool keepdim = false) const;  // first max, i64
+  // Index of the first maximum (minimum) over `axis` (over the flattened tensor if none), NaN
+  // counting as the maximum and as the minimum (NumPy, PyTorch). `dtype` is the index dtype:
+  // i64 (the default), i32 or u8; DTypeError for another dtype or one too small for the axis.
+  Tensor argmax(std::optional<int64_t> axis = {}, bool keepdim = false, DType dtype = DType::I64) const;
+  Tensor argmin(std::optional<int64_t> axis = {}, bool keepdim = false, DType dtype = DType::I64) const;
   Tensor cumsum(int64_t axis = 0) const;
 
   // ---- linear algebra, indexing, joining ------------------------------------------------------
@@ -202,8 +206,12 @@ class Tensor {
   // axes broadcast: (3,4,1,2) @ (1,2,3) -> (3,4,1,3).
   Tensor matmul(const Tensor& o) const;
   Tensor dot(const Tensor& o) const;  // 1-D inner product (like numpy.dot for vectors)
-  Tensor one_hot(int64_t num_classes) const;  // integer tensor -> f32 with a new last axis
-  Tensor gather(int64_t axis, const Tensor& index) const;  // like torch.gather
+  // An integer tensor -> `dtype` (any; f32 by default) with a new last axis of num_classes,
+  // like torch.nn.functional.one_hot. IndexError naming the first value outside
+  // [0, num_classes) and its position (Note [Checked indices]: realizes this tensor).
+  Tensor one_hot(int64_t num_classes, DType dtype = DType::F32) const;
+  // Like torch.gather; IndexError for an index outside [0, size of `axis`) (realizes `index`).
+  Tensor gather(int64_t axis, const Tensor& index) const;
   static Tensor concatenate(const std::vector<Tensor>& ts, int64_t axis = 0);
   static Tensor stack(const std::vector<Tensor>& ts, int64_t axis = 0);
 
@@ -265,6 +273,14 @@ RAVEL_DECLARE_BINARY_OPERATOR(!=)
 
 // Realizes several tensors in one scheduling pass (shared work is computed once).
 void realize(const std::vector<Tensor>& tensors);
+
+// Throws IndexError unless every element of the integer tensor `index` is in [0, bound) or
+// equals `ignore`, naming the first that is not (value and position), the bound, and `what` is
+// indexed, after `op`: "gather: index 5 at position [1, 0] is out of bounds for axis 1 (size 3)
+// (expected 0 <= index < 3)". Realizes `index`. gather, one_hot, nn::Embedding and
+// nn::cross_entropy call it (Note [Checked indices] in core/src/tensor/indices.cpp; docs/abi.md).
+void check_index_bounds(const Tensor& index, int64_t bound, const std::string& op, const std::string& what,
+                        std::optional<int64_t> ignore = {});
 
 // The shape two shapes broadcast to under NumPy's rules; ShapeError naming both otherwise.
 Shape broadcast_shapes(const Shape& a, const Shape& b);

@@ -4,14 +4,58 @@
 #include <cassert>
 #include <sstream>
 
+#include "ravel/error.hpp"
+
 namespace ravel::detail {
+
+namespace {
+std::string list_str(const Shape& s) {
+  std::ostringstream o;
+  o << "[";
+  for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
+  o << "]";
+  return o.str();
+}
+}  // namespace
+
+int64_t checked_numel(const Shape& shape, const char* op) {
+  for (int64_t s : shape)
+    RAVEL_CHECK(s >= 0, ShapeError, op, ": shape ", list_str(shape), " has a negative size ", s,
+                " (expected sizes >= 0)");
+  for (int64_t s : shape)
+    if (s == 0) return 0;  // {0, 1<<40, 1<<40} is a legal empty tensor
+  int64_t n = 1;
+  for (int64_t s : shape)
+    RAVEL_CHECK(!__builtin_mul_overflow(n, s, &n), ShapeError, op, ": shape ", list_str(shape),
+                " has more elements than fit in int64 (at most 2^63 - 1)");
+  return n;
+}
+
+bool fits_bytes(const Shape& shape, int64_t elem_size) {
+  int64_t n = 1;
+  for (int64_t s : shape) {
+    if (s < 0) return false;
+    if (s == 0) return true;
+  }
+  for (int64_t s : shape)
+    if (__builtin_mul_overflow(n, s, &n)) return false;
+  return !__builtin_mul_overflow(n, elem_size, &n);
+}
+
+int64_t checked_bytes(const Shape& shape, int64_t elem_size, const char* op) {
+  int64_t n = checked_numel(shape, op), bytes = 0;
+  RAVEL_CHECK(!__builtin_mul_overflow(n, elem_size, &bytes), ShapeError, op, ": shape ", list_str(shape), " of ",
+              elem_size, "-byte elements needs more bytes than fit in int64 (", n, " elements; at most 2^63 - 1 bytes)");
+  return bytes;
+}
 
 std::vector<int64_t> StridedView::contiguous_strides(const Shape& shape) {
   std::vector<int64_t> strides(shape.size());
   int64_t s = 1;
   for (size_t d = shape.size(); d-- > 0;) {
     strides[d] = s;
-    s *= std::max<int64_t>(shape[d], 1);
+    // Cannot overflow for a checked shape (Note [Checked sizes]); wrap rather than UB otherwise.
+    s = static_cast<int64_t>(static_cast<uint64_t>(s) * static_cast<uint64_t>(std::max<int64_t>(shape[d], 1)));
   }
   return strides;
 }

@@ -24,6 +24,20 @@ namespace ravel::detail {
 using Shape = std::vector<int64_t>;
 using Range = std::pair<int64_t, int64_t>;  // [first, second)
 
+// Note [Checked sizes]
+// Every shape a node can have passes through checked_numel/checked_bytes when the node is made
+// (creation, make_view for every movement op, make_alu for casts, the Copy and Transfer nodes
+// that keep a checked shape), so elsewhere numel() * dtype_size cannot overflow: products use
+// __builtin_mul_overflow here, and a size that does not fit int64 is a ShapeError naming `op`
+// and the shape. Negative sizes are refused by the op that takes them (ValueError in creation,
+// ShapeError in reshape/expand), before they reach here; here they are a ShapeError too.
+// The number of elements of `shape`.
+int64_t checked_numel(const Shape& shape, const char* op);
+// The bytes a contiguous buffer of `shape` with `elem_size`-byte elements needs (int64).
+int64_t checked_bytes(const Shape& shape, int64_t elem_size, const char* op);
+// Whether checked_bytes would succeed (for ops that word the error themselves).
+bool fits_bytes(const Shape& shape, int64_t elem_size);
+
 struct StridedView {
   Shape shape;
   std::vector<int64_t> strides;  // in elements; 0 (broadcast) and negative (flip) allowed

@@ -5,6 +5,8 @@
 
 namespace ravel::nn {
 
+using ravel::detail::concat;
+
 std::vector<Tensor*> Module::parameters() {
   std::vector<Tensor*> out;
   for (auto& [name, p] : named_parameters()) out.push_back(p);
@@ -46,13 +48,26 @@ Embedding::Embedding(int64_t num, int64_t dim, uint64_t seed, DType dtype) {
   weight = Tensor::randn({num, dim}, seed, dtype).requires_grad_();
 }
 
+namespace {
+// The one-hot rows of `index` over [0, n) in `dtype`, as Tensor::one_hot makes them, for indices
+// the caller has already checked under its own name (one_hot would check them again).
+Tensor checked_one_hot(const Tensor& index, int64_t n, DType dtype) {
+  Tensor classes = Tensor::arange(0, static_cast<double>(n), 1, DType::I64, index.device());
+  return index.unsqueeze(-1).cast(DType::I64).eq(classes).cast(dtype);
+}
+}  // namespace
+
 Tensor Embedding::operator()(const Tensor& indices) const {
+  // An index outside [0, num) is an IndexError naming it (Note [Checked indices]), as
+  // torch.nn.Embedding raises, instead of reading a row of zeros.
+  check_index_bounds(indices, weight.size(0), "Embedding",
+                     concat("an Embedding of ", weight.size(0), " rows (weight ", shape_str(weight.shape()), ")"));
   // A one-hot matrix product: one contraction kernel, and its gradient is the scatter-add of
   // the output gradient into the rows that were read (no special rule needed).
   // Flattened first, so it is a plain 2-D product whatever the rank of `indices`.
   Shape out = indices.shape();
   out.push_back(weight.size(1));
-  return indices.flatten().one_hot(weight.size(0)).cast(weight.dtype()).matmul(weight).reshape(out);
+  return checked_one_hot(indices.flatten(), weight.size(0), weight.dtype()).matmul(weight).reshape(out);
 }
 
 std::vector<NamedParameter> Embedding::named_parameters() { return {{"weight", &weight}}; }
@@ -119,8 +134,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
   // stop_gradient: Note [Shift without gradient] in reduce.cpp) and z = logits - m, so neither the
   // value nor the gradient (softmax - one_hot) overflows, up to logits of ±FLT_MAX; the one-hot
   // picks the target's logit and keeps the whole loss one fused reduction.
+  check_index_bounds(targets, logits.size(1), "cross_entropy",
+                     concat(logits.size(1), " classes (logits ", shape_str(logits.shape()), ")"));
   Tensor m = logits.max(1, true).detach();
-  Tensor picked = (logits * targets.one_hot(logits.size(1)).cast(logits.dtype())).sum(1);
+  Tensor picked = (logits * checked_one_hot(targets, logits.size(1), logits.dtype())).sum(1);
   return ((logits - m).exp().sum(1).log() + (m.reshape({logits.size(0)}) - picked)).mean();
 }
 
@@ -132,10 +149,12 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction redu
               dtype_name(targets.dtype()));
   // As the two-argument form, per sample; an ignored target picks nothing and is masked out with
   // a where (so neither its value nor its gradient reaches the result).
+  check_index_bounds(targets, logits.size(1), "cross_entropy",
+                     concat(logits.size(1), " classes (logits ", shape_str(logits.shape()), ")"), ignore_index);
   Tensor m = logits.max(1, true).detach();
   Tensor keep = targets.ne(Tensor::full({}, static_cast<double>(ignore_index), targets.dtype(), targets.device()));
-  Tensor t = Tensor::where(keep, targets, Tensor::zeros({}, targets.dtype(), targets.device()));
-  Tensor picked = (logits * t.one_hot(logits.size(1)).cast(logits.dtype())).sum(1);
+  // An ignored target matches no class, so its row of the one-hot is zero.
+  Tensor picked = (logits * checked_one_hot(targets, logits.size(1), logits.dtype())).sum(1);
   Tensor per = (logits - m).exp().sum(1).log() + (m.reshape({logits.size(0)}) - picked);
   per = Tensor::where(keep, per, Tensor::zeros({}, per.dtype(), per.device()));
   switch (reduction) {

@@ -1,6 +1,9 @@
 // Creation: from host data, constants, ranges, eye, and random numbers.
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
+#include <new>
 
 #include "graph/engine.hpp"
 #include "tensor/internal.hpp"
@@ -18,15 +21,45 @@ Device pick(const std::optional<Device>& dev) {
   return *dev;
 }
 
-int64_t checked_numel(const Shape& shape, const char* op) {
+// Negative sizes are a ValueError here (the creation API's contract); an element count or byte
+// size that overflows int64 a ShapeError naming the shape (Note [Checked sizes]).
+int64_t creation_numel(const Shape& shape, const char* op, DType dtype) {
   check_rank(shape.size(), op);
-  int64_t n = 1;
-  for (int64_t s : shape) {
-    RAVEL_CHECK(s >= 0, ValueError, op, ": expected sizes >= 0, got shape ", shape_str(shape));
-    n *= s;
-  }
-  return n;
+  for (int64_t s : shape) RAVEL_CHECK(s >= 0, ValueError, op, ": expected sizes >= 0, got shape ", shape_str(shape));
+  checked_bytes(shape, static_cast<int64_t>(dtype_size(dtype)), op);
+  return checked_numel(shape, op);
 }
+// Note [Host memory]: ranges and random numbers are made on the host (architecture decision 8)
+// and host data is staged before upload, so creation allocates host memory proportional to the
+// tensor. A request larger than the machine's physical memory is refused before anything is
+// allocated (overcommit would let it "succeed" and the OOM killer end the process later), and a
+// std::bad_alloc (e.g. under ulimit -v) becomes an OutOfMemoryError naming the op, the shape,
+// the bytes and the device, like a device allocation that fails.
+uint64_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : UINT64_MAX;
+}
+
+[[noreturn]] void host_oom(const char* op, const Shape& shape, DType dtype, const Device& device, uint64_t bytes,
+                           const char* why) {
+  throw OutOfMemoryError(concat(op, ": cannot allocate ", bytes, " bytes of host memory to make a tensor of shape ",
+                                shape_str(shape), " and dtype ", dtype_name(dtype), " for ", device.str(), " (", why, ")"));
+}
+
+// Runs `make` (which allocates about `host_bytes` on the host) under Note [Host memory].
+template <class F>
+Tensor on_host(const char* op, const Shape& shape, DType dtype, const Device& device, double host_bytes, F&& make) {
+  const uint64_t phys = physical_memory();
+  if (host_bytes > static_cast<double>(phys))
+    host_oom(op, shape, dtype, device, static_cast<uint64_t>(host_bytes),
+             concat("more than the ", phys, " bytes of physical memory").c_str());
+  try {
+    return make();
+  } catch (const std::bad_alloc&) {
+    host_oom(op, shape, dtype, device, static_cast<uint64_t>(host_bytes), "std::bad_alloc");
+  }
+}
+
 // Host-made values (ranges, random numbers) are converted to their dtype on the host, so the
 // device holds the final dtype and no cast runs each time they are read.
 Tensor from_doubles(const std::vector<double>& v, Shape shape, DType dtype, const std::optional<Device>& dev) {
@@ -47,24 +80,27 @@ Tensor from_doubles(const std::vector<double>& v, Shape shape, DType dtype, cons
 }  // namespace
 
 Tensor Tensor::from_data(const void* data, DType dtype, Shape shape, std::optional<Device> dev) {
-  int64_t n = checked_numel(shape, "from_data");
+  int64_t n = creation_numel(shape, "from_data", dtype);
   Device device = pick(dev);
-  uint64_t bytes = static_cast<uint64_t>(n) * dtype_size(dtype);
+  uint64_t bytes = static_cast<uint64_t>(n) * dtype_size(dtype);  // fits: checked above
   std::shared_ptr<DeviceBuffer> buffer;
   if (dtype == DType::Bool) {
     // A bool is stored as the byte 0 or 1, whatever else the caller's bytes held.
-    std::vector<uint8_t> norm(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) norm[i] = static_cast<const uint8_t*>(data)[i] != 0;
-    buffer = engine().upload(device, norm.data(), bytes);
+    on_host("from_data", shape, dtype, device, static_cast<double>(bytes), [&] {
+      std::vector<uint8_t> norm(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) norm[i] = static_cast<const uint8_t*>(data)[i] != 0;
+      buffer = engine().upload(device, norm.data(), bytes);
+      return Tensor();
+    });
   } else {
-    buffer = engine().upload(device, data, bytes);
+    buffer = engine().upload(device, data, bytes);  // a device that cannot hold it: OutOfMemoryError
   }
   return Tensor(make_buffer_node(dtype, std::move(shape), device, std::move(buffer)));
 }
 
 template <class T>
 Tensor Tensor::from_vector(const std::vector<T>& data, Shape shape, std::optional<Device> dev) {
-  int64_t n = checked_numel(shape, "from_vector");
+  int64_t n = creation_numel(shape, "from_vector", dtype_v<T>);
   RAVEL_CHECK(static_cast<int64_t>(data.size()) == n, ShapeError, "from_vector: shape ", shape_str(shape),
               " needs ", n, " elements, got ", data.size());
   if constexpr (std::is_same_v<T, bool>) {
@@ -86,7 +122,7 @@ Tensor Tensor::scalar(double value, DType dtype, std::optional<Device> dev) {
 }
 
 Tensor Tensor::full(Shape shape, double value, DType dtype, std::optional<Device> dev) {
-  checked_numel(shape, "full");
+  creation_numel(shape, "full", dtype);
   Tensor s = scalar(value, dtype, dev);
   return s.reshape(Shape(shape.size(), 1)).expand(shape);
 }
@@ -101,26 +137,37 @@ Tensor Tensor::arange(double start, double stop, double step, std::optional<DTyp
               "arange: expected finite start/stop and a finite nonzero step, got (", start, ", ", stop, ", ", step, ")");
   auto integral = [](double v) { return v == std::trunc(v); };
   DType t = dtype ? *dtype : (integral(start) && integral(stop) && integral(step) ? DType::I64 : DType::F32);
-  int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((stop - start) / step)));
+  const double count = std::max(0.0, std::ceil((stop - start) / step));
+  RAVEL_CHECK(count < 9.2e18, ShapeError, "arange(", start, ", ", stop, ", ", step, "): ", count,
+              " elements do not fit in int64 (Note [Checked sizes])");
+  const int64_t n = static_cast<int64_t>(count);
+  const Shape shape{n};
+  creation_numel(shape, "arange", t);
   // Computed on the host in f64 (exact for integers below 2^53) and uploaded once.
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * step;
-  return from_doubles(v, {n}, t, dev);
+  return on_host("arange", shape, t, pick(dev), count * (8.0 + dtype_size(t)), [&] {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * step;
+    return from_doubles(v, shape, t, dev);
+  });
 }
 Tensor Tensor::arange(int64_t stop) { return arange(0, static_cast<double>(stop)); }
 
 Tensor Tensor::linspace(double start, double stop, int64_t n, DType dtype, std::optional<Device> dev) {
   RAVEL_CHECK(n >= 0, ValueError, "linspace: expected n >= 0, got ", n);
+  creation_numel({n}, "linspace", dtype);
   // numpy.linspace: start + i * (stop - start) / (n - 1), and the last value is exactly stop.
-  std::vector<double> v(static_cast<size_t>(n));
-  double step = n > 1 ? (stop - start) / static_cast<double>(n - 1) : 0.0;
-  for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * step;
-  if (n > 1) v[n - 1] = stop;
-  return from_doubles(v, {n}, dtype, dev);
+  return on_host("linspace", {n}, dtype, pick(dev), static_cast<double>(n) * (8.0 + dtype_size(dtype)), [&] {
+    std::vector<double> v(static_cast<size_t>(n));
+    double step = n > 1 ? (stop - start) / static_cast<double>(n - 1) : 0.0;
+    for (int64_t i = 0; i < n; ++i) v[i] = start + static_cast<double>(i) * step;
+    if (n > 1) v[n - 1] = stop;
+    return from_doubles(v, {n}, dtype, dev);
+  });
 }
 
 Tensor Tensor::eye(int64_t n, int64_t m, int64_t k, DType dtype, std::optional<Device> dev) {
   RAVEL_CHECK(n >= 0 && m >= 0, ValueError, "eye: expected n, m >= 0, got ", n, ", ", m);
+  creation_numel({n, m}, "eye", dtype);  // before the ranges are made on the host
   // numpy.eye(N, M, k): ones where column == row + k (k > 0 above the diagonal, k < 0 below).
   Tensor rows = arange(0, static_cast<double>(n), 1, DType::I64, dev).reshape({n, 1});
   Tensor cols = arange(0, static_cast<double>(m), 1, DType::I64, dev).reshape({1, m});
@@ -130,33 +177,40 @@ Tensor Tensor::eye(int64_t n, int64_t m, int64_t k, DType dtype, std::optional<D
 Tensor Tensor::eye(int64_t n, DType dtype, std::optional<Device> dev) {
   RAVEL_CHECK(n >= 0, ValueError, "eye: expected n >= 0, got ", n);
   if (n == 0) return zeros({0, 0}, dtype, dev);
+  int64_t cells = 0;  // the construction below views n * (n + 1) elements
+  RAVEL_CHECK(n < INT64_MAX && !__builtin_mul_overflow(n, n + 1, &cells), ShapeError, "eye(", n,
+              "): shape [", n, ", ", n, "] has more elements than fit in int64 (at most 2^63 - 1)");
   // Tensorken's construction: [1] padded to [1, 0, ..., 0] (n+1 long), repeated n times and
   // flattened, then cut to n*n: the 1s land every n+1 elements, i.e. on the diagonal.
   return scalar(1, dtype, dev)
       .reshape({1})
       .pad({{0, n}})
       .expand({n, n + 1})
-      .reshape({n * (n + 1)})
+      .reshape({cells})
       .shrink({{0, n * n}})
       .reshape({n, n});
 }
 
 Tensor Tensor::rand(Shape shape, uint64_t seed, DType dtype, std::optional<Device> dev) {
   RAVEL_CHECK(is_float(dtype), DTypeError, "rand: expected a float dtype, got ", dtype_name(dtype));
-  int64_t n = checked_numel(shape, "rand");
-  std::vector<double> v = uniform_threefry(seed, n, dtype == DType::F64);
-  return from_doubles(v, std::move(shape), dtype, dev);
+  int64_t n = creation_numel(shape, "rand", dtype);
+  return on_host("rand", shape, dtype, pick(dev), static_cast<double>(n) * (8.0 + dtype_size(dtype)), [&] {
+    std::vector<double> v = uniform_threefry(seed, n, dtype == DType::F64);
+    return from_doubles(v, shape, dtype, dev);
+  });
 }
 
 Tensor Tensor::randn(Shape shape, uint64_t seed, DType dtype, std::optional<Device> dev) {
   RAVEL_CHECK(is_float(dtype), DTypeError, "randn: expected a float dtype, got ", dtype_name(dtype));
-  int64_t n = checked_numel(shape, "randn");
-  // Box-Muller over pairs of uniforms; 1 - u keeps the log's argument in (0, 1].
-  std::vector<double> u = uniform_threefry(seed, 2 * n, true);
-  std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i)
-    v[i] = std::sqrt(-2.0 * std::log(1.0 - u[2 * i])) * std::cos(2.0 * M_PI * u[2 * i + 1]);
-  return from_doubles(v, std::move(shape), dtype, dev);
+  int64_t n = creation_numel(shape, "randn", dtype);
+  return on_host("randn", shape, dtype, pick(dev), static_cast<double>(n) * (24.0 + dtype_size(dtype)), [&] {
+    // Box-Muller over pairs of uniforms; 1 - u keeps the log's argument in (0, 1].
+    std::vector<double> u = uniform_threefry(seed, 2 * n, true);
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      v[i] = std::sqrt(-2.0 * std::log(1.0 - u[2 * i])) * std::cos(2.0 * M_PI * u[2 * i + 1]);
+    return from_doubles(v, shape, dtype, dev);
+  });
 }
 
 }  // namespace ravel

@@ -28,6 +28,14 @@ Tensor Tensor::matmul(const Tensor& o) const {
   Shape full = batch;
   full.insert(full.end(), {m, k, n});
   check_rank(full.size(), "matmul");
+  // The [..., m, k, n] product is never materialised (a contraction), but it is a view whose
+  // size must fit (Note [Checked sizes]); say so in matmul's terms, naming both shapes.
+  Shape out_shape = batch;
+  out_shape.insert(out_shape.end(), {m, n});
+  for (const Shape* s : {&out_shape, &full})
+    RAVEL_CHECK(fits_bytes(*s, static_cast<int64_t>(dtype_size(t))), ShapeError, "matmul of ", shape_str(shape()),
+                " and ", shape_str(o.shape()), ": the ", s == &full ? "[..., m, k, n] product " : "result ",
+                shape_str(*s), " has more elements (or bytes) than fit in int64");
   Tensor prod = a.cast(t).unsqueeze(-1).expand(full).mul(b.cast(t).unsqueeze(-3).expand(full));
   Tensor r = make_reduce(ReduceOp::Sum, prod, 1u << (full.size() - 2));  // [..., m, 1, n]
   Shape out = batch;
@@ -42,14 +50,33 @@ Tensor Tensor::dot(const Tensor& o) const {
   return matmul(o);
 }
 
-Tensor Tensor::one_hot(int64_t num_classes) const {
+namespace {
+// [0, n) as i64 on `device`, for comparing with indices. Made on the host (decision 8) up to
+// 2^16 values; above, as hi * B + lo from two ranges of about sqrt(n) values, so a huge n
+// (one_hot(1 << 40)) allocates nothing while the graph is built, and realizing a result that
+// cannot fit fails as any device allocation does, with an OutOfMemoryError naming the bytes.
+Tensor class_range(int64_t n, const Device& device) {
+  if (n <= (int64_t{1} << 16)) return Tensor::arange(0, static_cast<double>(n), 1, DType::I64, device);
+  int64_t b = 1;
+  while (b * b < n) b *= 2;
+  const int64_t h = (n + b - 1) / b;
+  Tensor hi = Tensor::arange(0, static_cast<double>(h), 1, DType::I64, device).reshape({h, 1});
+  Tensor lo = Tensor::arange(0, static_cast<double>(b), 1, DType::I64, device).reshape({1, b});
+  Tensor all = hi.mul(Tensor::full({}, static_cast<double>(b), DType::I64, device)).add(lo);  // [h, b]
+  return all.reshape({h * b}).shrink({{0, n}});
+}
+}  // namespace
+
+Tensor Tensor::one_hot(int64_t num_classes, DType dtype) const {
   check_defined(*this, "one_hot");
-  RAVEL_CHECK(!is_float(dtype()), DTypeError, "one_hot expects an integer tensor, got ", dtype_name(dtype()));
+  RAVEL_CHECK(!is_float(this->dtype()), DTypeError, "one_hot expects an integer tensor, got ", dtype_name(this->dtype()));
   RAVEL_CHECK(num_classes > 0, ValueError, "one_hot expects num_classes > 0, got ", num_classes);
   Shape s = shape();
   s.push_back(num_classes);
-  Tensor classes = arange(0, static_cast<double>(num_classes), 1, DType::I64, device());
-  return unsqueeze(-1).cast(DType::I64).expand(s).eq(classes.expand(s)).cast(DType::F32);
+  checked_bytes(s, static_cast<int64_t>(dtype_size(dtype)), "one_hot");  // names the result's shape
+  check_index_bounds(*this, num_classes, "one_hot", concat(num_classes, " classes"));
+  Tensor classes = class_range(num_classes, device());
+  return unsqueeze(-1).cast(DType::I64).expand(s).eq(classes.expand(s)).cast(dtype);
 }
 
 Tensor Tensor::gather(int64_t axis, const Tensor& index) const {
@@ -66,6 +93,7 @@ Tensor Tensor::gather(int64_t axis, const Tensor& index) const {
     keep.emplace_back(0, i == d ? shape()[i] : index.shape()[i]);
   }
   int64_t n = shape()[d];
+  check_index_bounds(index, n, "gather", concat("axis ", d, " of the input ", shape_str(shape()), " (size ", n, ")"));
   // out[.., j, ..] = sum_c x[.., c, ..] * (index[.., j, ..] == c): a one-hot selection over a
   // new last axis c, so gather is differentiable with no rule of its own.
   std::vector<int64_t> order;  // move axis d last
@@ -93,7 +121,8 @@ Tensor Tensor::concatenate(const std::vector<Tensor>& ts, int64_t axis) {
       RAVEL_CHECK(i == d || t.shape()[i] == ts[0].shape()[i], ShapeError, "concatenate along axis ", d, ": shapes ",
                   shape_str(ts[0].shape()), " and ", shape_str(t.shape()), " differ on axis ", i);
     dt = promote(dt, t.dtype());
-    total += t.shape()[d];
+    RAVEL_CHECK(!__builtin_add_overflow(total, t.shape()[d], &total), ShapeError, "concatenate along axis ", d,
+                ": the sizes of axis ", d, " add up to more than fit in int64 (at ", shape_str(t.shape()), ")");
   }
   // Each piece is zero-padded to the full extent and the pieces are added: pad is free (a
   // validity range), and where pieces do not overlap the sum is exact.

@@ -39,9 +39,14 @@ Tensor Tensor::reshape(Shape shape) const {
       infer = static_cast<int64_t>(d);
     } else {
       RAVEL_CHECK(shape[d] >= 0, ShapeError, "reshape to ", shape_str(shape), ": expected sizes >= 0 or one -1");
-      known *= shape[d];
     }
   }
+  // The product of the known sizes, checked (Note [Checked sizes]): a wrapped product could
+  // otherwise equal numel() ({4, 2^62 + 2} wraps to 8).
+  Shape given;
+  for (int64_t s : shape)
+    if (s != -1) given.push_back(s);
+  known = checked_numel(given, "reshape");
   if (infer >= 0) {
     RAVEL_CHECK(known != 0 && numel() % known == 0, ShapeError, "cannot reshape ", shape_str(this->shape()), " (",
                 numel(), " elements) to ", shape_str(shape));
@@ -97,9 +102,14 @@ Tensor Tensor::pad(std::vector<std::pair<int64_t, int64_t>> widths) const {
   RAVEL_CHECK(static_cast<int64_t>(widths.size()) == ndim(), ShapeError, "pad of shape ", shape_str(shape()),
               ": expected ", ndim(), " (before, after) pairs, got ", widths.size());
   bool any = false;
-  for (auto [b, a] : widths) {
+  for (size_t d = 0; d < widths.size(); ++d) {
+    auto [b, a] = widths[d];
     RAVEL_CHECK(b >= 0 && a >= 0, ValueError, "pad: expected widths >= 0, got (", b, ", ", a,
                 ") (use shrink to cut)");
+    int64_t size = 0;
+    RAVEL_CHECK(!__builtin_add_overflow(shape()[d], b, &size) && !__builtin_add_overflow(size, a, &size), ShapeError,
+                "pad of shape ", shape_str(shape()), ": axis ", d, " padded by (", b, ", ", a,
+                ") has more elements than fit in int64");
     any = any || b || a;
   }
   return any ? make_view(*this, MoveOp::Pad, flatten_pairs(widths), view_of(*this).pad(widths)) : *this;
@@ -177,8 +187,8 @@ Tensor Tensor::select(int64_t axis, int64_t index) const {
   check_defined(*this, "select");
   int64_t d = normalize_axis(axis, ndim(), "select");
   int64_t n = shape()[d];
-  RAVEL_CHECK(index >= -n && index < n, ValueError, "index ", index, " is out of range for axis ", d,
-              " of size ", n);
+  RAVEL_CHECK(index >= -n && index < n, IndexError, "select: index ", index, " is out of range for axis ", d,
+              " of size ", n, " (expected ", -n, " <= index < ", n, ")");
   if (index < 0) index += n;
   Tensor t = slice(d, index, index + 1);
   Shape s = t.shape();

@@ -1,5 +1,6 @@
 // Tensor::realize and reading results back to the host.
 #include <cstring>
+#include <new>
 
 #include "graph/engine.hpp"
 #include "tensor/internal.hpp"
@@ -37,15 +38,30 @@ void Tensor::read_into(void* dst, DType as) const {
   engine().download(*resolve(t.node()).base->buffer, dst, static_cast<uint64_t>(t.numel()) * dtype_size(as));
 }
 
+namespace {
+// The host vector a read fills: a std::bad_alloc is an OutOfMemoryError naming the bytes, as for
+// every allocation of tensor data (Note [Host memory] in creation.cpp).
+template <class T>
+std::vector<T> host_vector(const Tensor& t) {
+  try {
+    return std::vector<T>(static_cast<size_t>(t.numel()));
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemoryError(concat("to_vector: cannot allocate ", static_cast<uint64_t>(t.numel()) * sizeof(T),
+                                  " bytes of host memory to read a tensor of shape ", shape_str(t.shape()), " from ",
+                                  t.device().str()));
+  }
+}
+}  // namespace
+
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   check_defined(*this, "to_vector");
   if constexpr (std::is_same_v<T, bool>) {
-    std::vector<uint8_t> bytes(static_cast<size_t>(numel()));
+    std::vector<uint8_t> bytes = host_vector<uint8_t>(*this);
     read_into(bytes.data(), DType::Bool);
     return std::vector<bool>(bytes.begin(), bytes.end());
   } else {
-    std::vector<T> out(static_cast<size_t>(numel()));
+    std::vector<T> out = host_vector<T>(*this);
     read_into(out.data(), dtype_v<T>);
     return out;
   }

@@ -111,24 +111,51 @@ Tensor Tensor::log_softmax(int64_t axis) const {
   return z.sub(z.exp().sum(axis, true).log());
 }
 
-Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim) const {
-  check_defined(*this, "argmax");
+namespace {
+// argmax/argmin's index dtype: an integer one that holds every index of the reduced extent.
+void check_index_dtype(DType dtype, int64_t extent, const char* op) {
+  RAVEL_CHECK(dtype == DType::I64 || dtype == DType::I32 || dtype == DType::U8, DTypeError, op,
+              ": expected an integer index dtype (i64, i32 or u8), got ", dtype_name(dtype));
+  const int64_t max = dtype == DType::U8 ? 255 : dtype == DType::I32 ? INT32_MAX : INT64_MAX;
+  RAVEL_CHECK(extent - 1 <= max, DTypeError, op, ": indices up to ", extent - 1, " do not fit in ",
+              dtype_name(dtype), " (at most ", max, ")");
+}
+}  // namespace
+
+namespace {
+// argmax of x, errors worded as `op` (argmin calls it on an order-reversed x).
+Tensor arg_best(const Tensor& x, std::optional<int64_t> axis, bool keepdim, DType dtype, const char* op) {
+  check_defined(x, op);
   if (!axis) {
-    Tensor r = flatten().argmax(0, false);
-    return keepdim ? r.reshape(Shape(ndim(), 1)) : r;
+    Tensor r = arg_best(x.flatten(), 0, false, dtype, op);
+    return keepdim ? r.reshape(Shape(x.ndim(), 1)) : r;
   }
-  int64_t d = normalize_axis(*axis, ndim(), "argmax");
-  int64_t n = shape()[d];
-  RAVEL_CHECK(n > 0, ValueError, "argmax of an empty axis (shape ", shape_str(shape()), ", axis ", d, ")");
+  int64_t d = normalize_axis(*axis, x.ndim(), op);
+  int64_t n = x.shape()[d];
+  RAVEL_CHECK(n > 0, ValueError, op, " of an empty axis (shape ", shape_str(x.shape()), ", axis ", d, ")");
+  check_index_dtype(dtype, n, op);
   // The first maximum wins: weight position i by n - i, keep the largest weight among maxima.
-  Shape s(ndim(), 1);
+  Shape s(x.ndim(), 1);
   s[d] = n;
-  Tensor weight = arange(static_cast<double>(n), 0.0, -1.0, DType::I64, device()).reshape(s);
+  Tensor weight = Tensor::arange(static_cast<double>(n), 0.0, -1.0, DType::I64, x.device()).reshape(s);
   // NaN counts as the maximum, and the first NaN wins (numpy.argmax, torch.argmax).
-  Tensor is_max = eq(max(d, true));
-  if (is_float(dtype())) is_max = is_max.logical_or(ne(*this));
-  Tensor best = where(is_max, weight.expand(shape()), zeros({}, DType::I64, device())).max(d, keepdim);
-  return scalar_like(best, static_cast<double>(n)).sub(best);
+  Tensor is_max = x.eq(x.max(d, true));
+  if (is_float(x.dtype())) is_max = is_max.logical_or(x.ne(x));
+  Tensor best = Tensor::where(is_max, weight.expand(x.shape()), Tensor::zeros({}, DType::I64, x.device())).max(d, keepdim);
+  return scalar_like(best, static_cast<double>(n)).sub(best).cast(dtype);
+}
+}  // namespace
+
+Tensor Tensor::argmax(std::optional<int64_t> axis, bool keepdim, DType dtype) const {
+  return arg_best(*this, axis, keepdim, dtype, "argmax");
+}
+
+Tensor Tensor::argmin(std::optional<int64_t> axis, bool keepdim, DType dtype) const {
+  check_defined(*this, "argmin");
+  // The argmax of an order-reversing map: -x for floats (NaN stays NaN, so it still wins, as in
+  // numpy.argmin), ~x for integers (never overflows, unlike -x at the minimum), not for bools.
+  Tensor r = is_float(this->dtype()) ? neg() : this->dtype() == DType::Bool ? logical_not() : bit_not(*this);
+  return arg_best(r, axis, keepdim, dtype, "argmin");
 }
 
 Tensor Tensor::cumsum(int64_t axis) const {

@@ -72,7 +72,27 @@ Tensor make_scalar(double value, DType dtype, const Device& device) {
   return make_const(s, dtype, device);
 }
 
+namespace {
+const char* move_name(MoveOp op) {
+  switch (op) {
+    case MoveOp::Reshape: return "reshape";
+    case MoveOp::Permute: return "permute";
+    case MoveOp::Expand: return "expand";
+    case MoveOp::Pad: return "pad";
+    case MoveOp::Shrink: return "shrink";
+    case MoveOp::Flip: return "flip";
+    case MoveOp::Subsample: return "slice";
+    case MoveOp::Identity: return "alias";
+    case MoveOp::StopGradient: return "stop_gradient";
+  }
+  return "view";
+}
+}  // namespace
+
 Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, StridedView view) {
+  // Note [Checked sizes]: every movement op's result shape is checked here, whatever the op
+  // checked itself (an expand of a scalar to {1<<40, 1<<40} is refused, not numel() == 0).
+  checked_bytes(view.shape, static_cast<int64_t>(dtype_size(t.dtype())), move_name(op));
   // An identity composition needs no node (its gradient is the identity too) unless the chain
   // carries an autodiff marker (an argument alias, a stop-gradient, a no-grad node) that
   // returning the base would drop.
@@ -118,6 +138,8 @@ Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
   proto.dtype = out;
   proto.shape = srcs[0].shape();
   proto.device = srcs[0].device();
+  // A cast to a wider dtype can make a shape's byte size overflow (Note [Checked sizes]).
+  if (dtype_size(out) > dtype_size(srcs[0].dtype())) checked_bytes(proto.shape, static_cast<int64_t>(dtype_size(out)), alu_name(op));
   for (auto& s : srcs) {
     if (!(s.device() == proto.device)) {
       // config "placement.on_mixed_devices": "copy" moves the operand to the first operand's
