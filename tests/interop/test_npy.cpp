@@ -9,6 +9,8 @@
 #include <fstream>
 #include <iterator>
 
+#include <unistd.h>
+
 #include "ravel/io.hpp"
 #include "ravel/nn.hpp"
 #include "ravel/ravel.hpp"
@@ -29,7 +31,10 @@ std::vector<char> bytes_of(const std::string& path) {
 void write_bytes(const std::string& path, const std::vector<char>& b) {
   std::ofstream(path, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));
 }
-std::string temp(const char* name) { return (fs::temp_directory_path() / name).string(); }
+// Per-process names: the suite may run twice at once (plain and sanitizer builds).
+std::string temp(const char* name) {
+  return (fs::temp_directory_path() / (std::to_string(::getpid()) + "_" + name)).string();
+}
 
 // make_data.py's grid(dtype, base, step): base + step * k for k = 0..5, in the target dtype.
 template <class T>
