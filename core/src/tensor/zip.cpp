@@ -198,7 +198,10 @@ std::vector<Member> read_archive(const std::vector<char>& bytes, const std::stri
       RAVEL_CHECK(csize == usize, ValueError, where, ": stored with ", csize, " bytes but says it holds ", usize);
       m.data.assign(bytes.data() + data, bytes.data() + data + csize);
     } else {
-      RAVEL_CHECK(usize < (uint64_t{1} << 40), ValueError, where, ": implausible size ", usize);
+      // Deflate expands at most 1032:1: a larger claimed size is a corrupt header, refused before
+      // anything is allocated for it.
+      RAVEL_CHECK(usize <= csize * 1032 + 64, ValueError, where, ": implausible size ", usize, " for ", csize,
+                  " deflated bytes");
       m.data = inflate_raw(bytes.data() + data, csize, usize, where);
     }
     const uint32_t got = crc32(m.data.data(), m.data.size());
