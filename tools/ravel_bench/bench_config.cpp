@@ -7,19 +7,23 @@
 #include <nlohmann/json.hpp>
 
 #include "config/json_check.hpp"  // the core's checker: the same error wording everywhere
+#include "config/json_input.hpp"  // and the same input bounds
 #include "ravel/device.hpp"
 #include "workloads.hpp"
 
 namespace ravel::bench {
 
 using detail::JsonChecker;
+using detail::brief_json;
+using detail::parse_json_text;
+using detail::read_json_file;
 using nlohmann::json;
 
 namespace {
 
 Size parse_size(const JsonChecker& ck, const json& v, const std::string& path, const WorkloadInfo& w) {
   std::string want = "an array of " + std::to_string(w.size_rank) + " positive integers (" + w.size_meaning + ")";
-  if (!v.is_array() || v.size() != w.size_rank) ck.fail(path, "expected " + want + ", got " + v.dump());
+  if (!v.is_array() || v.size() != w.size_rank) ck.fail(path, "expected " + want + ", got " + brief_json(v));
   Size s;
   for (size_t i = 0; i < v.size(); ++i)
     s.push_back(ck.integer(v[i], path + "[" + std::to_string(i) + "]", 1, int64_t{1} << 31));
@@ -34,10 +38,10 @@ WorkloadSpec parse_workload(const JsonChecker& ck, const json& v, const std::str
   const json* name = &v;
   if (v.is_object()) {
     ck.keys(v, path, {"name", "sizes"});
-    if (!v.contains("name")) ck.fail(path, "expected a \"name\" key naming the workload, got " + v.dump());
+    if (!v.contains("name")) ck.fail(path, "expected a \"name\" key naming the workload, got " + brief_json(v));
     name = &v["name"];
   } else if (!v.is_string()) {
-    ck.fail(path, "expected a workload name or an object {\"name\": ..., \"sizes\": [...]}, got " + v.dump());
+    ck.fail(path, "expected a workload name or an object {\"name\": ..., \"sizes\": [...]}, got " + brief_json(v));
   }
   std::string name_path = v.is_object() ? path + ".name" : path;
   spec.name = ck.choice(*name, name_path, names);
@@ -46,7 +50,7 @@ WorkloadSpec parse_workload(const JsonChecker& ck, const json& v, const std::str
     const json& sizes = v["sizes"];
     if (!sizes.is_array() || sizes.empty())
       ck.fail(path + ".sizes", "expected a non-empty array of sizes, each " + std::to_string(info.size_rank) +
-                                   " positive integers (" + info.size_meaning + "), got " + sizes.dump());
+                                   " positive integers (" + info.size_meaning + "), got " + brief_json(sizes));
     for (size_t i = 0; i < sizes.size(); ++i)
       spec.sizes.push_back(parse_size(ck, sizes[i], path + ".sizes[" + std::to_string(i) + "]", info));
   }
@@ -60,20 +64,15 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& sourc
   BenchConfig c;
   c.source = source;
   c.config_dir = dir;
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(source + ": malformed JSON: " + e.what());
-  }
-  if (!j.is_object()) ck.fail("$", "expected an object, got " + j.dump());
+  json j = parse_json_text(text, source);  // bounded depth, no duplicate keys (core/src/config)
+  if (!j.is_object()) ck.fail("$", "expected an object, got " + brief_json(j));
   if (!j.contains("bench")) ck.fail("$.bench", "missing: a ravel-bench config needs a \"bench\" section (docs/bench.md)");
   const json& b = j["bench"];
   ck.keys(b, "$.bench", {"workloads", "devices", "policies", "warmup", "repetitions", "check", "peers", "baseline",
                          "output", "peer_timeout_s", "peer_threads", "comment"});
   if (!b.contains("workloads")) ck.fail("$.bench.workloads", "missing: expected a list of workloads");
   const json& ws = b["workloads"];
-  if (!ws.is_array() || ws.empty()) ck.fail("$.bench.workloads", "expected a non-empty array of workloads, got " + ws.dump());
+  if (!ws.is_array() || ws.empty()) ck.fail("$.bench.workloads", "expected a non-empty array of workloads, got " + brief_json(ws));
   for (size_t i = 0; i < ws.size(); ++i) c.workloads.push_back(parse_workload(ck, ws[i], "$.bench.workloads[" + std::to_string(i) + "]"));
   if (b.contains("devices")) {
     c.devices = ck.strings(b["devices"], "$.bench.devices");
@@ -99,7 +98,7 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& sourc
     c.peer_threads = static_cast<int>(ck.integer(b["peer_threads"], "$.bench.peer_threads", 0, 4096));
   if (b.contains("peers")) {
     const json& ps = b["peers"];
-    if (!ps.is_array()) ck.fail("$.bench.peers", "expected an array of {\"name\", \"command\"} objects, got " + ps.dump());
+    if (!ps.is_array()) ck.fail("$.bench.peers", "expected an array of {\"name\", \"command\"} objects, got " + brief_json(ps));
     for (size_t i = 0; i < ps.size(); ++i) {
       std::string path = "$.bench.peers[" + std::to_string(i) + "]";
       ck.keys(ps[i], path, {"name", "command", "comment"});
@@ -139,11 +138,7 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& sourc
 }
 
 BenchConfig load_bench_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read config file " + path + " (expected a readable JSON file)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_bench_config(ss.str(), path, std::filesystem::absolute(path).parent_path().string());
+  return parse_bench_config(read_json_file(path), path, std::filesystem::absolute(path).parent_path().string());
 }
 
 }  // namespace ravel::bench

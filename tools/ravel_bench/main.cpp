@@ -70,7 +70,12 @@ int main(int argc, char** argv) {
                     w.unavailable.empty() ? "" : ("\n             " + w.unavailable).c_str());
       return 0;
     }
-    if (a == "--out") out_dir = value();
+    if (a == "--out") {
+      // "--out --quiet" (a forgotten folder) must not write results into a folder named "--quiet".
+      out_dir = value();
+      if (out_dir.empty() || out_dir[0] == '-')
+        return std::fprintf(stderr, "ravel-bench: --out needs a folder, got '%s' (try --help)\n", out_dir.c_str()), 2;
+    }
     else if (a == "--reps") opts.repetitions = positive("--reps", value(), 1);
     else if (a == "--warmup") opts.warmup = positive("--warmup", value(), 0);
     else if (a == "--no-peers") opts.peers = false;

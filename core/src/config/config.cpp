@@ -1,12 +1,11 @@
 #include "config/config.hpp"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "config/json_check.hpp"
+#include "config/json_input.hpp"
 #include "ravel/device.hpp"
 #include "ravel/error.hpp"
 
@@ -61,7 +60,7 @@ void parse_fusion(const JsonChecker& ck, const json& f, Config& c) {
   if (f.contains("policy")) {
     std::string name = ck.string(f["policy"], "$.fusion.policy");
     try {
-      c.fusion.policy = parse_fusion_policy(name);
+      c.fusion.policy = parse_fusion_policy(cap_text(name));  // a capped name is never valid, and echoes short
     } catch (const ConfigError& e) {
       ck.fail("$.fusion.policy", e.what());
     }
@@ -88,12 +87,7 @@ Config parse_config(const std::string& text, const std::string& source, const st
   Config c;
   c.source = source;
   JsonChecker ck(source);
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(source + ": malformed JSON: " + e.what());
-  }
+  json j = parse_json_text(text, source);  // bounded depth, no duplicate keys
   // "bench" is read (and checked) by ravel-bench; the core accepts it so that one file can
   // configure both the runtime and a benchmark run.
   ck.keys(j, "$", {"plugins", "placement", "fusion", "logging", "bench", "comment"});
@@ -105,12 +99,9 @@ Config parse_config(const std::string& text, const std::string& source, const st
 }
 
 Config load_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read config file " + path + " (expected a readable JSON file)");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text = read_json_file(path);  // at most kMaxJsonBytes
   auto dir = std::filesystem::absolute(path).parent_path().string();
-  return parse_config(ss.str(), path, dir);
+  return parse_config(text, path, dir);
 }
 
 std::string config_to_json(const Config& c) {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "config/json_input.hpp"
 #include "ravel/error.hpp"
 
 namespace ravel::detail {
@@ -49,27 +50,28 @@ class JsonChecker {
   explicit JsonChecker(std::string source) : source_(std::move(source)) {}
   const std::string& source() const { return source_; }
 
+  // `msg` is capped too: messages from elsewhere (Device::parse, fusion policies) echo the value.
   [[noreturn]] void fail(const std::string& path, const std::string& msg) const {
-    throw ConfigError(source_ + ": " + path + ": " + msg);
+    throw ConfigError(source_ + ": " + cap_text(path) + ": " + cap_text(msg, 4 * kMaxEchoChars));
   }
   // `obj` must be an object whose keys are all in `known` (else "unknown key (did you mean ...)").
   void keys(const nlohmann::json& obj, const std::string& path, const std::vector<std::string>& known) const {
-    if (!obj.is_object()) fail(path, "expected an object, got " + obj.dump());
+    if (!obj.is_object()) fail(path, "expected an object, got " + brief_json(obj));
     for (const auto& [key, value] : obj.items()) {
       if (std::find(known.begin(), known.end(), key) != known.end()) continue;
       std::string best = closest_name(key, known);
-      fail(path + "." + key, "unknown key" + (best.empty() ? "" : " (did you mean \"" + best + "\"?)") +
+      fail(path + "." + cap_text(key, 64), "unknown key" + (best.empty() ? "" : " (did you mean \"" + best + "\"?)") +
                                  "; expected one of: " + join_names(known));
     }
   }
   std::vector<std::string> strings(const nlohmann::json& v, const std::string& path) const {
-    if (!v.is_array()) fail(path, "expected an array of strings, got " + v.dump());
+    if (!v.is_array()) fail(path, "expected an array of strings, got " + brief_json(v));
     std::vector<std::string> out;
     for (size_t i = 0; i < v.size(); ++i) out.push_back(string(v[i], path + "[" + std::to_string(i) + "]"));
     return out;
   }
   std::string string(const nlohmann::json& v, const std::string& path) const {
-    if (!v.is_string()) fail(path, "expected a string, got " + v.dump());
+    if (!v.is_string()) fail(path, "expected a string, got " + brief_json(v));
     return v.get<std::string>();
   }
   // A string that must be one of `choices` (with a "did you mean" for near misses).
@@ -77,16 +79,16 @@ class JsonChecker {
     std::string s = string(v, path);
     if (std::find(choices.begin(), choices.end(), s) != choices.end()) return s;
     std::string best = closest_name(s, choices);
-    fail(path, "got \"" + s + "\"" + (best.empty() ? "" : " (did you mean \"" + best + "\"?)") +
+    fail(path, "got \"" + cap_text(s) + "\"" + (best.empty() ? "" : " (did you mean \"" + best + "\"?)") +
                    "; expected one of: " + join_names(choices));
   }
   bool boolean(const nlohmann::json& v, const std::string& path) const {
-    if (!v.is_boolean()) fail(path, "expected true or false, got " + v.dump());
+    if (!v.is_boolean()) fail(path, "expected true or false, got " + brief_json(v));
     return v.get<bool>();
   }
   int64_t integer(const nlohmann::json& v, const std::string& path, int64_t lo, int64_t hi) const {
     if (!v.is_number_integer() || v.get<int64_t>() < lo || v.get<int64_t>() > hi)
-      fail(path, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + v.dump());
+      fail(path, "expected an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + brief_json(v));
     return v.get<int64_t>();
   }
 

@@ -27,6 +27,7 @@ struct Settings {
   int debug = 0;                          // RAVEL_DEBUG
   bool log_plugins = false;               // print skipped plugins (config logging or RAVEL_LOG_PLUGINS)
   bool log_placement = false;             // print how placement resolved when the runtime starts
+  std::vector<std::string> warnings;      // e.g. a missing plugin folder; printed unless logging is off/error
 };
 
 // `config_path`: the file to read ("" = RAVEL_CONFIG when `use_environment`, else the built-in

@@ -1,0 +1,176 @@
+// Hostile config input (issue 13 §4). Each case failed before the fix: deep nesting crashed (a
+// recursive dump() building the error message), /dev/zero never returned, a huge bad value was
+// echoed whole, duplicate keys were silently "last one wins", RAVEL_DEBUG=true read as 0, a missing
+// plugin folder was silent, and `ravel-bench CONFIG --out --quiet` wrote into a folder "--quiet".
+#define BOOST_TEST_MODULE config_input
+#include <boost/test/unit_test.hpp>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "config/config.hpp"
+#include "config/json_check.hpp"
+#include "config/json_input.hpp"
+#include "config/settings.hpp"
+#include "ravel/error.hpp"
+
+using namespace ravel::detail;
+using ravel::ConfigError;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The ConfigError message parse_config throws for `text` (fails the test if it does not throw).
+std::string config_error(const std::string& text) {
+  try {
+    parse_config(text, "test.json", "/tmp");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  BOOST_FAIL("expected a ConfigError for: " + text.substr(0, 100));
+  return {};
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+fs::path temp_dir() {
+  auto d = fs::temp_directory_path() / ("ravel_config_input_" + std::to_string(::getpid()));
+  fs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(deep_nesting_is_an_error_not_a_crash) {
+  // 100k nested arrays is valid JSON; before, the "expected an object" message dumped it recursively.
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  std::string msg = config_error(deep);
+  BOOST_TEST(contains(msg, "nested deeper than 256 levels"), msg);
+  BOOST_TEST(msg.size() < 300u, msg);
+  // Unclosed, and inside an object: the same error, not a parse-stack blow-up.
+  msg = config_error("{\"comment\": " + std::string(100000, '{'));
+  BOOST_TEST(contains(msg, "nested deeper"), msg);
+  // Brackets inside strings do not count.
+  BOOST_CHECK_NO_THROW(parse_config("{\"comment\": \"" + std::string(1000, '[') + "\"}", "t", "/tmp"));
+  // Up to the limit is fine (and the checker reports the deep value briefly).
+  std::string ok = "{\"comment\": " + std::string(255, '[') + std::string(255, ']') + "}";
+  BOOST_CHECK_NO_THROW(parse_config(ok, "t", "/tmp"));
+}
+
+BOOST_AUTO_TEST_CASE(echoed_values_are_capped) {
+  // 50 MB is over the size bound: a short error, before any parsing.
+  std::string msg = config_error("{\"fusion\": {\"policy\": \"" + std::string(50'000'000, 'x') + "\"}}");
+  BOOST_TEST(contains(msg, "larger than 16 MiB"), msg.substr(0, 300));
+  BOOST_TEST(msg.size() < 300u);
+  // 10 MB fits: the value is echoed with its first 200 characters only.
+  msg = config_error("{\"fusion\": {\"policy\": \"" + std::string(10'000'000, 'x') + "\"}}");
+  BOOST_TEST(msg.size() < 1500u);
+  BOOST_TEST(contains(msg, "$.fusion.policy"), msg.substr(0, 300));
+  BOOST_TEST(contains(msg, "(10000000 bytes)"), msg.substr(0, 300));
+  // A huge non-string value of the wrong type: brief_json counts without building the text.
+  std::string list = "[";
+  for (int i = 0; i < 1'000'000; ++i) list += "12345,";
+  list += "1]";
+  msg = config_error("{\"logging\": {\"plugins\": " + list + "}}");
+  BOOST_TEST(msg.size() < 600u, msg.substr(0, 600));
+  BOOST_TEST(contains(msg, "expected true or false, got [12345,12345"), msg);
+  BOOST_TEST(contains(msg, "(6000003 bytes)"), msg);  // [ + 1M x "12345," + 1 + ]
+  // Unknown keys and device names are capped too.
+  msg = config_error("{\"placement\": {\"default\": \"" + std::string(100000, 'd') + ":x\"}}");
+  BOOST_TEST(msg.size() < 1500u);
+  msg = config_error("{\"" + std::string(100000, 'k') + "\": 1}");
+  BOOST_TEST(msg.size() < 1500u);
+}
+
+BOOST_AUTO_TEST_CASE(duplicate_keys_are_errors) {
+  std::string msg = config_error(R"({"fusion": {"policy": "none", "policy": "full"}})");
+  BOOST_TEST(contains(msg, "test.json: $.fusion.policy: duplicate key"), msg);
+  msg = config_error(R"({"logging": {}, "logging": {}})");
+  BOOST_TEST(contains(msg, "$.logging: duplicate key"), msg);
+  // The path goes through arrays: the second element of bench.peers.
+  msg = config_error(R"({"bench": {"peers": [{"a": 1}, {"b": 1, "b": 2}]}})");
+  BOOST_TEST(contains(msg, "$.bench.peers[1].b: duplicate key"), msg);
+  // The same key in sibling objects is fine.
+  BOOST_CHECK_NO_THROW(parse_config(R"({"comment": [{"a": 1}, {"a": 2}], "logging": {"level": "warn"}})", "t", "/"));
+}
+
+BOOST_AUTO_TEST_CASE(files_are_read_with_a_bound) {
+  // /dev/zero never ends: the reader stops at 16 MiB and says so, within seconds.
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    load_config("/dev/zero");
+    BOOST_FAIL("expected a ConfigError");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(contains(e.what(), "larger than 16 MiB"), e.what());
+  }
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)));
+  try {
+    load_config(temp_dir().string());
+    BOOST_FAIL("expected a ConfigError");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(contains(e.what(), "it is a folder"), e.what());
+  }
+}
+
+BOOST_AUTO_TEST_CASE(environment_switches_are_strict) {
+  auto settings_with = [](auto set) {
+    Environment env;
+    set(env);
+    return load_settings("", false, env);
+  };
+  for (const char* bad : {"true", "1x", " 1", "3", "-1", "yes"}) {
+    try {
+      settings_with([&](Environment& e) { e.debug = bad; });
+      BOOST_ERROR(std::string("RAVEL_DEBUG=") + bad + " was accepted");
+    } catch (const ConfigError& e) {
+      BOOST_TEST(contains(e.what(), "RAVEL_DEBUG: expected one of 0, 1, 2"), e.what());
+    }
+    BOOST_CHECK_THROW(settings_with([&](Environment& e) { e.kernel_cache = bad; }), ConfigError);
+  }
+  BOOST_TEST(settings_with([](Environment& e) { e.debug = "2"; }).debug == 2);
+  BOOST_TEST(settings_with([](Environment& e) { e.debug = ""; }).debug == 0);
+  BOOST_TEST(!settings_with([](Environment& e) { e.kernel_cache = "0"; }).kernel_cache);
+  BOOST_TEST(settings_with([](Environment& e) { e.kernel_cache = "1"; }).kernel_cache);
+  // A 1 MB RAVEL_FUSION is not echoed whole.
+  try {
+    settings_with([](Environment& e) { e.fusion = std::string(1 << 20, 'f'); });
+    BOOST_FAIL("expected a ConfigError");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(std::string(e.what()).size() < 1500u);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(missing_plugin_folders_are_warnings_naming_them) {
+  auto dir = temp_dir();
+  std::ofstream(dir / "a_file") << "x";
+  auto cfg = dir / "paths.json";
+  std::ofstream(cfg) << R"({"plugins": {"search_paths": ["no_such_folder", "a_file", "."]}})";
+  Environment env;
+  env.plugin_path = "/no/such/env/folder:" + dir.string();
+  Settings s = load_settings(cfg.string(), true, env);
+  BOOST_TEST_REQUIRE(s.warnings.size() == 3u);
+  BOOST_TEST(contains(s.warnings[0], "/no/such/env/folder (from RAVEL_PLUGIN_PATH) does not exist"), s.warnings[0]);
+  BOOST_TEST(contains(s.warnings[1], (dir / "no_such_folder").string() + " (from plugins.search_paths"), s.warnings[1]);
+  BOOST_TEST(contains(s.warnings[2], "a_file (from plugins.search_paths in the config) is not a folder"), s.warnings[2]);
+  fs::remove_all(dir);
+}
+
+BOOST_AUTO_TEST_CASE(ravel_bench_out_needs_a_folder) {
+  auto dir = temp_dir();
+  // A tiny valid run, so that without the check the command would succeed and write results.
+  const std::string cfg = (dir / "bench.json").string();
+  std::ofstream(cfg) << R"({"bench": {"workloads": [{"name": "elementwise", "sizes": [[100]]}],
+                          "warmup": 0, "repetitions": 1, "peers": []}})";
+  auto run = [&](const std::string& args) {
+    std::string cmd = "cd " + dir.string() + " && " + RAVEL_BENCH_EXE + " " + args + " > out.txt 2>&1";
+    int st = std::system(cmd.c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  BOOST_TEST(run(cfg + " --out") == 2);
+  BOOST_TEST(run(cfg + " --out --quiet") == 2);  // before: ran, wrote results into ./--quiet
+  BOOST_TEST(!fs::exists(dir / "--quiet"));
+  fs::remove_all(dir);
+}
