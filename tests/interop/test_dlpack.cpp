@@ -59,7 +59,7 @@ struct Producer {
 BOOST_AUTO_TEST_CASE(export_contiguous_without_copying) {
   Tensor t = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
   dl::DLManagedTensorVersioned* m = ravel::to_dlpack_versioned(t);
-  BOOST_TEST((m->version.major == 1u && m->version.minor >= 0u));
+  BOOST_TEST((m->version.major == 1u && m->version.minor == dl::kMinorVersion));
   BOOST_TEST(m->flags == dl::kFlagReadOnly);  // Ravel's buffers are immutable; nothing was copied
   const dl::DLTensor& d = m->dl_tensor;
   BOOST_TEST((d.device.device_type == dl::kDLCPU && d.device.device_id == 0));
@@ -96,6 +96,11 @@ BOOST_AUTO_TEST_CASE(export_views_keeps_their_strides) {
     m->deleter(m);
   }
   whole->deleter(whole);
+  // A constant is one element seen through a broadcast: exported as such, with zero strides.
+  dl::DLManagedTensorVersioned* k = ravel::to_dlpack_versioned(Tensor::full({2, 3}, 1.5, DType::F64));
+  BOOST_TEST(std::vector<int64_t>(k->dl_tensor.strides, k->dl_tensor.strides + 2) == (std::vector<int64_t>{0, 0}));
+  BOOST_TEST(read_strided<double>(k->dl_tensor) == std::vector<double>(6, 1.5));
+  k->deleter(k);
   // Padding has no strided form: the values are copied, and the flag says so.
   dl::DLManagedTensorVersioned* p = ravel::to_dlpack_versioned(Tensor::from_vector<float>({1, 2}, {2}).pad({{1, 0}}));
   BOOST_TEST(p->flags == (dl::kFlagReadOnly | dl::kFlagIsCopied));
