@@ -152,3 +152,15 @@ BOOST_AUTO_TEST_CASE(device_errors) {
       "device index out of range",
       [&] { Tensor::zeros({2}, DType::F32, ravel::Device("tbb_cpu", 99)).to_vector<float>(); }, {{"99"}});
 }
+
+// Composites name the operation the user called, not the primitive inside them (issue 13: softmax(2)
+// said "max: axis 2", min of an empty selection said "max of an empty selection").
+BOOST_AUTO_TEST_CASE(composite_errors_name_the_users_operation) {
+  Tensor x = Tensor::ones({2, 3});
+  expect_throw<ravel::AxisError>("softmax(2)", [&] { x.softmax(2); }, {{"softmax: axis 2"}});
+  expect_throw<ravel::AxisError>("log_softmax(-3)", [&] { x.log_softmax(-3); }, {{"log_softmax: axis -3"}});
+  expect_throw<ravel::AxisError>("logsumexp(5)", [&] { x.logsumexp(5); }, {{"logsumexp: axis 5"}});
+  expect_throw<ravel::AxisError>("min(4)", [&] { x.min(4); }, {{"min: axis 4"}});
+  expect_throw<ravel::ValueError>("min of an empty selection", [&] { Tensor::ones({0, 3}).min(0); },
+                                  {{"min of an empty selection"}});
+}

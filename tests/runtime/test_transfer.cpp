@@ -60,6 +60,19 @@ BOOST_AUTO_TEST_CASE(mixed_devices_are_an_error_by_default) {
   }
 }
 
+// A composite names itself: matmul's product is a mul inside, but the user called matmul.
+BOOST_AUTO_TEST_CASE(mixed_devices_error_names_the_users_operation) {
+  runtime_with_second_device();
+  Tensor a = Tensor::ones({2, 3}, DType::F32, kCpu);
+  Tensor b = Tensor::ones({3, 2}, DType::F32, kOther);
+  try {
+    (void)a.matmul(b);
+    BOOST_ERROR("no exception");
+  } catch (const ravel::DeviceError& e) {
+    BOOST_TEST(std::string(e.what()).rfind("matmul: operands are on different devices", 0) == 0, e.what());
+  }
+}
+
 BOOST_AUTO_TEST_CASE(mixed_devices_copy_when_the_config_says_so) {
   auto cfg = (std::filesystem::temp_directory_path() / "ravel_mixed_copy.json").string();
   std::ofstream(cfg) << R"({"placement": {"devices": ["tbb_cpu:0"], "on_mixed_devices": "copy"}})";

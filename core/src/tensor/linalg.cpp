@@ -1,4 +1,5 @@
 // matmul, dot, one_hot, gather, concatenate, stack — composites over primitives.
+#include "graph/engine.hpp"
 #include "tensor/internal.hpp"
 
 namespace ravel {
@@ -13,6 +14,10 @@ using namespace detail;
 Tensor Tensor::matmul(const Tensor& o) const {
   check_defined(*this, "matmul");
   check_defined(o, "matmul");
+  // The product inside is a mul: say matmul when the operands are on two devices.
+  RAVEL_CHECK(device() == o.device() || engine().copy_on_mixed_devices(), DeviceError,
+              "matmul: operands are on different devices, ", device().str(), " and ", o.device().str(),
+              " (move one with to(), or set placement.on_mixed_devices to \"copy\")");
   RAVEL_CHECK(ndim() >= 1 && o.ndim() >= 1, ShapeError, "matmul expects operands with at least 1 axis, got ",
               shape_str(shape()), " @ ", shape_str(o.shape()));
   Tensor a = ndim() == 1 ? unsqueeze(0) : *this;     // [k] -> [1, k]

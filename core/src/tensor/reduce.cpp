@@ -51,6 +51,9 @@ Tensor Tensor::max(Axes axes, bool keepdim) const {
 
 Tensor Tensor::min(Axes axes, bool keepdim) const {
   check_defined(*this, "min");
+  // Checked here so that the errors name min, not the max it is computed with.
+  RAVEL_CHECK(reduced_count(*this, axes, "min") > 0, ValueError, "min of an empty selection (shape ",
+              shape_str(shape()), "): a minimum needs at least one element");
   if (is_float(dtype())) return neg().max(axes, keepdim).neg();
   if (dtype() == DType::Bool) return reduce(*this, ReduceOp::Prod, axes, keepdim, "min");  // and
   return bit_not(bit_not(*this).max(axes, keepdim));
@@ -87,6 +90,7 @@ Tensor shift_of(const Tensor& x, const Axes& axes) {
 
 Tensor Tensor::logsumexp(Axes axes, bool keepdim) const {
   check_defined(*this, "logsumexp");
+  axes_mask(axes, ndim(), "logsumexp");  // axis errors name logsumexp, not the max inside it
   Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
   Tensor m = shift_of(x, axes);
   Tensor r = x.sub(m).exp().sum(axes, true).log().add(m);
@@ -96,6 +100,7 @@ Tensor Tensor::logsumexp(Axes axes, bool keepdim) const {
 
 Tensor Tensor::softmax(int64_t axis) const {
   check_defined(*this, "softmax");
+  normalize_axis(axis, ndim(), "softmax");  // axis errors name softmax, not the max inside it
   Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
   // A plain max as the shift (no inf guard: a row with +inf is NaN either way) keeps the row
   // softmax in the kernels tests/schedule pins.
@@ -105,6 +110,7 @@ Tensor Tensor::softmax(int64_t axis) const {
 
 Tensor Tensor::log_softmax(int64_t axis) const {
   check_defined(*this, "log_softmax");
+  normalize_axis(axis, ndim(), "log_softmax");
   Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
   // (x - m) - log sum e^(x - m): never adds m back, so logits of ±1000 keep f32 accuracy.
   Tensor z = x.sub(shift_of(x, axis));
