@@ -117,8 +117,8 @@ dlpack::DLManagedTensor* to_dlpack(const Tensor& t);
 // kDLCUDAHost, kDLROCMHost) is shared, not copied, when `device` (default: the default device)
 // can wrap it (ABI 1.2 buffer_wrap) and every element is aligned to its size; strides of any sign,
 // including 0, are kept as a view. Otherwise the values are copied onto `device`. Other DLPack
-// devices are a DeviceError; dtypes other than Ravel's a DTypeError; a versioned tensor of a
-// major version other than 1 a ValueError.
+// devices are a DeviceError; dtypes other than Ravel's a DTypeError. A versioned tensor of a
+// major version other than 1 is a ValueError after Ravel called its deleter, as the spec says.
 Tensor from_dlpack(dlpack::DLManagedTensorVersioned* managed, std::optional<Device> device = {});
 Tensor from_dlpack(dlpack::DLManagedTensor* managed, std::optional<Device> device = {});
 

@@ -198,9 +198,14 @@ dl::DLManagedTensor* to_dlpack(const Tensor& t) {
 
 Tensor from_dlpack(dl::DLManagedTensorVersioned* managed, std::optional<Device> device) {
   RAVEL_CHECK(managed != nullptr, ValueError, "from_dlpack: the managed tensor is NULL");
-  // The spec: a consumer must not read anything but version and deleter of an unknown major.
-  RAVEL_CHECK(managed->version.major == dl::kMajorVersion, ValueError, "from_dlpack: DLPack major version ",
-              managed->version.major, ", Ravel reads ", dl::kMajorVersion);
+  // The spec: of a tensor with another major version the consumer reads nothing but version and
+  // deleter, and must call the deleter (the one error after which Ravel no longer owes it back).
+  if (managed->version.major != dl::kMajorVersion) {
+    const uint32_t major = managed->version.major;
+    if (managed->deleter) managed->deleter(managed);
+    throw ValueError(concat("from_dlpack: DLPack major version ", major, ", Ravel reads ", dl::kMajorVersion,
+                            " (the tensor was given back through its deleter)"));
+  }
   return import(managed->dl_tensor, device, &release_managed<dl::DLManagedTensorVersioned>, managed);
 }
 
