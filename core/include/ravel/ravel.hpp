@@ -3,8 +3,10 @@
 
 #include "ravel/autodiff.hpp"
 #include "ravel/device.hpp"
+#include "ravel/dlpack.hpp"
 #include "ravel/dtype.hpp"
 #include "ravel/error.hpp"
+#include "ravel/io.hpp"
 #include "ravel/nn.hpp"
 #include "ravel/runtime.hpp"
 #include "ravel/schedule.hpp"
