@@ -151,7 +151,8 @@ inline nlohmann::json parse_json_text(const std::string& text, const std::string
   };
   try {
     return json::parse(text, cb);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // parse_error, but also out_of_range for a number beyond double ("1e999999"; fuzz_config).
     throw ConfigError(source + ": malformed JSON: " + cap_text(e.what(), 400));
   }
 }

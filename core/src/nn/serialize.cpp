@@ -139,18 +139,18 @@ void load_parameters(Module& module, const std::string& path) {
     RAVEL_CHECK(dt < kDTypeCount && rank <= 8, ValueError, path, ": parameter ", e.name, " has dtype code ",
                 int{dt}, " and rank ", int{rank}, ", expected a dtype code below ", kDTypeCount, " and rank <= 8");
     e.dtype = static_cast<DType>(dt);
-    int64_t n = 1;
     for (uint8_t d = 0; d < rank; ++d) {
       e.shape.push_back(r.get<int64_t>("the shape of parameter " + e.name));
       RAVEL_CHECK(e.shape.back() >= 0 && e.shape.back() < (int64_t{1} << 40), ValueError, path, ": parameter ",
                   e.name, " has size ", e.shape.back(), " on axis ", int{d}, ", expected 0 <= size < 2^40");
-      n *= e.shape.back();
     }
     const auto& [name, p] = params[i];
     RAVEL_CHECK(e.name == name && e.dtype == p->dtype() && e.shape == p->shape(), ValueError, path, ": parameter ", i,
                 " is ", e.name, " ", dtype_name(e.dtype), " ", shape_str(e.shape), ", the module expects ", name, " ",
                 dtype_name(p->dtype()), " ", shape_str(p->shape()));
-    e.data.resize(static_cast<size_t>(n * dtype_size(e.dtype)));
+    // The size comes from the module's own (checked) shape: the file's is only known equal now,
+    // and a product over up to 8 file sizes below 2^40 would overflow (fuzz_params found it).
+    e.data.resize(static_cast<size_t>(p->numel() * static_cast<int64_t>(dtype_size(e.dtype))));
     r.bytes(e.data.data(), static_cast<int64_t>(e.data.size()), "the data of parameter " + e.name);
     entries.push_back(std::move(e));
   }
