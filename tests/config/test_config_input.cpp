@@ -11,6 +11,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "config/config.hpp"
 #include "config/json_check.hpp"
 #include "config/json_input.hpp"
@@ -172,5 +174,32 @@ BOOST_AUTO_TEST_CASE(ravel_bench_out_needs_a_folder) {
   BOOST_TEST(run(cfg + " --out") == 2);
   BOOST_TEST(run(cfg + " --out --quiet") == 2);  // before: ran, wrote results into ./--quiet
   BOOST_TEST(!fs::exists(dir / "--quiet"));
+  fs::remove_all(dir);
+}
+
+// A peer that floods stderr: only the last 400 bytes are quoted (and only they are read; before,
+// ravel-bench loaded the whole file, gigabytes from a peer flooding until its time limit).
+BOOST_AUTO_TEST_CASE(ravel_bench_quotes_only_the_tail_of_a_peers_stderr) {
+  auto dir = temp_dir();
+  const std::string cfg = (dir / "peer.json").string();
+  std::ofstream(cfg) << R"({"bench": {"workloads": [{"name": "elementwise", "sizes": [[100]]}],
+      "warmup": 0, "repetitions": 1, "devices": [],
+      "peers": [{"name": "noisy", "command": ["sh", "-c", "head -c 200000 /dev/zero | tr '\\000' e >&2; echo END-OF-STDERR >&2; exit 3"]}]}})";
+  std::string cmd = std::string(RAVEL_BENCH_EXE) + " " + cfg + " --peers-only --quiet --out " + (dir / "out").string() +
+                    " > " + (dir / "log.txt").string() + " 2>&1";
+  (void)std::system(cmd.c_str());
+  std::ifstream in(dir / "out" / "results.json");
+  BOOST_TEST_REQUIRE(in.good(), "no results file");
+  auto j = nlohmann::json::parse(in);
+  bool seen = false;
+  for (const auto& row : j["results"]) {
+    if (row.value("runner", "") != "noisy") continue;
+    const std::string msg = row.value("message", "");
+    seen = true;
+    BOOST_TEST(contains(msg, "peer exited with status 3"), msg);
+    BOOST_TEST(contains(msg, "END-OF-STDERR"), msg);
+    BOOST_TEST(msg.size() < 500u, msg.size());
+  }
+  BOOST_TEST(seen);
   fs::remove_all(dir);
 }

@@ -112,11 +112,15 @@ Row run_peer(const BenchConfig& config, const PeerSpec& peer, const std::string&
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   std::string err;
   {
-    std::ifstream in(err_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    err = ss.str();
-    if (err.size() > 400) err = "..." + err.substr(err.size() - 400);
+    // Only its last 400 bytes are shown, so only they are read: a peer that floods stderr until
+    // its time limit must not make ravel-bench load gigabytes.
+    std::ifstream in(err_file, std::ios::binary | std::ios::ate);
+    const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : 0;
+    const std::streamoff keep = std::min<std::streamoff>(size, 400);
+    err.resize(static_cast<size_t>(keep));
+    in.seekg(size - keep);
+    in.read(err.data(), keep);
+    if (size > keep) err = "..." + err;
     while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
   }
   std::remove(err_file.c_str());
