@@ -150,3 +150,16 @@ BOOST_AUTO_TEST_CASE(config_placement_makes_the_failing_backend_the_default) {
   BOOST_TEST((y * 3.0).sum().item<float>() == 18.0f);
   Runtime::reset(opts({}));
 }
+
+BOOST_AUTO_TEST_CASE(synchronize_waits_on_a_device_and_names_an_unknown_one) {
+  Runtime::reset(RuntimeOptions{});
+  Tensor y = (Tensor::full({1000}, 2.0) * 3.0).realize();
+  ravel::synchronize(Device::parse("tbb_cpu:0"));  // nothing left to wait for: returns
+  BOOST_TEST(y.to_vector<float>()[999] == 6.0f);
+  try {
+    ravel::synchronize(Device::parse("nosuch:0"));
+    BOOST_FAIL("synchronize on an unknown device did not throw");
+  } catch (const ravel::DeviceError& e) {
+    BOOST_TEST(std::string(e.what()).find("nosuch:0") != std::string::npos, e.what());
+  }
+}

@@ -129,4 +129,10 @@ class Runtime {
   std::vector<std::shared_ptr<detail::LoadedPlugin>> plugins_;
 };
 
+// Waits until all work queued on `device` has finished. Asynchronous backends (hip,
+// level_zero) queue kernels and return: realize() means "scheduled", reading a result waits
+// for it. Timing code calls this after the timed work (ravel-bench does, per repetition).
+// DeviceError for a device no plugin serves.
+void synchronize(const Device& device);
+
 }  // namespace ravel

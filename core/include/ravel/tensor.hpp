@@ -4,6 +4,12 @@
 // item() or printing. Movement ops (reshape, permute, expand, pad, shrink, flip, slice, ...)
 // never copy: they compose a view (see Note [Views] in core/src/graph/view.hpp). Binary and
 // ternary ops broadcast with NumPy's rules and promote dtypes as docs/dtypes.md says.
+//
+// Threads (docs/threads.md): independent tensors on different threads are safe; realizing or
+// reading a shared tensor from several threads is safe and computes it once; backward() from
+// several threads into shared leaves accumulates. Mutating one tensor concurrently (assign,
+// requires_grad_, optimizer steps on the same parameters) is the caller's race. Realizations
+// are serialised process-wide; each kernel uses every core of its backend.
 #pragma once
 
 #include <cstdint>

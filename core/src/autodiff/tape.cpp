@@ -1,6 +1,7 @@
 // The familiar (PyTorch-style) autograd API on top of gradients(): leaves that require grad,
 // backward() accumulating into them, and no-grad scopes. (Tensor::assign, which keeps a leaf's
 // autodiff state across optimizer updates, is the tensor layer's: tensor/assign.cpp.)
+#include <mutex>
 #include <unordered_set>
 
 #include "autodiff/rules.hpp"
@@ -26,6 +27,12 @@ std::vector<NodePtr> grad_leaves(const NodePtr& root) {
     for (auto& s : diff_inputs(*n)) stack.push_back(s);
   }
   return leaves;
+}
+
+// Guards every leaf's `grad` (accumulated by backward, read by grad(), dropped by zero_grad).
+std::mutex& grad_mutex() {
+  static std::mutex* m = new std::mutex;  // never destroyed: tensors may die in static teardown
+  return *m;
 }
 }  // namespace
 
@@ -54,6 +61,9 @@ void Tensor::backward(const Tensor& cotangent) const {
   std::vector<Tensor> inputs;
   for (auto& l : leaves) inputs.push_back(Tensor(l));
   std::vector<Tensor> gs = gradients(*this, inputs, cotangent);
+  // Accumulation is a read-modify-write of each leaf's gradient: backward() calls from several
+  // threads into shared leaves add up, as in PyTorch (Note [Threads] in graph/node.hpp).
+  std::lock_guard<std::mutex> lock(grad_mutex());
   std::vector<Tensor> sums;
   for (size_t i = 0; i < leaves.size(); ++i) sums.push_back(leaves[i]->grad ? Tensor(leaves[i]->grad) + gs[i] : gs[i]);
   ravel::realize(sums);  // one scheduling pass for every gradient
@@ -63,12 +73,15 @@ void Tensor::backward(const Tensor& cotangent) const {
 
 Tensor Tensor::grad() const {
   check_defined(*this, "grad");
+  std::lock_guard<std::mutex> lock(grad_mutex());
   return node_->grad ? Tensor(node_->grad) : Tensor();
 }
 
 void Tensor::zero_grad() {
   check_defined(*this, "zero_grad");
-  node_->grad.reset();
+  NodePtr old;  // released after the lock: dropping a gradient may free a whole graph
+  std::lock_guard<std::mutex> lock(grad_mutex());
+  old = std::move(node_->grad);
 }
 
 Tensor Tensor::detach() const { return stop_gradient(*this); }

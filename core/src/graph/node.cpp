@@ -107,10 +107,16 @@ Node::~Node() {
 
 NodePtr intern(Node&& proto) {
   proto.hash = structural_hash(proto);
+  // Candidates locked but not taken are released after the mutex: if another thread dropped its
+  // last handle meanwhile, ours is the last one, and ~Node takes g_mutex itself.
+  std::vector<NodePtr> seen;
   std::lock_guard<std::mutex> lock(g_mutex);
   auto [it, end] = g_table.equal_range(proto.hash);
-  for (; it != end; ++it)
-    if (NodePtr existing = it->second.lock(); existing && same_structure(*existing, proto)) return existing;
+  for (; it != end; ++it) {
+    NodePtr existing = it->second.lock();
+    if (existing && same_structure(*existing, proto)) return existing;
+    if (existing) seen.push_back(std::move(existing));
+  }
   auto node = std::make_shared<Node>(std::move(proto));
   node->id = g_next_id++;
   ++g_live;
@@ -144,6 +150,11 @@ NodePtr make_buffer_node(DType dtype, Shape shape, Device device, std::shared_pt
 Source resolve(const NodePtr& n) {
   if (n->kind == NodeKind::View) return {n->srcs[0], n->view};
   return {n, StridedView::contiguous(n->shape)};
+}
+
+std::recursive_mutex& buffer_mutex() {
+  static std::recursive_mutex* m = new std::recursive_mutex;  // never destroyed (static teardown)
+  return *m;
 }
 
 size_t live_node_count() {

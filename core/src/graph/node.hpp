@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "graph/ops.hpp"
@@ -94,6 +95,17 @@ struct Source {
   StridedView view;
 };
 Source resolve(const NodePtr& n);
+
+// Note [Threads]
+// Nodes are shared between threads: hash-consing hands two threads that build the same
+// expression the same node, so an intermediate one thread realizes may be a node another thread
+// is scheduling. Node::buffer is the only mutable realization state, and this one lock guards
+// it: realization (schedule and execute) holds it from start to end, and so do uploads and
+// downloads (which use the device's default stream, which the ABI says the host serialises).
+// It is recursive so that code holding it may call back into the engine. Node creation does not
+// take it (the intern table has its own mutex), so building graphs stays concurrent; what is
+// serialised is the work on devices, each kernel of which uses every core of its backend.
+std::recursive_mutex& buffer_mutex();
 
 // How many nodes are alive (tests use it to check that graphs are freed).
 size_t live_node_count();

@@ -15,13 +15,22 @@ class RuntimeEngine final : public Engine {
   Device default_device() override { return Runtime::get().default_device(); }
   void check_device(const Device& device) override { Runtime::get().plugin_for(device); }
   bool copy_on_mixed_devices() override { return Runtime::get().on_mixed_devices() == MixedDevices::Copy; }
+  // Copies and realizations hold the buffer lock (Note [Threads] in graph/node.hpp); allocation
+  // does not need it (the ABI makes buffer_allocate/free callable from any thread).
   std::shared_ptr<DeviceBuffer> upload(const Device& device, const void* data, uint64_t bytes) override {
     auto buffer = std::make_shared<DeviceBuffer>(Runtime::get().plugin_for(device), device.index(), bytes);
+    std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
     buffer->write(data, bytes);
     return buffer;
   }
-  void download(const DeviceBuffer& buffer, void* dst, uint64_t bytes) override { buffer.read(dst, bytes); }
-  void realize(const std::vector<NodePtr>& targets) override { realize_nodes(Runtime::get(), targets); }
+  void download(const DeviceBuffer& buffer, void* dst, uint64_t bytes) override {
+    std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
+    buffer.read(dst, bytes);
+  }
+  void realize(const std::vector<NodePtr>& targets) override {
+    std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
+    realize_nodes(Runtime::get(), targets);
+  }
 };
 
 // Never destroyed: tensors may be realized or freed during static destruction.

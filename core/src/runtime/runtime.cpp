@@ -7,6 +7,7 @@
 #include <boost/dll/runtime_symbol_info.hpp>
 
 #include "config/settings.hpp"
+#include "graph/node.hpp"
 #include "ravel/error.hpp"
 #include "runtime/loaded_plugin.hpp"
 
@@ -252,6 +253,13 @@ std::vector<DeviceRecord> Runtime::devices() const {
     }
   }
   return out;
+}
+
+void synchronize(const Device& device) {
+  auto plugin = Runtime::get().plugin_for(device);
+  // Serialised with realizations and copies (Note [Threads] in graph/node.hpp).
+  std::lock_guard<std::recursive_mutex> lock(detail::buffer_mutex());
+  plugin->check(plugin->api().synchronize(device.index()), "synchronize " + device.str());
 }
 
 }  // namespace ravel

@@ -9,6 +9,7 @@ namespace detail {
 
 NodePtr realized_leaf(const Tensor& t) {
   Tensor c = view_of(t).is_contiguous() ? t : t.contiguous();
+  std::lock_guard<std::recursive_mutex> lock(buffer_mutex());  // Note [Threads] in graph/node.hpp
   c.realize();  // a Const target gets its one-element buffer here too
   const NodePtr& base = resolve(c.node()).base;
   // A contiguous view onto a bigger base (a shrink of leading rows) starts at element 0 and

@@ -26,6 +26,7 @@ void realize(const std::vector<Tensor>& tensors) {
 
 bool Tensor::is_realized() const {
   check_defined(*this, "is_realized");
+  std::lock_guard<std::recursive_mutex> lock(buffer_mutex());  // Note [Threads]
   return resolve(node_).base->buffer != nullptr;
 }
 
@@ -34,6 +35,9 @@ void Tensor::read_into(void* dst, DType as) const {
   Tensor t = cast(as);
   if (t.numel() == 0) return;
   if (!view_of(t).is_contiguous()) t = t.contiguous();  // a copy kernel gathers the view
+  // One critical section for both, so the buffer read is the one this realization left (a
+  // target's buffer is never released, but reading the field races with other realizations).
+  std::lock_guard<std::recursive_mutex> lock(buffer_mutex());  // Note [Threads]
   engine().realize({t.node()});
   engine().download(*resolve(t.node()).base->buffer, dst, static_cast<uint64_t>(t.numel()) * dtype_size(as));
 }

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# ThreadSanitizer run of the threading tests (tests/runtime/test_threads.cpp; the contract is
+# Note [Threads] in core/src/graph/node.hpp). Builds only what they need — the core, the oneTBB
+# plugin and the test — in BUILD_DIR (default build-tsan), and runs them with the kernel cache on
+# and off. Called by scripts/test.sh.
+#
+# Debian's libtbb is not instrumented, so TSan cannot see the synchronisation inside oneTBB's
+# scheduler and would report its workers' writes as races. The run is pinned to one CPU
+# (taskset), which makes oneTBB run every task on the thread that submitted it; the test's
+# 8 threads are still preempted against each other, and TSan checks the core's locking by
+# happens-before, not by timing, so nothing it can see is lost.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+B="${1:-build-tsan}"
+jobs="$(nproc)"
+cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-O1 -g1" -DCMAKE_CXX_FLAGS="-O1 -g1" \
+  -DRAVEL_TSAN=ON -DRAVEL_BUILD_BENCH=OFF -DRAVEL_HIP_PLATFORM=OFF -DRAVEL_LEVEL_ZERO=OFF >/dev/null
+cmake --build "$B" -j"$jobs" --target runtime_threads ravel_backend_tbb_cpu
+export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
+for cache in 1 0; do
+  echo "tsan: runtime_threads, kernel cache $cache"
+  RAVEL_CONFIG= RAVEL_PLUGIN_PATH= RAVEL_KERNEL_CACHE=$cache taskset -c 0 \
+    "$B/bin/runtime_threads" --report_level=short
+done
+echo "tsan: no data races reported"
