@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: install what is missing, build and run every test (CTest), then build
-# and run them again under AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/.
+# The whole test suite: install what is missing, build and run every test (CTest), the SDK and GPU
+# backend checks, the threading tests under ThreadSanitizer (build-tsan/), then build and run the
+# tests again under AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -25,6 +26,9 @@ for check in scripts/check-hip.sh scripts/check-level-zero.sh; do
     "$check" build
   fi
 done
+
+stage "ThreadSanitizer: the threading tests (build-tsan/, scripts/check-tsan.sh)"
+./scripts/check-tsan.sh build-tsan
 
 stage "ASan + UBSan build and tests (build-asan/)"
 # -O1 -g1: sanitizer reports with line numbers at a fraction of the compile time of -O2 -g;
