@@ -5,6 +5,7 @@
 // the layers before it, Note [Layering]). The plugin side is two optional ABI 1.2 members,
 // buffer_address and buffer_wrap; a plugin without them can neither export nor share on import.
 #include <cstring>
+#include <mutex>
 
 #include "graph/node.hpp"
 #include "ravel/dlpack.hpp"
@@ -69,6 +70,8 @@ std::shared_ptr<DeviceBuffer> describe(const Tensor& input, dl::DLTensor& out, S
   RAVEL_CHECK(RAVEL_API_HAS(api, buffer_address) && props.kind == RVL_DEVICE_CPU, DeviceError, "to_dlpack: device ",
               t.device().str(), " (", props.name, ") cannot share its memory: only host-memory devices whose plugin ",
               "has buffer_address (ABI 1.2) export through DLPack; move the tensor with .to(...) to such a device first");
+  // Note [Threads]: a node's buffer is realization state, read under the buffer lock.
+  std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
   t.realize();
   const Source src = resolve(t.node());
   std::shared_ptr<DeviceBuffer> buffer = src.base->buffer;
