@@ -8,8 +8,8 @@
 #                                   (the quick check CI can afford)
 #   scripts/fuzz.sh --brief fuzz_config    only the named targets
 #
-# New inputs libFuzzer finds go to build-fuzz/corpus/<target>/ (the checked-in corpus in
-# fuzz/corpus/<target>/ is only read). A crash stops that target, leaves its input as
+# New inputs libFuzzer finds go to build-fuzz/corpus/<target>/ (the checked-in seeds in
+# fuzz/corpus/<target without fuzz_>/ are only read). A crash stops that target, leaves its input as
 # build-fuzz/crash-* and makes the script exit 1 after the other targets have run; every crash
 # found so far is a regression test in the normal suite (docs/fuzzing.md lists them).
 set -euo pipefail
@@ -57,7 +57,7 @@ for t in "${targets[@]}"; do
   rc=0
   # -rss_limit_mb: far above what one input needs; -timeout: a hang is a finding too.
   (cd build-fuzz && "./fuzz/$t" -runs="$runs" -rss_limit_mb=2048 -timeout=10 -max_len=4096 \
-     -print_final_stats=1 "corpus/$t" "../fuzz/corpus/$t") >"$log" 2>&1 || rc=$?
+     -print_final_stats=1 "corpus/$t" "../fuzz/corpus/${t#fuzz_}") >"$log" 2>&1 || rc=$?
   ms=$(( ($(date +%s%N) - start) / 1000000 ))
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
   rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo "?")
