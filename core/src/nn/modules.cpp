@@ -1,5 +1,6 @@
 // Modules, activations and losses.
 #include <cmath>
+#include <optional>
 
 #include "ravel/nn.hpp"
 
@@ -124,38 +125,36 @@ std::vector<NamedParameter> MLP::named_parameters() {
   return out;
 }
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+namespace {
+// -log softmax(logits)[target] per sample, after checking shapes, dtypes and target bounds
+// (`ignore`: a target value allowed out of range, which then picks no class).
+// -log softmax(logits)[target] = log sum e^z + (m - logits[target]) with m the row max (under
+// stop_gradient: Note [Shift without gradient] in reduce.cpp) and z = logits - m, so neither the
+// value nor the gradient (softmax - one_hot) overflows, up to logits of ±FLT_MAX; the one-hot
+// picks the target's logit and keeps the whole loss one fused reduction.
+Tensor per_sample_cross_entropy(const Tensor& logits, const Tensor& targets, std::optional<int64_t> ignore) {
   RAVEL_CHECK(logits.ndim() == 2 && targets.ndim() == 1 && targets.size(0) == logits.size(0), ShapeError,
               "cross_entropy expects logits [N, C] and targets [N], got ", shape_str(logits.shape()), " and ",
               shape_str(targets.shape()));
   RAVEL_CHECK(!is_float(targets.dtype()), DTypeError, "cross_entropy expects integer targets, got ",
               dtype_name(targets.dtype()));
-  // -log softmax(logits)[target] = log sum e^z + (m - logits[target]) with m the row max (under
-  // stop_gradient: Note [Shift without gradient] in reduce.cpp) and z = logits - m, so neither the
-  // value nor the gradient (softmax - one_hot) overflows, up to logits of ±FLT_MAX; the one-hot
-  // picks the target's logit and keeps the whole loss one fused reduction.
   check_index_bounds(targets, logits.size(1), "cross_entropy",
-                     concat(logits.size(1), " classes (logits ", shape_str(logits.shape()), ")"));
+                     concat(logits.size(1), " classes (logits ", shape_str(logits.shape()), ")"), ignore);
   Tensor m = logits.max(1, true).detach();
   Tensor picked = (logits * checked_one_hot(targets, logits.size(1), logits.dtype())).sum(1);
-  return ((logits - m).exp().sum(1).log() + (m.reshape({logits.size(0)}) - picked)).mean();
+  return (logits - m).exp().sum(1).log() + (m.reshape({logits.size(0)}) - picked);
+}
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
+  return per_sample_cross_entropy(logits, targets, std::nullopt).mean();
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction reduction, int64_t ignore_index) {
-  RAVEL_CHECK(logits.ndim() == 2 && targets.ndim() == 1 && targets.size(0) == logits.size(0), ShapeError,
-              "cross_entropy expects logits [N, C] and targets [N], got ", shape_str(logits.shape()), " and ",
-              shape_str(targets.shape()));
-  RAVEL_CHECK(!is_float(targets.dtype()), DTypeError, "cross_entropy expects integer targets, got ",
-              dtype_name(targets.dtype()));
-  // As the two-argument form, per sample; an ignored target picks nothing and is masked out with
-  // a where (so neither its value nor its gradient reaches the result).
-  check_index_bounds(targets, logits.size(1), "cross_entropy",
-                     concat(logits.size(1), " classes (logits ", shape_str(logits.shape()), ")"), ignore_index);
-  Tensor m = logits.max(1, true).detach();
+  // An ignored target matches no class, so its one-hot row is zero; a where masks its loss out
+  // (so neither its value nor its gradient reaches the result).
+  Tensor per = per_sample_cross_entropy(logits, targets, ignore_index);
   Tensor keep = targets.ne(Tensor::full({}, static_cast<double>(ignore_index), targets.dtype(), targets.device()));
-  // An ignored target matches no class, so its row of the one-hot is zero.
-  Tensor picked = (logits * checked_one_hot(targets, logits.size(1), logits.dtype())).sum(1);
-  Tensor per = (logits - m).exp().sum(1).log() + (m.reshape({logits.size(0)}) - picked);
   per = Tensor::where(keep, per, Tensor::zeros({}, per.dtype(), per.device()));
   switch (reduction) {
     case Reduction::None: return per;
