@@ -4,7 +4,9 @@
 #   1. every conformance case's kernels, generated for gfx90a (64-wide wavefronts) and gfx1030
 #      (32-wide), compiled by hiprtc (sm_90 through NVRTC on request: RAVEL_HIP_CHECK_TARGETS);
 #   2. a slice of every conformance group run end to end on the CPU emulator (generated kernels
-#      compiled by the host compiler and executed), with 32- and 64-wide warps.
+#      compiled by the host compiler and executed), with 32- and 64-wide warps;
+#   3. DLPack through the core on the emulator (hip_dlpack): round trips as kDLROCM, and the
+#      emulator standing in for an NVIDIA device exports kDLCUDA.
 # `--full` runs the whole conformance suite on the emulator instead of the slice (~10 minutes).
 # Without hiprtc and NVRTC the compile checks say so and are skipped; exit 0 then.
 set -euo pipefail
@@ -19,7 +21,8 @@ if ! command -v hipcc >/dev/null && ! command -v nvcc >/dev/null && [ ! -x /usr/
   echo "check-hip: skipped: no HIP (hipcc, libamdhip64-dev) or CUDA toolchain on this machine"
   exit 0
 fi
-cmake --build "$build" --target ravel-conformance ravel_backend_hip_emu ravel-hip-compile-check -j"$jobs" >/dev/null
+cmake --build "$build" --target ravel-conformance ravel_backend_hip_emu ravel-hip-compile-check hip_dlpack \
+  -j"$jobs" >/dev/null
 conformance="$build/bin/ravel-conformance"
 emu="$build/lib/hip-emu/libravel_backend_hip_emu.so"
 check="$build/bin/ravel-hip-compile-check"
@@ -45,6 +48,18 @@ for warp in 32 64; do
   echo "   warp $warp"
   RAVEL_HIP_EMU_WARP=$warp "$conformance" "$emu" ${filter:+--filter "$filter"} \
     --json "$work/emulated-warp$warp.json" | tail -1 || status=1
+done
+echo "-- DLPack on the CPU emulator (kDLROCM; as an NVIDIA device, kDLCUDA)"
+dlpack_log="$work/dlpack.log"
+for target in "" "nvidia:sm_90:32"; do
+  args=(--report_level=short)
+  [ -n "$target" ] && args+=(--run_test=device_type_follows_the_platform)
+  if RAVEL_CONFIG= RAVEL_PLUGIN_PATH= RAVEL_HIP_EMU_TARGET="$target" "$build/bin/hip_dlpack" "${args[@]}" \
+       >"$dlpack_log" 2>&1; then
+    echo "   hip_dlpack ${target:-(emulated AMD)}: passed"
+  else
+    cat "$dlpack_log"; status=1
+  fi
 done
 echo "check-hip: $([ $status -eq 0 ] && echo passed || echo FAILED) in $(( $(date +%s) - start )) s"
 exit $status

@@ -105,9 +105,10 @@ namespace ravel {
 // stays alive even if every Ravel tensor on it is gone. Ravel never writes into a realized
 // buffer, and the consumer must not either (the versioned form says so with kFlagReadOnly).
 // A view with padding (pad, or a padded eye) has no strided form: its values are copied first
-// (kFlagIsCopied). The device must let its buffers be addressed (ABI 1.2 buffer_address; the
-// oneTBB CPU backend does, as kDLCPU): otherwise DeviceError naming the device; move the
-// tensor with .to(...) first.
+// (kFlagIsCopied). The device must let its buffers be addressed (ABI 1.2 buffer_address) and say
+// what they are (ABI 1.3 dlpack_device_type): tbb_cpu exports kDLCPU, HIP kDLROCM (AMD) or
+// kDLCUDA (NVIDIA), Level Zero kDLOneAPI; otherwise DeviceError naming the device; move the
+// tensor with .to(...) first. The device is synchronised first: the consumer may read at once.
 dlpack::DLManagedTensorVersioned* to_dlpack_versioned(const Tensor& t);
 dlpack::DLManagedTensor* to_dlpack(const Tensor& t);
 
@@ -115,10 +116,13 @@ dlpack::DLManagedTensor* to_dlpack(const Tensor& t);
 // tensor reading the memory is gone (possibly right away, if the data had to be copied); on
 // error (a typed ravel::Error) ownership stays with the caller. Host memory (kDLCPU,
 // kDLCUDAHost, kDLROCMHost) is shared, not copied, when `device` (default: the default device)
-// can wrap it (ABI 1.2 buffer_wrap) and every element is aligned to its size; strides of any sign,
-// including 0, are kept as a view. Otherwise the values are copied onto `device`. Other DLPack
-// devices are a DeviceError; dtypes other than Ravel's a DTypeError. A versioned tensor of a
-// major version other than 1 is a ValueError after Ravel called its deleter, as the spec says.
+// is a host-memory device that can wrap it (ABI 1.2 buffer_wrap) and every element is aligned to
+// its size; strides of any sign, including 0, are kept as a view. Otherwise the values are
+// copied onto `device`. Device memory (kDLCUDA, kDLROCM, kDLOneAPI...) is shared only with the
+// device that reports exactly that memory (ABI 1.3) and whose plugin accepts the pointer; on any
+// other device it is a DeviceError naming the device that owns it (never copied: use .to()).
+// Dtypes other than Ravel's are a DTypeError. A versioned tensor of a major version other than
+// 1 is a ValueError after Ravel called its deleter, as the spec says.
 Tensor from_dlpack(dlpack::DLManagedTensorVersioned* managed, std::optional<Device> device = {});
 Tensor from_dlpack(dlpack::DLManagedTensor* managed, std::optional<Device> device = {});
 

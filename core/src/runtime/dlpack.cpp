@@ -4,8 +4,11 @@
 // buffer wrapped around foreign memory), which only the runtime sees (DeviceBuffer is opaque to
 // the layers before it, Note [Layering]). The plugin side is two optional ABI 1.2 members,
 // buffer_address and buffer_wrap; a plugin without them can neither export nor share on import.
+// What kind of memory those addresses are (host, CUDA, ROCm, oneAPI USM) the plugin states in
+// device_properties (ABI 1.3 dlpack_device_type/id), so no backend is known here by name.
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "graph/node.hpp"
 #include "ravel/dlpack.hpp"
@@ -44,6 +47,54 @@ DType ravel_dtype(dl::DLDataType t) {
                           ") has no Ravel dtype; Ravel has bool, uint8, int32, int64, float32 and float64"));
 }
 
+// Where a device's buffers live in DLPack's terms, from ABI 1.3 dlpack_device_type/id. A plugin
+// that does not say (0, as every 1.0-1.2 plugin) has host memory if its device is a CPU, and
+// memory nobody else can address otherwise (type 0: cannot be shared).
+struct Memory {
+  dl::DLDevice where{static_cast<dl::DLDeviceType>(0), 0};
+  std::string name;  // the device's, for messages
+};
+
+Memory memory_of(const LoadedPlugin& plugin, int32_t index) {
+  rvl_device_properties props{};
+  props.struct_size = sizeof props;
+  plugin.check(plugin.api().device_properties(index, &props), "device_properties");
+  props.name[sizeof props.name - 1] = '\0';
+  Memory m;
+  m.name = props.name;
+  if (props.dlpack_device_type != 0)
+    m.where = {static_cast<dl::DLDeviceType>(props.dlpack_device_type), props.dlpack_device_id};
+  else if (props.kind == RVL_DEVICE_CPU)
+    m.where = {dl::kDLCPU, 0};
+  return m;
+}
+
+bool is_host(dl::DLDeviceType t) { return t == dl::kDLCPU || t == dl::kDLCUDAHost || t == dl::kDLROCMHost; }
+
+std::string where_str(dl::DLDevice d) {
+  const char* name = nullptr;
+  switch (d.device_type) {
+    case dl::kDLCPU: name = "kDLCPU"; break;
+    case dl::kDLCUDA: name = "kDLCUDA"; break;
+    case dl::kDLCUDAHost: name = "kDLCUDAHost"; break;
+    case dl::kDLROCM: name = "kDLROCM"; break;
+    case dl::kDLROCMHost: name = "kDLROCMHost"; break;
+    case dl::kDLOneAPI: name = "kDLOneAPI"; break;
+    default: break;
+  }
+  return concat(name ? name : "DLPack device type ", name ? "" : std::to_string(d.device_type), " device ",
+                d.device_id);
+}
+
+// The Ravel device whose buffers are `where`, for the advice in an error message ("" if none).
+std::string device_holding(dl::DLDevice where) {
+  for (const DeviceRecord& r : Runtime::get().devices()) {
+    const dl::DLDevice w = memory_of(*Runtime::get().plugin_for(r.device), r.device.index()).where;
+    if (w.device_type == where.device_type && w.device_id == where.device_id) return r.device.str();
+  }
+  return "";
+}
+
 // What an exported tensor keeps alive, and the arrays its DLTensor points into: one allocation
 // per export, found again through manager_ctx by the deleter.
 template <class Managed>
@@ -64,24 +115,26 @@ std::shared_ptr<DeviceBuffer> describe(const Tensor& input, dl::DLTensor& out, S
   if (*copied) t = t.contiguous();  // padding has no strided form
   auto plugin = Runtime::get().plugin_for(t.device());
   const rvl_backend_api* api = &plugin->api();
-  rvl_device_properties props{};
-  props.struct_size = sizeof props;
-  plugin->check(api->device_properties(t.device().index(), &props), "device_properties");
-  RAVEL_CHECK(RAVEL_API_HAS(api, buffer_address) && props.kind == RVL_DEVICE_CPU, DeviceError, "to_dlpack: device ",
-              t.device().str(), " (", props.name, ") cannot share its memory: only host-memory devices whose plugin ",
-              "has buffer_address (ABI 1.2) export through DLPack; move the tensor with .to(...) to such a device first");
+  const Memory mem = memory_of(*plugin, t.device().index());
+  RAVEL_CHECK(RAVEL_API_HAS(api, buffer_address) && mem.where.device_type != 0, DeviceError, "to_dlpack: device ",
+              t.device().str(), " (", mem.name, ") cannot share its memory: its plugin ",
+              RAVEL_API_HAS(api, buffer_address) ? "does not say what kind of memory it has (ABI 1.3 dlpack_device_type)"
+                                                 : "has no buffer_address (ABI 1.2)",
+              "; move the tensor with .to(...) to a device that can, such as a CPU device, first");
   // Note [Threads]: a node's buffer is realization state, read under the buffer lock.
   std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
   t.realize();
   const Source src = resolve(t.node());
   std::shared_ptr<DeviceBuffer> buffer = src.base->buffer;
   RAVEL_CHECK(buffer != nullptr, InternalError, "to_dlpack: the tensor was realized but has no buffer");
-  plugin->check(api->synchronize(t.device().index()), "synchronize");  // consumers read right away
+  // The consumer gets no stream to wait on (DLPack's stream argument is Python's), so every kernel
+  // writing the buffer must be over before it sees the address.
+  synchronize(t.device());
   void* address = nullptr;
   plugin->check(api->buffer_address(buffer->handle(), &address), "buffer_address");
   shape = src.view.shape;
   strides = src.view.strides;
-  out.device = {dl::kDLCPU, 0};
+  out.device = mem.where;
   out.ndim = static_cast<int32_t>(shape.size());
   out.dtype = dl_dtype(t.dtype());
   out.shape = shape.empty() ? nullptr : shape.data();
@@ -109,14 +162,15 @@ std::pair<int64_t, int64_t> extent(const dl::DLTensor& t) {
 }
 
 // Shares or copies `t`; `release` gives the managed tensor back to its owner (exactly once).
+// Host memory is shared with a CPU device that can wrap it, else copied on the host. Device
+// memory (CUDA, ROCm, oneAPI...) is shared only with the Ravel device that owns exactly that
+// memory; anything else is a DeviceError, because the host cannot read it to copy it and a
+// silent device-to-device copy is what .to(...) is for (docs/interop.md).
 Tensor import(const dl::DLTensor& t, std::optional<Device> device, void (*release)(void*), void* ctx) {
   RAVEL_CHECK(t.ndim >= 0 && t.ndim <= RVL_MAX_RANK, ShapeError, "from_dlpack: rank ", t.ndim,
               " is outside what Ravel supports (0..", RVL_MAX_RANK, ")");
   RAVEL_CHECK(t.ndim == 0 || t.shape != nullptr, ValueError, "from_dlpack: shape is NULL for rank ", t.ndim);
-  const dl::DLDeviceType dev = t.device.device_type;
-  RAVEL_CHECK(dev == dl::kDLCPU || dev == dl::kDLCUDAHost || dev == dl::kDLROCMHost, DeviceError,
-              "from_dlpack: DLPack device type ", static_cast<int>(dev), " (id ", t.device.device_id,
-              ") is not host memory; Ravel imports kDLCPU, kDLCUDAHost and kDLROCMHost tensors");
+  const bool host = is_host(t.device.device_type);
   const DType dtype = ravel_dtype(t.dtype);
   Shape shape(t.shape, t.shape + t.ndim);
   std::vector<int64_t> strides = t.strides ? std::vector<int64_t>(t.strides, t.strides + t.ndim)
@@ -128,6 +182,21 @@ Tensor import(const dl::DLTensor& t, std::optional<Device> device, void (*releas
     RAVEL_CHECK(numel < (int64_t{1} << 40), ShapeError, "from_dlpack: implausible shape ", shape_str(shape));
   }
   const Device target = device ? *device : Runtime::get().default_device();
+  auto plugin = Runtime::get().plugin_for(target);
+  const rvl_backend_api* api = &plugin->api();
+  const Memory mem = memory_of(*plugin, target.index());
+  const bool same = host ? mem.where.device_type == dl::kDLCPU
+                         : mem.where.device_type == t.device.device_type && mem.where.device_id == t.device.device_id;
+  if (!host && !same) {
+    const std::string owner = device_holding(t.device);
+    throw DeviceError(concat("from_dlpack: the tensor is in ", where_str(t.device), " memory and the target ",
+                             target.str(), " (", mem.name, ") has ",
+                             mem.where.device_type ? where_str(mem.where) + " memory" : "memory no one else addresses",
+                             "; Ravel shares device memory only with the device that owns it and never copies it "
+                             "on import: ",
+                             owner.empty() ? std::string("no Ravel device here owns that memory")
+                                           : concat("import it with device ", owner, ", then .to(", target.str(), ")")));
+  }
   const int64_t es = dtype_size(dtype);
   const char* first = static_cast<const char*>(t.data) + t.byte_offset;
   RAVEL_CHECK(numel == 0 || t.data != nullptr, ValueError, "from_dlpack: data is NULL for shape ", shape_str(shape));
@@ -136,13 +205,8 @@ Tensor import(const dl::DLTensor& t, std::optional<Device> device, void (*releas
     return Tensor::zeros(shape, dtype, target);
   }
   const auto [lo, hi] = extent(dl::DLTensor{t.data, t.device, t.ndim, t.dtype, shape.data(), strides.data(), 0});
-  auto plugin = Runtime::get().plugin_for(target);
-  const rvl_backend_api* api = &plugin->api();
-  rvl_device_properties props{};
-  props.struct_size = sizeof props;
-  plugin->check(api->device_properties(target.index(), &props), "device_properties");
   const bool aligned = reinterpret_cast<uintptr_t>(first) % static_cast<uintptr_t>(es) == 0;
-  if (props.kind == RVL_DEVICE_CPU && RAVEL_API_HAS(api, buffer_wrap) && aligned) {
+  if (same && RAVEL_API_HAS(api, buffer_wrap) && aligned) {
     const uint64_t bytes = static_cast<uint64_t>(hi - lo + 1) * static_cast<uint64_t>(es);
     rvl_buffer* handle = nullptr;
     plugin->check(api->buffer_wrap(target.index(), const_cast<char*>(first) + lo * es, bytes, release, ctx, &handle),
@@ -154,6 +218,9 @@ Tensor import(const dl::DLTensor& t, std::optional<Device> device, void (*releas
     if (view.is_contiguous() && lo == 0 && hi + 1 == numel) return base.reshape(shape);
     return make_view(base, MoveOp::Identity, {}, std::move(view));
   }
+  RAVEL_CHECK(host, DeviceError, "from_dlpack: ", target.str(), " cannot share this ", where_str(t.device),
+              " memory (", RAVEL_API_HAS(api, buffer_wrap) ? "its first element is not aligned to its size" :
+              "its plugin has no buffer_wrap (ABI 1.2)", ") and the host cannot copy device memory");
   // A copy: gather the strided elements on the host, in row-major order, then upload.
   std::vector<char> data(static_cast<size_t>(numel * es));
   std::vector<int64_t> index(shape.size(), 0);

@@ -6,12 +6,14 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -42,6 +44,14 @@ int warp_width() {
 }
 // Allocation header: the size, so hipFree can give the bytes back to the budget.
 constexpr size_t kHeader = 256;
+
+// Live device blocks (user address -> bytes), so that rvl_hip_pointer_device can tell device
+// memory from host memory as hipPointerGetAttributes does on a GPU.
+std::mutex g_blocks_mu;
+std::map<uintptr_t, size_t>& blocks() {
+  static auto* b = new std::map<uintptr_t, size_t>;  // never destroyed: used until unload
+  return *b;
+}
 
 }  // namespace
 
@@ -79,10 +89,16 @@ hipError_t hipMalloc(void** p, size_t n) {
   std::memcpy(raw, &n, sizeof n);
   g_used += n;
   *p = static_cast<char*>(raw) + kHeader;
+  std::lock_guard<std::mutex> lock(g_blocks_mu);
+  blocks()[reinterpret_cast<uintptr_t>(*p)] = n;
   return hipSuccess;
 }
 hipError_t hipFree(void* p) {
   if (!p) return hipSuccess;
+  {
+    std::lock_guard<std::mutex> lock(g_blocks_mu);
+    blocks().erase(reinterpret_cast<uintptr_t>(p));
+  }
   char* raw = static_cast<char*>(p) - kHeader;
   size_t n;
   std::memcpy(&n, raw, sizeof n);
@@ -118,6 +134,16 @@ hipError_t hipEventSynchronize(hipEvent_t) { return hipSuccess; }
 hipError_t hipEventQuery(hipEvent_t) { return hipSuccess; }
 hipError_t hipEventDestroy(hipEvent_t e) { delete e; return hipSuccess; }
 hipError_t hipDeviceSynchronize() { return hipSuccess; }
+hipError_t rvl_hip_pointer_device(const void* p, int* device) {
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(g_blocks_mu);
+  auto it = blocks().upper_bound(at);
+  if (it == blocks().begin()) return hipErrorInvalidValue;
+  --it;
+  if (at >= it->first + std::max<size_t>(it->second, 1)) return hipErrorInvalidValue;
+  *device = 0;
+  return hipSuccess;
+}
 
 namespace rvl::hip::emu {
 std::string wrap_image(const std::string& so) {

@@ -71,6 +71,9 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsi
                                  unsigned by, unsigned bz, unsigned shared, hipStream_t s,
                                  void** params, void** extra);
 inline std::string rvl_hip_arch(const hipDeviceProp_t&) { return "host"; }
+// The device whose memory `p` points into (0: the emulator tracks its live hipMalloc blocks);
+// hipErrorInvalidValue for any other address, as for host memory on a real GPU.
+hipError_t rvl_hip_pointer_device(const void* p, int* device);
 
 // The emulated module image: "RVLEMU" + 8-byte little-endian length + the shared object.
 namespace rvl::hip::emu {

@@ -88,6 +88,10 @@ void load_devices() {
       }
     }
 #endif
+    // HIP on AMD hands out ROCm device pointers, HIP on NVIDIA CUDA ones. The emulator emulates
+    // AMD's HIP runtime, so it says kDLROCM, unless RAVEL_HIP_EMU_TARGET names an NVIDIA target:
+    // then it stands in for that device entirely, pointers included (the kDLCUDA path's test).
+    info.dlpack_type = info.target.platform == Platform::Nvidia ? kDLCUDA : kDLROCM;
     found.push_back(info);
   }
   table() = std::move(found);

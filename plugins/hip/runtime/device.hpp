@@ -12,11 +12,16 @@
 
 namespace rvl::hip {
 
+// DLPack's DLDeviceType values for the memory of a HIP device (rvl_device_properties, ABI 1.3).
+constexpr int32_t kDLCUDA = 2;
+constexpr int32_t kDLROCM = 10;
+
 struct DeviceInfo {
   std::string name;     // "NVIDIA H100 80GB HBM3"
   uint64_t memory = 0;  // bytes
   Target target;        // platform, arch, warp size, compute units
   std::string details;  // "key=value; ..." for rvl_device_properties.details
+  int32_t dlpack_type = kDLROCM;  // what its pointers are to DLPack: kDLROCM or kDLCUDA
 };
 
 struct ProbeResult {

@@ -24,6 +24,20 @@ inline std::string rvl_hip_arch(const hipDeviceProp_t& p) {
   std::string a = p.gcnArchName;  // "gfx90a:sramecc+:xnack-": the features are not the arch
   return a.substr(0, a.find(':'));
 }
+// The device whose memory `p` points into; hipErrorInvalidValue when it is not device memory
+// (buffer_wrap's check on foreign pointers). ROCm 6 renamed memoryType to type.
+inline hipError_t rvl_hip_pointer_device(const void* p, int* device) {
+  hipPointerAttribute_t a{};
+  const hipError_t e = hipPointerGetAttributes(&a, p);
+  if (e != hipSuccess) return e;
+#if HIP_VERSION_MAJOR >= 6
+  if (a.type != hipMemoryTypeDevice) return hipErrorInvalidValue;
+#else
+  if (a.memoryType != hipMemoryTypeDevice) return hipErrorInvalidValue;
+#endif
+  *device = a.device;
+  return hipSuccess;
+}
 
 #elif defined(RAVEL_HIP_NVIDIA)
 #include <cuda_runtime_api.h>
@@ -85,6 +99,16 @@ inline hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned g
 }
 inline std::string rvl_hip_arch(const hipDeviceProp_t& p) {
   return "sm_" + std::to_string(p.major * 10 + p.minor);
+}
+// See the AMD version. Plain host memory is cudaMemoryTypeUnregistered (CUDA >= 11); managed
+// memory is device-accessible and counts as the device's.
+inline hipError_t rvl_hip_pointer_device(const void* p, int* device) {
+  cudaPointerAttributes a{};
+  const cudaError_t e = cudaPointerGetAttributes(&a, p);
+  if (e != cudaSuccess) return e;
+  if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged) return cudaErrorInvalidValue;
+  *device = a.device;
+  return cudaSuccess;
 }
 
 #elif defined(RAVEL_HIP_EMULATED)

@@ -18,6 +18,10 @@ struct rvl_buffer {
   void* data;   // device memory; NULL only when size == 0
   uint64_t size;  // bytes asked for (the allocator's block may be larger)
   rvl_stream* last_stream;  // last plugin stream that used it (NULL: default stream only)
+  // Set for foreign memory (buffer_wrap, ABI 1.2): freeing calls release(release_context)
+  // instead of giving `data` to the allocator, which never saw it.
+  void (*release)(void*) = nullptr;
+  void* release_context = nullptr;
 };
 struct rvl_event {
   int32_t device;

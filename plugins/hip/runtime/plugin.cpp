@@ -9,6 +9,7 @@
 #include "execute.hpp"
 #include "kernels.hpp"
 #include "objects.hpp"
+#include "sharing.hpp"
 #include "staging.hpp"
 
 #include <cstring>
@@ -54,7 +55,8 @@ void shutdown() {
       (void)hipDeviceSynchronize();
     }
     for (const rvl_buffer* b : r.buffers) {
-      if (b->data) (void)hipFree(b->data);
+      if (b->release) b->release(b->release_context);  // foreign memory goes back to its owner
+      else if (b->data) (void)hipFree(b->data);
       delete b;
     }
     for (const rvl_stream* s : r.streams) {
@@ -111,6 +113,10 @@ rvl_error* device_properties(int32_t d, rvl_device_properties* out) {
       out->warp_size = info.target.warp_size;
       copy_string(out->details, sizeof out->details, info.details);
     }
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, dlpack_device_id)) {
+      out->dlpack_device_type = info.dlpack_type;
+      out->dlpack_device_id = d;  // the HIP (= CUDA) device ordinal
+    }
   });
 }
 
@@ -156,6 +162,12 @@ rvl_error* buffer_free(rvl_buffer* b) {
       last = b->last_stream;
     }
     (void)hipSetDevice(b->device);
+    if (b->release) {  // foreign memory: its owner may reuse it at once, so every use must be over
+      (void)hipDeviceSynchronize();
+      b->release(b->release_context);
+      delete b;
+      return;
+    }
     if (last) {  // fence its last plugin stream into the default stream (Note [Caching allocator])
       hipEvent_t e = nullptr;
       if (hipEventCreateWithFlags(&e, hipEventDisableTiming) == hipSuccess) {
@@ -384,6 +396,8 @@ constexpr rvl_backend_api make_table() {
   t.execute_program = run_program;
   t.execute_contraction = run_contraction;
   t.synchronize = synchronize;
+  t.buffer_address = buffer_address;
+  t.buffer_wrap = buffer_wrap;
   return t;
 }
 constexpr rvl_backend_api kTable = make_table();

@@ -1,5 +1,6 @@
-/* Ravel backend C ABI, version 1.1 (1.1 added rvl_device_properties.arch/warp_size/details and
- * rvl_probe_result.reason; nothing else changed).
+/* Ravel backend C ABI, version 1.3 (1.1 added rvl_device_properties.arch/warp_size/details and
+ * rvl_probe_result.reason; 1.2 the optional members buffer_address/buffer_wrap; 1.3
+ * rvl_device_properties.dlpack_device_type/dlpack_device_id; nothing else changed).
  *
  * Plain C99. A backend plugin is a shared object that exports exactly one symbol,
  * `rvl_backend_entry`, returning a pointer to a static, append-only table of function pointers
@@ -40,7 +41,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 2
+#define RVL_ABI_MINOR 3
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
@@ -259,6 +260,14 @@ typedef struct rvl_device_properties {
   int32_t warp_size;        /* SIMD width kernels are scheduled in (warp, wavefront, subgroup);
                                1 for a scalar CPU, 0 if unknown */
   char details[256];        /* further properties as "key=value; key=value" (free form) */
+  /* since 1.3: what buffer_address points into, in DLPack's terms, so the host can hand buffers
+     to other libraries (docs/interop.md) without knowing any plugin by name */
+  int32_t dlpack_device_type; /* a DLPack DLDeviceType value: 1 kDLCPU (host memory), 2 kDLCUDA,
+                                 10 kDLROCM, 14 kDLOneAPI (USM), ...; 0: not stated, which the
+                                 host reads as kDLCPU for an RVL_DEVICE_CPU device and as "cannot
+                                 share" for any other kind (what a 1.0-1.2 plugin gets) */
+  int32_t dlpack_device_id;   /* DLDevice.device_id of that memory (the CUDA/HIP ordinal, the
+                                 oneAPI device index); 0 for host memory */
 } rvl_device_properties;
 
 typedef struct rvl_probe_result {
@@ -403,6 +412,7 @@ typedef struct rvl_backend_api {
 #define RVL_BACKEND_API_STRUCT_SIZE_1_2 RVL_STRUCT_SIZE(rvl_backend_api, buffer_wrap)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_device_properties, max_rank)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_1 RVL_STRUCT_SIZE(rvl_device_properties, details)
+#define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_3 RVL_STRUCT_SIZE(rvl_device_properties, dlpack_device_id)
 #define RVL_PROBE_RESULT_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_probe_result, score)
 #define RVL_PROBE_RESULT_STRUCT_SIZE_1_1 RVL_STRUCT_SIZE(rvl_probe_result, reason)
 #define RVL_BACKEND_INFO_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_backend_info, description)
