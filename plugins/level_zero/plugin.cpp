@@ -9,6 +9,7 @@
 #include "device.hpp"
 #include "kernels.hpp"
 #include "registry.hpp"
+#include "sharing.hpp"
 
 namespace {
 
@@ -85,7 +86,8 @@ void shutdown() {
       delete e;
     }
     for (const rvl_buffer* b : r.buffers) {
-      if (b->ptr) b->dev->alloc.release(b->ptr, b->capacity, false);
+      if (b->release) b->release(b->release_context);  // foreign memory goes back to its owner
+      else if (b->ptr) b->dev->alloc.release(b->ptr, b->capacity, false);
       delete b;
     }
     for (auto& dev : r.devices) {
@@ -120,7 +122,7 @@ rvl_error* device_count(int32_t* out) {
 
 rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
   return guard([&] {
-    rvl::require_struct(out, "device properties");
+    rvl::require_struct(out, "device properties", RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0);
     const Discovery& d = discovery();
     if (device < 0 || size_t(device) >= d.devices.size())
       invalid("level_zero: device " + std::to_string(device) + " does not exist (" +
@@ -136,6 +138,12 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     if (RVL_L0_FITS(out, rvl_device_properties, arch)) set_text(out->arch, dev.arch);
     if (RVL_L0_FITS(out, rvl_device_properties, warp_size)) out->warp_size = dev.subgroup_size;
     if (RVL_L0_FITS(out, rvl_device_properties, details)) set_text(out->details, dev.details);
+#endif
+#if RVL_ABI_MINOR >= 3
+    if (RVL_L0_FITS(out, rvl_device_properties, dlpack_device_id)) {
+      out->dlpack_device_type = kDLOneAPI;  // buffers are USM device allocations
+      out->dlpack_device_id = device;
+    }
 #endif
   });
 }
@@ -199,6 +207,13 @@ rvl_error* buffer_free(rvl_buffer* buffer) {
       std::lock_guard<std::mutex> lock(r.mu);
       if (r.buffers.erase(buffer) == 0)
         invalid("buffer_free: not a live buffer (freed twice, or never allocated here)");
+    }
+    if (buffer->release) {  // foreign memory: its owner may reuse it at once, so wait for every use
+      // The buffer has left the registry: release exactly once even if the wait fails.
+      rvl::guard_void([&] { synchronize_device(*buffer->dev); });
+      buffer->release(buffer->release_context);
+      delete buffer;
+      return;
     }
     if (buffer->ptr) buffer->dev->alloc.release(buffer->ptr, buffer->capacity,
                                                 device_busy(*buffer->dev));
@@ -410,6 +425,8 @@ constexpr rvl_backend_api make_table() {
   t.execute_program = execute_program;
   t.execute_contraction = execute_contraction;
   t.synchronize = synchronize;
+  t.buffer_address = buffer_address;
+  t.buffer_wrap = buffer_wrap;
   return t;
 }
 

@@ -14,6 +14,10 @@ struct rvl_buffer {
   void* ptr;          // device memory; NULL only when size == 0
   uint64_t size;      // bytes asked for
   uint64_t capacity;  // bytes of the block (its size class, Note [Buffer reuse])
+  // Set for foreign USM memory (buffer_wrap, ABI 1.2): freeing calls release(release_context)
+  // instead of giving `ptr` to the allocator, which never saw it.
+  void (*release)(void*) = nullptr;
+  void* release_context = nullptr;
 };
 
 namespace rvl::l0 {

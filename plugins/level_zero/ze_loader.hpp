@@ -29,6 +29,8 @@ namespace rvl::l0 {
   X(zeMemAllocDevice)                        \
   X(zeMemAllocHost)                          \
   X(zeMemFree)                               \
+  X(zeMemGetAllocProperties)                 \
+  X(zeMemGetAddressRange)                    \
   X(zeCommandListCreateImmediate)            \
   X(zeCommandListDestroy)                    \
   X(zeCommandListAppendMemoryCopy)           \

@@ -37,6 +37,12 @@ bool in_allocation(const void* p, size_t n) {
          (n > 0 || a < it->first + it->second || it->second == 0);
 }
 
+uintptr_t allocation_base(const void* p) {
+  if (!in_allocation(p, 0)) return 0;
+  auto it = state().allocs.upper_bound(reinterpret_cast<uintptr_t>(p));
+  return (--it)->first;
+}
+
 namespace {
 
 // The first OpenCL CPU device with fine-grained SVM (PoCL's): USM maps onto it directly.
@@ -197,7 +203,7 @@ ze_result_t context_destroy(ze_context_handle_t c) {
 }
 ze_result_t context_status(ze_context_handle_t) { return ZE_RESULT_SUCCESS; }
 
-ze_result_t svm_alloc(size_t size, size_t align, void** out) {
+ze_result_t svm_alloc(ze_context_handle_t ctx, ze_memory_type_t kind, size_t size, size_t align, void** out) {
   if (size == 0) return ZE_RESULT_ERROR_UNSUPPORTED_SIZE;
   if (align & (align - 1)) return ZE_RESULT_ERROR_UNSUPPORTED_ALIGNMENT;
   State& s = state();
@@ -206,21 +212,22 @@ ze_result_t svm_alloc(size_t size, size_t align, void** out) {
                        cl_uint(align > 128 ? align : 128));
   if (!p) return ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY;
   s.allocs[reinterpret_cast<uintptr_t>(p)] = size;
+  s.alloc_kind[reinterpret_cast<uintptr_t>(p)] = {ctx, kind};
   *out = p;
   return ZE_RESULT_SUCCESS;
 }
-ze_result_t mem_device(ze_context_handle_t, const ze_device_mem_alloc_desc_t*, size_t size,
+ze_result_t mem_device(ze_context_handle_t c, const ze_device_mem_alloc_desc_t*, size_t size,
                        size_t align, ze_device_handle_t, void** out) {
-  return svm_alloc(size, align, out);
+  return svm_alloc(c, ZE_MEMORY_TYPE_DEVICE, size, align, out);
 }
-ze_result_t mem_host(ze_context_handle_t, const ze_host_mem_alloc_desc_t*, size_t size, size_t align,
+ze_result_t mem_host(ze_context_handle_t c, const ze_host_mem_alloc_desc_t*, size_t size, size_t align,
                      void** out) {
-  return svm_alloc(size, align, out);
+  return svm_alloc(c, ZE_MEMORY_TYPE_HOST, size, align, out);
 }
-ze_result_t mem_shared(ze_context_handle_t, const ze_device_mem_alloc_desc_t*,
+ze_result_t mem_shared(ze_context_handle_t c, const ze_device_mem_alloc_desc_t*,
                        const ze_host_mem_alloc_desc_t*, size_t size, size_t align,
                        ze_device_handle_t, void** out) {
-  return svm_alloc(size, align, out);
+  return svm_alloc(c, ZE_MEMORY_TYPE_SHARED, size, align, out);
 }
 ze_result_t mem_free(ze_context_handle_t, void* p) {
   State& s = state();
@@ -231,17 +238,34 @@ ze_result_t mem_free(ze_context_handle_t, void* p) {
            ZE_RESULT_ERROR_INVALID_ARGUMENT;
   clFinish(s.queue);
   clSVMFree(s.ctx, p);
+  s.alloc_kind.erase(it->first);
   s.allocs.erase(it);
   return ZE_RESULT_SUCCESS;
 }
-ze_result_t mem_properties(ze_context_handle_t, const void* p, ze_memory_allocation_properties_t* props,
+// As a real driver: memory of another context (or none) is UNKNOWN; host USM has no device.
+ze_result_t mem_properties(ze_context_handle_t c, const void* p, ze_memory_allocation_properties_t* props,
                            ze_device_handle_t* dev) {
-  std::lock_guard<std::recursive_mutex> lock(state().mu);
-  const bool live = in_allocation(p, 0);
-  props->type = live ? ZE_MEMORY_TYPE_DEVICE : ZE_MEMORY_TYPE_UNKNOWN;
-  props->id = 0;
+  State& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mu);
+  const uintptr_t base = allocation_base(p);
+  auto it = base ? s.alloc_kind.find(base) : s.alloc_kind.end();
+  const bool ours = it != s.alloc_kind.end() && it->second.first == c;
+  props->type = ours ? it->second.second : ZE_MEMORY_TYPE_UNKNOWN;
+  props->id = base;
   props->pageSize = 4096;
-  if (dev) *dev = live ? &g_device : nullptr;
+  if (dev) *dev = ours && props->type != ZE_MEMORY_TYPE_HOST ? &g_device : nullptr;
+  return ZE_RESULT_SUCCESS;
+}
+ze_result_t mem_range(ze_context_handle_t c, const void* p, void** base, size_t* size) {
+  State& s = state();
+  std::lock_guard<std::recursive_mutex> lock(s.mu);
+  const uintptr_t b = allocation_base(p);
+  auto it = b ? s.alloc_kind.find(b) : s.alloc_kind.end();
+  if (it == s.alloc_kind.end() || it->second.first != c)
+    return log_error("zeMemGetAddressRange of a pointer that is not an allocation of this context"),
+           ZE_RESULT_ERROR_INVALID_ARGUMENT;
+  if (base) *base = reinterpret_cast<void*>(b);
+  if (size) *size = s.allocs[b];
   return ZE_RESULT_SUCCESS;
 }
 
@@ -275,6 +299,7 @@ void fill_mem(ze_mem_dditable_t* t) {
   t->pfnAllocShared = mem_shared;
   t->pfnFree = mem_free;
   t->pfnGetAllocProperties = mem_properties;
+  t->pfnGetAddressRange = mem_range;
 }
 
 }  // namespace zecl

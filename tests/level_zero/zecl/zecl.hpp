@@ -76,6 +76,9 @@ struct State {
   cl_command_queue queue = nullptr;
   bool strict = false, no_fp64 = false, debug = false;
   std::map<uintptr_t, size_t> allocs;  // base -> size
+  // base -> the context it was allocated in and its USM kind, so zeMemGetAllocProperties answers
+  // as a real driver: UNKNOWN for memory of another context (the plugin's buffer_wrap test).
+  std::map<uintptr_t, std::pair<ze_context_handle_t, ze_memory_type_t>> alloc_kind;
   std::vector<CommandList*> immediate_lists;  // for strict-mode flushing
 };
 State& state();
@@ -83,6 +86,8 @@ State& state();
 bool log_error(const std::string& what);  // prints with ZECL_DEBUG=1; returns false
 // Whether [p, p + n) lies in one live allocation; `n` 0 means just p.
 bool in_allocation(const void* p, size_t n);
+// The base of the live allocation holding p, or 0.
+uintptr_t allocation_base(const void* p);
 
 // Runs queued commands of every immediate list until they are empty (strict mode's host
 // synchronisation point); returns the first failure.
