@@ -1,0 +1,370 @@
+// Note [Blocked GEMM]
+// BLIS's loop order, per batch entry:
+//   for jc in N step NC                      (B panel KC x NC: L3)
+//     for pc in K step KC                    (KC: a B sliver KC x NR fills half of L1)
+//       pack A[:, pc] and B[pc, jc] into slivers, shared by all threads    (parallel phase 1)
+//       for each task (a block of A slivers x a block of B slivers)      (parallel phase 2)
+//         for ic in the task's rows step MC  (A block MC x KC: half of L2)
+//           for jr over the task's B slivers (B sliver stays in L1)
+//             for ir over the A slivers of ic   micro-kernel MR x NR (gemm_kernels.hpp)
+// KC and MC come from the L1d/L2 sizes the C library reports (sysconf, i.e. cpuid), per
+// micro-kernel shape and element size; RAVEL_TBB_GEMM_KC/MC/NC override them (tuning).
+// Each operand is packed once per panel (A once per NC block of columns, normally once), with
+// contiguous writes and the source's strides absorbed by the packer (gemm_pack.hpp).
+// Phase 2's tasks split the M x N slivers of a panel into equal blocks (rows first), at least
+// four per thread, so both cores get the same work and a descheduled one is covered by the other.
+//
+// Where C goes: with no epilogue (a single ACC) and an output of the contraction's dtype whose
+// rows are contiguous, the micro-kernel accumulates straight into the output (edge tiles through
+// a small stack tile). Otherwise into an accumulation buffer of M x NC, and the task that
+// finishes a block (last k-panel) runs the epilogue over its rows while they are in cache.
+//
+// Batches: many or small batch entries run one entry per task (serial GEMM inside, its own
+// workspace); a few large ones run one after the other, each parallel as above.
+// Workspaces (packed panels, accumulation buffer) come from a small pool and are kept across
+// calls: a fresh one per call would be mapped and page-faulted every time (Note [Block cache]).
+// A pool rather than thread_local: the calling thread holds its panels across parallel_for,
+// where oneTBB may run another contraction's task on it.
+#include "gemm_blocked.hpp"
+
+#include "dtype_ops.hpp"
+#include "gemm_kernels.hpp"
+#include "gemm_pack.hpp"
+#include "parallel.hpp"
+
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/partitioner.h>
+#include <tbb/task_arena.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <vector>
+
+namespace tbbcpu {
+namespace {
+
+inline uint64_t term(int64_t i, int64_t stride) {
+  return static_cast<uint64_t>(i) * static_cast<uint64_t>(stride);
+}
+inline int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
+inline int64_t ceil_div(int64_t x, int64_t q) { return (x + q - 1) / q; }
+
+int64_t env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::strtoll(v, nullptr, 10) : 0;
+}
+
+// ---- block sizes ----------------------------------------------------------------------------
+struct Blocking {
+  int64_t kc, mc, nc;
+};
+
+Blocking blocking(int64_t mr, int64_t nr, int64_t elem) {
+  static const int64_t l1 = [] {
+    const long v = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    return std::clamp<int64_t>(v > 0 ? v : 32768, 16384, 1 << 20);
+  }();
+  static const int64_t l2 = [] {
+    const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return std::clamp<int64_t>(v > 0 ? v : 262144, 131072, 8 << 20);
+  }();
+  static const int64_t kc_env = env_int("RAVEL_TBB_GEMM_KC"), mc_env = env_int("RAVEL_TBB_GEMM_MC"),
+                       nc_env = env_int("RAVEL_TBB_GEMM_NC");
+  Blocking b;
+  // A B sliver (KC x NR) in half of L1: the A slivers streaming past it take the other half.
+  b.kc = kc_env > 0 ? kc_env : std::clamp<int64_t>(l1 / 2 / (nr * elem) / 8 * 8, 64, 512);
+  // An A block (MC x KC) in half of L2, beside the B slivers and C tiles passing through.
+  b.mc = mc_env > 0 ? round_up(mc_env, mr)
+                    : std::clamp<int64_t>(l2 / 2 / (b.kc * elem) / mr * mr, mr, 1024 / mr * mr);
+  // The B panel (KC x NC) lives in L3: 4096 columns (4 MiB f32 at KC 256).
+  b.nc = nc_env > 0 ? round_up(nc_env, nr) : round_up(4096, nr);
+  return b;
+}
+
+// ---- workspace pool -------------------------------------------------------------------------
+template <class T>
+struct Buf {
+  T* p = nullptr;
+  int64_t n = 0;
+  Buf() = default;
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  ~Buf() { std::free(p); }
+  // 64-byte aligned (a cache line, an AVX-512 vector): full-width loads never straddle lines.
+  T* reserve(int64_t want) {
+    if (want > n) {
+      std::free(p);
+      p = static_cast<T*>(std::aligned_alloc(64, (want * sizeof(T) + 63) / 64 * 64));
+      if (!p) throw std::bad_alloc();
+      n = want;
+    }
+    return p;
+  }
+};
+
+template <class T>
+struct Workspace {
+  Buf<T> pa, pb, cbuf;
+};
+
+template <class T>
+class Pool {
+ public:
+  std::unique_ptr<Workspace<T>> get() {
+    std::lock_guard<std::mutex> g(mu_);
+    if (free_.empty()) return std::make_unique<Workspace<T>>();
+    auto w = std::move(free_.back());
+    free_.pop_back();
+    return w;
+  }
+  void put(std::unique_ptr<Workspace<T>> w) {
+    std::lock_guard<std::mutex> g(mu_);
+    free_.push_back(std::move(w));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Workspace<T>>> free_;
+};
+
+template <class T>
+struct Lease {
+  static Pool<T>& pool() {
+    static Pool<T>* p = new Pool<T>;  // never destroyed: workers may outlive static teardown
+    return *p;
+  }
+  std::unique_ptr<Workspace<T>> w = pool().get();
+  ~Lease() { pool().put(std::move(w)); }
+};
+
+// ---- packer dispatch ------------------------------------------------------------------------
+template <class T>
+using PackFn = void (*)(T*, const T*, int64_t, int64_t, int64_t, int64_t);
+
+template <class T>
+PackFn<T> packer_a(int mr) {
+  switch (mr) {
+    case 4: return &gemm::pack_a<T, 4>;
+    case 6: return &gemm::pack_a<T, 6>;
+    default: return &gemm::pack_a<T, 12>;
+  }
+}
+template <class T>
+PackFn<T> packer_b(int nr) {
+  switch (nr) {
+    case 4: return &gemm::pack_b<T, 4>;
+    case 8: return &gemm::pack_b<T, 8>;
+    case 16: return &gemm::pack_b<T, 16>;
+    default: return &gemm::pack_b<T, 32>;
+  }
+}
+
+// Runs body(i) for i in [0, n): on this thread, or as oneTBB tasks of `grain` indices.
+template <class Body>
+void for_each(bool par, int64_t n, int64_t grain, const Body& body) {
+  if (!par || n <= 1) {
+    for (int64_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+  tbb::parallel_for(tbb::blocked_range<int64_t>(0, n, std::max<int64_t>(grain, 1)),
+                    [&](const tbb::blocked_range<int64_t>& r) {
+                      for (int64_t i = r.begin(); i != r.end(); ++i) body(i);
+                    },
+                    tbb::simple_partitioner());
+}
+
+template <int DT>
+struct Gemm {
+  using T = ctype<DT>;
+  const Contraction& c;
+  const Evaluator& ep;
+  int64_t M, N, K, batches;
+  gemm::Kernel<T> kern;
+  PackFn<T> pack_a, pack_b;
+  int64_t MR, NR;
+  Blocking blk;
+  const T* A;
+  const T* B;
+  int64_t sam, sak, sbk, sbn;
+  bool direct;  // accumulate straight into the output
+  T* C = nullptr;
+  int64_t ldc = 0;
+  tbb::enumerable_thread_specific<Scratch> scratch;
+
+  Gemm(const Contraction& c_, const Evaluator& ep_)
+      : c(c_), ep(ep_), scratch([this] { return ep.make_scratch(); }) {
+    const int br = c.batch_rank;
+    M = c.m, N = c.n, K = c.k;
+    batches = 1;
+    for (int d = 0; d < br; ++d) batches *= c.batch_shape[d];
+    if constexpr (DT == RVL_DTYPE_F32) kern = gemm::select_kernel_f32();
+    else kern = gemm::select_kernel_f64();
+    MR = kern.mr, NR = kern.nr;
+    pack_a = packer_a<T>(kern.mr);
+    pack_b = packer_b<T>(kern.nr);
+    blk = blocking(MR, NR, sizeof(T));
+    A = reinterpret_cast<const T*>(c.a.data);
+    B = reinterpret_cast<const T*>(c.b.data);
+    sam = c.a.stride[br], sak = c.a.stride[br + 1];
+    sbk = c.b.stride[br], sbn = c.b.stride[br + 1];
+    const Program& e = c.epilogue;
+    const View& o = e.out;
+    direct = e.n_ins == 1 && e.ins[0].op == RVL_OP_ACC && o.dtype == DT && o.stride[br + 1] == 1 &&
+             (M == 1 || o.stride[br] >= N) && o.data != c.a.data && o.data != c.b.data;
+    if (direct) {
+      C = reinterpret_cast<T*>(o.data);
+      ldc = o.stride[br];
+    }
+  }
+
+  // Element offsets of batch entry `batch` in A, B and the output.
+  void offsets(int64_t batch, int64_t& oa, int64_t& ob, int64_t& oc) const {
+    uint64_t a = static_cast<uint64_t>(c.a.offset), b = static_cast<uint64_t>(c.b.offset),
+             o = static_cast<uint64_t>(c.epilogue.out.offset);
+    for (int64_t d = c.batch_rank - 1, rest = batch; d >= 0; --d) {
+      const int64_t i = rest % c.batch_shape[d];
+      rest /= c.batch_shape[d];
+      a += term(i, c.a.stride[d]);
+      b += term(i, c.b.stride[d]);
+      o += term(i, c.epilogue.out.stride[d]);
+    }
+    oa = static_cast<int64_t>(a), ob = static_cast<int64_t>(b), oc = static_cast<int64_t>(o);
+  }
+
+  // Epilogue over rows [m0, m1) and columns [n0, n1) of batch entry `batch`; `acc` holds row m0's
+  // values from column n0 on, rows `lda` apart.
+  void epilogue(int64_t batch, int64_t m0, int64_t m1, int64_t n0, int64_t n1, const T* acc, int64_t lda) {
+    Scratch& sc = scratch.local();
+    for (int64_t m = m0; m < m1; ++m, acc += lda) {
+      const int64_t start = (batch * M + m) * N + n0, end = start + (n1 - n0);
+      for (int64_t s = start; s < end; s += ep.block()) {
+        const int64_t e = std::min(end, s + ep.block());
+        ep.store(s, e, ep.eval(s, e, sc, acc + (s - start)), sc);
+      }
+    }
+  }
+
+  // One batch entry, its phases parallel when `par`.
+  void run_batch(int64_t batch, Workspace<T>& W, bool par) {
+    int64_t oa, ob, oc;
+    offsets(batch, oa, ob, oc);
+    const T* Ab = A + oa;
+    const T* Bb = B + ob;
+    T* Cb = direct ? C + oc : nullptr;
+    if (K == 0) {
+      std::vector<T> zero(static_cast<size_t>(N), T{});
+      for (int64_t m = 0; m < M; ++m) {
+        if (direct) std::fill(Cb + m * ldc, Cb + m * ldc + N, T{});
+        else epilogue(batch, m, m + 1, 0, N, zero.data(), 0);
+      }
+      return;
+    }
+    const int64_t mt = ceil_div(M, MR);
+    const int64_t NC = std::min(blk.nc, round_up(N, NR));
+    const int64_t panels = ceil_div(K, blk.kc), KC = round_up(ceil_div(K, panels), 8);
+    T* const pa = W.pa.reserve(mt * MR * KC);
+    T* const pb = W.pb.reserve(NC * KC);
+    const int64_t ldb = NC;  // accumulation buffer: mt*MR x NC
+    T* const cbuf = direct ? nullptr : W.cbuf.reserve(mt * MR * ldb);
+    const int threads = par ? std::max(1, tbb::this_task_arena::max_concurrency()) : 1;
+    const int64_t mc_slivers = std::max<int64_t>(1, blk.mc / MR);
+
+    for (int64_t jc = 0; jc < N; jc += NC) {
+      const int64_t nc = std::min(NC, N - jc), nt = ceil_div(nc, NR);
+      // Tasks: mparts x nparts equal blocks of slivers, >= 4 per thread where the panel allows.
+      const int64_t want = threads == 1 ? 1 : 4 * threads;
+      const int64_t mparts = std::min(mt, want), nparts = std::min(nt, ceil_div(want, mparts));
+      for (int64_t pc = 0; pc < K; pc += KC) {
+        const int64_t kc = std::min(KC, K - pc);
+        const bool first = pc == 0, last = pc + kc >= K;
+        // Phase 1: pack A[:, pc..] (mt slivers) then B[pc.., jc..] (nt slivers).
+        const int64_t grain = std::max<int64_t>(1, 16384 / (kc * std::max(MR, NR)));
+        for_each(par, mt + nt, grain, [&](int64_t s) {
+          if (s < mt) {
+            const int64_t m0 = s * MR;
+            pack_a(pa + s * MR * kc, Ab + m0 * sam + pc * sak, sam, sak, std::min(MR, M - m0), kc);
+          } else {
+            const int64_t j0 = (s - mt) * NR;
+            pack_b(pb + (s - mt) * NR * kc, Bb + pc * sbk + (jc + j0) * sbn, sbk, sbn,
+                   std::min(NR, nc - j0), kc);
+          }
+        });
+        // Phase 2: the micro-kernels, then (last panel, buffered C) the epilogue.
+        for_each(par, mparts * nparts, 1, [&](int64_t t) {
+          const int64_t ip = t / nparts, jp = t % nparts;
+          const int64_t ms0 = ip * mt / mparts, ms1 = (ip + 1) * mt / mparts;
+          const int64_t ns0 = jp * nt / nparts, ns1 = (jp + 1) * nt / nparts;
+          for (int64_t is0 = ms0; is0 < ms1; is0 += mc_slivers) {
+            const int64_t is1 = std::min(ms1, is0 + mc_slivers);
+            for (int64_t js = ns0; js < ns1; ++js) {
+              const T* b = pb + js * NR * kc;
+              for (int64_t is = is0; is < is1; ++is) {
+                const T* a = pa + is * MR * kc;
+                if (!direct) {
+                  kern.fn(kc, a, b, cbuf + is * MR * ldb + js * NR, ldb, !first);
+                  continue;
+                }
+                const int64_t m0 = is * MR, n0 = jc + js * NR;
+                T* dst = Cb + m0 * ldc + n0;
+                const int64_t h = std::min(MR, M - m0), w = std::min(NR, N - n0);
+                if (h == MR && w == NR) {
+                  kern.fn(kc, a, b, dst, ldc, !first);
+                  continue;
+                }
+                alignas(64) T tile[12 * 32];  // edge tile: MR x NR <= 12 x 32
+                kern.fn(kc, a, b, tile, NR, false);
+                for (int64_t i = 0; i < h; ++i)
+                  for (int64_t j = 0; j < w; ++j)
+                    dst[i * ldc + j] = first ? tile[i * NR + j] : dst[i * ldc + j] + tile[i * NR + j];
+              }
+            }
+          }
+          if (!direct && last) {
+            const int64_t m0 = ms0 * MR, m1 = std::min(M, ms1 * MR);
+            const int64_t n0 = ns0 * NR, n1 = std::min(nc, ns1 * NR);
+            if (m0 < m1 && n0 < n1) epilogue(batch, m0, m1, jc + n0, jc + n1, cbuf + m0 * ldb + n0, ldb);
+          }
+        });
+      }
+    }
+  }
+
+  void run() {
+    if (batches == 0 || M == 0 || N == 0) return;
+    const int64_t per_batch = M * N * std::max<int64_t>(K, 1);
+    const int64_t work = batches * per_batch;
+    const bool par = !run_inline(work);  // Note [Inline small kernels]
+    const int threads = par ? std::max(1, tbb::this_task_arena::max_concurrency()) : 1;
+    // Batch entries as tasks when there are enough of them, or each is too small to split well
+    // (two parallel phases per k-panel cost a few microseconds each).
+    if (par && batches > 1 && (batches >= 2 * threads || per_batch < (int64_t{1} << 21))) {
+      tbb::parallel_for(tbb::blocked_range<int64_t>(0, batches, 1), [&](const tbb::blocked_range<int64_t>& r) {
+        Lease<T> lease;
+        for (int64_t b = r.begin(); b != r.end(); ++b) run_batch(b, *lease.w, false);
+      });
+      return;
+    }
+    Lease<T> lease;
+    for (int64_t b = 0; b < batches; ++b) run_batch(b, *lease.w, par);
+  }
+};
+
+}  // namespace
+
+template <int DT>
+void gemm_blocked(const Contraction& c, const Evaluator& ep) {
+  Gemm<DT> g(c, ep);
+  g.run();
+}
+
+template void gemm_blocked<RVL_DTYPE_F32>(const Contraction&, const Evaluator&);
+template void gemm_blocked<RVL_DTYPE_F64>(const Contraction&, const Evaluator&);
+
+}  // namespace tbbcpu

@@ -1,0 +1,210 @@
+// The oneTBB plugin's blocked float GEMM (plugins/tbb_cpu/gemm_blocked.cpp) through the public
+// API, against a naive triple loop in double: edge sizes around every micro-kernel's MR/NR and
+// the k-panel size, transposed / strided / flipped / broadcast operands (read in place by the
+// packers), batched operands (batch-parallel and batch-serial paths), a fused epilogue, and the
+// training shapes (makemore, MLP) with their backward-pass transposes.
+// CMake runs this once per micro-kernel family (RAVEL_TBB_GEMM) and with tiny block sizes and
+// forced parallelism (RAVEL_TBB_GEMM_KC/MC/NC, RAVEL_TBB_INLINE_WORK=0) so that several k-panels,
+// column blocks and tasks are exercised on small shapes.
+#define BOOST_TEST_MODULE tbb_gemm
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ravel/ravel.hpp"
+
+using ravel::Shape;
+using ravel::Tensor;
+
+namespace {
+
+// A host matrix stack [B, R, C] in double, row-major.
+struct Host {
+  int64_t b, r, c;
+  std::vector<double> v;
+  double at(int64_t i, int64_t j, int64_t k) const { return v[(i * r + j) * c + k]; }
+};
+
+Host make(int64_t b, int64_t r, int64_t c, uint64_t seed) {
+  Host h{b, r, c, std::vector<double>(static_cast<size_t>(b * r * c))};
+  uint64_t s = seed * 6364136223846793005ull + 1442695040888963407ull;
+  for (double& x : h.v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    x = static_cast<double>((s >> 33) % 2001) / 1000.0 - 1.0;  // [-1, 1], exact in f32
+  }
+  return h;
+}
+
+template <class T>
+Tensor to_tensor(const Host& h, bool batched) {
+  std::vector<T> d(h.v.begin(), h.v.end());
+  return batched ? Tensor::from_vector<T>(d, {h.b, h.r, h.c}) : Tensor::from_vector<T>(d, {h.r, h.c});
+}
+
+// Transposes each matrix of the stack: the tensor built from it and .transpose()d back is the
+// original matrix read through strides (1, rows).
+Host transposed(const Host& h) {
+  Host t{h.b, h.c, h.r, std::vector<double>(h.v.size())};
+  for (int64_t i = 0; i < h.b; ++i)
+    for (int64_t j = 0; j < h.r; ++j)
+      for (int64_t k = 0; k < h.c; ++k) t.v[(i * t.r + k) * t.c + j] = h.at(i, j, k);
+  return t;
+}
+
+// How an operand reaches the GEMM.
+enum class Layout { Plain, Transposed, ColumnStride2, Flipped };
+const char* name(Layout l) {
+  switch (l) {
+    case Layout::Plain: return "plain";
+    case Layout::Transposed: return "transposed";
+    case Layout::ColumnStride2: return "column-stride-2";
+    case Layout::Flipped: return "flipped";
+  }
+  return "?";
+}
+
+// The tensor whose value is `h` (a stack when batched), built through `l`.
+template <class T>
+Tensor build(const Host& h, Layout l, bool batched) {
+  switch (l) {
+    case Layout::Plain: return to_tensor<T>(h, batched);
+    case Layout::Transposed: return to_tensor<T>(transposed(h), batched).transpose(-2, -1);
+    case Layout::ColumnStride2: {
+      // Every other column of a twice-as-wide matrix (the rest is filler).
+      Host w{h.b, h.r, 2 * h.c, std::vector<double>(h.v.size() * 2, 7.0)};
+      for (int64_t i = 0; i < h.b; ++i)
+        for (int64_t j = 0; j < h.r; ++j)
+          for (int64_t k = 0; k < h.c; ++k) w.v[(i * w.r + j) * w.c + 2 * k] = h.at(i, j, k);
+      return to_tensor<T>(w, batched).slice(batched ? 2 : 1, 0, 2 * h.c, 2);
+    }
+    case Layout::Flipped: {
+      Host f = h;  // both matrix axes reversed, flipped back: negative strides
+      for (int64_t i = 0; i < h.b; ++i)
+        for (int64_t j = 0; j < h.r; ++j)
+          for (int64_t k = 0; k < h.c; ++k) f.v[(i * h.r + (h.r - 1 - j)) * h.c + (h.c - 1 - k)] = h.at(i, j, k);
+      Tensor t = to_tensor<T>(f, batched);
+      return batched ? t.flip(ravel::Axes{1, 2}) : t.flip();
+    }
+  }
+  return {};
+}
+
+// C = A @ B (per batch entry; a has 1 or bs entries, b has bs), then optionally relu(C + bias).
+Host reference(const Host& a, const Host& b, const std::vector<double>* bias) {
+  Host c{b.b, a.r, b.c, std::vector<double>(static_cast<size_t>(b.b * a.r * b.c))};
+  for (int64_t i = 0; i < b.b; ++i)
+    for (int64_t m = 0; m < a.r; ++m)
+      for (int64_t n = 0; n < b.c; ++n) {
+        double s = 0;
+        for (int64_t k = 0; k < a.c; ++k) s += a.at(a.b == 1 ? 0 : i, m, k) * b.at(i, k, n);
+        if (bias) s = std::max(0.0, s + (*bias)[n]);
+        c.v[(i * c.r + m) * c.c + n] = s;
+      }
+  return c;
+}
+
+template <class T>
+void check(const std::string& what, const Tensor& got, const Host& want, int64_t k) {
+  const std::vector<T> g = got.to_vector<T>();
+  BOOST_TEST_REQUIRE(g.size() == want.v.size(), what);
+  // |a|, |b| <= 1: the error bound grows with k (f32: ~k * 2^-24 per product, generously).
+  const double tol = (sizeof(T) == 4 ? 4e-6 : 1e-13) * (static_cast<double>(k) + 1.0);
+  int64_t bad = 0;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (!(std::abs(static_cast<double>(g[i]) - want.v[i]) <= tol)) {
+      if (bad++ < 3)
+        BOOST_ERROR(what << ": element " << i << " = " << g[i] << ", want " << want.v[i]);
+    }
+  BOOST_TEST(bad == 0, what << ": " << bad << " wrong elements");
+}
+
+struct Mkn {
+  int64_t m, k, n;
+};
+
+// Sizes around MR (4, 6, 12), NR (4, 8, 16, 32), the k-panel (128, 192, 256) and odd ones.
+const std::vector<Mkn> kEdge = {
+    {1, 1, 1},    {7, 7, 7},     {3, 5, 2},     {5, 17, 15},   {6, 16, 16},  {11, 9, 31},
+    {12, 33, 32}, {13, 64, 33},  {25, 127, 47}, {24, 128, 48}, {17, 129, 17}, {19, 191, 65},
+    {23, 193, 9}, {30, 255, 63}, {31, 256, 64}, {37, 257, 95}, {49, 300, 53}, {1, 513, 70},
+    {70, 2, 1},   {97, 1, 130},
+};
+
+template <class T>
+void edge_sizes_every_layout() {
+  uint64_t seed = 1;
+  const Layout layouts[] = {Layout::Plain, Layout::Transposed, Layout::ColumnStride2, Layout::Flipped};
+  for (const Mkn& s : kEdge)
+    for (Layout la : layouts)
+      for (Layout lb : {Layout::Plain, Layout::Transposed, Layout::ColumnStride2}) {
+        if (la != Layout::Plain && lb != Layout::Plain && la != lb) continue;  // keep it quick
+        const Host a = make(1, s.m, s.k, ++seed), b = make(1, s.k, s.n, ++seed);
+        const std::string what = std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) +
+                                 " A " + name(la) + " B " + name(lb) + (sizeof(T) == 4 ? " f32" : " f64");
+        check<T>(what, build<T>(a, la, false).matmul(build<T>(b, lb, false)), reference(a, b, nullptr), s.k);
+      }
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(edge_sizes_f32) { edge_sizes_every_layout<float>(); }
+BOOST_AUTO_TEST_CASE(edge_sizes_f64) { edge_sizes_every_layout<double>(); }
+
+BOOST_AUTO_TEST_CASE(larger_than_one_panel_every_way) {
+  // Several k-panels, several m-blocks and tasks at the default block sizes.
+  uint64_t seed = 100;
+  for (const Mkn& s : std::vector<Mkn>{{203, 517, 301}, {256, 256, 256}, {130, 1000, 77}})
+    for (Layout la : {Layout::Plain, Layout::Transposed})
+      for (Layout lb : {Layout::Plain, Layout::Transposed}) {
+        const Host a = make(1, s.m, s.k, ++seed), b = make(1, s.k, s.n, ++seed);
+        check<float>(std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) + " A " +
+                         name(la) + " B " + name(lb),
+                     build<float>(a, la, false).matmul(build<float>(b, lb, false)), reference(a, b, nullptr), s.k);
+      }
+}
+
+BOOST_AUTO_TEST_CASE(training_shapes_and_their_backward_transposes) {
+  // makemore (64x30 @ 30x200, 64x200 @ 200x27) and MLP (256x784 @ 784x512) forward products, and
+  // the backward ones: dA = dC @ B^T, dB = A^T @ dC.
+  uint64_t seed = 200;
+  for (const Mkn& s : std::vector<Mkn>{{64, 30, 200}, {64, 200, 27}, {256, 784, 512}}) {
+    const Host a = make(1, s.m, s.k, ++seed), b = make(1, s.k, s.n, ++seed), dc = make(1, s.m, s.n, ++seed);
+    const Tensor ta = to_tensor<float>(a, false), tb = to_tensor<float>(b, false), tdc = to_tensor<float>(dc, false);
+    const std::string sz = std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n);
+    check<float>(sz + " forward", ta.matmul(tb), reference(a, b, nullptr), s.k);
+    check<float>(sz + " dA = dC @ B^T", tdc.matmul(tb.transpose()), reference(dc, transposed(b), nullptr), s.n);
+    check<float>(sz + " dB = A^T @ dC", ta.transpose().matmul(tdc), reference(transposed(a), dc, nullptr), s.m);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(batched_operands) {
+  uint64_t seed = 300;
+  // Many small entries (one task each), a few large ones (parallel inside), a broadcast left
+  // operand (batch stride 0) and transposed batched operands.
+  for (const auto& [bs, s] : std::vector<std::pair<int64_t, Mkn>>{{9, {13, 21, 19}}, {2, {150, 260, 140}}, {3, {1, 7, 33}}}) {
+    const Host a = make(bs, s.m, s.k, ++seed), b = make(bs, s.k, s.n, ++seed), a1 = make(1, s.m, s.k, ++seed);
+    const std::string sz = std::to_string(bs) + "x" + std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n);
+    check<float>(sz + " batched", to_tensor<float>(a, true).matmul(to_tensor<float>(b, true)), reference(a, b, nullptr), s.k);
+    check<float>(sz + " batched transposed",
+                 build<float>(a, Layout::Transposed, true).matmul(build<float>(b, Layout::Transposed, true)),
+                 reference(a, b, nullptr), s.k);
+    check<double>(sz + " broadcast lhs f64", to_tensor<double>(a1, false).matmul(to_tensor<double>(b, true)),
+                  reference(a1, b, nullptr), s.k);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(fused_epilogue) {
+  // relu(A @ B + bias): the add and relu run as the contraction's epilogue (full fusion).
+  uint64_t seed = 400;
+  for (const Mkn& s : std::vector<Mkn>{{7, 5, 9}, {64, 200, 27}, {203, 300, 150}}) {
+    const Host a = make(1, s.m, s.k, ++seed), b = make(1, s.k, s.n, ++seed), bias = make(1, 1, s.n, ++seed);
+    const Tensor tbias = Tensor::from_vector<float>(std::vector<float>(bias.v.begin(), bias.v.end()), {s.n});
+    check<float>(std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) + " relu(A@B+bias)",
+                 (to_tensor<float>(a, false).matmul(build<float>(b, Layout::Transposed, false)) + tbias).relu(),
+                 reference(a, b, &bias.v), s.k);
+  }
+}
