@@ -301,8 +301,10 @@ struct Gemm {
           const int64_t ip = t / nparts, jp = t % nparts;
           const int64_t ms0 = ip * mt / mparts, ms1 = (ip + 1) * mt / mparts;
           const int64_t ns0 = jp * nt / nparts, ns1 = (jp + 1) * nt / nparts;
-          for (int64_t is0 = ms0; is0 < ms1; is0 += mc_slivers) {
-            const int64_t is1 = std::min(ms1, is0 + mc_slivers);
+          // The task's A slivers in equal MC-sized blocks (no short last block).
+          const int64_t blocks = ceil_div(ms1 - ms0, mc_slivers);
+          for (int64_t q = 0; q < blocks; ++q) {
+            const int64_t is0 = ms0 + q * (ms1 - ms0) / blocks, is1 = ms0 + (q + 1) * (ms1 - ms0) / blocks;
             for (int64_t js = ns0; js < ns1; ++js) {
               const T* b = pb + js * NR * kc;
               for (int64_t is = is0; is < is1; ++is) {
