@@ -63,7 +63,11 @@ int64_t env_int(const char* name) {
 
 // ---- block sizes ----------------------------------------------------------------------------
 struct Blocking {
-  int64_t kc, mc, nc;
+  bool a_resident;  // loop order: the A sliver stays in L1 (else the B sliver)
+  int64_t kc;       // k-panel
+  int64_t mc;       // B resident: A rows per L2 block (MC)
+  int64_t ncb;      // A resident: B columns per L2 block
+  int64_t nc;       // B panel columns (L3)
 };
 
 Blocking blocking(int64_t mr, int64_t nr, int64_t elem) {
@@ -77,12 +81,23 @@ Blocking blocking(int64_t mr, int64_t nr, int64_t elem) {
   }();
   static const int64_t kc_env = env_int("RAVEL_TBB_GEMM_KC"), mc_env = env_int("RAVEL_TBB_GEMM_MC"),
                        nc_env = env_int("RAVEL_TBB_GEMM_NC");
+  static const int order_env = [] {
+    const char* v = std::getenv("RAVEL_TBB_GEMM_ORDER");
+    return v && *v == 'a' ? 1 : v && *v == 'b' ? 2 : 0;
+  }();
   Blocking b;
-  // A B sliver (KC x NR) in half of L1: the A slivers streaming past it take the other half.
-  b.kc = kc_env > 0 ? kc_env : std::clamp<int64_t>(l1 / 2 / (nr * elem) / 8 * 8, 64, 512);
-  // An A block (MC x KC) in half of L2, beside the B slivers and C tiles passing through.
+  // The resident sliver fills half of L1 (the streamed slivers take the rest), so KC is as long
+  // as it allows: a long KC amortises the C tile's load and store per micro-kernel call. The
+  // AVX-512 tile (12 x 32) is the large one: there the 12-row A sliver is the one kept (KC ~336
+  // in 32 KiB instead of 128), as BLIS's skx kernels keep their 12-wide side.
+  b.a_resident = order_env ? order_env == 1 : mr * nr >= 384;
+  const int64_t resident = (b.a_resident ? mr : nr) * elem;
+  b.kc = kc_env > 0 ? kc_env : std::clamp<int64_t>(l1 / 2 / resident / 8 * 8, 64, 512);
+  // The streamed side's block (A: MC x KC, or B: KC x NCB) in half of L2.
   b.mc = mc_env > 0 ? round_up(mc_env, mr)
                     : std::clamp<int64_t>(l2 / 2 / (b.kc * elem) / mr * mr, mr, 1024 / mr * mr);
+  b.ncb = mc_env > 0 ? round_up(mc_env, nr)
+                     : std::clamp<int64_t>(l2 / 2 / (b.kc * elem) / nr * nr, nr, 2048 / nr * nr);
   // The B panel (KC x NC) lives in L3: 4096 columns (4 MiB f32 at KC 256).
   b.nc = nc_env > 0 ? round_up(nc_env, nr) : round_up(4096, nr);
   return b;
@@ -274,7 +289,7 @@ struct Gemm {
     const int64_t ldb = NC;  // accumulation buffer: mt*MR x NC
     T* const cbuf = direct ? nullptr : W.cbuf.reserve(mt * MR * ldb);
     const int threads = par ? std::max(1, tbb::this_task_arena::max_concurrency()) : 1;
-    const int64_t mc_slivers = std::max<int64_t>(1, blk.mc / MR);
+    const int64_t mc_slivers = std::max<int64_t>(1, blk.mc / MR), nb_slivers = std::max<int64_t>(1, blk.ncb / NR);
 
     for (int64_t jc = 0; jc < N; jc += NC) {
       const int64_t nc = std::min(NC, N - jc), nt = ceil_div(nc, NR);
@@ -301,31 +316,42 @@ struct Gemm {
           const int64_t ip = t / nparts, jp = t % nparts;
           const int64_t ms0 = ip * mt / mparts, ms1 = (ip + 1) * mt / mparts;
           const int64_t ns0 = jp * nt / nparts, ns1 = (jp + 1) * nt / nparts;
-          // The task's A slivers in equal MC-sized blocks (no short last block).
-          const int64_t blocks = ceil_div(ms1 - ms0, mc_slivers);
-          for (int64_t q = 0; q < blocks; ++q) {
-            const int64_t is0 = ms0 + q * (ms1 - ms0) / blocks, is1 = ms0 + (q + 1) * (ms1 - ms0) / blocks;
-            for (int64_t js = ns0; js < ns1; ++js) {
-              const T* b = pb + js * NR * kc;
-              for (int64_t is = is0; is < is1; ++is) {
-                const T* a = pa + is * MR * kc;
-                if (!direct) {
-                  kern.fn(kc, a, b, cbuf + is * MR * ldb + js * NR, ldb, !first);
-                  continue;
-                }
-                const int64_t m0 = is * MR, n0 = jc + js * NR;
-                T* dst = Cb + m0 * ldc + n0;
-                const int64_t h = std::min(MR, M - m0), w = std::min(NR, N - n0);
-                if (h == MR && w == NR) {
-                  kern.fn(kc, a, b, dst, ldc, !first);
-                  continue;
-                }
-                alignas(64) T tile[12 * 32];  // edge tile: MR x NR <= 12 x 32
-                kern.fn(kc, a, b, tile, NR, false);
-                for (int64_t i = 0; i < h; ++i)
-                  for (int64_t j = 0; j < w; ++j)
-                    dst[i * ldc + j] = first ? tile[i * NR + j] : dst[i * ldc + j] + tile[i * NR + j];
-              }
+          // One micro-kernel call for sliver pair (is, js).
+          auto tile = [&](int64_t is, int64_t js) {
+            const T* a = pa + is * MR * kc;
+            const T* b = pb + js * NR * kc;
+            if (!direct) {
+              kern.fn(kc, a, b, cbuf + is * MR * ldb + js * NR, ldb, !first);
+              return;
+            }
+            const int64_t m0 = is * MR, n0 = jc + js * NR;
+            T* dst = Cb + m0 * ldc + n0;
+            const int64_t h = std::min(MR, M - m0), w = std::min(NR, N - n0);
+            if (h == MR && w == NR) {
+              kern.fn(kc, a, b, dst, ldc, !first);
+              return;
+            }
+            alignas(64) T tmp[12 * 32];  // edge tile: MR x NR <= 12 x 32
+            kern.fn(kc, a, b, tmp, NR, false);
+            for (int64_t i = 0; i < h; ++i)
+              for (int64_t j = 0; j < w; ++j)
+                dst[i * ldc + j] = first ? tmp[i * NR + j] : dst[i * ldc + j] + tmp[i * NR + j];
+          };
+          // The task's streamed side in equal L2-sized blocks (no short last block); inside one,
+          // the resident sliver is the outer loop.
+          if (!blk.a_resident) {
+            const int64_t blocks = ceil_div(ms1 - ms0, mc_slivers);
+            for (int64_t q = 0; q < blocks; ++q) {
+              const int64_t is0 = ms0 + q * (ms1 - ms0) / blocks, is1 = ms0 + (q + 1) * (ms1 - ms0) / blocks;
+              for (int64_t js = ns0; js < ns1; ++js)
+                for (int64_t is = is0; is < is1; ++is) tile(is, js);
+            }
+          } else {
+            const int64_t blocks = ceil_div(ns1 - ns0, nb_slivers);
+            for (int64_t q = 0; q < blocks; ++q) {
+              const int64_t js0 = ns0 + q * (ns1 - ns0) / blocks, js1 = ns0 + (q + 1) * (ns1 - ns0) / blocks;
+              for (int64_t is = ms0; is < ms1; ++is)
+                for (int64_t js = js0; js < js1; ++js) tile(is, js);
             }
           }
           if (!direct && last) {
