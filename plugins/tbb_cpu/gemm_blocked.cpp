@@ -299,15 +299,22 @@ struct Gemm {
       for (int64_t pc = 0; pc < K; pc += KC) {
         const int64_t kc = std::min(KC, K - pc);
         const bool first = pc == 0, last = pc + kc >= K;
-        // Phase 1: pack A[:, pc..] (mt slivers) then B[pc.., jc..] (nt slivers).
+        auto pack_a_sliver = [&](int64_t s) {
+          const int64_t m0 = s * MR;
+          pack_a(pa + s * MR * kc, Ab + m0 * sam + pc * sak, sam, sak, std::min(MR, M - m0), kc);
+        };
+        // Phase 1: pack B[pc.., jc..] (nt slivers), and A[:, pc..] (mt slivers) when several
+        // tasks share rows; otherwise each task packs its own A rows just before using them
+        // (BLIS's order: the packed block is then still in L2).
+        const bool shared_a = nparts > 1;
+        const int64_t a_slivers = shared_a ? mt : 0;
         const int64_t grain = std::max<int64_t>(1, 16384 / (kc * std::max(MR, NR)));
-        for_each(par, mt + nt, grain, [&](int64_t s) {
-          if (s < mt) {
-            const int64_t m0 = s * MR;
-            pack_a(pa + s * MR * kc, Ab + m0 * sam + pc * sak, sam, sak, std::min(MR, M - m0), kc);
+        for_each(par, a_slivers + nt, grain, [&](int64_t s) {
+          if (s < a_slivers) {
+            pack_a_sliver(s);
           } else {
-            const int64_t j0 = (s - mt) * NR;
-            pack_b(pb + (s - mt) * NR * kc, Bb + pc * sbk + (jc + j0) * sbn, sbk, sbn,
+            const int64_t j0 = (s - a_slivers) * NR;
+            pack_b(pb + (s - a_slivers) * NR * kc, Bb + pc * sbk + (jc + j0) * sbn, sbk, sbn,
                    std::min(NR, nc - j0), kc);
           }
         });
@@ -316,6 +323,8 @@ struct Gemm {
           const int64_t ip = t / nparts, jp = t % nparts;
           const int64_t ms0 = ip * mt / mparts, ms1 = (ip + 1) * mt / mparts;
           const int64_t ns0 = jp * nt / nparts, ns1 = (jp + 1) * nt / nparts;
+          if (!shared_a)
+            for (int64_t is = ms0; is < ms1; ++is) pack_a_sliver(is);
           // One micro-kernel call for sliver pair (is, js).
           auto tile = [&](int64_t is, int64_t js) {
             const T* a = pa + is * MR * kc;
