@@ -88,9 +88,10 @@ Blocking blocking(int64_t mr, int64_t nr, int64_t elem) {
   Blocking b;
   // The resident sliver fills half of L1 (the streamed slivers take the rest), so KC is as long
   // as it allows: a long KC amortises the C tile's load and store per micro-kernel call. The
-  // AVX-512 tile (12 x 32) is the large one: there the 12-row A sliver is the one kept (KC ~336
-  // in 32 KiB instead of 128), as BLIS's skx kernels keep their 12-wide side.
-  b.a_resident = order_env ? order_env == 1 : mr * nr >= 384;
+  // AVX-512 tiles (12 x 32 f32, 12 x 16 f64: 24 zmm) are the large ones: there the 12-row A
+  // sliver is the one kept (KC ~336 in 32 KiB instead of 128), as BLIS's skx kernels keep their
+  // 12-wide side. The AVX2 6 x 16 tile keeps B (measured: either order is as fast here).
+  b.a_resident = order_env ? order_env == 1 : mr * nr * elem >= 1536;
   const int64_t resident = (b.a_resident ? mr : nr) * elem;
   b.kc = kc_env > 0 ? kc_env : std::clamp<int64_t>(l1 / 2 / resident / 8 * 8, 64, 512);
   // The streamed side's block (A: MC x KC, or B: KC x NCB) in half of L2.
