@@ -173,6 +173,17 @@ PackFn<T> packer_a(int mr) {
   }
 }
 template <class T>
+using PackRowsFn = void (*)(T*, const T*, int64_t, int64_t, int64_t);
+template <class T>
+PackRowsFn<T> packer_b_rows(int nr) {
+  switch (nr) {
+    case 4: return &gemm::pack_b_rows<T, 4>;
+    case 8: return &gemm::pack_b_rows<T, 8>;
+    case 16: return &gemm::pack_b_rows<T, 16>;
+    default: return &gemm::pack_b_rows<T, 32>;
+  }
+}
+template <class T>
 PackFn<T> packer_b(int nr) {
   switch (nr) {
     case 4: return &gemm::pack_b<T, 4>;
@@ -204,6 +215,7 @@ struct Gemm {
   int64_t M, N, K, batches;
   gemm::Kernel<T> kern;
   PackFn<T> pack_a, pack_b;
+  PackRowsFn<T> pack_b_rows;
   int64_t MR, NR;
   Blocking blk;
   const T* A;
@@ -225,6 +237,7 @@ struct Gemm {
     MR = kern.mr, NR = kern.nr;
     pack_a = packer_a<T>(kern.mr);
     pack_b = packer_b<T>(kern.nr);
+    pack_b_rows = packer_b_rows<T>(kern.nr);
     blk = blocking(MR, NR, sizeof(T));
     A = reinterpret_cast<const T*>(c.a.data);
     B = reinterpret_cast<const T*>(c.b.data);
@@ -309,14 +322,21 @@ struct Gemm {
         // (BLIS's order: the packed block is then still in L2).
         const bool shared_a = nparts > 1;
         const int64_t a_slivers = shared_a ? mt : 0;
+        // B in groups of up to 4 slivers (full ones of a row-major B go through pack_b_rows).
+        const int64_t groups = ceil_div(nt, 4);
         const int64_t grain = std::max<int64_t>(1, 16384 / (kc * std::max(MR, NR)));
-        for_each(par, a_slivers + nt, grain, [&](int64_t s) {
+        for_each(par, a_slivers + groups, grain, [&](int64_t s) {
           if (s < a_slivers) {
             pack_a_sliver(s);
-          } else {
-            const int64_t j0 = (s - a_slivers) * NR;
-            pack_b(pb + (s - a_slivers) * NR * kc, Bb + pc * sbk + (jc + j0) * sbn, sbk, sbn,
-                   std::min(NR, nc - j0), kc);
+            return;
+          }
+          const int64_t s0 = (s - a_slivers) * 4, s1 = std::min(nt, s0 + 4);
+          const int64_t full = sbn == 1 ? std::min(s1, nc / NR) : s0;
+          if (full > s0)
+            pack_b_rows(pb + s0 * NR * kc, Bb + pc * sbk + jc + s0 * NR, sbk, full - s0, kc);
+          for (int64_t q = std::max(s0, full); q < s1; ++q) {
+            const int64_t j0 = q * NR;
+            pack_b(pb + q * NR * kc, Bb + pc * sbk + (jc + j0) * sbn, sbk, sbn, std::min(NR, nc - j0), kc);
           }
         });
         // Phase 2: the micro-kernels, then (last panel, buffered C) the epilogue.

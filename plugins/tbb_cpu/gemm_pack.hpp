@@ -79,4 +79,18 @@ inline void pack_b(T* __restrict dst, const T* src, int64_t sk, int64_t sn, int6
   }
 }
 
+// `count` full B slivers side by side (row-major B: column stride 1), sliver q at dst + q*NR*kc:
+// each row of the group is read as one contiguous run (count * NR values) instead of one
+// NR-wide piece per sliver pass, so the hardware prefetcher sees a few long streams.
+template <class T, int NR>
+inline void pack_b_rows(T* __restrict dst, const T* src, int64_t sk, int64_t count, int64_t kc) {
+  for (int64_t k = 0; k < kc; ++k) {
+    const T* s = src + k * sk;
+    T* d = dst + k * NR;
+    for (int64_t q = 0; q < count; ++q, s += NR, d += NR * kc)
+#pragma GCC unroll 32
+      for (int j = 0; j < NR; ++j) d[j] = s[j];
+  }
+}
+
 }  // namespace tbbcpu::gemm
