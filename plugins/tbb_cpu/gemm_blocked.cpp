@@ -307,8 +307,12 @@ struct Gemm {
 
     for (int64_t jc = 0; jc < N; jc += NC) {
       const int64_t nc = std::min(NC, N - jc), nt = ceil_div(nc, NR);
-      // Tasks: mparts x nparts equal blocks of slivers, >= 4 per thread where the panel allows.
-      const int64_t want = threads == 1 ? 1 : 4 * threads;
+      // Tasks: mparts x nparts equal blocks of slivers, >= 4 per thread where the panel allows,
+      // and ~16M multiply-adds each on large panels (up to 16 per thread): each panel ends with a
+      // join, where one thread idles while the other finishes its last task.
+      const int64_t want = threads == 1 ? 1
+                                        : std::clamp<int64_t>(M * nc * std::min(K, KC) >> 24, 4 * threads,
+                                                              16 * threads);
       const int64_t mparts = std::min(mt, want), nparts = std::min(nt, ceil_div(want, mparts));
       for (int64_t pc = 0; pc < K; pc += KC) {
         const int64_t kc = std::min(KC, K - pc);
