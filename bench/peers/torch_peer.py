@@ -62,8 +62,8 @@ if W == "mlp":
         opt.step()
         return loss.item()
     proto.run(args, step, lambda loss: loss == loss and loss > 0)
-elif W == "makemore":
-    # The main job's step (examples/makemore, ravel-bench's makemore workload): 3-character
+elif W in ("makemore", "makemore_eager"):
+    # The main job's step (examples/makemore, ravel-bench's makemore workloads): 3-character
     # context, 27x10 embedding, tanh hidden 200, cross-entropy over 27, SGD lr 0.1, eager PyTorch.
     B = S[0]
     ctx, tgt = torch.randint(0, 27, (B, 3)), torch.randint(0, 27, (B,))

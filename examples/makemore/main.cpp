@@ -29,16 +29,17 @@ struct Options {
   int block = 3;
   double lr = 0.1;
   uint64_t seed = 42;
+  bool jit = true;  // capture the training step once and replay it (ravel/jit.hpp)
   std::string config, words = "/usr/share/dict/american-english", out = ".";
 };
 
 [[noreturn]] void usage(int code) {
   std::puts(
       "usage: makemore [--steps N] [--batch N] [--hidden N] [--embed N] [--block N] [--lr X] [--seed N]\n"
-      "                [--config FILE] [--words FILE] [--out DIR]\n"
+      "                [--config FILE] [--words FILE] [--out DIR] [--jit on|off]\n"
       "Trains a character-level MLP language model on a word list and samples new words.\n"
       "Defaults: --steps 150000 --batch 64 --hidden 200 --embed 10 --block 3 --lr 0.1 --seed 42\n"
-      "          --words /usr/share/dict/american-english --out .");
+      "          --words /usr/share/dict/american-english --out . --jit on");
   std::exit(code);
 }
 
@@ -60,6 +61,8 @@ Options parse(int argc, char** argv) {
       else if (a == "--config") o.config = v;
       else if (a == "--words") o.words = v;
       else if (a == "--out") o.out = v;
+      else if (a == "--jit" && (v == "on" || v == "off")) o.jit = v == "on";
+      else if (a == "--jit") throw std::invalid_argument(v);
       else { std::fprintf(stderr, "makemore: unknown option %s\n", a.c_str()); usage(2); }
     } catch (const std::logic_error&) {
       std::fprintf(stderr, "makemore: bad value '%s' for %s\n", v.c_str(), a.c_str());
@@ -154,6 +157,17 @@ int main(int argc, char** argv) try {
   double smooth = 0;
   auto start = std::chrono::steady_clock::now();
   std::vector<int64_t> ctx(o.batch * o.block), tgt(o.batch);
+  // One training step as a function of the batch; with --jit on, its kernels are captured at
+  // the first call and replayed afterwards (no graph, autodiff or scheduling per step).
+  const ravel::Jit::Function step_fn = [&](const std::vector<Tensor>& in) {
+    Tensor loss = ravel::nn::cross_entropy(model(in[0]), in[1]);
+    sgd.zero_grad();
+    loss.backward();
+    sgd.step({loss});  // the loss in the same pass: one forward pass per step
+    sgd.zero_grad();  // no gradient outlives the step (a replay would not update it)
+    return std::vector<Tensor>{loss};
+  };
+  ravel::Jit train_step(step_fn, model.parameters());
   ravel::reset_stats();
   for (int64_t step = 1; step <= o.steps; ++step) {
     for (int64_t b = 0; b < o.batch; ++b) {
@@ -161,12 +175,11 @@ int main(int argc, char** argv) try {
       std::copy_n(train.contexts.begin() + i * o.block, o.block, ctx.begin() + b * o.block);
       tgt[b] = train.targets[i];
     }
-    Tensor loss = ravel::nn::cross_entropy(model(Tensor::from_vector(ctx, {o.batch, o.block})), Tensor::from_vector(tgt, {o.batch}));
-    sgd.zero_grad();
-    loss.backward();
-    sgd.lr = step > o.steps * 3 / 4 ? o.lr * 0.1 : o.lr;
-    sgd.step();
-    double l = loss.item<double>();
+    const double lr = step > o.steps * 3 / 4 ? o.lr * 0.1 : o.lr;
+    if (lr != sgd.lr) train_step.clear();  // the learning rate is a constant of the capture
+    sgd.lr = lr;
+    std::vector<Tensor> batch{Tensor::from_vector(ctx, {o.batch, o.block}), Tensor::from_vector(tgt, {o.batch})};
+    double l = (o.jit ? train_step(batch) : step_fn(batch))[0].item<double>();
     smooth = step == 1 ? l : 0.98 * smooth + 0.02 * l;
     if (step % std::max<int64_t>(1, o.steps / 400) == 0 || step == 1) curve.points.emplace_back(step, smooth);
     if (step % log_every == 0 || step == o.steps || (tty && step % 50 == 0)) {
@@ -184,6 +197,9 @@ int main(int argc, char** argv) try {
   std::printf("\ntrained in %.1f s (%.0f steps/s); per step: %.1f kernels (%.1f contractions), %.0f us scheduling, %.0f us in kernels\n",
               secs, o.steps / secs, double(st.kernels()) / o.steps, double(st.contractions) / o.steps,
               st.schedule_seconds / o.steps * 1e6, st.execute_seconds / o.steps * 1e6);
+  if (o.jit)
+    std::printf("jit: %lld steps replayed, %lld captured\n", static_cast<long long>(train_step.replays()),
+                static_cast<long long>(train_step.captures()));
 
   double train_loss = evaluate(model, train, o.block), val_loss = evaluate(model, val, o.block);
   double baseline = unigram_baseline(train, val);

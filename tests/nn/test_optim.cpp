@@ -75,3 +75,25 @@ BOOST_AUTO_TEST_CASE(mlp_learns_xor) {
   BOOST_TEST(pred[2] > 0.5f);
   BOOST_TEST(pred[3] < 0.5f);
 }
+
+// backward() realizes the loss with the gradients (one forward pass): reading it launches no
+// kernel. step({t}) realizes t in the update's pass, from the parameters before the update.
+BOOST_AUTO_TEST_CASE(backward_and_step_realize_alongside) {
+  Tensor p = Tensor::from_vector<double>({0, 0}, {2}).requires_grad_();
+  nn::SGD opt({&p}, 0.1);
+  opt.zero_grad();
+  Tensor loss = quadratic(p);
+  loss.backward();
+  BOOST_TEST(loss.is_realized());
+  BOOST_TEST(loss.item<double>() == 10.0, tt::tolerance(1e-12));  // (0-3)^2 + (0+1)^2
+  BOOST_TEST(ravel::last_realization_stats().kernels() == 0);
+  Tensor doubled = (p * 2.0 + 1.0).sum();  // read before the update: 2
+  BOOST_TEST(!doubled.is_realized());
+  opt.step({doubled});
+  BOOST_TEST(doubled.is_realized());
+  BOOST_TEST(doubled.item<double>() == 2.0, tt::tolerance(1e-12));
+  BOOST_TEST(ravel::last_realization_stats().kernels() == 0);
+  auto got = p.to_vector<double>();
+  BOOST_TEST(got[0] == 0.6, tt::tolerance(1e-12));  // 0 - 0.1 * 2 * (0 - 3)
+  BOOST_TEST(got[1] == -0.2, tt::tolerance(1e-12));
+}

@@ -180,12 +180,16 @@ class MlpInstance : public Instance {
 class MakemoreInstance : public Instance {
  public:
   static constexpr int64_t kVocab = 27, kBlock = 3, kEmbed = 10, kHid = 200;
-  MakemoreInstance(int64_t batch, const Device& d) : batch_(batch) {
+  // jit: the step as the main job runs it, captured once and replayed (ravel/jit.hpp); otherwise
+  // built, differentiated and scheduled every step.
+  MakemoreInstance(int64_t batch, const Device& d, bool jit) : batch_(batch), use_jit_(jit) {
     ctx_ = (Tensor::rand({batch, kBlock}, 41, DType::F32, d) * double(kVocab)).cast(DType::I64).realize();
     tgt_ = (Tensor::rand({batch}, 42, DType::F32, d) * double(kVocab)).cast(DType::I64).realize();
     p_ = {Tensor::randn({kVocab, kEmbed}, 43, DType::F32, d).realize(),
           (uniform({kBlock * kEmbed, kHid}, 44, d) * 0.18).contiguous().realize(), (uniform({kHid}, 45, d) * 0.18).contiguous().realize(),
           (uniform({kHid, kVocab}, 46, d) * 0.07).contiguous().realize(), (uniform({kVocab}, 47, d) * 0.07).contiguous().realize()};
+    jit_ = std::make_unique<Jit>([this](const std::vector<Tensor>& in) { return train(in); },
+                                 std::vector<Tensor*>{&p_[0], &p_[1], &p_[2], &p_[3], &p_[4]});
   }
   void run() override { step(); }
   std::string check() override {
@@ -214,20 +218,26 @@ class MakemoreInstance : public Instance {
 
  private:
   double step() {
-    Tensor emb = ctx_.flatten().one_hot(kVocab).matmul(p_[0]).reshape({batch_, kBlock * kEmbed});
+    if (!use_jit_) return train({ctx_, tgt_})[0].item<float>();
+    return (*jit_)({ctx_, tgt_})[0].item<float>();
+  }
+  std::vector<Tensor> train(const std::vector<Tensor>& in) {
+    Tensor emb = in[0].flatten().one_hot(kVocab).matmul(p_[0]).reshape({batch_, kBlock * kEmbed});
     Tensor h = (emb.matmul(p_[1]) + p_[2]).tanh();
-    Tensor loss = nn::cross_entropy(h.matmul(p_[3]) + p_[4], tgt_);
+    Tensor loss = nn::cross_entropy(h.matmul(p_[3]) + p_[4], in[1]);
     std::vector<Tensor> grads = gradients(loss, p_);
     std::vector<Tensor> out;
     for (int i = 0; i < 5; ++i) out.push_back(p_[i] - grads[i] * 0.1);
     out.push_back(loss);
     realize(out);
     for (int i = 0; i < 5; ++i) p_[i] = Tensor().assign(out[i]);  // fresh leaves: no graph kept
-    return out.back().item<float>();
+    return {out.back()};
   }
   int64_t batch_;
+  bool use_jit_;
   Tensor ctx_, tgt_;
   std::vector<Tensor> p_;
+  std::unique_ptr<Jit> jit_;  // made once p_ holds the parameters (its state)
 };
 
 }  // namespace
@@ -245,7 +255,10 @@ const std::vector<WorkloadInfo>& workload_catalog() {
       {"mlp", "one MLP training step 784->512->512->10 (ReLU, softmax cross-entropy, SGD lr 0.05): forward, "
               "gradients by autodiff, and the update", 1, "batch", {{256}}, true, ""},
       {"makemore", "one makemore training step (examples/makemore: 3-char context, embedding 27x10, tanh "
-                   "hidden 200, cross-entropy over 27, gradients by autodiff, SGD)", 1, "batch", {{64}}, true, ""},
+                   "hidden 200, cross-entropy over 27, gradients by autodiff, SGD), captured once and replayed "
+                   "(ravel::Jit) as the main job runs it", 1, "batch", {{64}}, true, ""},
+      {"makemore_eager", "the makemore step without ravel::Jit: graph built, differentiated and scheduled every "
+                         "step (kernel cache hits)", 1, "batch", {{64}}, true, ""},
   };
   return catalog;
 }
@@ -277,7 +290,7 @@ Work work_of(const std::string& name, const Size& s) {
     double params = kIn * kHidden + kHidden * kHidden + kHidden * kOut + 2 * kHidden + kOut;
     return {3 * fwd - 2 * d(0) * kIn * kHidden, 4 * (d(0) * kIn + 3 * params)};
   }
-  if (name == "makemore") {
+  if (name == "makemore" || name == "makemore_eager") {
     // Matmuls only (forward and their gradients, minus the unneeded input gradient of the
     // first): embedding 27x10, hidden 30x200, output 200x27.
     double fwd = 2 * d(0) * (3 * 27 * 10 + 30 * 200 + 200 * 27);
@@ -354,7 +367,8 @@ std::unique_ptr<Instance> make_instance(const std::string& name, const Size& s, 
         elementwise_naive([r, c](const V& in, size_t e) { return in[0][(e % size_t(r)) * c + e / size_t(r)]; }), 0, 0,
         size_t(r * c), size_t(r * c));
   if (name == "mlp") return std::make_unique<MlpInstance>(s[0], dev);
-  if (name == "makemore") return std::make_unique<MakemoreInstance>(s[0], dev);
+  if (name == "makemore") return std::make_unique<MakemoreInstance>(s[0], dev, true);
+  if (name == "makemore_eager") return std::make_unique<MakemoreInstance>(s[0], dev, false);
   throw ValueError("workload " + name + " has no implementation");
 }
 

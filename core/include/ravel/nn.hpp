@@ -83,11 +83,15 @@ class Optimizer {
  public:
   explicit Optimizer(std::vector<Tensor*> params) : params_(std::move(params)) {}
   virtual ~Optimizer() = default;
-  virtual void step() = 0;  // uses each parameter's grad(); parameters without one are skipped
+  // Updates every parameter from its grad() (parameters without one are skipped), realizing the
+  // new values in one pass together with `also` (e.g. the loss: the forward pass the loss and
+  // the gradients share then runs once, instead of again when the loss is read).
+  void step(const std::vector<Tensor>& also = {}) { update(also); }
   void zero_grad();
   double lr = 0;
 
  protected:
+  virtual void update(const std::vector<Tensor>& also) = 0;
   std::vector<Tensor*> params_;
 };
 
@@ -95,10 +99,10 @@ class Optimizer {
 class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor*> params, double lr, double momentum = 0.0);
-  void step() override;
   double momentum;
 
  private:
+  void update(const std::vector<Tensor>& also) override;
   std::vector<Tensor> velocity_;
 };
 
@@ -106,10 +110,10 @@ class SGD : public Optimizer {
 class Adam : public Optimizer {
  public:
   Adam(std::vector<Tensor*> params, double lr = 1e-3, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8);
-  void step() override;
   double beta1, beta2, eps;
 
  private:
+  void update(const std::vector<Tensor>& also) override;
   std::vector<Tensor> m_, v_;
   int64_t t_ = 0;
 };

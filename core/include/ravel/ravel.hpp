@@ -7,6 +7,7 @@
 #include "ravel/dtype.hpp"
 #include "ravel/error.hpp"
 #include "ravel/io.hpp"
+#include "ravel/jit.hpp"
 #include "ravel/nn.hpp"
 #include "ravel/runtime.hpp"
 #include "ravel/schedule.hpp"

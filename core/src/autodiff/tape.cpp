@@ -66,7 +66,11 @@ void Tensor::backward(const Tensor& cotangent) const {
   std::lock_guard<std::mutex> lock(grad_mutex());
   std::vector<Tensor> sums;
   for (size_t i = 0; i < leaves.size(); ++i) sums.push_back(leaves[i]->grad ? Tensor(leaves[i]->grad) + gs[i] : gs[i]);
-  ravel::realize(sums);  // one scheduling pass for every gradient
+  // One scheduling pass for every gradient and for this tensor itself: the forward pass they
+  // share then runs once (reading the loss after backward() launches no second forward pass).
+  sums.push_back(*this);
+  ravel::realize(sums);
+  sums.pop_back();
   // Keep only the values: a stored gradient must not hold this step's graph alive.
   for (size_t i = 0; i < leaves.size(); ++i) leaves[i]->grad = realized_leaf(sums[i]);
 }

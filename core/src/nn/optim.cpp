@@ -7,9 +7,9 @@
 namespace ravel::nn {
 
 namespace {
-// Realizes every new value in one pass, then stores each into its target.
-void commit(std::vector<std::pair<Tensor*, Tensor>>& updates) {
-  std::vector<Tensor> values;
+// Realizes every new value (and `also`) in one pass, then stores each into its target.
+void commit(std::vector<std::pair<Tensor*, Tensor>>& updates, const std::vector<Tensor>& also) {
+  std::vector<Tensor> values = also;
   for (auto& [target, value] : updates) values.push_back(value);
   realize(values);
   for (auto& [target, value] : updates) target->assign(value);
@@ -25,7 +25,7 @@ SGD::SGD(std::vector<Tensor*> params, double lr_, double momentum_) : Optimizer(
   velocity_.resize(params_.size());
 }
 
-void SGD::step() {
+void SGD::update(const std::vector<Tensor>& also) {
   NoGradGuard no_grad;
   std::vector<std::pair<Tensor*, Tensor>> updates;
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -38,7 +38,7 @@ void SGD::step() {
     }
     updates.emplace_back(params_[i], *params_[i] - g * lr);
   }
-  commit(updates);
+  commit(updates, also);
 }
 
 Adam::Adam(std::vector<Tensor*> params, double lr_, double b1, double b2, double e)
@@ -48,7 +48,7 @@ Adam::Adam(std::vector<Tensor*> params, double lr_, double b1, double b2, double
   v_.resize(params_.size());
 }
 
-void Adam::step() {
+void Adam::update(const std::vector<Tensor>& also) {
   NoGradGuard no_grad;
   ++t_;
   const double c1 = 1.0 - std::pow(beta1, static_cast<double>(t_)), c2 = 1.0 - std::pow(beta2, static_cast<double>(t_));
@@ -62,7 +62,7 @@ void Adam::step() {
     updates.emplace_back(&v_[i], v);
     updates.emplace_back(params_[i], *params_[i] - (m / c1) / ((v / c2).sqrt() + eps) * lr);
   }
-  commit(updates);
+  commit(updates, also);
 }
 
 }  // namespace ravel::nn

@@ -6,7 +6,9 @@
 
 #include "ravel/error.hpp"
 #include "runtime/debug.hpp"
+#include "runtime/capture.hpp"
 #include "runtime/device_buffer.hpp"
+#include "runtime/loaded_plugin.hpp"
 
 namespace ravel::detail {
 
@@ -32,56 +34,70 @@ void realize_const(const Runtime& rt, Node& n) {
 
 namespace {
 
-rvl_buffer* bound(const Runtime& rt, Node& n) {
+const std::shared_ptr<DeviceBuffer>& bound(const Runtime& rt, Node& n) {
   if (n.kind == NodeKind::Const && !n.buffer) realize_const(rt, n);  // read through padding
   if (!n.buffer) throw InternalError("ravel: kernel input has no buffer (an internal scheduler error; please report it)");
-  return n.buffer->handle();
+  return n.buffer;
 }
 
-// Binds `ck` to the buffers of this graph's nodes and runs it; returns seconds in the plugin.
-double run_kernel(const Runtime& rt, const CachedKernel& ck, const std::vector<NodePtr>& locals, Node& out) {
-  std::vector<rvl_operand> ins = ck.inputs;
-  for (size_t i = 0; i < ins.size(); ++i) ins[i].buffer = bound(rt, *locals[ck.input_nodes[i]]);
-  LoadedPlugin& plugin = out.buffer->plugin();
+}  // namespace
+
+double launch_kernel(const CachedKernel& ck, const BufferOf& buffer_of, DeviceBuffer& out) {
+  LoadedPlugin& plugin = out.plugin();
   if (ck.kind == CachedKernel::Kind::Transfer) {
     // Through the host: ABI v1 has no device-to-device copy between plugins.
-    Node& src = *locals[ck.a_node];
-    bound(rt, src);
-    std::vector<unsigned char> host(static_cast<size_t>(out.buffer->bytes()));
+    const DeviceBuffer& src = *buffer_of(ck.a_node);
+    std::vector<unsigned char> host(static_cast<size_t>(out.bytes()));
     const auto t0 = Clock::now();
-    src.buffer->read(host.data(), host.size());
-    out.buffer->write(host.data(), host.size());
+    src.read(host.data(), host.size());
+    out.write(host.data(), host.size());
     return since(t0);
+  }
+  // Up to 8 operands bind on the stack: this runs for every kernel of every step.
+  rvl_operand small[8];
+  std::vector<rvl_operand> large;
+  rvl_operand* ins = small;
+  if (ck.inputs.size() > 8) {
+    large.resize(ck.inputs.size());
+    ins = large.data();
+  }
+  for (size_t i = 0; i < ck.inputs.size(); ++i) {
+    ins[i] = ck.inputs[i];
+    ins[i].buffer = buffer_of(ck.input_nodes[i])->handle();
   }
   if (ck.kind == CachedKernel::Kind::Program) {
     rvl_program p = ck.program;
-    p.inputs = ins.data();
+    p.inputs = ins;
     p.instructions = ck.instructions.data();
-    p.output.buffer = out.buffer->handle();
+    p.output.buffer = out.handle();
     const auto t0 = Clock::now();
-    plugin.check(plugin.api().execute_program(out.device.index(), nullptr, &p), "kernel program");
+    plugin.check(plugin.api().execute_program(out.device(), nullptr, &p), "kernel program");
     return since(t0);
   }
   rvl_contraction c = ck.contraction;
-  c.a.buffer = bound(rt, *locals[ck.a_node]);
-  c.b.buffer = bound(rt, *locals[ck.b_node]);
-  c.c.buffer = out.buffer->handle();
+  c.a.buffer = buffer_of(ck.a_node)->handle();
+  c.b.buffer = buffer_of(ck.b_node)->handle();
+  c.c.buffer = out.handle();
   if (!ck.instructions.empty()) {
-    c.n_epilogue_inputs = static_cast<int32_t>(ins.size());
-    c.epilogue_inputs = ins.data();
+    c.n_epilogue_inputs = static_cast<int32_t>(ck.inputs.size());
+    c.epilogue_inputs = ins;
     c.n_epilogue = static_cast<int32_t>(ck.instructions.size());
     c.epilogue = ck.instructions.data();
   }
   RAVEL_CHECK(RAVEL_API_HAS(&plugin.api(), execute_contraction), DeviceError, plugin.name(),
               " does not implement execute_contraction (optional in the ABI); matmul needs it for now");
   const auto t0 = Clock::now();
-  plugin.check(plugin.api().execute_contraction(out.device.index(), nullptr, &c), "contraction kernel");
+  plugin.check(plugin.api().execute_contraction(out.device(), nullptr, &c), "contraction kernel");
   return since(t0);
 }
 
-}  // namespace
-
-void run_recipe(const Runtime& rt, const Recipe& r, const std::vector<NodePtr>& locals, KernelStats& stats, int debug) {
+void run_recipe(const Runtime& rt, const std::shared_ptr<const Recipe>& recipe, const std::vector<NodePtr>& locals,
+                KernelStats& stats, int debug) {
+  const Recipe& r = *recipe;
+  KernelRecorder* recorder = active_recorder();
+  const BufferOf buffer_of = [&](int32_t local) -> const std::shared_ptr<DeviceBuffer>& {
+    return bound(rt, *locals[local]);
+  };
   std::vector<int32_t> remaining(locals.size(), 0);
   std::vector<uint8_t> made(locals.size(), 0), keep(locals.size(), 0);  // made: given a buffer here
   for (const auto& ck : r.kernels)
@@ -103,7 +119,8 @@ void run_recipe(const Runtime& rt, const Recipe& r, const std::vector<NodePtr>& 
     made[ck.out] = 1;
     double dt = 0;
     try {
-      dt = run_kernel(rt, ck, locals, k);
+      dt = launch_kernel(ck, buffer_of, *k.buffer);
+      if (recorder) recorder->kernel_ran(recipe, ck, buffer_of, k);
     } catch (...) {
       k.buffer.reset();  // never leave a node looking realized with garbage in it
       release_temporaries();

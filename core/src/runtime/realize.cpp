@@ -42,7 +42,7 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets) {
     stats.cache_hits = s.cache == Schedule::Cache::Hit;
     stats.cache_misses = s.cache == Schedule::Cache::Miss;
     if (settings.debug >= 2) print_graph_cut(order, s);
-    run_recipe(rt, *s.recipe, s.graph.locals, stats, settings.debug);
+    run_recipe(rt, s.recipe, s.graph.locals, stats, settings.debug);
     stats.schedule_seconds = since(t_start) - stats.execute_seconds;
   }
   record_realization(stats);

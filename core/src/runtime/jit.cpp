@@ -1,0 +1,330 @@
+// ravel::Jit (ravel/jit.hpp): a function's kernels captured once and replayed with new inputs.
+//
+// Note [Jit]
+// A capture is a straight-line program over *slots*, one per buffer the function's kernels
+// touched: each recorded kernel (a lowered CachedKernel, kept alive by its Recipe) names the slot
+// of every operand and of its result. A slot is
+//   Input i   the buffer of input i at the call (bound to the new input at a replay);
+//   State j   state tensor j's buffer at the start of the call (bound to its current one);
+//   Result    made by a kernel of the call (allocated afresh at every replay, then freed after
+//             its last reader unless it is an output or new state);
+//   Constant  anything else: a Const's one-element buffer, data uploaded inside the function, a
+//             tensor the function closed over. Kept by the capture and bound as is.
+// Invariants: (1) slots are keyed by buffer identity, and the recorder holds every buffer it saw
+// until the capture ends, so a freed buffer's address cannot be reused for a different slot;
+// (2) a replay never writes a buffer that exists outside it (results are fresh, as in every
+// realization), so outputs of earlier calls stay valid; (3) the state tensors are rebound only
+// after every kernel ran, so a replay that fails leaves the state as it was.
+#include "ravel/jit.hpp"
+
+#include <string>
+#include <utility>
+#include <unordered_map>
+
+#include "ravel/error.hpp"
+#include "ravel/runtime.hpp"
+#include "runtime/capture.hpp"
+#include "runtime/device_buffer.hpp"
+#include "runtime/loaded_plugin.hpp"
+#include "runtime/stats.hpp"
+#include "tensor/internal.hpp"
+
+namespace ravel {
+
+using namespace detail;
+
+namespace {
+
+struct Slot {
+  enum class Kind : uint8_t { Input, State, Result, Constant } kind = Kind::Constant;
+  int32_t index = -1;                      // Input / State: which one
+  std::shared_ptr<DeviceBuffer> constant;  // Constant: the buffer, kept
+  std::shared_ptr<LoadedPlugin> plugin;    // Result: where it is allocated
+  Device device;
+  uint64_t bytes = 0;
+};
+
+struct Step {                            // one recorded kernel
+  std::shared_ptr<const Recipe> recipe;  // keeps `kernel` alive
+  const CachedKernel* kernel = nullptr;
+  std::vector<std::pair<int32_t, int32_t>> binding;  // (recipe local, slot) of every operand
+  int32_t out = -1;                                  // the result's slot
+  std::vector<int32_t> release;                      // Result slots read for the last time here
+};
+
+struct Leaf {  // an output, or a state tensor's value after the call
+  int32_t slot = -1;
+  DType dtype = DType::F32;
+  Shape shape;
+  Device device;
+};
+
+struct Meta {  // what a capture depends on of one input or state tensor
+  DType dtype;
+  Shape shape;
+  Device device;
+  // `t` is a leaf: its node's fields are the tensor's (and reading them copies nothing).
+  bool matches(const Tensor& t) const {
+    const Node& n = *t.node();
+    return n.dtype == dtype && n.shape == shape && n.device == device;
+  }
+};
+
+struct Capture {
+  std::vector<Meta> inputs, state_in;  // the signature
+  std::vector<Slot> slots;
+  std::vector<Step> steps;
+  std::vector<Leaf> outputs, state;
+  std::vector<std::pair<const LoadedPlugin*, Device>> plugins;  // still the runtime's? (Runtime::reset)
+};
+
+class Recorder final : public KernelRecorder {
+ public:
+  void kernel_ran(const std::shared_ptr<const Recipe>& recipe, const CachedKernel& k, const BufferOf& buffer_of,
+                  const Node& out) override {
+    Step s;
+    s.recipe = recipe;
+    s.kernel = &k;
+    auto bind = [&](int32_t local) {
+      if (local >= 0) s.binding.emplace_back(local, slot(buffer_of(local)));
+    };
+    for (int32_t l : k.input_nodes) bind(l);
+    if (k.kind != CachedKernel::Kind::Program) bind(k.a_node), bind(k.b_node);
+    if (slot_of.count(out.buffer.get()))
+      throw InternalError("ravel: Jit: a kernel wrote a buffer that already existed (please report it)");
+    s.out = slot(out.buffer);
+    Slot& o = slots[s.out];
+    o.kind = Slot::Kind::Result;
+    o.plugin = Runtime::get().plugin_for(out.device);
+    o.device = out.device;
+    o.bytes = out.buffer->bytes();
+    steps.push_back(std::move(s));
+  }
+  int32_t slot(const std::shared_ptr<DeviceBuffer>& b) {
+    auto [it, fresh] = slot_of.emplace(b.get(), static_cast<int32_t>(slots.size()));
+    if (fresh) {
+      slots.emplace_back();
+      held.push_back(b);
+    }
+    return it->second;
+  }
+  std::unordered_map<const DeviceBuffer*, int32_t> slot_of;
+  std::vector<std::shared_ptr<DeviceBuffer>> held;  // Note [Jit] (1)
+  std::vector<Slot> slots;
+  std::vector<Step> steps;
+};
+
+bool is_leaf(const Tensor& t) { return t.node()->kind == NodeKind::Buffer && t.node()->buffer; }
+const std::shared_ptr<DeviceBuffer>& buffer_of_leaf(const Tensor& t) { return t.node()->buffer; }
+
+std::vector<Meta> metas(const std::vector<Tensor>& in) {
+  std::vector<Meta> out;
+  for (const Tensor& t : in) out.push_back(Meta{t.dtype(), t.shape(), t.device()});
+  return out;
+}
+
+bool matches(const Capture& c, const std::vector<Tensor>& in, const std::vector<Tensor*>& state) {
+  if (c.inputs.size() != in.size()) return false;
+  for (size_t i = 0; i < in.size(); ++i)
+    if (!c.inputs[i].matches(in[i])) return false;
+  for (size_t j = 0; j < state.size(); ++j)
+    if (!c.state_in[j].matches(*state[j])) return false;
+  return true;
+}
+
+Leaf leaf_of(Recorder& rec, const Tensor& t) {
+  return Leaf{rec.slot(buffer_of_leaf(t)), t.dtype(), t.shape(), t.device()};
+}
+
+Tensor tensor_of(const Leaf& l, const std::shared_ptr<DeviceBuffer>& b) {
+  return Tensor(make_buffer_node(l.dtype, l.shape, l.device, b));
+}
+
+// Replaces `t` by a realized leaf on the same buffer, keeping its autodiff state (like assign).
+void rebind(Tensor& t, NodePtr fresh) {
+  fresh->requires_grad = t.node()->requires_grad;
+  fresh->grad = t.node()->grad;
+  t = Tensor(std::move(fresh));
+}
+
+}  // namespace
+
+struct Jit::Impl {
+  Function fn;
+  std::vector<Tensor*> state;
+  std::vector<Capture> captures;  // one per input signature
+  int64_t n_captures = 0, n_replays = 0, last_kernels = 0;
+
+  std::vector<Tensor> capture(const std::vector<Tensor>& in);
+  std::vector<Tensor> replay(const Capture& c, const std::vector<Tensor>& in);
+};
+
+Jit::Jit(Function fn, std::vector<Tensor*> state) : impl_(std::make_unique<Impl>()) {
+  RAVEL_CHECK(static_cast<bool>(fn), ValueError, "Jit: the function is empty");
+  for (size_t j = 0; j < state.size(); ++j)
+    RAVEL_CHECK(state[j] != nullptr, ValueError, "Jit: state tensor ", j, " is a null pointer");
+  impl_->fn = std::move(fn);
+  impl_->state = std::move(state);
+}
+Jit::~Jit() = default;
+Jit::Jit(Jit&&) noexcept = default;
+Jit& Jit::operator=(Jit&&) noexcept = default;
+
+int64_t Jit::captures() const { return impl_->n_captures; }
+int64_t Jit::replays() const { return impl_->n_replays; }
+int64_t Jit::kernels_per_call() const { return impl_->last_kernels; }
+void Jit::clear() { impl_->captures.clear(); }
+
+std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
+  Impl& m = *impl_;
+  std::vector<Tensor> in = inputs;
+  for (size_t i = 0; i < in.size(); ++i) {
+    RAVEL_CHECK(in[i].defined(), ValueError, "Jit: input ", i, " is an undefined tensor");
+    if (!is_leaf(in[i])) in[i] = Tensor(realized_leaf(in[i]));
+  }
+  for (size_t j = 0; j < m.state.size(); ++j) {
+    Tensor& s = *m.state[j];
+    RAVEL_CHECK(s.defined(), ValueError, "Jit: state tensor ", j,
+                " is undefined; give it a value before the first call (a capture must see the same ops as every "
+                "later call)");
+    if (!is_leaf(s)) rebind(s, realized_leaf(s));
+  }
+  for (auto it = m.captures.begin(); it != m.captures.end(); ++it) {
+    if (!matches(*it, in, m.state)) continue;
+    bool current = true;  // Runtime::reset reloads plugins: a capture is bound to the old ones
+    for (const auto& [plugin, device] : it->plugins) current = current && Runtime::get().plugin_for(device).get() == plugin;
+    if (current) return m.replay(*it, in);
+    m.captures.erase(it);
+    break;
+  }
+  return m.capture(in);
+}
+
+std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
+  std::unordered_map<const DeviceBuffer*, std::string> owner;  // distinct buffers: Note [Jit] (slots)
+  auto claim = [&](const Tensor& t, std::string what) {
+    auto [it, fresh] = owner.emplace(buffer_of_leaf(t).get(), what);
+    RAVEL_CHECK(fresh, ValueError, "Jit: ", what, " and ", it->second,
+                " are the same buffer; a capture tells them apart by buffer, so pass distinct tensors");
+  };
+  for (size_t i = 0; i < in.size(); ++i) claim(in[i], "input " + std::to_string(i));
+  for (size_t j = 0; j < state.size(); ++j) claim(*state[j], "state tensor " + std::to_string(j));
+  std::vector<std::shared_ptr<DeviceBuffer>> state_in;
+  std::vector<Meta> state_meta;
+  for (Tensor* s : state) {
+    state_in.push_back(buffer_of_leaf(*s));
+    state_meta.push_back(Meta{s->dtype(), s->shape(), s->device()});
+  }
+  // The function sees new Buffer nodes on the same buffers. Buffer nodes are never hash-consed,
+  // so every node it builds is new and unrealized: an expression of the inputs that happens to
+  // be realized and alive elsewhere (y = (x * 2).realize() before the call) cannot be found by
+  // hash-consing and mistaken for a constant of the capture.
+  std::vector<Tensor> args;
+  for (const Tensor& t : in) args.push_back(Tensor(make_buffer_node(t.dtype(), t.shape(), t.device(), buffer_of_leaf(t))));
+  for (Tensor* s : state) rebind(*s, make_buffer_node(s->dtype(), s->shape(), s->device(), buffer_of_leaf(*s)));
+
+  Recorder rec;
+  std::vector<Tensor> outs;
+  {
+    RecordingScope scope(&rec);
+    outs = fn(args);
+    for (size_t k = 0; k < outs.size(); ++k) {
+      RAVEL_CHECK(outs[k].defined(), ValueError, "Jit: output ", k, " of the function is an undefined tensor");
+      if (!is_leaf(outs[k])) outs[k] = Tensor(realized_leaf(outs[k]));
+    }
+    for (size_t j = 0; j < state.size(); ++j) {
+      Tensor& s = *state[j];
+      RAVEL_CHECK(s.defined(), ValueError, "Jit: the function left state tensor ", j, " undefined");
+      if (!is_leaf(s)) rebind(s, realized_leaf(s));
+    }
+  }
+  Capture c;
+  c.inputs = metas(in);
+  c.state_in = std::move(state_meta);
+  for (const Tensor& t : outs) c.outputs.push_back(leaf_of(rec, t));
+  for (Tensor* s : state) c.state.push_back(leaf_of(rec, *s));
+  for (size_t i = 0; i < in.size(); ++i)
+    if (auto it = rec.slot_of.find(buffer_of_leaf(in[i]).get()); it != rec.slot_of.end())
+      rec.slots[it->second].kind = Slot::Kind::Input, rec.slots[it->second].index = static_cast<int32_t>(i);
+  for (size_t j = 0; j < state_in.size(); ++j)
+    if (auto it = rec.slot_of.find(state_in[j].get()); it != rec.slot_of.end())
+      rec.slots[it->second].kind = Slot::Kind::State, rec.slots[it->second].index = static_cast<int32_t>(j);
+
+  // Results the function kept alive elsewhere would go stale on a replay (ravel/jit.hpp).
+  std::vector<uint8_t> kept(rec.slots.size(), 0);
+  for (const Leaf& l : c.outputs) kept[l.slot] = 1;
+  for (const Leaf& l : c.state) kept[l.slot] = 1;
+  int64_t hidden = 0;
+  std::string example;
+  for (const Step& s : rec.steps)
+    if (!kept[s.out] && rec.held[s.out].use_count() > 1 && hidden++ == 0) example = s.kernel->label;
+  RAVEL_CHECK(hidden == 0, ValueError, "Jit: the function keeps ", hidden, " tensor(s) it computed alive besides its "
+              "outputs and state (the first made by a ", example, " kernel), e.g. a gradient in Tensor::grad or an "
+              "optimizer's moment; a replay would not update them. Return them, list them as state, or drop them "
+              "(zero_grad) before the function returns. This call ran the function once.");
+
+  std::vector<int32_t> last(rec.slots.size(), -1);
+  for (size_t i = 0; i < rec.steps.size(); ++i) {
+    last[rec.steps[i].out] = static_cast<int32_t>(i);
+    for (auto [local, slot] : rec.steps[i].binding) last[slot] = static_cast<int32_t>(i);
+  }
+  for (size_t s = 0; s < rec.slots.size(); ++s) {
+    Slot& slot = rec.slots[s];
+    if (slot.kind == Slot::Kind::Constant) slot.constant = rec.held[s];
+    if (slot.kind == Slot::Kind::Result && !kept[s]) rec.steps[last[s]].release.push_back(static_cast<int32_t>(s));
+    if (slot.kind == Slot::Kind::Result) {
+      bool seen = false;
+      for (const auto& [p, d] : c.plugins) seen = seen || p == slot.plugin.get();
+      if (!seen) c.plugins.emplace_back(slot.plugin.get(), slot.device);
+    }
+  }
+  c.slots = std::move(rec.slots);
+  c.steps = std::move(rec.steps);
+  last_kernels = static_cast<int64_t>(c.steps.size());
+  ++n_captures;
+  captures.push_back(std::move(c));
+  return outs;
+}
+
+std::vector<Tensor> Jit::Impl::replay(const Capture& c, const std::vector<Tensor>& in) {
+  std::lock_guard<std::recursive_mutex> lock(buffer_mutex());  // Note [Threads] in graph/node.hpp
+  std::vector<std::shared_ptr<DeviceBuffer>> bufs(c.slots.size());
+  for (size_t s = 0; s < c.slots.size(); ++s) {
+    const Slot& slot = c.slots[s];
+    if (slot.kind == Slot::Kind::Input) bufs[s] = buffer_of_leaf(in[slot.index]);
+    if (slot.kind == Slot::Kind::State) bufs[s] = buffer_of_leaf(*state[slot.index]);
+    if (slot.kind == Slot::Kind::Constant) bufs[s] = slot.constant;
+  }
+  KernelStats stats;
+  stats.realizations = 1;
+  for (const Step& step : c.steps) {
+    const Slot& o = c.slots[step.out];
+    bufs[step.out] = std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes);
+    const BufferOf buffer_of = [&](int32_t local) -> const std::shared_ptr<DeviceBuffer>& {
+      for (auto [l, s] : step.binding)
+        if (l == local) return bufs[s];
+      throw InternalError("ravel: Jit: a replayed kernel reads an operand the capture did not record");
+    };
+    stats.execute_seconds += launch_kernel(*step.kernel, buffer_of, *bufs[step.out]);
+    const CachedKernel& k = *step.kernel;
+    ++(k.kind == CachedKernel::Kind::Program ? stats.programs
+       : k.kind == CachedKernel::Kind::Contraction ? stats.contractions : stats.transfers);
+    stats.bytes_read += k.bytes_read;
+    stats.bytes_written += static_cast<int64_t>(o.bytes);
+    stats.bytes_allocated += static_cast<int64_t>(o.bytes);
+    for (int32_t r : step.release) bufs[r].reset();
+  }
+  record_realization(stats);
+  std::vector<Tensor> outs;
+  outs.reserve(c.outputs.size());
+  for (const Leaf& l : c.outputs) outs.push_back(tensor_of(l, bufs[l.slot]));
+  for (size_t j = 0; j < state.size(); ++j) {
+    const Leaf& l = c.state[j];
+    rebind(*state[j], make_buffer_node(l.dtype, l.shape, l.device, bufs[l.slot]));
+  }
+  ++n_replays;
+  last_kernels = static_cast<int64_t>(c.steps.size());
+  return outs;
+}
+
+}  // namespace ravel

@@ -1,0 +1,172 @@
+// ravel::Jit (ravel/jit.hpp, Note [Jit] in core/src/runtime/jit.cpp): a captured function replayed
+// with new inputs must give what running it would, checked against host references computed
+// here in double (not against Ravel), and every misuse the capture can see must be refused.
+#define BOOST_TEST_MODULE runtime_jit
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include "ravel/ravel.hpp"
+
+using ravel::Tensor;
+
+namespace {
+
+std::vector<float> values(int n, int seed) {
+  std::vector<float> v(n);
+  for (int i = 0; i < n; ++i) v[i] = static_cast<float>(std::sin(0.7 * i + seed) * 2.0);
+  return v;
+}
+
+void check_close(const std::vector<float>& got, const std::vector<double>& want, double tol) {
+  BOOST_REQUIRE_EQUAL(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    BOOST_TEST(std::abs(got[i] - want[i]) <= tol * (1 + std::abs(want[i])), "element " << i << ": " << got[i] << " vs " << want[i]);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(replay_matches_the_function_on_new_inputs) {
+  const Tensor c = Tensor::from_vector(values(6, 9), {2, 3});  // closed over: a constant of the capture
+  int ran = 0;
+  ravel::Jit f([&](const std::vector<Tensor>& in) {
+    ++ran;
+    return std::vector<Tensor>{(in[0].exp() * 2.0 + c).sum(1), in[0] * in[1]};
+  });
+  std::vector<Tensor> first;
+  for (int call = 0; call < 5; ++call) {
+    std::vector<float> x = values(6, call), y = values(6, 100 + call), cv = values(6, 9);
+    Tensor xt = Tensor::from_vector(x, {2, 3}), yt = Tensor::from_vector(y, {2, 3});
+    auto out = f({xt, yt});
+    if (call > 0) BOOST_TEST(ravel::last_realization_stats().kernels() == f.kernels_per_call());  // a replay
+    BOOST_REQUIRE_EQUAL(out.size(), 2u);
+    std::vector<double> s(2, 0.0), p(6);
+    for (int i = 0; i < 6; ++i) {
+      s[i / 3] += std::exp(double(x[i])) * 2.0 + cv[i];
+      p[i] = double(x[i]) * y[i];
+    }
+    check_close(out[0].to_vector<float>(), s, 1e-6);
+    check_close(out[1].to_vector<float>(), p, 1e-7);
+    BOOST_TEST(out[0].shape() == (ravel::Shape{2}));
+    if (call == 0) first = out;
+  }
+  BOOST_TEST(ran == 1);
+  BOOST_TEST(f.captures() == 1);
+  BOOST_TEST(f.replays() == 4);
+  BOOST_TEST(f.kernels_per_call() >= 2);
+  // Results of earlier calls are never overwritten by later replays.
+  std::vector<float> x0 = values(6, 0), y0 = values(6, 100);
+  std::vector<double> p0(6);
+  for (int i = 0; i < 6; ++i) p0[i] = double(x0[i]) * y0[i];
+  check_close(first[1].to_vector<float>(), p0, 1e-7);
+}
+
+BOOST_AUTO_TEST_CASE(a_new_signature_is_captured_again) {
+  int ran = 0;
+  ravel::Jit f([&](const std::vector<Tensor>& in) {
+    ++ran;
+    return std::vector<Tensor>{in[0].sum() + 1.0};
+  });
+  auto total = [](const std::vector<float>& v) { double s = 1; for (float x : v) s += x; return s; };
+  for (int n : {4, 4, 7, 7, 4}) {
+    std::vector<float> x = values(n, n);
+    auto out = f({Tensor::from_vector(x, {n})});
+    check_close(out[0].to_vector<float>(), {total(x)}, 1e-6);
+  }
+  BOOST_TEST(ran == 2);
+  BOOST_TEST(f.captures() == 2);
+  BOOST_TEST(f.replays() == 3);
+  f.clear();
+  f({Tensor::from_vector(values(4, 1), {4})});
+  BOOST_TEST(ran == 3);
+}
+
+// Linear regression y = w x + b trained by SGD inside the jitted step; the same steps in double.
+BOOST_AUTO_TEST_CASE(state_is_bound_and_rebound_every_call) {
+  ravel::nn::Linear lin(3, 1, 7);
+  ravel::nn::SGD sgd(lin.parameters(), 0.1);
+  std::vector<double> w(3), b(1);
+  {
+    auto wv = lin.weight.to_vector<float>(), bv = lin.bias.to_vector<float>();
+    for (int i = 0; i < 3; ++i) w[i] = wv[i];
+    b[0] = bv[0];
+  }
+  ravel::Jit step([&](const std::vector<Tensor>& in) {
+    Tensor loss = ravel::nn::mse_loss(lin(in[0]), in[1]);
+    sgd.zero_grad();
+    loss.backward();
+    sgd.step();
+    sgd.zero_grad();
+    return std::vector<Tensor>{loss};
+  }, lin.parameters());
+  const int n = 8;
+  for (int it = 0; it < 6; ++it) {
+    std::vector<float> x = values(n * 3, it), y = values(n, 50 + it);
+    Tensor loss = step({Tensor::from_vector(x, {n, 3}), Tensor::from_vector(y, {n, 1})})[0];
+    double l = 0, gw[3] = {0, 0, 0}, gb = 0;
+    for (int r = 0; r < n; ++r) {
+      double pred = b[0];
+      for (int k = 0; k < 3; ++k) pred += double(x[r * 3 + k]) * w[k];
+      const double e = pred - y[r];
+      l += e * e / n;
+      for (int k = 0; k < 3; ++k) gw[k] += 2 * e * x[r * 3 + k] / n;
+      gb += 2 * e / n;
+    }
+    for (int k = 0; k < 3; ++k) w[k] -= 0.1 * gw[k];
+    b[0] -= 0.1 * gb;
+    check_close(loss.to_vector<float>(), {l}, 1e-5);
+    check_close(lin.weight.to_vector<float>(), w, 1e-5);
+    check_close(lin.bias.to_vector<float>(), b, 1e-5);
+  }
+  BOOST_TEST(step.captures() == 1);
+  BOOST_TEST(step.replays() == 5);
+  BOOST_TEST(lin.weight.requires_grad());  // rebinding keeps the parameters' autodiff state
+}
+
+BOOST_AUTO_TEST_CASE(misuse_is_refused_with_a_clear_error) {
+  auto has = [](const std::string& what) {
+    return [what](const ravel::ValueError& e) { return std::string(e.what()).find(what) != std::string::npos; };
+  };
+  Tensor x = Tensor::from_vector(values(4, 1), {4});
+  Tensor kept;
+  ravel::Jit leaks([&](const std::vector<Tensor>& in) {
+    kept = (in[0] * 3.0).realize();  // computed, kept outside, not returned: a replay would not update it
+    return std::vector<Tensor>{in[0] + 1.0};
+  });
+  BOOST_CHECK_EXCEPTION(leaks({x}), ravel::ValueError, has("keeps 1 tensor"));
+
+  ravel::Jit twice([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] + in[1]}; });
+  BOOST_CHECK_EXCEPTION(twice({x, x}), ravel::ValueError, has("same buffer"));
+  BOOST_CHECK_EXCEPTION(twice({x, Tensor()}), ravel::ValueError, has("input 1 is an undefined"));
+
+  Tensor unset;
+  ravel::Jit stateful([](const std::vector<Tensor>& in) { return in; }, {&unset});
+  BOOST_CHECK_EXCEPTION(stateful({x}), ravel::ValueError, has("state tensor 0 is undefined"));
+  BOOST_CHECK_THROW(ravel::Jit(ravel::Jit::Function{}), ravel::ValueError);
+}
+
+BOOST_AUTO_TEST_CASE(inputs_that_are_views_or_lazy_are_realized_first) {
+  ravel::Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0}; });
+  for (int call = 0; call < 3; ++call) {
+    std::vector<float> v = values(6, call);
+    Tensor t = Tensor::from_vector(v, {2, 3}).transpose() + 1.0;  // lazy and permuted
+    std::vector<double> want(6);
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 2; ++j) want[i * 2 + j] = (double(v[j * 3 + i]) + 1.0) * 2.0;
+    check_close(f({t})[0].to_vector<float>(), want, 1e-7);
+  }
+  BOOST_TEST(f.replays() == 2);
+}
+
+// Hash-consing would hand the function an already realized node for in[0] * 2 if the capture
+// used the caller's node: the capture must still record the kernel, not keep its value.
+BOOST_AUTO_TEST_CASE(expressions_realized_outside_are_recomputed) {
+  Tensor x = Tensor::from_vector<float>({1, 2, 3}, {3});
+  Tensor y = (x * 2.0).realize();  // alive during the capture
+  ravel::Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0}; });
+  check_close(f({x})[0].to_vector<float>(), {2, 4, 6}, 0);
+  check_close(f({Tensor::from_vector<float>({5, 6, 7}, {3})})[0].to_vector<float>(), {10, 12, 14}, 0);
+  BOOST_TEST(f.kernels_per_call() == 1);
+  check_close(y.to_vector<float>(), {2, 4, 6}, 0);
+}
