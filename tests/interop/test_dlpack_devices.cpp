@@ -76,6 +76,18 @@ BOOST_AUTO_TEST_CASE(the_plugin_states_the_memory_and_the_core_passes_it_on) {
     BOOST_TEST(back.to_vector<float>() == (std::vector<float>{1, 2, 3, 4}));
   }
   BOOST_TEST(same.deleted == 1);
+  // Without a target, device memory stays with the device that owns it (the default device
+  // here is tbb_cpu), shared as before.
+  BOOST_TEST(ravel::Runtime::get().default_device().str() == "tbb_cpu:0");
+  Wrapper no_target(m->dl_tensor.data, {static_cast<dl::DLDeviceType>(7), 5});
+  {
+    const Tensor back = ravel::from_dlpack(&no_target.managed);
+    BOOST_TEST(back.device().str() == "vgpu:0");
+    dl::DLManagedTensor* again = ravel::to_dlpack(back);
+    BOOST_TEST(again->dl_tensor.data == m->dl_tensor.data);
+    again->deleter(again);
+  }
+  BOOST_TEST(no_target.deleted == 1);
 
   Wrapper elsewhere(m->dl_tensor.data, {static_cast<dl::DLDeviceType>(7), 5});
   BOOST_TEST(has(device_error(&elsewhere.managed, kCpu), "import it with device vgpu:0, then .to(tbb_cpu:0)"));

@@ -119,8 +119,9 @@ dlpack::DLManagedTensor* to_dlpack(const Tensor& t);
 // is a host-memory device that can wrap it (ABI 1.2 buffer_wrap) and every element is aligned to
 // its size; strides of any sign, including 0, are kept as a view. Otherwise the values are
 // copied onto `device`. Device memory (kDLCUDA, kDLROCM, kDLOneAPI...) is shared only with the
-// device that reports exactly that memory (ABI 1.3) and whose plugin accepts the pointer; on any
-// other device it is a DeviceError naming the device that owns it (never copied: use .to()).
+// device that reports exactly that memory (ABI 1.3) and whose plugin accepts the pointer (with
+// no `device`, that device is the target); on any other device it is a DeviceError naming the
+// device that owns it (never copied: use .to()).
 // Dtypes other than Ravel's are a DTypeError. A versioned tensor of a major version other than
 // 1 is a ValueError after Ravel called its deleter, as the spec says.
 Tensor from_dlpack(dlpack::DLManagedTensorVersioned* managed, std::optional<Device> device = {});

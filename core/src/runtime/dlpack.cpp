@@ -86,13 +86,13 @@ std::string where_str(dl::DLDevice d) {
                 d.device_id);
 }
 
-// The Ravel device whose buffers are `where`, for the advice in an error message ("" if none).
-std::string device_holding(dl::DLDevice where) {
+// The Ravel device whose buffers are `where`, if there is one.
+std::optional<Device> device_holding(dl::DLDevice where) {
   for (const DeviceRecord& r : Runtime::get().devices()) {
     const dl::DLDevice w = memory_of(*Runtime::get().plugin_for(r.device), r.device.index()).where;
-    if (w.device_type == where.device_type && w.device_id == where.device_id) return r.device.str();
+    if (w.device_type == where.device_type && w.device_id == where.device_id) return r.device;
   }
-  return "";
+  return std::nullopt;
 }
 
 // What an exported tensor keeps alive, and the arrays its DLTensor points into: one allocation
@@ -181,21 +181,23 @@ Tensor import(const dl::DLTensor& t, std::optional<Device> device, void (*releas
     numel *= s;
     RAVEL_CHECK(numel < (int64_t{1} << 40), ShapeError, "from_dlpack: implausible shape ", shape_str(shape));
   }
-  const Device target = device ? *device : Runtime::get().default_device();
+  // Without a target, device memory stays on the device that owns it (as torch.from_dlpack
+  // keeps a CUDA tensor on its GPU); host memory goes to the default device.
+  const std::optional<Device> owner = host ? std::nullopt : device_holding(t.device);
+  const Device target = device ? *device : owner ? *owner : Runtime::get().default_device();
   auto plugin = Runtime::get().plugin_for(target);
   const rvl_backend_api* api = &plugin->api();
   const Memory mem = memory_of(*plugin, target.index());
   const bool same = host ? mem.where.device_type == dl::kDLCPU
                          : mem.where.device_type == t.device.device_type && mem.where.device_id == t.device.device_id;
   if (!host && !same) {
-    const std::string owner = device_holding(t.device);
     throw DeviceError(concat("from_dlpack: the tensor is in ", where_str(t.device), " memory and the target ",
                              target.str(), " (", mem.name, ") has ",
                              mem.where.device_type ? where_str(mem.where) + " memory" : "memory no one else addresses",
                              "; Ravel shares device memory only with the device that owns it and never copies it "
                              "on import: ",
-                             owner.empty() ? std::string("no Ravel device here owns that memory")
-                                           : concat("import it with device ", owner, ", then .to(", target.str(), ")")));
+                             owner ? concat("import it with device ", owner->str(), ", then .to(", target.str(), ")")
+                                   : std::string("no Ravel device here owns that memory")));
   }
   const int64_t es = dtype_size(dtype);
   const char* first = static_cast<const char*>(t.data) + t.byte_offset;
