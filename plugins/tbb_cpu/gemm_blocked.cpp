@@ -405,7 +405,12 @@ struct Gemm {
     // Note [Inline small kernels], with a floor of its own: below ~1M multiply-adds (~13 us on
     // one core) the two parallel phases per k-panel cost more than the second core saves
     // (measured on the makemore shapes, 64x30 @ 30x200 and 64x200 @ 200x27, and their transposes).
-    const bool par = !run_inline(work) && work >= (int64_t{1} << 20);
+    // RAVEL_TBB_GEMM_SERIAL_WORK overrides the floor (tests set 0 to run small shapes in parallel).
+    static const int64_t floor = [] {
+      const char* v = std::getenv("RAVEL_TBB_GEMM_SERIAL_WORK");
+      return v && *v ? std::strtoll(v, nullptr, 10) : int64_t{1} << 20;
+    }();
+    const bool par = !run_inline(work) && work >= floor;
     const int threads = par ? std::max(1, tbb::this_task_arena::max_concurrency()) : 1;
     // Batch entries as tasks when there are enough of them, or each is too small to split well
     // (two parallel phases per k-panel cost a few microseconds each).
