@@ -72,7 +72,7 @@ if [ "$skips" -eq 0 ] || [ "$others" -ne 0 ]; then
   grep '^ *skip' "$W/conformance.log" | grep -v "$not_f64" | grep -v 'f64\|dtype 5' | head -5
   exit 1
 fi
-echo "  ($skips cases skipped, all of them f64; optional ABI members the plugin leaves out are skipped too)"
+echo "  ($skips cases skipped, all of them f64; optional ABI members the plugin leaves out, and wrapping device memory, are skipped too)"
 
 say "1d. unit tests: codegen, no driver, the test driver itself, mixed placement, DLPack"
 unit "$B/bin/l0_codegen"
