@@ -295,9 +295,22 @@ struct Gemm {
       }
       return;
     }
-    const int64_t mt = ceil_div(M, MR);
     const int64_t NC = std::min(blk.nc, round_up(N, NR));
     const int64_t panels = ceil_div(K, blk.kc), KC = round_up(ceil_div(K, panels), 8);
+    // Rows in chunks, so that the packed A panel and the accumulation buffer stay bounded
+    // (~16 MiB) whatever M is; B is packed again per chunk, a small cost at that size.
+    static const int64_t rows_env = env_int("RAVEL_TBB_GEMM_CHUNK_ROWS");
+    const int64_t per_row = static_cast<int64_t>(sizeof(T)) * (KC + (direct ? 0 : NC));
+    const int64_t rows = rows_env > 0 ? round_up(rows_env, MR)
+                                      : std::max<int64_t>(8 * blk.mc, ((int64_t{16} << 20) / per_row) / MR * MR);
+    for (int64_t r0 = 0; r0 < M; r0 += rows)
+      run_rows(batch, r0, std::min(rows, M - r0), Ab + r0 * sam, Bb, direct ? Cb + r0 * ldc : nullptr, NC, KC, W, par);
+  }
+
+  // Rows [r0, r0 + M) of batch entry `batch` (A and C pointing at row r0).
+  void run_rows(int64_t batch, int64_t r0, int64_t M, const T* Ab, const T* Bb, T* Cb, int64_t NC, int64_t KC,
+                Workspace<T>& W, bool par) {
+    const int64_t mt = ceil_div(M, MR);
     T* const pa = W.pa.reserve(mt * MR * KC);
     T* const pb = W.pb.reserve(NC * KC);
     const int64_t ldb = NC;  // accumulation buffer: mt*MR x NC
@@ -391,7 +404,8 @@ struct Gemm {
           if (!direct && last) {
             const int64_t m0 = ms0 * MR, m1 = std::min(M, ms1 * MR);
             const int64_t n0 = ns0 * NR, n1 = std::min(nc, ns1 * NR);
-            if (m0 < m1 && n0 < n1) epilogue(batch, m0, m1, jc + n0, jc + n1, cbuf + m0 * ldb + n0, ldb);
+            if (m0 < m1 && n0 < n1)
+              epilogue(batch, r0 + m0, r0 + m1, jc + n0, jc + n1, cbuf + m0 * ldb + n0, ldb);
           }
         });
       }
