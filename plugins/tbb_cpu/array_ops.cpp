@@ -8,6 +8,9 @@
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <type_traits>
 #include <utility>
 
 namespace tbbcpu {
@@ -44,8 +47,10 @@ inline ctype<DT> scalar(ctype<DT> a, ctype<DT> b) {
   else static_assert(kNoFunctor<OP>, "op table row without a tbb_cpu functor");
 }
 
+// The loop body, inlined into each ISA's version below (Note [Array loops per ISA]).
 template <int OP, int DT>
-void array_loop(void* dst, const void* a, const void* b, const void* c, int64_t n) {
+[[gnu::always_inline]] inline void loop_body(void* dst, const void* a, const void* b,
+                                             const void* c, int64_t n) {
   using T = ctype<DT>;
   if constexpr (rvl::op_info(OP).result == rvl::OpResult::Bool) {
     auto* __restrict d = static_cast<uint8_t*>(dst);
@@ -54,11 +59,26 @@ void array_loop(void* dst, const void* a, const void* b, const void* c, int64_t 
     for (int64_t i = 0; i < n; ++i)
       d[i] = OP == RVL_OP_CMPLT ? (x[i] < y[i]) : (x[i] != y[i]);
   } else if constexpr (rvl::op_info(OP).accepts == rvl::OpAccepts::Select) {
-    auto* __restrict d = static_cast<T*>(dst);
     auto* __restrict cond = static_cast<const uint8_t*>(a);
-    auto* __restrict x = static_cast<const T*>(b);
-    auto* __restrict y = static_cast<const T*>(c);
-    for (int64_t i = 0; i < n; ++i) d[i] = cond[i] ? x[i] : y[i];
+    if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
+      // A bit-mask blend on the values' bits: GCC does not vectorise `cond ? x : y` with a byte
+      // condition and float values (it was the step's hottest array loop), but it does vectorise
+      // this. m is all ones where the condition holds, 0 elsewhere.
+      using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+      typedef U __attribute__((may_alias)) UA;
+      auto* __restrict d = static_cast<UA*>(dst);
+      auto* __restrict x = static_cast<const UA*>(b);
+      auto* __restrict y = static_cast<const UA*>(c);
+      for (int64_t i = 0; i < n; ++i) {
+        const U m = U(0) - static_cast<U>(cond[i] != 0);
+        d[i] = (x[i] & m) | (y[i] & ~m);
+      }
+    } else {
+      auto* __restrict d = static_cast<T*>(dst);
+      auto* __restrict x = static_cast<const T*>(b);
+      auto* __restrict y = static_cast<const T*>(c);
+      for (int64_t i = 0; i < n; ++i) d[i] = cond[i] ? x[i] : y[i];
+    }
   } else {
     (void)c;
     auto* __restrict d = static_cast<T*>(dst);
@@ -72,21 +92,58 @@ void array_loop(void* dst, const void* a, const void* b, const void* c, int64_t 
   }
 }
 
+// Note [Array loops per ISA]
+// The library is built for baseline x86-64 (SSE2: 4 floats per vector). Every array loop is also
+// compiled for AVX2 (8 floats; the same body inlined into a target("avx2") function) and chosen at
+// run time when the CPU has it; RAVEL_TBB_SIMD=portable forces the baseline loops (tested:
+// ctest tbb_simd_portable_conformance). No FMA and no reassociation: each element is the same
+// IEEE operation either way (fast_exp2f is straight-line arithmetic), so both give bitwise the
+// same results.
 template <int OP, int DT>
+void array_loop(void* dst, const void* a, const void* b, const void* c, int64_t n) {
+  loop_body<OP, DT>(dst, a, b, c, n);
+}
+#if defined(__x86_64__) || defined(__i386__)
+#define RVL_TBB_HAVE_AVX2_LOOPS 1
+template <int OP, int DT>
+__attribute__((target("avx2"))) void array_loop_avx2(void* dst, const void* a, const void* b,
+                                                     const void* c, int64_t n) {
+  loop_body<OP, DT>(dst, a, b, c, n);
+}
+#endif
+
+template <bool AVX2, int OP, int DT>
 constexpr ArrayFn pick() {
-  if constexpr (supported(OP, DT)) return &array_loop<OP, DT>;
-  else return nullptr;
+  if constexpr (!supported(OP, DT)) return nullptr;
+#ifdef RVL_TBB_HAVE_AVX2_LOOPS
+  else if constexpr (AVX2) return &array_loop_avx2<OP, DT>;
+#endif
+  else return &array_loop<OP, DT>;
 }
-template <int OP, size_t... D>
+template <bool AVX2, int OP, size_t... D>
 constexpr std::array<ArrayFn, RVL_DTYPE_COUNT_> op_row(std::index_sequence<D...>) {
-  return {pick<OP, static_cast<int>(D)>()...};
+  return {pick<AVX2, OP, static_cast<int>(D)>()...};
 }
-template <size_t... O>
+template <bool AVX2, size_t... O>
 constexpr auto make_op_table(std::index_sequence<O...>) {
   return std::array<std::array<ArrayFn, RVL_DTYPE_COUNT_>, RVL_OP_COUNT_>{
-      op_row<static_cast<int>(O)>(std::make_index_sequence<RVL_DTYPE_COUNT_>{})...};
+      op_row<AVX2, static_cast<int>(O)>(std::make_index_sequence<RVL_DTYPE_COUNT_>{})...};
 }
-constexpr auto kOpTable = make_op_table(std::make_index_sequence<RVL_OP_COUNT_>{});
+constexpr auto kOpTable = make_op_table<false>(std::make_index_sequence<RVL_OP_COUNT_>{});
+constexpr auto kOpTableAvx2 = make_op_table<true>(std::make_index_sequence<RVL_OP_COUNT_>{});
+
+bool use_avx2() {
+  static const bool on = [] {
+    const char* env = std::getenv("RAVEL_TBB_SIMD");
+    if (env && std::strcmp(env, "portable") == 0) return false;
+#ifdef RVL_TBB_HAVE_AVX2_LOOPS
+    return __builtin_cpu_supports("avx2") != 0;
+#else
+    return false;
+#endif
+  }();
+  return on;
+}
 
 template <int FROM, int TO>
 void cast_loop(void* dst, const void* src, int64_t n) {
@@ -109,7 +166,7 @@ constexpr auto kCastTable = make_cast_table(std::make_index_sequence<RVL_DTYPE_C
 
 ArrayFn array_kernel(int32_t op, int32_t dt) {
   if (op < 0 || op >= RVL_OP_COUNT_ || dt < 0 || dt >= RVL_DTYPE_COUNT_) return nullptr;
-  return kOpTable[op][dt];
+  return use_avx2() ? kOpTableAvx2[op][dt] : kOpTable[op][dt];
 }
 
 CastFn cast_kernel(int32_t from, int32_t to) {

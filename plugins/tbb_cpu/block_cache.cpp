@@ -44,8 +44,6 @@ std::string mib(uint64_t b) {
 // block takes 32 page faults instead of 16384. Smaller blocks come from the heap.
 constexpr uint64_t kMapMin = kSanitized ? UINT64_MAX : 64 * 1024;
 
-constexpr uint64_t kZeroMax = 64 * 1024;  // recycled blocks below this are zero-filled again
-
 void* system_allocate(uint64_t c) {
   if (c < kMapMin) {
     void* p = std::aligned_alloc(BlockCache::kAlign, c);
@@ -95,10 +93,9 @@ void* BlockCache::allocate(uint64_t bytes) {
     if (enabled_ && !free_[i].empty()) {
       void* data = free_[i].back();
       free_[i].pop_back();
-      // Small blocks are handed out zero-filled, like fresh ones (cheap at this size, and what a
-      // caller that forgot the contents are unspecified would expect); large ones keep their
-      // old contents: zeroing them would cost as much as the page faults saved.
-      if (c < kZeroMax) std::memset(data, 0, c);
+      // Recycled blocks keep their old contents (the ABI leaves a new buffer's contents
+      // unspecified, and every kernel overwrites its output): zeroing them was 2-3% of the
+      // makemore step (Note [Per-launch cost] in evaluator.hpp).
       ++st_.hits;
       st_.idle_bytes -= c;
       st_.live_bytes += c;

@@ -7,7 +7,10 @@
 #include <ravel/backend.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <new>
+#include <span>
 
 namespace tbbcpu {
 namespace {
@@ -15,8 +18,12 @@ namespace {
 // Instructions per block: large blocks amortise dispatch; scratch (n_ins * block * 8 bytes)
 // should stay cache-sized, so long programs use shorter blocks.
 int64_t choose_block(int32_t n_ins) {
+  static const int64_t budget = [] {
+    const char* env = std::getenv("RAVEL_TBB_BLOCK_SLOTS");
+    return env && *env ? std::max<int64_t>(64, std::strtoll(env, nullptr, 10)) : int64_t{1} << 16;
+  }();
   int64_t b = 1024;
-  while (b > 64 && b * n_ins > (int64_t{1} << 16)) b /= 2;
+  while (b > 64 && b * n_ins > budget) b /= 2;
   return b;
 }
 
@@ -107,9 +114,9 @@ bool load_tile(const View& v, const Segment& first, int a, int64_t rows, int ran
 
 template <class T>
 const void* load_any(const View& v, const Scratch& sc, int a, bool gather, int rank, T* dst) {
-  if (gather && sc.tile_rows > 0 && load_tile(v, sc.segs[0], a, sc.tile_rows, rank, dst))
+  if (gather && sc.tile_rows > 0 && load_tile(v, sc.segs()[0], a, sc.tile_rows, rank, dst))
     return dst;
-  return load_typed(v, sc.segs, rank, dst);
+  return load_typed(v, sc.segs(), rank, dst);
 }
 
 template <class T>
@@ -132,13 +139,78 @@ void store_typed(const View& v, const std::vector<Segment>& segs, int rank, cons
   }
 }
 
+// Note [Scratch pool]: this thread's idle ScratchMem. A Scratch destroyed after the pool (at
+// thread exit) frees its storage instead; pool_gone is trivially destructible, so it can still be
+// read then.
+constexpr size_t kPoolMax = 16;
+thread_local bool pool_gone = false;
+struct Pool {
+  std::vector<std::unique_ptr<ScratchMem>> idle;
+  ~Pool() { pool_gone = true; }
+};
+thread_local Pool pool;
+
 }  // namespace
 
+void Scratch::acquire(size_t n_slots, size_t n_result) {
+  if (!mem) {
+    if (!pool_gone && !pool.idle.empty()) {
+      mem = std::move(pool.idle.back());
+      pool.idle.pop_back();
+    } else {
+      mem = std::make_unique<ScratchMem>();
+    }
+  }
+  // Grow only (a resize that shrank and grew again would zero-fill the regrown part each time).
+  if (mem->slots.size() < n_slots) mem->slots.resize(n_slots);
+  if (mem->result.size() < n_result) mem->result.resize(n_result);
+  slots = mem->slots.data();
+  result = mem->result.data();
+  segs_ = &mem->segs;
+}
+
+Scratch::~Scratch() {
+  if (!mem) return;
+  if (!pool_gone && pool.idle.size() < kPoolMax) {
+    mem->segs.clear();
+    try {
+      pool.idle.push_back(std::move(mem));
+    } catch (...) {  // no room in the pool: the storage is simply freed
+    }
+  }
+}
+
+Scratch& Scratch::operator=(Scratch&& o) noexcept {
+  if (this != &o) {
+    Scratch dead(std::move(*this));  // gives this one's storage back to the pool
+    slots = o.slots;
+    result = o.result;
+    segs_ = o.segs_;
+    tile_rows = o.tile_rows;
+    mem = std::move(o.mem);
+    o.slots = nullptr, o.result = nullptr, o.segs_ = nullptr;
+  }
+  return *this;
+}
+
+Scratch::Scratch(const Scratch& o) : tile_rows(o.tile_rows) {
+  if (!o.mem) return;
+  acquire(o.mem->slots.size(), o.mem->result.size());
+  mem->slots = o.mem->slots;
+  mem->result = o.mem->result;
+  mem->segs = o.mem->segs;
+  mem->aux = o.mem->aux;
+  slots = mem->slots.data();
+  result = mem->result.data();
+}
+
 Evaluator::Evaluator(const Program& p)
-    : in_(p.inputs), out_(p.out), ins_(p.ins), n_ins_(p.n_ins), reduce_op_(p.reduce_op) {
-  std::vector<View*> views;
-  for (auto& v : in_) views.push_back(&v);
-  views.push_back(&out_);
+    : out_(p.out), ins_(p.ins), n_ins_(p.n_ins), reduce_op_(p.reduce_op) {
+  n_in_ = static_cast<int32_t>(p.inputs.size());
+  View* views[RVL_MAX_INPUTS + 1];
+  int n_views = 0;
+  for (int i = 0; i < n_in_; ++i) views[n_views++] = new (&in_[i]) View(p.inputs[i]);
+  views[n_views++] = &out_;
 
   // 0. Reduced axes already outermost (ignoring extent-1 axes)? Then keep the given order.
   //    Zero extents are left to the ordinary path (which writes identities).
@@ -162,7 +234,8 @@ Evaluator::Evaluator(const Program& p)
   split_ = n;
   for (int d = 0; d < p.rank; ++d)
     if (reduced(d) != reduced_outer_) perm[n++] = d;
-  for (View* v : views) {
+  for (int w = 0; w < n_views; ++w) {
+    View* v = views[w];
     const View old = *v;
     for (int d = 0; d < p.rank; ++d) {
       v->stride[d] = old.stride[perm[d]];
@@ -179,7 +252,7 @@ Evaluator::Evaluator(const Program& p)
     if (ext == 1) continue;
     if (d < split_) ++first;
     shape_[rank_] = ext;
-    for (View* v : views) move_axis(*v, rank_, d);
+    for (View* v : std::span(views, n_views)) move_axis(*v, rank_, d);
     ++rank_;
   }
   split_ = first;
@@ -187,7 +260,7 @@ Evaluator::Evaluator(const Program& p)
   for (int d = rank_ - 2; d >= 0; --d) {
     if (d + 1 == split_) continue;
     bool ok = true;
-    for (View* v : views) {
+    for (View* v : std::span(views, n_views)) {
       if (v->empty) continue;
       int64_t step = 0;
       ok = ok && !__builtin_mul_overflow(v->stride[d + 1], shape_[d + 1], &step) &&
@@ -196,7 +269,7 @@ Evaluator::Evaluator(const Program& p)
     }
     if (!ok) continue;
     shape_[d] *= shape_[d + 1];  // cannot overflow: validation bounded the element count
-    for (View* v : views) {
+    for (View* v : std::span(views, n_views)) {
       v->stride[d] = v->stride[d + 1];
       v->lo[d] = 0;
       v->hi[d] = shape_[d];
@@ -210,7 +283,7 @@ Evaluator::Evaluator(const Program& p)
   if (rank_ == 0) {
     rank_ = 1;
     shape_[0] = 1;
-    for (View* v : views) v->stride[0] = 0, v->lo[0] = 0, v->hi[0] = v->empty ? 0 : 1;
+    for (View* v : std::span(views, n_views)) v->stride[0] = 0, v->lo[0] = 0, v->hi[0] = v->empty ? 0 : 1;
   }
   outputs_ = 1;
   reduced_ = 1;
@@ -218,13 +291,40 @@ Evaluator::Evaluator(const Program& p)
     ((d < split_) != reduced_outer_ ? outputs_ : reduced_) *= shape_[d];
   total_ = outputs_ * reduced_;
   block_ = choose_block(n_ins_);
-  if (reduce_op_ == RVL_REDUCE_NONE) choose_tiling(views);
+  if (reduce_op_ == RVL_REDUCE_NONE) choose_tiling(views, n_views);
+  // A small kernel is one short block: its scratch (and CONST fills) shrink to it. The
+  // blocks a reduction folds are the same either way (one block holds every output's range).
+  // Dense inputs: linear element i is at offset + i (row-major, unit stride, fully valid).
+  for (int i = 0; i < n_in_; ++i) {
+    const View& v = in_[i];
+    bool ok = !v.empty && v.stride[rank_ - 1] == 1;
+    for (int d = 0; d < rank_ && ok; ++d) {
+      ok = v.lo[d] == 0 && v.hi[d] == shape_[d];
+      if (d + 1 < rank_) ok = ok && v.stride[d] == v.stride[d + 1] * shape_[d + 1];
+    }
+    dense_[i] = ok;
+  }
+  single_dense_load_ = n_ins_ == 1 && ins_[0].op == RVL_OP_LOAD && dense_[ins_[0].arg] &&
+                      in_[ins_[0].arg].dtype != RVL_DTYPE_BOOL;
+  {
+    const View& v = out_;
+    bool ok = !v.empty && v.data != nullptr && v.stride[rank_ - 1] == 1;
+    for (int d = 0; d + 1 < rank_ && ok; ++d) ok = v.stride[d] == v.stride[d + 1] * shape_[d + 1];
+    out_dense_ = ok && reduce_op_ == RVL_REDUCE_NONE;  // output views are fully valid
+  }
+  if (tile_axis_ < 0) block_ = std::max<int64_t>(1, std::min(block_, (total_ + 15) / 16 * 16));
+  if (reduce_op_ == RVL_REDUCE_NONE) {
+    const rvl_instruction& last = ins_[n_ins_ - 1];
+    direct_ok_ = last.op != RVL_OP_LOAD && last.op != RVL_OP_ACC && last.op != RVL_OP_CONST &&
+                 !out_.empty && out_.data != nullptr;
+    for (int i = 0; i < n_in_ && direct_ok_; ++i) direct_ok_ = in_[i].data != out_.data;
+  }
 }
 
-void Evaluator::choose_tiling(const std::vector<View*>& views) {
+void Evaluator::choose_tiling(View* const* views, int n_views) {
   const int in = rank_ - 1;
   if (rank_ < 2) return;
-  for (const View* v : views) {
+  for (const View* v : std::span(views, n_views)) {
     if (v->empty || v->stride[in] == 0) continue;
     int m = in;  // the axis this view walks fastest (smallest non-zero |stride|)
     for (int d = 0; d < in; ++d)
@@ -236,18 +336,17 @@ void Evaluator::choose_tiling(const std::vector<View*>& views) {
     const int64_t ti = block_ / ta;
     if (shape_[m] < ta || shape_[in] < ti) return;  // too thin to gain from tiling
     tile_axis_ = m, tile_a_ = ta, tile_in_ = ti;
-    for (const View& u : in_)
-      tile_gather_.push_back(!u.empty && u.stride[m] != 0 &&
-                             magnitude(u.stride[m]) < magnitude(u.stride[in]));
+    for (int i = 0; i < n_in_; ++i) {
+      const View& u = in_[i];
+      tile_gather_[i] = !u.empty && u.stride[m] != 0 && magnitude(u.stride[m]) < magnitude(u.stride[in]);
+    }
     return;
   }
 }
 
 Scratch Evaluator::make_scratch() const {
   Scratch sc;
-  sc.slots.resize(static_cast<size_t>(n_ins_) * block_);
-  sc.result.assign(n_ins_, nullptr);
-  sc.segs.reserve(block_);
+  sc.acquire(static_cast<size_t>(n_ins_) * block_, n_ins_);
   // CONST values do not depend on the element: fill their slots once per scratch.
   for (int j = 0; j < n_ins_; ++j)
     if (ins_[j].op == RVL_OP_CONST)
@@ -282,17 +381,33 @@ const void* Evaluator::eval(int64_t s, int64_t e, Scratch& sc, const void* acc) 
 const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* acc,
                                bool segs_ready) const {
   const int64_t n = e - s;
+  if (single_dense_load_ && !segs_ready) {  // x.sum(0): each row piece as it is
+    const View& v = in_[ins_[0].arg];
+    return v.data + (v.offset + s) * static_cast<int64_t>(rvl::dtype_size(v.dtype));
+  }
   bool have_segs = segs_ready;
   for (int j = 0; j < n_ins_; ++j) {
     const rvl_instruction& I = ins_[j];
     void* slot = &sc.slots[static_cast<size_t>(j) * block_];
+    if (j == n_ins_ - 1 && direct_ok_) {  // Note [Per-launch cost]: write the output in place
+      if (out_dense_ && !segs_ready) {
+        slot = out_address(s);
+      } else {
+        if (!have_segs) segments(s, e, sc.segs()), have_segs = true;
+        if (void* d = direct_output(sc)) slot = d;
+      }
+    }
     const void* src[3] = {nullptr, nullptr, nullptr};
     for (int k = 0; k < 3; ++k)
       if (I.src[k] >= 0) src[k] = sc.result[I.src[k]];
     switch (static_cast<rvl_op>(I.op)) {
       case RVL_OP_LOAD: {
-        if (!have_segs) segments(s, e, sc.segs), have_segs = true;
         const View& v = in_[I.arg];
+        if (dense_[I.arg] && !segs_ready && v.dtype != RVL_DTYPE_BOOL) {  // zero-copy, no segments
+          sc.result[j] = v.data + (v.offset + s) * static_cast<int64_t>(rvl::dtype_size(v.dtype));
+          break;
+        }
+        if (!have_segs) segments(s, e, sc.segs()), have_segs = true;
         const bool g = tile_axis_ >= 0 && tile_gather_[I.arg];
         const int a = tile_axis_;
         const void* r = nullptr;
@@ -332,15 +447,35 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
 }
 
 void Evaluator::store(int64_t s, int64_t e, const void* values, Scratch& sc) const {
-  segments(s, e, sc.segs);
+  if (out_dense_) {  // one run of memory: no segments
+    std::byte* d = out_address(s);
+    // memmove: the values may be a zero-copy view of the very same memory (in-place copy).
+    if (d != values) std::memmove(d, values, (e - s) * rvl::dtype_size(out_.dtype));
+    return;
+  }
+  segments(s, e, sc.segs());
   store_segs(values, sc);
 }
 
+std::byte* Evaluator::out_address(int64_t s) const {
+  return out_.data + (out_.offset + s) * static_cast<int64_t>(rvl::dtype_size(out_.dtype));
+}
+
+void* Evaluator::direct_output(const Scratch& sc) const {
+  const std::vector<Segment>& segs = sc.segs();
+  const int in = rank_ - 1;
+  if (segs.size() != 1 || out_.stride[in] != 1) return nullptr;
+  uint64_t addr = static_cast<uint64_t>(out_.offset);
+  for (int d = 0; d <= in; ++d) addr += term(segs[0].idx[d], out_.stride[d]);
+  return out_.data + static_cast<int64_t>(addr) * static_cast<int64_t>(rvl::dtype_size(out_.dtype));
+}
+
 void Evaluator::store_segs(const void* values, Scratch& sc) const {
+  if (direct_ok_ && values == direct_output(sc)) return;  // already there
   switch (rvl::dtype_size(out_.dtype)) {
-    case 1: store_typed(out_, sc.segs, rank_, static_cast<const uint8_t*>(values)); break;
-    case 4: store_typed(out_, sc.segs, rank_, static_cast<const uint32_t*>(values)); break;
-    default: store_typed(out_, sc.segs, rank_, static_cast<const uint64_t*>(values)); break;
+    case 1: store_typed(out_, sc.segs(), rank_, static_cast<const uint8_t*>(values)); break;
+    case 4: store_typed(out_, sc.segs(), rank_, static_cast<const uint32_t*>(values)); break;
+    default: store_typed(out_, sc.segs(), rank_, static_cast<const uint64_t*>(values)); break;
   }
 }
 

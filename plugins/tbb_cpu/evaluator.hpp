@@ -18,11 +18,20 @@
 // Elementwise programs whose input (or output) walks some other axis faster than the innermost
 // one (a transpose) are run in tiles over those two axes (run_tiled), so both the strided side
 // and the contiguous side stay in cache.
+//
+// Note [Per-launch cost]
+// The makemore step launches ~30 kernels of a few thousand elements each, so what a launch costs
+// besides its arithmetic decides the step. In steady state a launch here allocates nothing on the
+// heap (views live in the Evaluator, scratch memory comes from a per-thread pool: Note [Scratch
+// pool]), zero-fills nothing, enters oneTBB only when it runs in parallel (no
+// enumerable_thread_specific for an inline kernel), and a dense output block is written by the
+// last instruction directly (no copy from a scratch slot).
 #pragma once
 
 #include "kernel.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace tbbcpu {
@@ -35,12 +44,43 @@ struct Segment {
   int64_t pos;
 };
 
-// Per-thread working memory for one Evaluator (see Evaluator::make_scratch).
-struct Scratch {
-  std::vector<uint64_t> slots;       // n_ins * block() 8-byte slots (aligned for every dtype)
-  std::vector<const void*> result;   // per instruction: where its values for this block are
+// Note [Scratch pool]
+// A Scratch is one thread's working memory for one Evaluator: n_ins * block() 8-byte slots, the
+// per-instruction result pointers, the segments of the current block and an auxiliary buffer
+// (reductions' accumulators). Its storage (ScratchMem) comes from a pool per thread and goes back
+// to the pool of the thread that destroys it, so a steady-state launch takes no heap allocation
+// and zero-fills nothing (a pooled buffer only ever grows). Contents are unspecified on
+// acquisition; make_scratch fills what must be filled (the CONST slots).
+struct ScratchMem {
+  std::vector<uint64_t> slots;
+  std::vector<const void*> result;
   std::vector<Segment> segs;
+  std::vector<uint64_t> aux;
+};
+
+struct Scratch {
+  Scratch() = default;
+  Scratch(Scratch&&) noexcept = default;
+  Scratch& operator=(Scratch&&) noexcept;
+  Scratch(const Scratch& o);  // fresh storage with the same contents (containers may copy)
+  ~Scratch();
+
+  uint64_t* slots = nullptr;       // n_ins * block() 8-byte slots (aligned for every dtype)
+  const void** result = nullptr;   // per instruction: where its values for this block are
+  std::vector<Segment>* segs_ = nullptr;
   int64_t tile_rows = 0;  // run_tiled: segs is a tile of this many rows along the tile axis
+  std::unique_ptr<ScratchMem> mem;
+
+  std::vector<Segment>& segs() const { return *segs_; }
+  // At least n elements of T (8-byte aligned), kept with this scratch; contents unspecified.
+  template <class T>
+  T* aux(int64_t n) {
+    const size_t words = (static_cast<size_t>(n) * sizeof(T) + 7) / 8;
+    if (mem->aux.size() < words) mem->aux.resize(words);
+    return reinterpret_cast<T*>(mem->aux.data());
+  }
+  // Storage for n_slots slots and n_result result pointers (from this thread's pool).
+  void acquire(size_t n_slots, size_t n_result);
 };
 
 class Evaluator {
@@ -55,6 +95,8 @@ class Evaluator {
   // (typed array of the output dtype, e - s elements). `acc` feeds ACC: values for element s..e.
   const void* eval(int64_t s, int64_t e, Scratch& sc, const void* acc) const;
   // Non-reducing programs: stores the values for linear elements [s, e) through the output view.
+  // Nothing is copied when `values` already is the output's memory for [s, e) (eval wrote
+  // there directly: Note [Per-launch cost]).
   void store(int64_t s, int64_t e, const void* values, Scratch& sc) const;
   // Runs the whole program (parallel), including reductions.
   void run() const;
@@ -64,12 +106,15 @@ class Evaluator {
   // eval() on sc.segs as already filled (segs_ready) or on the segments of [s, e).
   const void* compute(int64_t s, int64_t e, Scratch& sc, const void* acc, bool segs_ready) const;
   void store_segs(const void* values, Scratch& sc) const;  // store() on sc.segs
+  // Where the output's values of the block on sc.segs go when they are one dense run, or NULL.
+  void* direct_output(const Scratch& sc) const;
+  std::byte* out_address(int64_t s) const;  // out_dense_: where linear element s is stored
   std::byte* output_address(int64_t o) const;  // reductions (not reduced_outer): output o
   template <int DT, int ROP> void run_reduce() const;
   template <int DT, int ROP> void run_reduce_outer() const;
   void run_elementwise() const;
   void run_tiled() const;
-  void choose_tiling(const std::vector<View*>& views);
+  void choose_tiling(View* const* views, int n_views);
 
   int32_t rank_ = 1;
   int64_t shape_[RVL_MAX_RANK] = {};
@@ -77,10 +122,26 @@ class Evaluator {
   // reduced then kept when reduced_outer_.
   int32_t split_ = 0;
   bool reduced_outer_ = false;
+  // The last instruction may write a dense output block in place (computed, not a LOAD or ACC,
+  // and the output buffer is none of the inputs').
+  bool direct_ok_ = false;
+  bool out_dense_ = false;          // elementwise, and linear element i is stored at offset + i
+  bool single_dense_load_ = false;  // the program is one LOAD of a dense input: eval is a pointer
   int32_t tile_axis_ = -1;            // run_tiled: the axis tiled together with the innermost
   int64_t tile_a_ = 0, tile_in_ = 0;  // tile extents along tile_axis_ and the innermost axis
-  std::vector<char> tile_gather_;     // per input: walks tile_axis_ fastest (transposing load)
-  std::vector<View> in_;
+  bool tile_gather_[RVL_MAX_INPUTS] = {};
+  bool dense_[RVL_MAX_INPUTS] = {};  // input i's linear element k is at its offset + k  // per input: walks tile_axis_ fastest (transposing load)
+  int32_t n_in_ = 0;
+  // The inputs' views, normalised; only [0, n_in_) are constructed (a default-constructed array
+  // of RVL_MAX_INPUTS views would zero 7 KiB per launch).
+  struct Views {
+    union {
+      View v[RVL_MAX_INPUTS];
+    };
+    Views() {}
+    View& operator[](int i) { return v[i]; }
+    const View& operator[](int i) const { return v[i]; }
+  } in_;
   View out_;
   const rvl_instruction* ins_;
   int32_t n_ins_;

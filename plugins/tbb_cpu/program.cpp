@@ -82,6 +82,23 @@ inline void fold_into(ctype<DT>* acc, const ctype<DT>* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] = reduce_combine<DT>(ROP, acc[i], v[i]);
 }
 
+// body(range, scratch) over [begin, end) with `grain`: on this thread with one pooled scratch
+// when the work is small (Note [Inline small kernels]; oneTBB is not entered at all), otherwise
+// tbb::parallel_for with one scratch per thread (Note [Per-launch cost]).
+template <class Body>
+void for_range(const Evaluator& ev, int64_t begin, int64_t end, int64_t grain, int64_t work,
+               const Body& body) {
+  const tbb::blocked_range<int64_t> range(begin, end, grain > 0 ? grain : 1);
+  if (run_inline(work)) {
+    if (begin >= end) return;
+    Scratch sc = ev.make_scratch();
+    body(range, sc);
+    return;
+  }
+  tbb::enumerable_thread_specific<Scratch> scratch([&] { return ev.make_scratch(); });
+  tbb::parallel_for(range, [&](const tbb::blocked_range<int64_t>& r) { body(r, scratch.local()); });
+}
+
 }  // namespace
 
 void Evaluator::run_elementwise() const {
@@ -95,9 +112,7 @@ void Evaluator::run_elementwise() const {
     }
     return;
   }
-  tbb::enumerable_thread_specific<Scratch> scratch([this] { return make_scratch(); });
-  tbb::parallel_for(tbb::blocked_range<int64_t>(0, nblocks), [&](const auto& r) {
-    Scratch& sc = scratch.local();
+  for_range(*this, 0, nblocks, 1, total_ * n_ins_, [&](const auto& r, Scratch& sc) {
     for (int64_t b = r.begin(); b != r.end(); ++b) {
       const int64_t s = b * block_, e = std::min(total_, s + block_);
       store(s, e, eval(s, e, sc, nullptr), sc);
@@ -114,9 +129,8 @@ void Evaluator::run_tiled() const {
   int64_t rest_ext = 1;  // every other axis
   for (int d = 0; d < in; ++d)
     if (d != a) rest_ext *= shape_[d];
-  tbb::enumerable_thread_specific<Scratch> scratch([this] { return make_scratch(); });
-  parallel_for_work(0, rest_ext * na * ni, 1, total_ * n_ins_, [&](const auto& r) {
-    Scratch& sc = scratch.local();
+  for_range(*this, 0, rest_ext * na * ni, 1, total_ * n_ins_, [&](const auto& r, Scratch& sc) {
+    std::vector<Segment>& segs = sc.segs();
     for (int64_t t = r.begin(); t != r.end(); ++t) {
       Segment g;
       int64_t rest = t;
@@ -130,9 +144,9 @@ void Evaluator::run_tiled() const {
         rest /= shape_[d];
       }
       g.len = std::min(tile_in_, shape_[in] - g.idx[in]);
-      sc.segs.clear();
+      segs.clear();
       g.pos = 0;
-      for (int64_t i = a0; i < a1; ++i, g.pos += g.len) g.idx[a] = i, sc.segs.push_back(g);
+      for (int64_t i = a0; i < a1; ++i, g.pos += g.len) g.idx[a] = i, segs.push_back(g);
       sc.tile_rows = a1 - a0;
       const void* values = compute(0, g.pos, sc, nullptr, true);
       sc.tile_rows = 0;
@@ -150,7 +164,6 @@ void Evaluator::run_reduce_outer() const {
   using T = ctype<DT>;
   const T identity = reduce_identity<DT>(ROP);
   const int64_t O = outputs_, R = reduced_;
-  tbb::enumerable_thread_specific<Scratch> scratch([this] { return make_scratch(); });
   // Folds linear elements [s, e) into acc, where acc[0] is output o_base.
   auto accumulate = [&](Scratch& sc, int64_t s, int64_t e, T* acc, int64_t o_base) {
     for (int64_t b = s; b < e; b += block_) {
@@ -169,27 +182,27 @@ void Evaluator::run_reduce_outer() const {
     // (eval's dispatch, a TLB miss on the strided walk) are paid over more elements.
     const int64_t conc = std::max(1, tbb::this_task_arena::max_concurrency());
     const int64_t C = std::clamp<int64_t>((O / (2 * conc) + 15) / 16 * 16, std::min<int64_t>(256, O), 4 * block_);
-    parallel_for_work(0, (O + C - 1) / C, 1, total_ * n_ins_, [&](const auto& r) {
-      Scratch& sc = scratch.local();
-      std::vector<T> acc(C);
+    for_range(*this, 0, (O + C - 1) / C, 1, total_ * n_ins_, [&](const auto& r, Scratch& sc) {
+      T* acc = sc.aux<T>(C);
       for (int64_t c = r.begin(); c != r.end(); ++c) {
         const int64_t o0 = c * C, o1 = std::min(O, o0 + C);
-        std::fill(acc.begin(), acc.end(), identity);
-        for (int64_t row = 0; row < R; ++row)
-          accumulate(sc, row * O + o0, row * O + o1, acc.data(), o0);
-        store(o0, o1, acc.data(), sc);  // linear [o0, o1) is row 0: output stride 0 on reduced axes
+        std::fill(acc, acc + (o1 - o0), identity);
+        for (int64_t row = 0; row < R; ++row) accumulate(sc, row * O + o0, row * O + o1, acc, o0);
+        store(o0, o1, acc, sc);  // linear [o0, o1) is row 0: output stride 0 on reduced axes
       }
     });
     return;
   }
   using Vec = std::vector<T>;
   if (run_inline(total_ * n_ins_)) {
-    Vec acc(O, identity);
     Scratch sc = make_scratch();
-    accumulate(sc, 0, total_, acc.data(), 0);
-    store(0, O, acc.data(), sc);
+    T* acc = sc.aux<T>(O);
+    std::fill(acc, acc + O, identity);
+    accumulate(sc, 0, total_, acc, 0);
+    store(0, O, acc, sc);
     return;
   }
+  tbb::enumerable_thread_specific<Scratch> scratch([this] { return make_scratch(); });
   const int64_t grain = std::max<int64_t>(1, 16 * block_ / O);
   const Vec res = tbb::parallel_deterministic_reduce(
       tbb::blocked_range<int64_t>(0, R, grain), Vec(O, identity),
@@ -216,13 +229,11 @@ void Evaluator::run_reduce() const {
     for (int64_t o = 0; o < outputs_; ++o) put(o, identity);
     return;
   }
-  tbb::enumerable_thread_specific<Scratch> scratch([this] { return make_scratch(); });
   const int64_t R = reduced_;
   if (outputs_ >= 256 || R <= 4 * block_) {
     // Many outputs (or short reductions): each task owns whole outputs, so no combining.
     const int64_t grain = std::max<int64_t>(1, block_ / R);
-    parallel_for_work(0, outputs_, grain, total_ * n_ins_, [&](const auto& r) {
-      Scratch& sc = scratch.local();
+    for_range(*this, 0, outputs_, grain, total_ * n_ins_, [&](const auto& r, Scratch& sc) {
       int64_t o = r.begin(), left = R;
       T acc = identity;
       const int64_t end = r.end() * R;
@@ -254,6 +265,7 @@ void Evaluator::run_reduce() const {
     }
     return;
   }
+  tbb::enumerable_thread_specific<Scratch> scratch([this] { return make_scratch(); });
   for (int64_t o = 0; o < outputs_; ++o) {
     const T v = tbb::parallel_deterministic_reduce(
         tbb::blocked_range<int64_t>(o * R, (o + 1) * R, grain), identity,
