@@ -7,7 +7,6 @@
 #include <ravel/backend.hpp>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <span>
@@ -18,12 +17,8 @@ namespace {
 // Instructions per block: large blocks amortise dispatch; scratch (n_ins * block * 8 bytes)
 // should stay cache-sized, so long programs use shorter blocks.
 int64_t choose_block(int32_t n_ins) {
-  static const int64_t budget = [] {
-    const char* env = std::getenv("RAVEL_TBB_BLOCK_SLOTS");
-    return env && *env ? std::max<int64_t>(64, std::strtoll(env, nullptr, 10)) : int64_t{1} << 16;
-  }();
   int64_t b = 1024;
-  while (b > 64 && b * n_ins > budget) b /= 2;
+  while (b > 64 && b * n_ins > (int64_t{1} << 16)) b /= 2;
   return b;
 }
 
