@@ -4,10 +4,16 @@
 // Every check throws rvl::Error(INVALID_ARGUMENT) with a message naming the offending part and
 // what was expected. Address arithmetic uses checked int64 operations: a view whose extreme
 // address cannot even be computed is rejected as absurd rather than overflowing.
+//
+// Messages are formatted only on the failure path: this runs on every kernel launch, so a
+// passing validation builds no string and allocates nothing but the returned input list
+// (operand names live on the stack, see name.hpp; instruction names are made by a lambda).
 #include <ravel/validate.hpp>
 
 #include <ravel/backend.hpp>
 #include <ravel/op_table.hpp>
+
+#include "name.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -20,34 +26,35 @@ using std::to_string;
 
 std::string dt_str(int32_t dt) { return rvl::dtype_name(dt); }
 
-void check_shape(const std::string& what, int32_t rank, const int64_t* shape) {
+void check_shape(const char* what, int32_t rank, const int64_t* shape) {
   if (rank < 0 || rank > RVL_MAX_RANK)
-    rvl::invalid(what + ": rank " + to_string(rank) + " out of range, expected 0.." +
+    rvl::invalid(std::string(what) + ": rank " + to_string(rank) + " out of range, expected 0.." +
                  to_string(RVL_MAX_RANK));
   int64_t total = 1;
   bool overflow = false;
   for (int d = 0; d < rank; ++d) {
     if (shape[d] < 0)
-      rvl::invalid(what + ": shape[" + to_string(d) + "] is " + to_string(shape[d]) +
+      rvl::invalid(std::string(what) + ": shape[" + to_string(d) + "] is " + to_string(shape[d]) +
                    ", expected >= 0");
     overflow |= __builtin_mul_overflow(total, shape[d], &total);
   }
   // A zero extent makes the space empty whatever the other extents are.
   if (overflow && std::find(shape, shape + rank, int64_t{0}) == shape + rank)
-    rvl::invalid(what + ": element count overflows int64");
+    rvl::invalid(std::string(what) + ": element count overflows int64");
 }
 
 // Checks an operand against the iteration space and returns its normalised View.
 // `full_validity`: the view must cover the whole space (contraction A/B); `output`: additionally
 // no mask at all, stride 0 on `reduced` axes and no aliasing of distinct elements.
-View check_operand(const BufferLookup& lookup, const std::string& what, const rvl_operand* op,
+View check_operand(const BufferLookup& lookup, const Name& name, const rvl_operand* op,
                    int32_t rank, const int64_t* shape, bool full_validity, bool output,
                    uint32_t reduced) {
-  rvl::require_struct(op, what.c_str());
-  rvl::require_struct(&op->view, (what + " view").c_str());
-  const BufferRef buf = lookup(op->buffer, what.c_str());
+  const char* what = name.c_str();
+  rvl::require_struct(op, what);
+  rvl::require_struct(&op->view, name.plus(" view").c_str());
+  const BufferRef buf = lookup(op->buffer, what);
   if (!rvl::dtype_valid(op->dtype))
-    rvl::invalid(what + ": unknown dtype " + to_string(op->dtype));
+    rvl::invalid(std::string(what) + ": unknown dtype " + to_string(op->dtype));
   const rvl_view& v = op->view;
   const int64_t elems = static_cast<int64_t>(buf.size / rvl::dtype_size(op->dtype));
 
@@ -59,19 +66,19 @@ View check_operand(const BufferLookup& lookup, const std::string& what, const rv
   for (int d = 0; d < rank; ++d) {
     out.stride[d] = v.strides[d];
     if ((full_validity || output) && (v.valid_lo[d] > 0 || v.valid_hi[d] < shape[d]))
-      rvl::invalid(what + ": axis " + to_string(d) + " has validity [" + to_string(v.valid_lo[d]) +
-                   ", " + to_string(v.valid_hi[d]) + "), expected it to cover [0, " +
-                   to_string(shape[d]) + ")");
+      rvl::invalid(std::string(what) + ": axis " + to_string(d) + " has validity [" +
+                   to_string(v.valid_lo[d]) + ", " + to_string(v.valid_hi[d]) +
+                   "), expected it to cover [0, " + to_string(shape[d]) + ")");
     if (output && (v.valid_lo[d] != 0 || v.valid_hi[d] != shape[d]))
-      rvl::invalid(what + ": outputs may not have a validity mask, axis " + to_string(d) +
-                   " has [" + to_string(v.valid_lo[d]) + ", " + to_string(v.valid_hi[d]) +
-                   "), expected [0, " + to_string(shape[d]) + ")");
+      rvl::invalid(std::string(what) + ": outputs may not have a validity mask, axis " +
+                   to_string(d) + " has [" + to_string(v.valid_lo[d]) + ", " +
+                   to_string(v.valid_hi[d]) + "), expected [0, " + to_string(shape[d]) + ")");
     out.lo[d] = std::clamp<int64_t>(v.valid_lo[d], 0, shape[d]);
     out.hi[d] = std::clamp<int64_t>(v.valid_hi[d], 0, shape[d]);
     if (out.lo[d] >= out.hi[d]) out.empty = true;
     if (shape[d] == 0) space_empty = true;
     if (output && ((reduced >> d) & 1u) && v.strides[d] != 0)
-      rvl::invalid(what + ": reduced axis " + to_string(d) + " has stride " +
+      rvl::invalid(std::string(what) + ": reduced axis " + to_string(d) + " has stride " +
                    to_string(v.strides[d]) + ", expected 0");
   }
   if (out.empty) return out;  // nothing is ever addressed
@@ -87,10 +94,12 @@ View check_operand(const BufferLookup& lookup, const std::string& what, const rv
     overflow |= __builtin_add_overflow(hi_addr, std::max(a, b), &hi_addr);
   }
   if (overflow)
-    rvl::invalid(what + ": view address computation overflows int64 (absurd offset/strides)");
+    rvl::invalid(std::string(what) +
+                 ": view address computation overflows int64 (absurd offset/strides)");
   if (lo_addr < 0 || hi_addr >= elems)
-    rvl::invalid(what + ": view reaches element " + to_string(lo_addr < 0 ? lo_addr : hi_addr) +
-                 ", outside buffer of " + to_string(elems) + " elements");
+    rvl::invalid(std::string(what) + ": view reaches element " +
+                 to_string(lo_addr < 0 ? lo_addr : hi_addr) + ", outside buffer of " +
+                 to_string(elems) + " elements");
 
   if (output && !space_empty) {
     // Sufficient no-alias check: order the stored axes by |stride|; each must step past the
@@ -107,15 +116,17 @@ View check_operand(const BufferLookup& lookup, const std::string& what, const rv
     for (int i = 0; i < n; ++i) {
       const int64_t s = std::abs(v.strides[axes[i]]);
       if (s < span)
-        rvl::invalid(what + ": overlapping output, axis " + to_string(axes[i]) + " stride " +
-                     to_string(v.strides[axes[i]]) + " aliases elements of the axes inside it (" +
-                     "expected |stride| >= " + to_string(span) + ")");
+        rvl::invalid(std::string(what) + ": overlapping output, axis " + to_string(axes[i]) +
+                     " stride " + to_string(v.strides[axes[i]]) +
+                     " aliases elements of the axes inside it (expected |stride| >= " +
+                     to_string(span) + ")");
       span += s * (shape[axes[i]] - 1);
     }
   }
   return out;
 }
 
+// "instruction 4 (ADD)": formatted only when a check of that instruction fails.
 std::string ins_str(const char* kind, int j, int32_t op) {
   return std::string(kind) + " " + to_string(j) + " (" + rvl::op_name(op) + ")";
 }
@@ -128,25 +139,25 @@ void check_instructions(const char* kind, const rvl_instruction* ins, int32_t n,
     if (!rvl::op_valid(I.op))
       rvl::invalid(std::string(kind) + " " + to_string(j) + ": unknown op code " +
                    to_string(I.op) + ", expected 0.." + to_string(RVL_OP_COUNT_ - 1));
-    const std::string w = ins_str(kind, j, I.op);
-    if (!rvl::dtype_valid(I.dtype)) rvl::invalid(w + ": unknown dtype " + to_string(I.dtype));
+    const auto w = [&] { return ins_str(kind, j, I.op); };
+    if (!rvl::dtype_valid(I.dtype)) rvl::invalid(w() + ": unknown dtype " + to_string(I.dtype));
     const int arity = rvl::op_arity(I.op);
     int32_t sd[3] = {-1, -1, -1};
     for (int k = 0; k < 3; ++k) {
       if (k < arity) {
         if (I.src[k] < 0 || I.src[k] >= j)
-          rvl::invalid(w + ": source " + to_string(k) + " is " + to_string(I.src[k]) +
+          rvl::invalid(w() + ": source " + to_string(k) + " is " + to_string(I.src[k]) +
                        ", expected an earlier instruction in [0, " + to_string(j) +
                        ") (SSA order)");
         sd[k] = ins[I.src[k]].dtype;
       } else if (I.src[k] != -1) {
-        rvl::invalid(w + ": unused source " + to_string(k) + " is " + to_string(I.src[k]) +
+        rvl::invalid(w() + ": unused source " + to_string(k) + " is " + to_string(I.src[k]) +
                      ", expected -1");
       }
     }
     const int32_t dt = I.dtype;
     auto bad_dtype = [&](const std::string& expected) {
-      rvl::invalid(w + ": wrong dtype " + dt_str(dt) + " (sources " + dt_str(sd[0]) + ", " +
+      rvl::invalid(w() + ": wrong dtype " + dt_str(dt) + " (sources " + dt_str(sd[0]) + ", " +
                    dt_str(sd[1]) + ", " + dt_str(sd[2]) + "), expected " + expected);
     };
     const rvl::OpInfo& info = rvl::op_info(I.op);
@@ -154,13 +165,13 @@ void check_instructions(const char* kind, const rvl_instruction* ins, int32_t n,
       // The three source-less ops: what they produce is named by the instruction itself.
       if (I.op == RVL_OP_LOAD) {
         if (I.arg < 0 || I.arg >= static_cast<int32_t>(inputs.size()))
-          rvl::invalid(w + ": input index " + to_string(I.arg) + " out of range [0, " +
+          rvl::invalid(w() + ": input index " + to_string(I.arg) + " out of range [0, " +
                        to_string(inputs.size()) + ")");
         if (inputs[I.arg].dtype != dt)
-          rvl::invalid(w + ": dtype " + dt_str(dt) + " differs from input " + to_string(I.arg) +
+          rvl::invalid(w() + ": dtype " + dt_str(dt) + " differs from input " + to_string(I.arg) +
                        " dtype " + dt_str(inputs[I.arg].dtype));
       } else if (I.op == RVL_OP_ACC) {
-        if (acc_dtype < 0) rvl::invalid(w + ": ACC is only allowed in contraction epilogues");
+        if (acc_dtype < 0) rvl::invalid(w() + ": ACC is only allowed in contraction epilogues");
         if (dt != acc_dtype) bad_dtype("the contraction dtype " + dt_str(acc_dtype));
       }
       continue;
@@ -192,8 +203,8 @@ std::vector<View> check_inputs(const BufferLookup& lookup, const char* kind, int
   std::vector<View> views;
   views.reserve(n);
   for (int i = 0; i < n; ++i)
-    views.push_back(check_operand(lookup, std::string(kind) + " " + to_string(i), &ops[i], rank,
-                                  shape, false, false, 0));
+    views.push_back(
+        check_operand(lookup, Name(kind, i), &ops[i], rank, shape, false, false, 0));
   return views;
 }
 
@@ -223,7 +234,7 @@ Program validate_program(const rvl_program* p, const BufferLookup& lookup) {
   out.reduce_op = p->reduce_op;
   out.reduce_axes = p->reduce_axes;
   out.inputs = check_inputs(lookup, "input", p->n_inputs, p->inputs, p->rank, p->shape);
-  out.out = check_operand(lookup, "output", &p->output, p->rank, p->shape, true, true,
+  out.out = check_operand(lookup, Name("output"), &p->output, p->rank, p->shape, true, true,
                           p->reduce_axes);
   check_count("instruction", p->n_instructions, false, p->instructions);
   check_instructions("instruction", p->instructions, p->n_instructions, out.inputs, -1,
@@ -267,12 +278,12 @@ Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& l
   check_shape("contraction C", br + 2, sc);
   check_shape("contraction A", br + 2, sa);
   check_shape("contraction B", br + 2, sb);
-  out.a = check_operand(lookup, "contraction operand A", &c->a, br + 2, sa, true, false, 0);
-  out.b = check_operand(lookup, "contraction operand B", &c->b, br + 2, sb, true, false, 0);
+  out.a = check_operand(lookup, Name("contraction operand A"), &c->a, br + 2, sa, true, false, 0);
+  out.b = check_operand(lookup, Name("contraction operand B"), &c->b, br + 2, sb, true, false, 0);
   Program& e = out.epilogue;
   e.rank = br + 2;
   std::copy(sc, sc + br + 2, e.shape);
-  e.out = check_operand(lookup, "contraction operand C", &c->c, br + 2, sc, true, true, 0);
+  e.out = check_operand(lookup, Name("contraction operand C"), &c->c, br + 2, sc, true, true, 0);
   for (const auto* v : {&out.a, &out.b, &e.out})
     if (v->dtype != c->dtype)
       rvl::invalid("contraction: operand dtype " + dt_str(v->dtype) +
