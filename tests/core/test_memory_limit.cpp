@@ -15,7 +15,10 @@
 #include "expect_error.hpp"
 #include "ravel/ravel.hpp"
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// RAVEL_SANITIZED comes from tests/CMakeLists.txt in sanitizer builds (whose test sources may be
+// compiled without instrumentation); the checks below cover instrumented builds of this file.
+#if defined(RAVEL_SANITIZED)
+#elif defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define RAVEL_SANITIZED 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)

@@ -249,6 +249,8 @@ static const rvl_backend_api kApi = {
     execute_program,
     NULL, /* execute_contraction (optional) */
     synchronize,
+    NULL, /* buffer_address (optional, ABI 1.2) */
+    NULL, /* buffer_wrap (optional, ABI 1.2) */
 };
 
 #if BROKEN_CASE == NO_ENTRY
