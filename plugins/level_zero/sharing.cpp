@@ -18,12 +18,6 @@
 namespace rvl::l0 {
 namespace {
 
-std::string hex(const void* p) {
-  char s[32];
-  std::snprintf(s, sizeof s, "%p", p);
-  return s;
-}
-
 const char* type_name(ze_memory_type_t t) {
   switch (t) {
     case ZE_MEMORY_TYPE_HOST: return "host USM";
@@ -50,7 +44,7 @@ rvl_error* buffer_wrap(int32_t device, void* address, uint64_t bytes, void (*rel
     if (address == nullptr) invalid("buffer_wrap: address is NULL");
     if (bytes == 0) invalid("buffer_wrap: 0 bytes (a wrapped buffer has at least one)");
     DeviceState& dev = device_state(device);
-    const std::string what = "buffer_wrap of " + std::to_string(bytes) + " bytes at " + hex(address) +
+    const std::string what = "buffer_wrap of " + std::to_string(bytes) + " bytes at " + address_str(address) +
                              " on level_zero:" + std::to_string(device);
     ze_memory_allocation_properties_t props{};
     props.stype = ZE_STRUCTURE_TYPE_MEMORY_ALLOCATION_PROPERTIES;
@@ -71,7 +65,7 @@ rvl_error* buffer_wrap(int32_t device, void* address, uint64_t bytes, void (*rel
     const uint64_t start = uint64_t(static_cast<char*>(address) - static_cast<char*>(base));
     if (start > size || bytes > size - start)
       invalid(what + ": the bytes run past the end of their allocation (" + std::to_string(size) +
-              " bytes at " + hex(base) + ")");
+              " bytes at " + address_str(base) + ")");
     auto* b = new rvl_buffer{&dev, address, bytes, 0, release, context};
     try {
       Registry& r = registry();

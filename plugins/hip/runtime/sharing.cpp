@@ -12,12 +12,6 @@
 namespace rvl::hip {
 namespace {
 
-std::string hex(const void* p) {
-  char s[32];
-  std::snprintf(s, sizeof s, "%p", p);
-  return s;
-}
-
 // Foreign memory must be device memory of `d` from its first to its last byte: kernels on `d`
 // will read it, and a host or other-device pointer would fault there (or read garbage).
 void check_owner(int32_t d, const char* p, const char* which, const std::string& what) {
@@ -52,9 +46,9 @@ rvl_error* buffer_wrap(int32_t d, void* address, uint64_t bytes, void (*release)
     use_device(d);
     const auto at = reinterpret_cast<uintptr_t>(address);
     if (at > UINTPTR_MAX - bytes)
-      invalid("buffer_wrap: " + std::to_string(bytes) + " bytes at " + hex(address) +
+      invalid("buffer_wrap: " + std::to_string(bytes) + " bytes at " + address_str(address) +
               " pass the end of the address space");
-    const std::string what = "buffer_wrap of " + std::to_string(bytes) + " bytes at " + hex(address);
+    const std::string what = "buffer_wrap of " + std::to_string(bytes) + " bytes at " + address_str(address);
     const char* first = static_cast<const char*>(address);
     check_owner(d, first, "first", what);
     check_owner(d, first + (bytes - 1), "last", what);

@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
@@ -155,6 +156,13 @@ inline void require_struct(const T* p, const char* what, size_t needed = sizeof(
   if (p->struct_size < needed)
     invalid(std::string(what) + ": struct_size " + std::to_string(p->struct_size) +
             " is too small, expected at least " + std::to_string(needed));
+}
+
+// An address as error messages print it ("0x7f..."): foreign memory a plugin refuses to wrap.
+inline std::string address_str(const void* p) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%p", p);
+  return s;
 }
 
 }  // namespace rvl
