@@ -6,7 +6,7 @@
 // a batch that fails is compiled kernel by kernel so the report names each failing kernel and
 // the compiler's message. Exit status: 0 all compiled, 1 some failed, 2 usage or nothing found,
 // 77 the compiler for the platform is not available here (CTest: skipped).
-// --jobs N compiles N batches at once (NVRTC and hiprtc are thread-safe). --cache compiles each
+// --jobs N compiles N batches at once, in N processes (hiprtc is not thread-safe). --cache compiles each
 // kernel on its own and stores the code object in the plugin's on-disk cache (RAVEL_CACHE_DIR),
 // so that a later run of the plugin on this arch loads instead of compiling: gpu-check.sh
 // precompiles every conformance kernel this way on 16 cores before running the suite.
@@ -17,15 +17,18 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
-#include <thread>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 using namespace rvl::hip;
 namespace fs = std::filesystem;
@@ -105,12 +108,24 @@ int main(int argc, char** argv) {
   }
   const auto start = std::chrono::steady_clock::now();
   if (cache) batch = 1;
-  std::atomic<size_t> next{0}, failed{0};
-  std::mutex out_mu;
+  // The jobs are processes, not threads: hiprtc is not thread-safe (see run_rtc). They share
+  // the batch counter and the failure count through an anonymous shared mapping.
+  struct Shared {
+    std::atomic<size_t> next{0}, failed{0};
+  };
+  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    std::perror("mmap");
+    return 2;
+  }
+  Shared* shared = new (mem) Shared;
+  std::atomic<size_t>& next = shared->next;
+  std::atomic<size_t>& failed = shared->failed;
+  std::fflush(stdout);
   auto fail_one = [&](const Source& src, const std::string& error) {
     ++failed;
-    std::lock_guard<std::mutex> lock(out_mu);
     std::printf("FAIL %s: %s\n", src.name.c_str(), error.substr(0, 2000).c_str());
+    std::fflush(stdout);
   };
   auto worker = [&] {
     for (size_t b; (b = next.fetch_add(batch)) < sources.size();) {
@@ -138,9 +153,30 @@ int main(int argc, char** argv) {
         if (!compiles(sources[i].name, pre + sources[i].body, t, &error)) fail_one(sources[i], error);
     }
   };
-  std::vector<std::thread> pool;
-  for (size_t j = 0; j < jobs; ++j) pool.emplace_back(worker);
-  for (std::thread& th : pool) th.join();
+  std::vector<pid_t> pool;
+  for (size_t j = 0; j < jobs; ++j) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      worker();
+      std::fflush(stdout);
+      _exit(0);
+    }
+    if (pid < 0) {
+      std::perror("fork");
+      worker();  // the work still gets done, by this process
+      break;
+    }
+    pool.push_back(pid);
+  }
+  bool crashed = false;
+  for (pid_t pid : pool) {
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0) crashed = true;
+  }
+  if (crashed) {
+    std::printf("FAIL: a compile job died (a compiler crash); see its message above\n");
+    ++failed;
+  }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("%s %s (%s): %zu kernels compiled%s, %zu failed, %.1f s\n", platform.c_str(),
               arch.c_str(), compiler_id(t.platform).c_str(), sources.size() - failed.load(),

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <vector>
@@ -35,6 +36,8 @@ struct RtcApi {
   int (*code)(void* prog, char* out) = nullptr;
   int (*destroy)(void** prog) = nullptr;
   int (*version)(int* major, int* minor) = nullptr;
+  // Set for hiprtc: see run_rtc. Held by pointer so that RtcApi stays movable.
+  std::shared_ptr<std::mutex> serial;
 };
 
 template <class F>
@@ -73,15 +76,28 @@ const RtcApi& nvrtc() {
                                      "nvrtcGetCUBIN", "nvrtcGetCUBINSize");
   return api;
 }
+
+// hiprtc of ROCm 5.2 (through comgr) is not thread-safe: concurrent compiles race on LLVM's
+// global registries and either register the AMDGPU target twice (every later compile fails with
+// "Cannot choose between targets "amdgcn" and "amdgcn"", as a CI run did) or abort the process
+// ("LLVM ERROR: inconsistency in registered CommandLine options"). Reproduced with
+// ravel-hip-compile-check --jobs 8 --batch 1, also when only the first compile is serialised.
+// Every hiprtc compile in a process therefore runs alone; parallel checks use processes.
 const RtcApi& hiprtc() {
-  static const RtcApi api = open_api({"libamdhip64.so.5", "libhiprtc.so", "libamdhip64.so"},
-                                     "hiprtc", "hiprtcGetCode", "hiprtcGetCodeSize");
+  static const RtcApi api = [] {
+    RtcApi a = open_api({"libamdhip64.so.5", "libhiprtc.so", "libamdhip64.so"}, "hiprtc",
+                        "hiprtcGetCode", "hiprtcGetCodeSize");
+    a.serial = std::make_shared<std::mutex>();
+    return a;
+  }();
   return api;
 }
 
 std::string run_rtc(const RtcApi& api, const char* what, const KernelSource& k,
                     const std::vector<std::string>& options) {
   if (!api.lib) fail(RVL_STATUS_DEVICE_ERROR, "kernel " + k.name + ": " + api.error);
+  std::unique_lock<std::mutex> lock;
+  if (api.serial) lock = std::unique_lock<std::mutex>(*api.serial);
   void* prog = nullptr;
   int r = api.create(&prog, k.source.c_str(), (k.name + ".cu").c_str(), 0, nullptr, nullptr);
   if (r != 0)
