@@ -164,6 +164,13 @@ void register_program_cases() {
     b.p.reduce_axes = 2;
   });
   reject("reduce/axes_without_op", [](Baseline& b) { b.p.reduce_axes = 1; });
+  // LOGSUMEXP (1.4) is defined on floats only: rejected for an i32 output, whatever the device.
+  reject("reduce/logsumexp_on_i32", [](Baseline& b) {
+    b.code = {load(I32, 1)};
+    b.p.reduce_op = RVL_REDUCE_LOGSUMEXP;
+    b.p.reduce_axes = 2;
+    b.p.output = Baseline::operand(b.out.get(), I32, view_of({4, 6}, {1, 0}));
+  });
   add_case("malformed", "null/program", [](Measure&) {
     check_error(session().api->execute_program(session().device, nullptr, nullptr),
                 RVL_STATUS_INVALID_ARGUMENT, "execute_program(NULL)");

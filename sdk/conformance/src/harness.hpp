@@ -30,6 +30,7 @@ void register_abi_cases();
 void register_elementwise_cases();
 void register_view_cases();
 void register_reduction_cases();
+void register_logsumexp_cases();
 void register_contraction_cases();
 void register_fused_cases();
 void register_malformed_cases();

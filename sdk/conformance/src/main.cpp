@@ -39,6 +39,7 @@ void register_all() {
   register_elementwise_cases();
   register_view_cases();
   register_reduction_cases();
+  register_logsumexp_cases();
   register_contraction_cases();
   register_fused_cases();
   register_edge_cases();

@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
+#include <vector>
 
 namespace rvl::ref {
 namespace {
@@ -81,6 +83,20 @@ Value combine_wide(int32_t rop, int32_t dt, Value x, Value y) {
   return ival(x.i > y.i ? x.i : y.i);
 }
 
+// LOGSUMEXP (ABI 1.4) of the values of one output, deliberately not online: two passes in f64,
+// the maximum first, then m + log(sum exp(x - m)); the special values as backend.h states them.
+double logsumexp_two_pass(const std::vector<double>& xs) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (double x : xs) {
+    if (std::isnan(x)) return x;
+    if (x > m) m = x;
+  }
+  if (std::isinf(m)) return m;  // +inf, or empty / all -inf: -inf
+  double s = 0;
+  for (double x : xs) s += std::exp(x - m);
+  return m + std::log(s);
+}
+
 }  // namespace
 
 void run_program(const rvl_program& p, const std::vector<const HostBuffer*>& inputs,
@@ -101,6 +117,18 @@ void run_program(const rvl_program& p, const std::vector<const HostBuffer*>& inp
     const bool reduced = (p.reduce_axes >> d) & 1u;
     kept_shape[d] = reduced ? 1 : p.shape[d];
     red_shape[d] = reduced ? p.shape[d] : 1;
+  }
+  if (p.reduce_op == RVL_REDUCE_LOGSUMEXP) {
+    for_each_index(R, kept_shape, [&](const int64_t* kept) {
+      std::vector<double> xs;
+      for_each_index(R, red_shape, [&](const int64_t* red) {
+        int64_t idx[RVL_MAX_RANK];
+        for (int d = 0; d < R; ++d) idx[d] = kept[d] + red[d];
+        xs.push_back(evaluate(p.instructions, p.n_instructions, p.inputs, R, inputs, idx, {}).f);
+      });
+      out.set(address(ov, R, kept), fval(logsumexp_two_pass(xs)));  // rounds once
+    });
+    return;
   }
   for_each_index(R, kept_shape, [&](const int64_t* kept) {
     Value acc = reduce_identity(p.reduce_op, odt);

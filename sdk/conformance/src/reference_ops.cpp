@@ -162,6 +162,7 @@ Value apply(int32_t op, int32_t dt, int32_t sdt, Value a, Value b, Value c) {
 }
 
 Value reduce_identity(int32_t rop, int32_t dt) {
+  if (rop == RVL_REDUCE_LOGSUMEXP) return fval(-std::numeric_limits<double>::infinity());  // empty
   if (rop == RVL_REDUCE_PROD) return is_float(dt) ? fval(1) : ival(1);
   if (rop == RVL_REDUCE_MAX)
     return is_float(dt) ? fval(-std::numeric_limits<double>::infinity()) : ival(imin(dt));

@@ -1,6 +1,7 @@
-/* Ravel backend C ABI, version 1.3 (1.1 added rvl_device_properties.arch/warp_size/details and
+/* Ravel backend C ABI, version 1.4 (1.1 added rvl_device_properties.arch/warp_size/details and
  * rvl_probe_result.reason; 1.2 the optional members buffer_address/buffer_wrap; 1.3
- * rvl_device_properties.dlpack_device_type/dlpack_device_id; nothing else changed).
+ * rvl_device_properties.dlpack_device_type/dlpack_device_id; 1.4 the reduction
+ * RVL_REDUCE_LOGSUMEXP and rvl_device_properties.reduce_ops; nothing else changed).
  *
  * Plain C99. A backend plugin is a shared object that exports exactly one symbol,
  * `rvl_backend_entry`, returning a pointer to a static, append-only table of function pointers
@@ -41,7 +42,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 3
+#define RVL_ABI_MINOR 4
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
@@ -148,8 +149,20 @@ typedef enum rvl_reduce_op {
   RVL_REDUCE_NONE = 0,
   RVL_REDUCE_SUM = 1,  /* bool: logical or */
   RVL_REDUCE_MAX = 2,  /* NaN propagates */
-  RVL_REDUCE_PROD = 3  /* bool: logical and */
+  RVL_REDUCE_PROD = 3, /* bool: logical and */
+  /* since 1.4, optional (a device implements it only when bit (1u << RVL_REDUCE_LOGSUMEXP) of
+   * rvl_device_properties.reduce_ops is set; the host never sends it otherwise). F32 and F64
+   * only. result = log(sum exp(x)), computed so that no exp overflows: keep a running maximum m
+   * and s = sum exp(x - m), rescaling s by exp(m_old - m_new) when m grows; the result is
+   * m + log(s). Any order of combination is allowed (partial (m, s) pairs combine the same
+   * way). Special values, in this order: any NaN -> NaN; else any +inf -> +inf; else an empty
+   * reduction, or one whose elements are all -inf, -> -inf (never the NaN of -inf - -inf);
+   * -inf elements contribute nothing. Accuracy: that of an accumulation (docs/abi.md §13). */
+  RVL_REDUCE_LOGSUMEXP = 4
 } rvl_reduce_op;
+/* The reductions every device implements (what a 1.0-1.3 device, which never writes
+ * rvl_device_properties.reduce_ops, supports). */
+#define RVL_REDUCE_OPS_BASIC ((1u << RVL_REDUCE_SUM) | (1u << RVL_REDUCE_MAX) | (1u << RVL_REDUCE_PROD))
 
 /* A scalar constant; read the member that matches the instruction's dtype class. */
 typedef union rvl_scalar {
@@ -268,6 +281,11 @@ typedef struct rvl_device_properties {
                                  share" for any other kind (what a 1.0-1.2 plugin gets) */
   int32_t dlpack_device_id;   /* DLDevice.device_id of that memory (the CUDA/HIP ordinal, the
                                  oneAPI device index); 0 for host memory */
+  /* since 1.4: the reductions the device implements, bit (1u << rvl_reduce_op) set. 0 means "not
+     stated", which the host reads as RVL_REDUCE_OPS_BASIC (SUM, MAX, PROD): what every 1.0-1.3
+     plugin gets, since the host zero-initialises the struct. A device that sets it must include
+     the basic three; RVL_REDUCE_NONE's bit is ignored. */
+  uint32_t reduce_ops;
 } rvl_device_properties;
 
 typedef struct rvl_probe_result {
@@ -413,6 +431,7 @@ typedef struct rvl_backend_api {
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_device_properties, max_rank)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_1 RVL_STRUCT_SIZE(rvl_device_properties, details)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_3 RVL_STRUCT_SIZE(rvl_device_properties, dlpack_device_id)
+#define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_4 RVL_STRUCT_SIZE(rvl_device_properties, reduce_ops)
 #define RVL_PROBE_RESULT_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_probe_result, score)
 #define RVL_PROBE_RESULT_STRUCT_SIZE_1_1 RVL_STRUCT_SIZE(rvl_probe_result, reason)
 #define RVL_BACKEND_INFO_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_backend_info, description)

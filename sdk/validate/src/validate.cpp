@@ -224,8 +224,13 @@ Program validate_program(const rvl_program* p, const BufferLookup& lookup) {
   check_shape("program", p->rank, p->shape);
   out.rank = p->rank;
   std::copy(p->shape, p->shape + p->rank, out.shape);
-  if (p->reduce_op < RVL_REDUCE_NONE || p->reduce_op > RVL_REDUCE_PROD)
-    rvl::invalid("program: unknown reduce_op " + to_string(p->reduce_op) + ", expected 0..3");
+  if (p->reduce_op < RVL_REDUCE_NONE || p->reduce_op > RVL_REDUCE_LOGSUMEXP)
+    rvl::invalid("program: unknown reduce_op " + to_string(p->reduce_op) + ", expected 0..4");
+  // LOGSUMEXP (1.4) is defined on floats only (backend.h). Whether the device implements it is
+  // the plugin's business (rvl_device_properties.reduce_ops): this checks the kernel's form.
+  if (p->reduce_op == RVL_REDUCE_LOGSUMEXP && !rvl::dtype_is_float(p->output.dtype))
+    rvl::invalid("program: reduce_op LOGSUMEXP needs a float output (f32 or f64), got dtype " +
+                 to_string(p->output.dtype));
   if (p->rank < 32 && (p->reduce_axes >> p->rank) != 0)
     rvl::invalid("program: reduce_axes " + to_string(p->reduce_axes) +
                  " names an axis >= rank " + to_string(p->rank));
