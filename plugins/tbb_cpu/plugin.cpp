@@ -15,6 +15,7 @@
 
 #include <tbb/info.h>
 
+#include <cstdlib>
 #include <string>
 
 namespace tbbcpu {
@@ -35,6 +36,11 @@ struct Hooks : rvl::host::DefaultHooks {
     // Details: the GEMM micro-kernel chosen and the block cache's statistics (Note [Block cache]).
     rvl::host::set_device_arch(out, "x86-64",
                                std::string("gemm=") + gemm::isa_name() + "; " + block_cache().details());
+    // ABI 1.4: LOGSUMEXP is implemented (lse_reduce.cpp). RAVEL_TBB_NO_LOGSUMEXP=1 hides it, so
+    // the core's fallback (max, then sum of exp) can be tested on this device.
+    const char* no_lse = std::getenv("RAVEL_TBB_NO_LOGSUMEXP");
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops))
+      out->reduce_ops = RVL_REDUCE_OPS_BASIC | (no_lse && *no_lse && *no_lse != '0' ? 0u : 1u << RVL_REDUCE_LOGSUMEXP);
   }
 
   // Note [Block cache]: size classes, reuse, a cap; contents of a new buffer are unspecified.

@@ -284,6 +284,7 @@ void Evaluator::run_reduce() const {
 
 void Evaluator::run() const {
   if (reduce_op_ == RVL_REDUCE_NONE) return run_elementwise();
+  if (reduce_op_ == RVL_REDUCE_LOGSUMEXP) return run_logsumexp_any();  // lse_reduce.cpp
   dispatch_dtype(out_.dtype, [&](auto tag) {
     constexpr int DT = decltype(tag)::value;
     switch (reduce_op_) {
