@@ -110,6 +110,17 @@ std::vector<Tensor> reduce_rule(const NodePtr& n, const Tensor& g) {
       Tensor count = make_reduce(ReduceOp::Sum, hit, n->axes);
       return {hit * (g / count).expand(s)};
     }
+    case ReduceOp::LogSumExp: {
+      // Note [Gradient of logsumexp]: d lse = e^(x - lse) g, the softmax over the reduced axes.
+      // Taken as p / sum(p) with p = e^(x - lse) and lse under stop_gradient: mathematically the
+      // same (sum(p) = 1, and the quotient does not depend on the shift, so its derivative
+      // through lse is 0, as in Note [Shift without gradient]), but exact where lse is rounded
+      // far from the true value (|x| near FLT_MAX, lse in the input's dtype: the rounding is a
+      // common factor of p that the quotient cancels). p <= 1 (rounding is monotone, so lse >=
+      // max x), so nothing overflows, at any order: higher derivatives differentiate this rule.
+      Tensor p = (x - y.detach().expand(s)).exp();
+      return {p / make_reduce(ReduceOp::Sum, p, n->axes).expand(s) * g.expand(s)};
+    }
   }
   return {Tensor()};
 }

@@ -48,6 +48,7 @@ const char* reduce_name(ReduceOp op) {
     case ReduceOp::Sum: return "sum";
     case ReduceOp::Max: return "max";
     case ReduceOp::Prod: return "prod";
+    case ReduceOp::LogSumExp: return "logsumexp";
   }
   return "?";
 }

@@ -35,7 +35,13 @@ DType alu_result_dtype(AluOp op, DType t);
 // Throws DTypeError naming the op, the dtype and what the op accepts.
 void check_alu_dtype(AluOp op, DType t);
 
-enum class ReduceOp : uint8_t { Sum = RVL_REDUCE_SUM, Max = RVL_REDUCE_MAX, Prod = RVL_REDUCE_PROD };
+// LogSumExp (ABI 1.4) is optional for a device (Engine::device_has_reduce); only float inputs.
+enum class ReduceOp : uint8_t {
+  Sum = RVL_REDUCE_SUM,
+  Max = RVL_REDUCE_MAX,
+  Prod = RVL_REDUCE_PROD,
+  LogSumExp = RVL_REDUCE_LOGSUMEXP
+};
 const char* reduce_name(ReduceOp op);
 
 }  // namespace ravel::detail

@@ -4,6 +4,7 @@
 #include "graph/engine.hpp"
 #include "ravel/runtime.hpp"
 #include "runtime/device_buffer.hpp"
+#include "runtime/loaded_plugin.hpp"
 #include "runtime/realize.hpp"
 
 namespace ravel::detail {
@@ -14,6 +15,14 @@ class RuntimeEngine final : public Engine {
  public:
   Device default_device() override { return Runtime::get().default_device(); }
   void check_device(const Device& device) override { Runtime::get().plugin_for(device); }
+  bool device_has_reduce(const Device& device, ReduceOp op) override {
+    const auto& caps = Runtime::get().plugin_for(device)->caps(device.index());
+    return (caps.reduce_ops >> static_cast<uint32_t>(op)) & 1u;
+  }
+  bool device_has_dtype(const Device& device, DType t) override {
+    const auto& caps = Runtime::get().plugin_for(device)->caps(device.index());
+    return (caps.dtypes >> static_cast<uint32_t>(t)) & 1u;
+  }
   bool copy_on_mixed_devices() override { return Runtime::get().on_mixed_devices() == MixedDevices::Copy; }
   // Copies and realizations hold the buffer lock (Note [Threads] in graph/node.hpp); allocation
   // does not need it (the ABI makes buffer_allocate/free callable from any thread).

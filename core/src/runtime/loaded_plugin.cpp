@@ -125,6 +125,28 @@ void LoadedPlugin::start() {
   if (rvl_error* e = api->device_count(&device_count_))
     throw fail("device_count failed: " + message_of(api, e));
   if (device_count_ <= 0) throw fail("no devices after initialize; skipped");
+  // Device capabilities, once: the composites ask for them while building graphs (logsumexp
+  // picks RVL_REDUCE_LOGSUMEXP or its fallback), too often to call into the plugin each time.
+  // reduce_ops (ABI 1.4) is 0 when a plugin does not state it, which every 1.0-1.3 plugin is:
+  // those get SUM|MAX|PROD. A device whose properties cannot be read keeps the defaults (the
+  // calls that need it will report the plugin's error).
+  caps_.resize(static_cast<size_t>(device_count_));
+  for (int32_t d = 0; d < device_count_; ++d) {
+    rvl_device_properties props{};
+    props.struct_size = sizeof props;
+    if (rvl_error* e = api->device_properties(d, &props)) {
+      message_of(api, e);
+      continue;
+    }
+    if (RVL_HAS_MEMBER(&props, rvl_device_properties, reduce_ops) && props.reduce_ops != 0)
+      caps_[d].reduce_ops = props.reduce_ops | RVL_REDUCE_OPS_BASIC;
+    caps_[d].dtypes = props.dtypes;
+  }
+}
+
+const LoadedPlugin::DeviceCaps& LoadedPlugin::caps(int32_t device) const {
+  static const DeviceCaps kDefault;
+  return device >= 0 && static_cast<size_t>(device) < caps_.size() ? caps_[device] : kDefault;
 }
 
 LoadedPlugin::~LoadedPlugin() {

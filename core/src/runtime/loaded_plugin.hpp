@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <boost/dll/shared_library.hpp>
 
@@ -58,6 +59,13 @@ class LoadedPlugin {
   const std::string& version() const { return version_; }
   int32_t device_count() const { return device_count_; }
   int32_t score() const { return score_; }  // the probe's preference; higher is better
+  // What the scheduler and the composites may ask of a device, read once when the plugin starts.
+  struct DeviceCaps {
+    uint32_t reduce_ops = RVL_REDUCE_OPS_BASIC;  // bit (1u << rvl_reduce_op); never 0 (ABI 1.4)
+    uint32_t dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
+  };
+  // The capabilities of `device` (0 .. device_count() - 1; others get the defaults).
+  const DeviceCaps& caps(int32_t device) const;
   // Throws DeviceError (OutOfMemoryError for RVL_STATUS_OUT_OF_MEMORY) if `err` is not NULL,
   // with `what` and the plugin's message; always destroys `err`.
   void check(rvl_error* err, const std::string& what) const;
@@ -73,6 +81,7 @@ class LoadedPlugin {
   std::string name_, path_, version_;
   int32_t device_count_ = 0;
   int32_t score_ = 0;
+  std::vector<DeviceCaps> caps_;
   bool initialized_ = false;
 };
 

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "graph/engine.hpp"
 #include "tensor/internal.hpp"
 
 namespace ravel {
@@ -88,10 +89,42 @@ Tensor shift_of(const Tensor& x, const Axes& axes) {
 }
 }  // namespace
 
+// Note [Online logsumexp]
+// A device that implements RVL_REDUCE_LOGSUMEXP (ABI 1.4, Engine::device_has_reduce) computes
+// log sum e^x in one pass (running max and rescaled sum, plugins/tbb_cpu/lse_reduce.cpp), so
+// logsumexp is one kernel and softmax / log_softmax two: the LSE reduction, then one elementwise
+// kernel e^(x - lse) or x - lse. Other devices (HIP and Level Zero today) get the decomposition
+// of Note [Shift without gradient]: a max, then a sum of exponentials (and for softmax a third,
+// normalising kernel). Accuracy: softmax and log_softmax subtract lse from x, so lse must carry
+// more bits than x: an f32 x is reduced in f64 (the cast is fused into the reduction, read from
+// the same f32 memory) and x - lse is taken in f64, which keeps f32 rounding for |x| up to
+// ~2^28 (beyond that f64's spacing at lse exceeds f32 accuracy in x - lse; the decomposition is
+// exact up to FLT_MAX). logsumexp itself only rounds its result once, so it stays in x's dtype.
+namespace {
+bool has_lse_reduce(const Tensor& x) { return engine().device_has_reduce(x.device(), ReduceOp::LogSumExp); }
+// Both paths refuse an empty selection, as the decomposition's max always did (the reduction
+// alone would give -inf): the result must not depend on the device.
+void check_nonempty(const Tensor& x, const Axes& axes, const char* op) {
+  RAVEL_CHECK(reduced_count(x, axes, op) > 0, ValueError, op, " of an empty selection (shape ", shape_str(x.shape()),
+              "): it needs at least one element");
+}
+// The reduction with keepdim; f32 input widened to f64 where the device has f64.
+Tensor lse_reduce(const Tensor& x, uint32_t mask, bool widen) {
+  if (widen && x.dtype() == DType::F32 && engine().device_has_dtype(x.device(), DType::F64))
+    return make_reduce(ReduceOp::LogSumExp, x.cast(DType::F64), mask);
+  return make_reduce(ReduceOp::LogSumExp, x, mask);
+}
+}  // namespace
+
 Tensor Tensor::logsumexp(Axes axes, bool keepdim) const {
   check_defined(*this, "logsumexp");
-  axes_mask(axes, ndim(), "logsumexp");  // axis errors name logsumexp, not the max inside it
+  const uint32_t mask = axes_mask(axes, ndim(), "logsumexp");  // axis errors name logsumexp
   Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
+  check_nonempty(x, axes, "logsumexp");
+  if (has_lse_reduce(x)) {
+    Tensor r = lse_reduce(x, mask, false);
+    return keepdim ? r : r.squeeze(axes);
+  }
   Tensor m = shift_of(x, axes);
   Tensor r = x.sub(m).exp().sum(axes, true).log().add(m);
   if (keepdim) return r;
@@ -102,6 +135,12 @@ Tensor Tensor::softmax(int64_t axis) const {
   check_defined(*this, "softmax");
   normalize_axis(axis, ndim(), "softmax");  // axis errors name softmax, not the max inside it
   Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
+  check_nonempty(x, Axes{axis}, "softmax");
+  if (has_lse_reduce(x)) {  // Note [Online logsumexp]: two kernels
+    const uint32_t mask = 1u << normalize_axis(axis, ndim(), "softmax");
+    Tensor y = lse_reduce(x, mask, true);
+    return x.cast(y.dtype()).sub(y).cast(x.dtype()).exp();
+  }
   // A plain max as the shift (no inf guard: a row with +inf is NaN either way) keeps the row
   // softmax in the kernels tests/schedule pins.
   Tensor e = x.sub(x.max(axis, true).detach()).exp();
@@ -112,6 +151,12 @@ Tensor Tensor::log_softmax(int64_t axis) const {
   check_defined(*this, "log_softmax");
   normalize_axis(axis, ndim(), "log_softmax");
   Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
+  check_nonempty(x, Axes{axis}, "log_softmax");
+  if (has_lse_reduce(x)) {  // Note [Online logsumexp]: two kernels
+    const uint32_t mask = 1u << normalize_axis(axis, ndim(), "log_softmax");
+    Tensor y = lse_reduce(x, mask, true);
+    return x.cast(y.dtype()).sub(y).cast(x.dtype());
+  }
   // (x - m) - log sum e^(x - m): never adds m back, so logits of ±1000 keep f32 accuracy.
   Tensor z = x.sub(shift_of(x, axis));
   return z.sub(z.exp().sum(axis, true).log());
