@@ -83,6 +83,8 @@ std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, con
       }
       ck.program = b.finish(*k, is_reduce ? static_cast<rvl_reduce_op>(k->reduce) : RVL_REDUCE_NONE,
                             is_reduce ? k->axes : 0);
+      if (debug && is_reduce)  // RAVEL_DEBUG=1 names the reduction (sum, max, prod, logsumexp)
+        ck.detail = std::string("    ") + reduce_name(k->reduce) + ", axes mask " + std::to_string(k->axes) + "\n";
       take_builder(ck, b);
       for (int32_t i = 0; i < ck.program.n_inputs; ++i) {
         StridedView v = StridedView::contiguous(space);
