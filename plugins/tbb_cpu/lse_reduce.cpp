@@ -26,6 +26,7 @@
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 #include <tbb/parallel_reduce.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cmath>
@@ -154,12 +155,39 @@ template <class T> __attribute__((always_inline)) inline void fold_body(State<T>
   st.s += sum[0] + tail;
 }
 
+// Reduced-outer layouts (softmax along axis 0): value k of a row belongs to state k, so the
+// states are updated side by side, one exponential each: with d = x - m, e = e^-|d| is both the
+// new term (x <= m: s += e) and the rescale (x > m: s = s e + 1, m = x). Written as selects on
+// every state so it vectorises across outputs; exact about a -inf start (d = +inf, e = 0), a +inf
+// or NaN state (kept: the comparisons leave m alone, and result() ignores s then). A row piece
+// holding a non-finite value takes the scalar rule.
+template <class T> __attribute__((always_inline)) inline void fold_across_body(State<T>* st, const T* v, int64_t n) {
+  T c = 0;
+  for (int64_t k = 0; k < n; ++k) c += v[k] - v[k];
+  if (c != c) {
+    for (int64_t k = 0; k < n; ++k) push(st[k], v[k]);
+    return;
+  }
+  for (int64_t k = 0; k < n; ++k) {
+    const T x = v[k], m = st[k].m, s = st[k].s;
+    const T d = x - m;
+    const T e = exp_nonpos<T>(-std::fabs(d));
+    const bool up = m < x;
+    st[k].s = up ? s * e + T(1) : s + e;
+    st[k].m = up ? x : m;
+  }
+}
+
 template <class T> void fold_portable(State<T>& st, const T* v, int64_t n) { fold_body(st, v, n); }
+template <class T> void fold_across_portable(State<T>* st, const T* v, int64_t n) { fold_across_body(st, v, n); }
 #if defined(__x86_64__) || defined(__i386__)
 // With FMA the exponential's Horner steps contract (-ffp-contract=fast for this file): the
 // results differ from the portable build's in the last bits, but stay fixed for a machine.
 template <class T> __attribute__((target("avx2,fma"))) void fold_avx2(State<T>& st, const T* v, int64_t n) {
   fold_body(st, v, n);
+}
+template <class T> __attribute__((target("avx2,fma"))) void fold_across_avx2(State<T>* st, const T* v, int64_t n) {
+  fold_across_body(st, v, n);
 }
 bool lse_avx2() {
   static const bool on = [] {
@@ -178,6 +206,13 @@ template <class T> inline void fold(State<T>& st, const T* v, int64_t n) {
   fold_portable(st, v, n);
 }
 
+template <class T> inline void fold_across(State<T>* st, const T* v, int64_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (lse_avx2()) return fold_across_avx2(st, v, n);
+#endif
+  fold_across_portable(st, v, n);
+}
+
 }  // namespace
 
 template <int DT>
@@ -193,12 +228,17 @@ void Evaluator::run_logsumexp() const {
     auto make = [this] { return make_scratch(); };
     if (reduced_outer_) {
       // Linear element r * O + o belongs to output o: rows are evaluated a block at a time and
-      // each element pushed into its output's state; with few outputs the rows are split.
+      // folded into the outputs' states side by side (fold_across); with few outputs the rows
+      // are split.
       auto accumulate = [&](Scratch& sc, int64_t s, int64_t e, S* st, int64_t o_base) {
         for (int64_t b = s; b < e; b += block_) {
           const int64_t be = std::min(e, b + block_);
           const T* v = static_cast<const T*>(eval(b, be, sc, nullptr));
-          for (int64_t p = 0; p < be - b; ++p) push(st[(b + p) % O - o_base], v[p]);
+          for (int64_t p = 0; p < be - b;) {
+            const int64_t o = (b + p) % O, take = std::min(be - b - p, O - o);
+            fold_across(st + (o - o_base), v + p, take);
+            p += take;
+          }
         }
       };
       auto finish = [&](Scratch& sc, const S* st, int64_t o0, int64_t o1) {
@@ -207,7 +247,10 @@ void Evaluator::run_logsumexp() const {
         store(o0, o1, out, sc);  // linear [o0, o1) is row 0: output stride 0 on reduced axes
       };
       if (O >= 64 || run_inline(work)) {
-        const int64_t C = std::min<int64_t>(O, 256);
+        // Chunks of outputs as run_reduce_outer's (program.cpp): two per thread, at least 256
+        // outputs (or all), at most 4 blocks.
+        const int64_t conc = std::max(1, tbb::this_task_arena::max_concurrency());
+        const int64_t C = std::clamp<int64_t>((O / (2 * conc) + 15) / 16 * 16, std::min<int64_t>(256, O), 4 * block_);
         parallel_for_work(0, (O + C - 1) / C, 1, work, [&](const tbb::blocked_range<int64_t>& r) {
           Scratch sc = make();
           std::vector<S> st(static_cast<size_t>(C));

@@ -116,6 +116,12 @@ void register_logsumexp_cases() {
       pc.out = make_data(dt, oe, 5, Data::Small);
       return pc;
     });
+    add("LOGSUMEXP/" + d + "/special_rows_reduced_outer", [=] {  // axis 0: columns mix them
+      return lse({10, 6}, 1u, dt, make_values(dt, special_rows()));
+    });
+    add("LOGSUMEXP/" + d + "/specials_data_reduced_outer", [=] {
+      return lse({300, 40}, 1u, dt, make_data(dt, 12000, 19, Data::Specials));
+    });
     add("LOGSUMEXP/" + d + "/specials_data", [=] {  // NaN, ±inf, ±0, tiny, huge cycling
       return lse({9, 40}, 2u, dt, make_data(dt, 360, 17, Data::Specials));
     });
