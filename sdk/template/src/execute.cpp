@@ -186,6 +186,10 @@ void run_program(const Program& p) {
     for_each(p.rank, p.shape, [&](const int64_t* idx) { store(p.out, idx, p.rank, evaluate(p, idx, {}, regs)); });
     return;
   }
+  // LOGSUMEXP (ABI 1.4) is optional and this backend does not list it in reduce_ops, so the
+  // host never sends it; anyone else is told so rather than given a wrong reduction.
+  if (p.reduce_op == RVL_REDUCE_LOGSUMEXP)
+    rvl::fail(RVL_STATUS_UNSUPPORTED, "template: reduce_op LOGSUMEXP is not implemented (not in reduce_ops)");
   // Reduction: for every kept index, combine over the reduced axes (in the output dtype).
   const int32_t combine = p.reduce_op == RVL_REDUCE_SUM ? RVL_OP_ADD
                           : p.reduce_op == RVL_REDUCE_MAX ? RVL_OP_MAX : RVL_OP_MUL;
