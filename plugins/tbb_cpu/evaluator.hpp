@@ -112,7 +112,7 @@ class Evaluator {
   std::byte* output_address(int64_t o) const;  // reductions (not reduced_outer): output o
   template <int DT, int ROP> void run_reduce() const;
   template <int DT, int ROP> void run_reduce_outer() const;
-  template <int DT> void run_logsumexp() const;  // lse_reduce.cpp (ABI 1.4)
+  template <int DT, class Out> void run_logsumexp() const;  // lse_reduce.cpp (ABI 1.4)
   void run_logsumexp_any() const;
   void run_elementwise() const;
   void run_tiled() const;

@@ -107,9 +107,10 @@ template <class T> inline State<T> merge(State<T> a, State<T> b) {
   return a;
 }
 
-template <class T> inline T result(const State<T>& st) {
-  if (std::isnan(st.m) || std::isinf(st.m)) return st.m;  // NaN, +inf, or empty / all -inf
-  return st.m + std::log(st.s);
+// m + log(s), formed in the output's type (a widening LOGSUMEXP: f32 states, f64 result).
+template <class Out, class T> inline Out result(const State<T>& st) {
+  if (std::isnan(st.m) || std::isinf(st.m)) return Out(st.m);  // NaN, +inf, or empty / all -inf
+  return Out(st.m) + std::log(Out(st.s));
 }
 
 // Folds a contiguous slice (Note [Online log-sum-exp]). Compiled twice, like the array loops
@@ -215,7 +216,9 @@ template <class T> inline void fold_across(State<T>* st, const T* v, int64_t n) 
 
 }  // namespace
 
-template <int DT>
+// DT: the values' dtype (the last instruction's); Out: the output's C type (ctype<DT>, or
+// double for a widening f32 -> f64 reduction).
+template <int DT, class Out>
 void Evaluator::run_logsumexp() const {
   if constexpr (!is_float_v<DT>) {
     return;  // unreachable: the validator accepts LOGSUMEXP only for float outputs
@@ -242,8 +245,8 @@ void Evaluator::run_logsumexp() const {
         }
       };
       auto finish = [&](Scratch& sc, const S* st, int64_t o0, int64_t o1) {
-        T* out = sc.aux<T>(o1 - o0);
-        for (int64_t o = o0; o < o1; ++o) out[o - o0] = result(st[o - o0]);
+        Out* out = sc.aux<Out>(o1 - o0);
+        for (int64_t o = o0; o < o1; ++o) out[o - o0] = result<Out>(st[o - o0]);
         store(o0, o1, out, sc);  // linear [o0, o1) is row 0: output stride 0 on reduced axes
       };
       if (O >= 64 || run_inline(work)) {
@@ -278,7 +281,7 @@ void Evaluator::run_logsumexp() const {
       finish(sc, res.data(), 0, O);
       return;
     }
-    auto put = [&](int64_t o, const S& st) { *reinterpret_cast<T*>(output_address(o)) = result(st); };
+    auto put = [&](int64_t o, const S& st) { *reinterpret_cast<Out*>(output_address(o)) = result<Out>(st); };
     if (R == 0) {
       for (int64_t o = 0; o < O; ++o) put(o, S{});
       return;
@@ -324,7 +327,12 @@ void Evaluator::run_logsumexp() const {
 }
 
 void Evaluator::run_logsumexp_any() const {
-  dispatch_dtype(out_.dtype, [&](auto tag) { run_logsumexp<decltype(tag)::value>(); });
+  if (ins_[n_ins_ - 1].dtype == RVL_DTYPE_F32 && out_.dtype == RVL_DTYPE_F64)
+    return run_logsumexp<RVL_DTYPE_F32, double>();  // widening (the validator admits only this)
+  dispatch_dtype(out_.dtype, [&](auto tag) {
+    constexpr int DT = decltype(tag)::value;
+    run_logsumexp<DT, ctype<DT>>();
+  });
 }
 
 }  // namespace tbbcpu

@@ -118,8 +118,9 @@ std::vector<Tensor> reduce_rule(const NodePtr& n, const Tensor& g) {
       // far from the true value (|x| near FLT_MAX, lse in the input's dtype: the rounding is a
       // common factor of p that the quotient cancels). p <= 1 (rounding is monotone, so lse >=
       // max x), so nothing overflows, at any order: higher derivatives differentiate this rule.
-      Tensor p = (x - y.detach().expand(s)).exp();
-      return {p / make_reduce(ReduceOp::Sum, p, n->axes).expand(s) * g.expand(s)};
+      // A widening reduction (f32 x, f64 lse): x - lse in f64, the rest in x's dtype.
+      Tensor p = (x.cast(y.dtype()) - y.detach().expand(s)).cast(x.dtype()).exp();
+      return {p / make_reduce(ReduceOp::Sum, p, n->axes).expand(s) * g.cast(x.dtype()).expand(s)};
     }
   }
   return {Tensor()};

@@ -24,6 +24,9 @@ Tensor make_alias(const Tensor& t, MoveOp op);
 Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out);
 // A reduction keeping reduced axes as size 1.
 Tensor make_reduce(ReduceOp op, const Tensor& t, uint32_t axes);
+// The same, with a result dtype other than t's: only LogSumExp from f32 to f64 (ABI 1.4's one
+// widening reduction; Note [Online logsumexp] in reduce.cpp).
+Tensor make_reduce_widening(ReduceOp op, const Tensor& t, uint32_t axes, DType out);
 // A fresh Buffer leaf holding t's values, realized now; shares the realized buffer, copies
 // nothing more (Tensor::assign, requires_grad_, stored gradients).
 NodePtr realized_leaf(const Tensor& t);

@@ -96,10 +96,11 @@ Tensor shift_of(const Tensor& x, const Axes& axes) {
 // kernel e^(x - lse) or x - lse. Other devices (HIP and Level Zero today) get the decomposition
 // of Note [Shift without gradient]: a max, then a sum of exponentials (and for softmax a third,
 // normalising kernel). Accuracy: softmax and log_softmax subtract lse from x, so lse must carry
-// more bits than x: an f32 x is reduced in f64 (the cast is fused into the reduction, read from
-// the same f32 memory) and x - lse is taken in f64, which keeps f32 rounding for |x| up to
-// ~2^28 (beyond that f64's spacing at lse exceeds f32 accuracy in x - lse; the decomposition is
-// exact up to FLT_MAX). logsumexp itself only rounds its result once, so it stays in x's dtype.
+// more bits than x: for an f32 x the reduction widens (f32 values, f64 result m + log s, where m
+// is exact: ABI 1.4 allows this for LOGSUMEXP only, so the exponentials stay f32) and x - lse is
+// taken in f64, which keeps f32 rounding for |x| up to ~2^28 (beyond that f64's spacing at lse
+// exceeds f32 accuracy in x - lse; the decomposition is exact up to FLT_MAX). logsumexp itself
+// only rounds its result once, so it stays in x's dtype.
 namespace {
 bool has_lse_reduce(const Tensor& x) { return engine().device_has_reduce(x.device(), ReduceOp::LogSumExp); }
 // Both paths refuse an empty selection, as the decomposition's max always did (the reduction
@@ -111,7 +112,7 @@ void check_nonempty(const Tensor& x, const Axes& axes, const char* op) {
 // The reduction with keepdim; f32 input widened to f64 where the device has f64.
 Tensor lse_reduce(const Tensor& x, uint32_t mask, bool widen) {
   if (widen && x.dtype() == DType::F32 && engine().device_has_dtype(x.device(), DType::F64))
-    return make_reduce(ReduceOp::LogSumExp, x.cast(DType::F64), mask);
+    return make_reduce_widening(ReduceOp::LogSumExp, x, mask, DType::F64);
   return make_reduce(ReduceOp::LogSumExp, x, mask);
 }
 }  // namespace

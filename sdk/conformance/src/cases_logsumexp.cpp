@@ -146,6 +146,29 @@ void register_logsumexp_cases() {
       return pc;
     });
   }
+  // Widening: f32 values into an f64 output (states in f32, m + log s in f64). The f32
+  // accumulation class: the exponentials are f32's.
+  auto widen = [](ProgramCase pc) {
+    int64_t oe = 1;
+    for (size_t d = 0; d < pc.shape.size(); ++d)
+      if (!((pc.reduce_axes >> d) & 1u)) oe *= pc.shape[d];
+    pc.out = make_data(RVL_DTYPE_F64, oe, 5, Data::Small);
+    pc.threshold = threshold(Accuracy::Accumulation, RVL_DTYPE_F32);
+    return pc;
+  };
+  const int32_t F = RVL_DTYPE_F32;
+  for (const auto& [s2, axes] : std::vector<std::pair<std::vector<int64_t>, uint32_t>>{
+           {{3, 4, 5, 2}, 10u}, {{129, 1031}, 2u}, {{1031, 129}, 1u}, {{100003}, 1u}})
+    add("LOGSUMEXP/f32_to_f64/" + std::to_string(count(s2)) + "_axes" + std::to_string(axes),
+        [=, s2 = s2, axes = axes] { return widen(lse(s2, axes, F, make_data(F, count(s2), 29, Data::Mixed))); });
+  add("LOGSUMEXP/f32_to_f64/large_magnitude", [=] {
+    return widen(lse({7, 1000}, 2u, F, make_data(F, 7000, 31, Data::Mixed), 2500.0));
+  });
+  add("LOGSUMEXP/f32_to_f64/special_rows", [=] { return widen(lse({10, 6}, 2u, F, make_values(F, special_rows()))); });
+  add("LOGSUMEXP/f32_to_f64/special_rows_reduced_outer", [=] {
+    return widen(lse({10, 6}, 1u, F, make_values(F, special_rows())));
+  });
+  add("LOGSUMEXP/f32_to_f64/empty_extent", [=] { return widen(lse({3, 0}, 2u, F, make_data(F, 0, 1))); });
 }
 
 }  // namespace rvl::conformance

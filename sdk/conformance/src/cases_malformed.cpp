@@ -164,6 +164,20 @@ void register_program_cases() {
     b.p.reduce_axes = 2;
   });
   reject("reduce/axes_without_op", [](Baseline& b) { b.p.reduce_axes = 1; });
+  // LOGSUMEXP may widen f32 values into f64, nothing else changes dtype: an f64 value into an f32
+  // output, and SUM widening f32 into f64, are rejected.
+  reject("reduce/logsumexp_narrowing", [](Baseline& b) {
+    b.code = {load(F, 0), ins(RVL_OP_CAST, RVL_DTYPE_F64, 0)};
+    b.p.reduce_op = RVL_REDUCE_LOGSUMEXP;
+    b.p.reduce_axes = 2;
+    b.p.output = Baseline::operand(b.out.get(), F, view_of({4, 6}, {1, 0}));
+  });
+  reject("reduce/sum_widening", [](Baseline& b) {
+    b.code = {load(F, 0)};
+    b.p.reduce_op = RVL_REDUCE_SUM;
+    b.p.reduce_axes = 2;
+    b.p.output = Baseline::operand(b.out.get(), RVL_DTYPE_F64, view_of({4, 6}, {1, 0}));
+  });
   // LOGSUMEXP (1.4) is defined on floats only: rejected for an i32 output, whatever the device.
   reject("reduce/logsumexp_on_i32", [](Baseline& b) {
     b.code = {load(I32, 1)};

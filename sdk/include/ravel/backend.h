@@ -157,7 +157,10 @@ typedef enum rvl_reduce_op {
    * m + log(s). Any order of combination is allowed (partial (m, s) pairs combine the same
    * way). Special values, in this order: any NaN -> NaN; else any +inf -> +inf; else an empty
    * reduction, or one whose elements are all -inf, -> -inf (never the NaN of -inf - -inf);
-   * -inf elements contribute nothing. Accuracy: that of an accumulation (docs/abi.md §13). */
+   * -inf elements contribute nothing. Accuracy: that of an accumulation (docs/abi.md §13).
+   * Widening: LOGSUMEXP alone may have F32 values (the last instruction) with an F64 output;
+   * m and s are then kept in F32 and only m + log(s) is formed in F64 (m is exact, so x - result
+   * keeps F32 accuracy where an F32 result would lose |x| 2^-24). */
   RVL_REDUCE_LOGSUMEXP = 4
 } rvl_reduce_op;
 /* The reductions every device implements (what a 1.0-1.3 device, which never writes

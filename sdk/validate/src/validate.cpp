@@ -242,8 +242,12 @@ Program validate_program(const rvl_program* p, const BufferLookup& lookup) {
   out.out = check_operand(lookup, Name("output"), &p->output, p->rank, p->shape, true, true,
                           p->reduce_axes);
   check_count("instruction", p->n_instructions, false, p->instructions);
-  check_instructions("instruction", p->instructions, p->n_instructions, out.inputs, -1,
-                     out.out.dtype);
+  // LOGSUMEXP may widen F32 values into an F64 output (backend.h); nothing else changes dtype.
+  int32_t last_dtype = out.out.dtype;
+  if (p->reduce_op == RVL_REDUCE_LOGSUMEXP && out.out.dtype == RVL_DTYPE_F64 &&
+      p->instructions[p->n_instructions - 1].dtype == RVL_DTYPE_F32)
+    last_dtype = RVL_DTYPE_F32;
+  check_instructions("instruction", p->instructions, p->n_instructions, out.inputs, -1, last_dtype);
   out.ins = p->instructions;
   out.n_ins = p->n_instructions;
   return out;
