@@ -3,10 +3,12 @@
 
 #include "array_ops.hpp"
 #include "dtype_ops.hpp"
+#include "slot_plan.hpp"
 
 #include <ravel/backend.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <span>
@@ -14,11 +16,18 @@
 namespace tbbcpu {
 namespace {
 
-// Instructions per block: large blocks amortise dispatch; scratch (n_ins * block * 8 bytes)
-// should stay cache-sized, so long programs use shorter blocks.
-int64_t choose_block(int32_t n_ins) {
+// Elements per block: large blocks amortise the per-instruction dispatch; the scratch slots
+// (n_slots * block * 8 bytes, Note [Slot plan]) should stay cache-sized, so programs with many
+// live values use shorter blocks. RAVEL_TBB_BLOCK_SLOTS overrides the bound on n_slots * block
+// (tuning).
+int64_t choose_block(int32_t n_slots) {
+  static const int64_t bound = [] {
+    const char* v = std::getenv("RAVEL_TBB_BLOCK_SLOTS");
+    const int64_t x = v && *v ? std::strtoll(v, nullptr, 10) : 0;
+    return x > 0 ? x : int64_t{1} << 16;
+  }();
   int64_t b = 1024;
-  while (b > 64 && b * n_ins > (int64_t{1} << 16)) b /= 2;
+  while (b > 64 && b * n_slots > bound) b /= 2;
   return b;
 }
 
@@ -285,7 +294,8 @@ Evaluator::Evaluator(const Program& p)
   for (int d = 0; d < rank_; ++d)
     ((d < split_) != reduced_outer_ ? outputs_ : reduced_) *= shape_[d];
   total_ = outputs_ * reduced_;
-  block_ = choose_block(n_ins_);
+  n_slots_ = plan_slots(ins_, n_ins_, slot_, const_owner_);
+  block_ = choose_block(n_slots_);
   if (reduce_op_ == RVL_REDUCE_NONE) choose_tiling(views, n_views);
   // A small kernel is one short block: its scratch (and CONST fills) shrink to it. The
   // blocks a reduction folds are the same either way (one block holds every output's range).
@@ -341,11 +351,11 @@ void Evaluator::choose_tiling(View* const* views, int n_views) {
 
 Scratch Evaluator::make_scratch() const {
   Scratch sc;
-  sc.acquire(static_cast<size_t>(n_ins_) * block_, n_ins_);
+  sc.acquire(static_cast<size_t>(n_slots_) * block_, n_ins_);
   // CONST values do not depend on the element: fill their slots once per scratch.
   for (int j = 0; j < n_ins_; ++j)
-    if (ins_[j].op == RVL_OP_CONST)
-      fill_const(&sc.slots[static_cast<size_t>(j) * block_], ins_[j].dtype, ins_[j].value, block_);
+    if (const_owner_[j])
+      fill_const(&sc.slots[static_cast<size_t>(slot_[j]) * block_], ins_[j].dtype, ins_[j].value, block_);
   return sc;
 }
 
@@ -383,7 +393,7 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
   bool have_segs = segs_ready;
   for (int j = 0; j < n_ins_; ++j) {
     const rvl_instruction& I = ins_[j];
-    void* slot = &sc.slots[static_cast<size_t>(j) * block_];
+    void* slot = &sc.slots[static_cast<size_t>(slot_[j]) * block_];
     if (j == n_ins_ - 1 && direct_ok_) {  // Note [Per-launch cost]: write the output in place
       if (out_dense_ && !segs_ready) {
         slot = out_address(s);

@@ -45,7 +45,7 @@ struct Segment {
 };
 
 // Note [Scratch pool]
-// A Scratch is one thread's working memory for one Evaluator: n_ins * block() 8-byte slots, the
+// A Scratch is one thread's working memory for one Evaluator: n_slots * block() 8-byte slots, the
 // per-instruction result pointers, the segments of the current block and an auxiliary buffer
 // (reductions' accumulators). Its storage (ScratchMem) comes from a pool per thread and goes back
 // to the pool of the thread that destroys it, so a steady-state launch takes no heap allocation
@@ -65,7 +65,7 @@ struct Scratch {
   Scratch(const Scratch& o);  // fresh storage with the same contents (containers may copy)
   ~Scratch();
 
-  uint64_t* slots = nullptr;       // n_ins * block() 8-byte slots (aligned for every dtype)
+  uint64_t* slots = nullptr;       // n_slots * block() 8-byte slots (aligned for every dtype)
   const void** result = nullptr;   // per instruction: where its values for this block are
   std::vector<Segment>* segs_ = nullptr;
   int64_t tile_rows = 0;  // run_tiled: segs is a tile of this many rows along the tile axis
@@ -145,6 +145,10 @@ class Evaluator {
   View out_;
   const rvl_instruction* ins_;
   int32_t n_ins_;
+  // Note [Slot plan]: instruction j writes slot slot_[j] (of n_slots_); only [0, n_ins_) is set.
+  int32_t n_slots_ = 0;
+  uint16_t slot_[RVL_MAX_INSTRUCTIONS];
+  bool const_owner_[RVL_MAX_INSTRUCTIONS];
   int32_t reduce_op_;
   int64_t total_ = 0, outputs_ = 0, reduced_ = 0, block_ = 0;
 };
