@@ -317,6 +317,7 @@ Evaluator::Evaluator(const Program& p)
     for (int d = 0; d + 1 < rank_ && ok; ++d) ok = v.stride[d] == v.stride[d + 1] * shape_[d + 1];
     out_dense_ = ok && reduce_op_ == RVL_REDUCE_NONE;  // output views are fully valid
   }
+  find_row_invariant_loads();
   if (tile_axis_ < 0) block_ = std::max<int64_t>(1, std::min(block_, (total_ + 15) / 16 * 16));
   if (reduce_op_ == RVL_REDUCE_NONE) {
     const rvl_instruction& last = ins_[n_ins_ - 1];
@@ -325,6 +326,38 @@ Evaluator::Evaluator(const Program& p)
     for (int i = 0; i < n_in_ && direct_ok_; ++i) direct_ok_ = in_[i].data != out_.data;
   }
 }
+
+void Evaluator::find_row_invariant_loads() {
+  for (int j = 0; j < n_ins_; ++j) inv_[j] = -1;
+  if (reduce_op_ != RVL_REDUCE_NONE || tile_axis_ >= 0 || rank_ < 2 || total_ == 0) return;
+  const int in = rank_ - 1;
+  for (int j = 0; j < n_ins_; ++j) {
+    if (ins_[j].op != RVL_OP_LOAD) continue;
+    const View& v = in_[ins_[j].arg];
+    bool ok = !v.empty && v.data != nullptr && v.dtype != RVL_DTYPE_BOOL && v.data != out_.data;
+    for (int d = 0; d <= in && ok; ++d)
+      ok = (d == in || v.stride[d] == 0) && v.lo[d] == 0 && v.hi[d] == shape_[d];
+    if (!ok) continue;
+    int k = 0;  // the same input loaded twice shares one slot
+    for (; k < j; ++k)
+      if (inv_[k] >= 0 && ins_[k].arg == ins_[j].arg) break;
+    inv_[j] = k < j ? inv_[k] : static_cast<int16_t>(n_inv_++);
+  }
+  if (n_inv_ > 0 && shape_[in] <= block_) block_ = block_ / shape_[in] * shape_[in];
+}
+
+namespace {
+// dst[i] = the row's element i % row (a view with stride 0 on every outer axis).
+template <class T>
+void fill_rows(T* dst, const View& v, int in, int64_t row, int64_t n) {
+  const T* src = reinterpret_cast<const T*>(v.data) + v.offset;
+  const int64_t s = v.stride[in];
+  for (int64_t i = 0, c = 0; i < n; ++i) {
+    dst[i] = src[c * s];
+    if (++c == row) c = 0;
+  }
+}
+}  // namespace
 
 void Evaluator::choose_tiling(View* const* views, int n_views) {
   const int in = rank_ - 1;
@@ -351,7 +384,20 @@ void Evaluator::choose_tiling(View* const* views, int n_views) {
 
 Scratch Evaluator::make_scratch() const {
   Scratch sc;
-  sc.acquire(static_cast<size_t>(n_slots_) * block_, n_ins_);
+  sc.acquire(static_cast<size_t>(n_slots_ + n_inv_) * block_, n_ins_);
+  // Note [Row-invariant loads]: the row repeated, block() long.
+  for (int j = 0, done = 0; j < n_ins_ && done < n_inv_; ++j) {
+    if (inv_[j] != done) continue;  // not invariant, or a repeat of an earlier one
+    const View& v = in_[ins_[j].arg];
+    void* dst = &sc.slots[static_cast<size_t>(n_slots_ + inv_[j]) * block_];
+    const int in = rank_ - 1;
+    switch (rvl::dtype_size(v.dtype)) {
+      case 1: fill_rows(static_cast<uint8_t*>(dst), v, in, shape_[in], block_); break;
+      case 4: fill_rows(static_cast<uint32_t*>(dst), v, in, shape_[in], block_); break;
+      default: fill_rows(static_cast<uint64_t*>(dst), v, in, shape_[in], block_); break;
+    }
+    ++done;
+  }
   // CONST values do not depend on the element: fill their slots once per scratch.
   for (int j = 0; j < n_ins_; ++j)
     if (const_owner_[j])
@@ -408,6 +454,10 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
     switch (static_cast<rvl_op>(I.op)) {
       case RVL_OP_LOAD: {
         const View& v = in_[I.arg];
+        if (inv_[j] >= 0 && !segs_ready && s % shape_[rank_ - 1] == 0) {  // row-invariant
+          sc.result[j] = &sc.slots[static_cast<size_t>(n_slots_ + inv_[j]) * block_];
+          break;
+        }
         if (dense_[I.arg] && !segs_ready && v.dtype != RVL_DTYPE_BOOL) {  // zero-copy, no segments
           sc.result[j] = v.data + (v.offset + s) * static_cast<int64_t>(rvl::dtype_size(v.dtype));
           break;

@@ -19,6 +19,17 @@
 // one (a transpose) are run in tiles over those two axes (run_tiled), so both the strided side
 // and the contiguous side stay in cache.
 //
+// Note [Row-invariant loads]
+// A bias added to every row ([200] read as [64, 200], stride 0 on the outer axes) used to be
+// copied segment by segment into every block, and its segments forced the slow path on the
+// whole block. Such a LOAD (elementwise programs, not tiled: stride 0 on every outer axis, fully
+// valid, not bool, not the output's buffer) gives every block that starts on a row boundary the
+// same values: the row repeated. make_scratch fills a dedicated slot with it once, block()
+// elements long, and blocks are made a whole number of rows (block() rounded down to a multiple
+// of the row length when a row fits), so each block reads that slot for free and, with every
+// other operand dense, needs no segments at all. A block that does not start a row (a
+// contraction epilogue whose rows are longer than a block) takes the ordinary load.
+//
 // Note [Per-launch cost]
 // The makemore step launches ~30 kernels of a few thousand elements each, so what a launch costs
 // besides its arithmetic decides the step. In steady state a launch here allocates nothing on the
@@ -115,6 +126,7 @@ class Evaluator {
   void run_elementwise() const;
   void run_tiled() const;
   void choose_tiling(View* const* views, int n_views);
+  void find_row_invariant_loads();
 
   int32_t rank_ = 1;
   int64_t shape_[RVL_MAX_RANK] = {};
@@ -145,6 +157,10 @@ class Evaluator {
   View out_;
   const rvl_instruction* ins_;
   int32_t n_ins_;
+  // Note [Row-invariant loads]: LOAD j reads slot n_slots_ + inv_[j] (filled once per scratch)
+  // when inv_[j] >= 0 and the block starts a row (s % shape_[rank_ - 1] == 0).
+  int32_t n_inv_ = 0;
+  int16_t inv_[RVL_MAX_INSTRUCTIONS];
   // Note [Slot plan]: instruction j writes slot slot_[j] (of n_slots_); only [0, n_ins_) is set.
   int32_t n_slots_ = 0;
   uint16_t slot_[RVL_MAX_INSTRUCTIONS];

@@ -80,6 +80,14 @@ void small_portable(int64_t kc, const T* const* a, int64_t sak, const T* b, int6
     for (int v = 0; v < NV; ++v) std::memcpy(c + i * ldc + v * L, &acc[i][v], sizeof(V));
 }
 
+// Multiply then add, as small_portable rounds (baseline x86-64 has no FMA to contract into).
+template <class T>
+T dot_portable(int64_t kc, const T* a, int64_t sa, const T* b, int64_t sb) {
+  T acc = 0;
+  for (int64_t k = 0; k < kc; ++k) acc = acc + a[k * sa] * b[k * sb];
+  return acc;
+}
+
 #ifdef RVL_GEMM_X86
 }  // namespace
 
@@ -110,6 +118,18 @@ template <> struct Ops<double> {
 };
 #include "gemm_simd_body.inc"
 #include "gemm_small_body.inc"
+// One fused multiply-add per k, as each lane of small_kernel (and of the AVX-512 kernels).
+template <class T>
+T small_dot(int64_t kc, const T* a, int64_t sa, const T* b, int64_t sb) {
+  T acc = 0;
+  for (int64_t k = 0; k < kc; ++k) {
+    if constexpr (sizeof(T) == 4) acc = __builtin_fmaf(a[k * sa], b[k * sb], acc);
+    else acc = __builtin_fma(a[k * sa], b[k * sb], acc);
+  }
+  return acc;
+}
+template float small_dot<float>(int64_t, const float*, int64_t, const float*, int64_t);
+template double small_dot<double>(int64_t, const double*, int64_t, const double*, int64_t);
 template void kernel<float, 6, 2>(int64_t, const float*, const float*, float*, int64_t, bool);
 template void kernel<double, 6, 2>(int64_t, const double*, const double*, double*, int64_t, bool);
 template void small_kernel<float, 6, 2>(int64_t, const float* const*, int64_t, const float*, int64_t, float*, int64_t);
@@ -211,23 +231,23 @@ Kernel<double> select_kernel_f64() {
 SmallKernel<float> select_small_f32() {
 #ifdef RVL_GEMM_X86
   switch (isa()) {
-    case Isa::Avx512: return {6, 16, &avx512::small_kernel<float, 6, 1>};
-    case Isa::Avx2: return {6, 16, &avx2::small_kernel<float, 6, 2>};
+    case Isa::Avx512: return {6, 16, &avx512::small_kernel<float, 6, 1>, &avx2::small_dot<float>};
+    case Isa::Avx2: return {6, 16, &avx2::small_kernel<float, 6, 2>, &avx2::small_dot<float>};
     case Isa::Portable: break;
   }
 #endif
-  return {4, 8, &small_portable<float, 4, 2>};
+  return {4, 8, &small_portable<float, 4, 2>, &dot_portable<float>};
 }
 
 SmallKernel<double> select_small_f64() {
 #ifdef RVL_GEMM_X86
   switch (isa()) {
-    case Isa::Avx512: return {6, 8, &avx512::small_kernel<double, 6, 1>};
-    case Isa::Avx2: return {6, 8, &avx2::small_kernel<double, 6, 2>};
+    case Isa::Avx512: return {6, 8, &avx512::small_kernel<double, 6, 1>, &avx2::small_dot<double>};
+    case Isa::Avx2: return {6, 8, &avx2::small_kernel<double, 6, 2>, &avx2::small_dot<double>};
     case Isa::Portable: break;
   }
 #endif
-  return {4, 4, &small_portable<double, 4, 2>};
+  return {4, 4, &small_portable<double, 4, 2>, &dot_portable<double>};
 }
 
 const char* isa_name() {

@@ -37,10 +37,17 @@ template <class T>
 using SmallKernelFn = void (*)(int64_t kc, const T* const* a, int64_t sak, const T* b, int64_t ldb, T* c,
                                int64_t ldc);
 
+// One dot product sum_{k<kc} a[k*sa] * b[k*sb], summed from zero in k order with the small
+// kernel's rounding (one FMA per step on the AVX families, multiply then add portably): equal,
+// bitwise, to any lane of `fn` given the same a and b (Note [Batched dot products]).
+template <class T>
+using DotFn = T (*)(int64_t kc, const T* a, int64_t sa, const T* b, int64_t sb);
+
 template <class T>
 struct SmallKernel {
   int mr = 0, nr = 0;
   SmallKernelFn<T> fn = nullptr;
+  DotFn<T> dot = nullptr;
 };
 
 // Selects the best micro-kernel for this CPU (decided once per process).

@@ -18,6 +18,15 @@
 // k is summed in order from zero, one FMA (or multiply-add) per step, as the blocked path's
 // first k-panel does: the two paths agree bitwise whenever K fits one k-panel, so which path a
 // shape takes never changes a training run's losses.
+//
+// Note [Batched dot products]
+// With N == 1 (a batch of matrix-vector products; the makemore loss picks each row's logit as a
+// 64-entry batch of 27-long dot products) a column tile would be 1 useful lane of NR, and each
+// batch entry would pay a zero-padded K x NR panel copy and an epilogue call of one element.
+// Instead every output (batch, m) is one dot product (SmallKernel::dot: the same FMA chain, or
+// multiply-add, as one lane of the micro-kernel, so the results are bitwise those of the tiled
+// path), gathered block() at a time into a buffer that the epilogue then runs over in one pass:
+// the linear index of output (batch, m) of the [batch.., M, 1] space is batch * M + m.
 // Buffers are thread_local and grow only: this path never enters oneTBB, so nothing else runs
 // on this thread while they are in use.
 #include "gemm_small.hpp"
@@ -166,6 +175,28 @@ struct Small {
     }
   }
 
+  // Note [Batched dot products]: N == 1.
+  void run_dots(int64_t batches) {
+    const int br = c.batch_rank;
+    const int64_t sam = c.a.stride[br], sak = c.a.stride[br + 1], sbk = c.b.stride[br];
+    const T* A = reinterpret_cast<const T*>(c.a.data);
+    const T* B = reinterpret_cast<const T*>(c.b.data);
+    thread_local std::vector<T> vals;
+    const int64_t total = batches * M, chunk = ep.block();
+    T* const v = grow(vals, std::min(total, chunk));
+    Scratch sc = ep.make_scratch();
+    int64_t batch = 0, m = 0, oa = 0, ob = 0, oc = 0;
+    offsets(0, oa, ob, oc);
+    for (int64_t s = 0; s < total; s += chunk) {
+      const int64_t e = std::min(total, s + chunk);
+      for (int64_t l = s; l < e; ++l) {
+        v[l - s] = kern.dot(K, A + oa + m * sam, sak, B + ob, sbk);
+        if (++m == M && l + 1 < total) m = 0, offsets(++batch, oa, ob, oc);
+      }
+      ep.store(s, e, ep.eval(s, e, sc, v), sc);
+    }
+  }
+
   // Epilogue over rows [m0, m1) of batch entry `batch`; acc holds row m0's N values, rows lda apart.
   void epilogue(int64_t batch, int64_t m0, int64_t m1, const T* acc, int64_t lda, Scratch& sc) const {
     for (int64_t m = m0; m < m1; ++m, acc += lda) {
@@ -196,7 +227,8 @@ bool gemm_small(const Contraction& c, const Evaluator& ep) {
   const void* out = c.epilogue.out.data;
   if (out == c.a.data || out == c.b.data) return false;
   Small<DT> s(c, ep);
-  s.run(batches);
+  if (c.n == 1) s.run_dots(batches);  // Note [Batched dot products]
+  else s.run(batches);
   return true;
 }
 
