@@ -343,7 +343,16 @@ void Evaluator::find_row_invariant_loads() {
       if (inv_[k] >= 0 && ins_[k].arg == ins_[j].arg) break;
     inv_[j] = k < j ? inv_[k] : static_cast<int16_t>(n_inv_++);
   }
-  if (n_inv_ > 0 && shape_[in] <= block_) block_ = block_ / shape_[in] * shape_[in];
+  bool any_per_row = false;
+  if (rank_ == 2) {
+    for (int i = 0; i < n_in_; ++i) {
+      const View& v = in_[i];
+      per_row_[i] = !v.empty && v.data != nullptr && v.stride[1] == 0 && v.lo[0] == 0 &&
+                    v.hi[0] == shape_[0] && v.lo[1] == 0 && v.hi[1] == shape_[1];
+      any_per_row = any_per_row || per_row_[i];
+    }
+  }
+  if ((n_inv_ > 0 || any_per_row) && shape_[in] <= block_) block_ = block_ / shape_[in] * shape_[in];
 }
 
 namespace {
@@ -356,6 +365,14 @@ void fill_rows(T* dst, const View& v, int in, int64_t row, int64_t n) {
     dst[i] = src[c * s];
     if (++c == row) c = 0;
   }
+}
+// dst[0, n) for a block starting at row `row` of a two-axis space with rows `len` long: each
+// row's value (the input at row * stride) repeated.
+template <class T>
+void fill_per_row(T* dst, const View& v, int64_t row, int64_t len, int64_t n) {
+  const T* src = reinterpret_cast<const T*>(v.data) + v.offset;
+  const int64_t st = v.stride[0];
+  for (int64_t i = 0; i < n; i += len, ++row) std::fill(dst + i, dst + std::min(n, i + len), src[row * st]);
 }
 }  // namespace
 
@@ -456,6 +473,20 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
         const View& v = in_[I.arg];
         if (inv_[j] >= 0 && !segs_ready && s % shape_[rank_ - 1] == 0) {  // row-invariant
           sc.result[j] = &sc.slots[static_cast<size_t>(n_slots_ + inv_[j]) * block_];
+          break;
+        }
+        if (per_row_[I.arg] && !segs_ready && s % shape_[1] == 0) {  // one value per row
+          const int64_t row = s / shape_[1];
+          switch (rvl::dtype_size(v.dtype)) {
+            case 1: fill_per_row(static_cast<uint8_t*>(slot), v, row, shape_[1], n); break;
+            case 4: fill_per_row(static_cast<uint32_t*>(slot), v, row, shape_[1], n); break;
+            default: fill_per_row(static_cast<uint64_t*>(slot), v, row, shape_[1], n); break;
+          }
+          if (v.dtype == RVL_DTYPE_BOOL) {  // stored bytes other than 0/1 read as true
+            auto* b = static_cast<uint8_t*>(slot);
+            for (int64_t i = 0; i < n; ++i) b[i] = b[i] != 0;
+          }
+          sc.result[j] = slot;
           break;
         }
         if (dense_[I.arg] && !segs_ready && v.dtype != RVL_DTYPE_BOOL) {  // zero-copy, no segments

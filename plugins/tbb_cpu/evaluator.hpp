@@ -29,6 +29,9 @@
 // of the row length when a row fits), so each block reads that slot for free and, with every
 // other operand dense, needs no segments at all. A block that does not start a row (a
 // contraction epilogue whose rows are longer than a block) takes the ordinary load.
+// The transposed case, one value per row (x - max[:, None], one-hot's idx[:, None] == iota),
+// is read without segments too when the space is two axes: each row of the block is its value
+// repeated (fill_per_row), the rows' values a strided walk of the input.
 //
 // Note [Per-launch cost]
 // The makemore step launches ~30 kernels of a few thousand elements each, so what a launch costs
@@ -161,6 +164,8 @@ class Evaluator {
   // when inv_[j] >= 0 and the block starts a row (s % shape_[rank_ - 1] == 0).
   int32_t n_inv_ = 0;
   int16_t inv_[RVL_MAX_INSTRUCTIONS];
+  // Note [Row-invariant loads]: input i is one value per row (rank 2, stride 0 along the row).
+  bool per_row_[RVL_MAX_INPUTS] = {};
   // Note [Slot plan]: instruction j writes slot slot_[j] (of n_slots_); only [0, n_ins_) is set.
   int32_t n_slots_ = 0;
   uint16_t slot_[RVL_MAX_INSTRUCTIONS];

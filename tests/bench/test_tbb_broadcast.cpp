@@ -9,7 +9,8 @@
 // and non-unit strides, load it twice in one program, use every element size (u8, i32, f32,
 // f64; bool is excluded from the path and checked too), and put it in a contraction epilogue
 // whose rows are longer than a block (blocks that start inside a row take the ordinary load).
-// Column broadcasts (x + c[:, None]) are checked beside them. CMake runs this also with
+// One value per row (x * c[:, None]: stride 0 along the row, read by fill_per_row on two-axis
+// spaces) is checked on the same shapes, with negative and non-unit strides and stored bools. CMake runs this also with
 // RAVEL_TBB_SIMD=portable and with forced parallelism (RAVEL_TBB_INLINE_WORK=0).
 #define BOOST_TEST_MODULE tbb_broadcast
 #include <boost/test/unit_test.hpp>
@@ -84,6 +85,21 @@ void row_broadcast_every_shape(uint64_t seed) {
     std::vector<double> wide(static_cast<size_t>(2 * c), 1.0);
     for (int64_t j = 0; j < c; ++j) wide[static_cast<size_t>(2 * j)] = bv[j];
     check<T>(sz + " x + b[::2]", x + tensor<T>(wide, {2 * c}).slice(0, 0, 2 * c, 2), add);
+    // One value per row (stride 0 along the row): plain, flipped, every other one.
+    const auto cv = values(r, ++seed);
+    std::vector<double> mul(xv.size()), mulrev(xv.size()), cwide(static_cast<size_t>(2 * r), 3.0);
+    for (int64_t i = 0; i < r; ++i) {
+      cwide[static_cast<size_t>(2 * i)] = cv[static_cast<size_t>(i)];
+      for (int64_t j = 0; j < c; ++j) {
+        const size_t k = static_cast<size_t>(i * c + j);
+        mul[k] = xv[k] * cv[static_cast<size_t>(i)] + bv[j];
+        mulrev[k] = xv[k] - cv[static_cast<size_t>(r - 1 - i)];
+      }
+    }
+    const Tensor col = tensor<T>(cv, {r, 1});
+    check<T>(sz + " x * c[:, None] + b", x * col + b, mul);
+    check<T>(sz + " x - flip(c)[:, None]", x - col.flip(), mulrev);
+    check<T>(sz + " x * c[::2, None] + b", x * tensor<T>(cwide, {2 * r, 1}).slice(0, 0, 2 * r, 2) + b, mul);
   }
 }
 
@@ -115,6 +131,22 @@ BOOST_AUTO_TEST_CASE(row_broadcast_u8_and_bool) {
     const Tensor xb = tensor<uint8_t>(xo, {r, c}).cast(ravel::DType::Bool), bb = tensor<uint8_t>(b3, {c}).cast(ravel::DType::Bool);
     xb.realize(), bb.realize();  // stored bools, loaded by the program below
     check<uint8_t>(sz + " bool x | b", xb.logical_or(bb).cast(ravel::DType::U8), any);
+    // Stored bools, one per row (stride 0 along the row): read through the per-row fill.
+    std::vector<double> rb(static_cast<size_t>(r)), rowor(xv.size());
+    for (int64_t i = 0; i < r; ++i) rb[static_cast<size_t>(i)] = i % 3 == 1;
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) rowor[static_cast<size_t>(i * c + j)] = xo[static_cast<size_t>(i * c + j)] != 0 || i % 3 == 1;
+    const Tensor rbt = tensor<uint8_t>(rb, {r, 1}).cast(ravel::DType::Bool);
+    rbt.realize();
+    check<uint8_t>(sz + " bool x | r[:, None]", xb.logical_or(rbt).cast(ravel::DType::U8), rowor);
+    // u8 one value per row.
+    std::vector<double> radd(xv.size());
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j)
+        radd[static_cast<size_t>(i * c + j)] = static_cast<uint8_t>(static_cast<uint8_t>(xv[static_cast<size_t>(i * c + j)]) + static_cast<uint8_t>(bv[static_cast<size_t>(i % c)]));
+    std::vector<double> rv(static_cast<size_t>(r));
+    for (int64_t i = 0; i < r; ++i) rv[static_cast<size_t>(i)] = bv[static_cast<size_t>(i % c)];
+    check<uint8_t>(sz + " u8 x + r[:, None]", tensor<uint8_t>(xv, {r, c}) + tensor<uint8_t>(rv, {r, 1}), radd);
   }
 }
 
