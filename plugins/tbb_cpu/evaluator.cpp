@@ -318,6 +318,13 @@ Evaluator::Evaluator(const Program& p)
     out_dense_ = ok && reduce_op_ == RVL_REDUCE_NONE;  // output views are fully valid
   }
   find_row_invariant_loads();
+  // The array loop of each computed instruction, looked up once here rather than per block.
+  for (int j = 0; j < std::min<int32_t>(n_ins_, kFnCache); ++j) {
+    const rvl_instruction& I = ins_[j];
+    const bool computed = rvl::op_is_arithmetic(I.op) && I.op != RVL_OP_CAST;
+    fn_[j] = computed ? array_kernel(I.op, ins_[I.src[rvl::op_info(I.op).accepts == rvl::OpAccepts::Select]].dtype)
+                      : nullptr;
+  }
   if (tile_axis_ < 0) block_ = std::max<int64_t>(1, std::min(block_, (total_ + 15) / 16 * 16));
   if (reduce_op_ == RVL_REDUCE_NONE) {
     const rvl_instruction& last = ins_[n_ins_ - 1];
@@ -520,8 +527,11 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
       case RVL_OP_COUNT_: rvl::fail(RVL_STATUS_INTERNAL, "invalid op after validation");
       // Every other row of the op table: one typed array loop per (op, source dtype).
       RVL_OP_CASES_COMPUTED {
-        const int32_t sdt = ins_[I.src[rvl::op_info(I.op).accepts == rvl::OpAccepts::Select]].dtype;
-        ArrayFn fn = array_kernel(I.op, sdt);
+        ArrayFn fn = j < kFnCache ? fn_[j] : nullptr;  // looked up once per launch
+        if (fn == nullptr) {
+          const int32_t sdt = ins_[I.src[rvl::op_info(I.op).accepts == rvl::OpAccepts::Select]].dtype;
+          fn = array_kernel(I.op, sdt);
+        }
         if (fn == nullptr) rvl::fail(RVL_STATUS_INTERNAL, "no kernel for a validated op");
         fn(slot, src[0], src[1], src[2], n);
         sc.result[j] = slot;

@@ -42,6 +42,7 @@
 // last instruction directly (no copy from a scratch slot).
 #pragma once
 
+#include "array_ops.hpp"
 #include "kernel.hpp"
 
 #include <cstdint>
@@ -166,6 +167,9 @@ class Evaluator {
   int16_t inv_[RVL_MAX_INSTRUCTIONS];
   // Note [Row-invariant loads]: input i is one value per row (rank 2, stride 0 along the row).
   bool per_row_[RVL_MAX_INPUTS] = {};
+  // The array loop of computed instruction j < kFnCache (NULL: look it up in compute).
+  static constexpr int32_t kFnCache = 64;
+  ArrayFn fn_[kFnCache];
   // Note [Slot plan]: instruction j writes slot slot_[j] (of n_slots_); only [0, n_ins_) is set.
   int32_t n_slots_ = 0;
   uint16_t slot_[RVL_MAX_INSTRUCTIONS];
