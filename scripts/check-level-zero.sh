@@ -41,7 +41,7 @@ export RAVEL_CONFIG= RAVEL_PLUGIN_PATH=
 # Runs ravel-conformance; prints failures and the summary, fails the script on any failure.
 conformance() {
   local log="$W/conformance.log"
-  if ! "$B/bin/ravel-conformance" "$plugin" "$@" >"$log" 2>&1; then
+  if ! "$B/bin/ravel-conformance" "$plugin" --jobs "$jobs" "$@" >"$log" 2>&1; then
     grep -E "FAIL|passed" "$log" | head -40; exit 1
   fi
   tail -1 "$log"

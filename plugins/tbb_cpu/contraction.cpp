@@ -9,7 +9,8 @@
 // Accumulation is in the contraction dtype in k order: sum_k a*b with int wrap-around, bool
 // or-of-ands (exact, so integer/bool results never depend on the blocking).
 //
-// F32/F64 take the cache-blocked path instead (gemm_blocked.cpp, Note [Blocked GEMM]): packed,
+// F32/F64 take the small path when the product is small (gemm_small.cpp, Note [Small GEMM]: no
+// packing, no oneTBB), otherwise the cache-blocked path (gemm_blocked.cpp, Note [Blocked GEMM]): packed,
 // zero-padded A and B slivers (any strides absorbed by the packers), register-blocked
 // micro-kernels (gemm_kernels.cpp; AVX-512 or AVX2+FMA when the CPU has it), the epilogue fused
 // per finished block. Float summation order differs from the plain loop (k is summed per KC
@@ -18,6 +19,7 @@
 
 #include "dtype_ops.hpp"
 #include "gemm_blocked.hpp"
+#include "gemm_small.hpp"
 #include "parallel.hpp"
 
 #include <tbb/blocked_range.h>
@@ -128,7 +130,9 @@ void run_contraction(const Contraction& c) {
   const Evaluator ep(c.epilogue);
   dispatch_dtype(c.dtype, [&](auto tag) {
     constexpr int DT = decltype(tag)::value;
-    if constexpr (is_float_v<DT>) gemm_blocked<DT>(c, ep);
+    if constexpr (is_float_v<DT>) {
+      if (!gemm_small<DT>(c, ep)) gemm_blocked<DT>(c, ep);
+    }
     else gemm_generic<DT>(c, ep);
   });
 }

@@ -3,10 +3,12 @@
 
 #include "array_ops.hpp"
 #include "dtype_ops.hpp"
+#include "slot_plan.hpp"
 
 #include <ravel/backend.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <span>
@@ -14,11 +16,18 @@
 namespace tbbcpu {
 namespace {
 
-// Instructions per block: large blocks amortise dispatch; scratch (n_ins * block * 8 bytes)
-// should stay cache-sized, so long programs use shorter blocks.
-int64_t choose_block(int32_t n_ins) {
+// Elements per block: large blocks amortise the per-instruction dispatch; the scratch slots
+// (n_slots * block * 8 bytes, Note [Slot plan]) should stay cache-sized, so programs with many
+// live values use shorter blocks. RAVEL_TBB_BLOCK_SLOTS overrides the bound on n_slots * block
+// (tuning).
+int64_t choose_block(int32_t n_slots) {
+  static const int64_t bound = [] {
+    const char* v = std::getenv("RAVEL_TBB_BLOCK_SLOTS");
+    const int64_t x = v && *v ? std::strtoll(v, nullptr, 10) : 0;
+    return x > 0 ? x : int64_t{1} << 16;
+  }();
   int64_t b = 1024;
-  while (b > 64 && b * n_ins > (int64_t{1} << 16)) b /= 2;
+  while (b > 64 && b * n_slots > bound) b /= 2;
   return b;
 }
 
@@ -285,7 +294,8 @@ Evaluator::Evaluator(const Program& p)
   for (int d = 0; d < rank_; ++d)
     ((d < split_) != reduced_outer_ ? outputs_ : reduced_) *= shape_[d];
   total_ = outputs_ * reduced_;
-  block_ = choose_block(n_ins_);
+  n_slots_ = plan_slots(ins_, n_ins_, slot_, const_owner_);
+  block_ = choose_block(n_slots_);
   if (reduce_op_ == RVL_REDUCE_NONE) choose_tiling(views, n_views);
   // A small kernel is one short block: its scratch (and CONST fills) shrink to it. The
   // blocks a reduction folds are the same either way (one block holds every output's range).
@@ -307,6 +317,14 @@ Evaluator::Evaluator(const Program& p)
     for (int d = 0; d + 1 < rank_ && ok; ++d) ok = v.stride[d] == v.stride[d + 1] * shape_[d + 1];
     out_dense_ = ok && reduce_op_ == RVL_REDUCE_NONE;  // output views are fully valid
   }
+  find_row_invariant_loads();
+  // The array loop of each computed instruction, looked up once here rather than per block.
+  for (int j = 0; j < std::min<int32_t>(n_ins_, kFnCache); ++j) {
+    const rvl_instruction& I = ins_[j];
+    const bool computed = rvl::op_is_arithmetic(I.op) && I.op != RVL_OP_CAST;
+    fn_[j] = computed ? array_kernel(I.op, ins_[I.src[rvl::op_info(I.op).accepts == rvl::OpAccepts::Select]].dtype)
+                      : nullptr;
+  }
   if (tile_axis_ < 0) block_ = std::max<int64_t>(1, std::min(block_, (total_ + 15) / 16 * 16));
   if (reduce_op_ == RVL_REDUCE_NONE) {
     const rvl_instruction& last = ins_[n_ins_ - 1];
@@ -315,6 +333,55 @@ Evaluator::Evaluator(const Program& p)
     for (int i = 0; i < n_in_ && direct_ok_; ++i) direct_ok_ = in_[i].data != out_.data;
   }
 }
+
+void Evaluator::find_row_invariant_loads() {
+  for (int j = 0; j < n_ins_; ++j) inv_[j] = -1;
+  if (reduce_op_ != RVL_REDUCE_NONE || tile_axis_ >= 0 || rank_ < 2 || total_ == 0) return;
+  const int in = rank_ - 1;
+  for (int j = 0; j < n_ins_; ++j) {
+    if (ins_[j].op != RVL_OP_LOAD) continue;
+    const View& v = in_[ins_[j].arg];
+    bool ok = !v.empty && v.data != nullptr && v.dtype != RVL_DTYPE_BOOL && v.data != out_.data;
+    for (int d = 0; d <= in && ok; ++d)
+      ok = (d == in || v.stride[d] == 0) && v.lo[d] == 0 && v.hi[d] == shape_[d];
+    if (!ok) continue;
+    int k = 0;  // the same input loaded twice shares one slot
+    for (; k < j; ++k)
+      if (inv_[k] >= 0 && ins_[k].arg == ins_[j].arg) break;
+    inv_[j] = k < j ? inv_[k] : static_cast<int16_t>(n_inv_++);
+  }
+  bool any_per_row = false;
+  if (rank_ == 2) {
+    for (int i = 0; i < n_in_; ++i) {
+      const View& v = in_[i];
+      per_row_[i] = !v.empty && v.data != nullptr && v.stride[1] == 0 && v.lo[0] == 0 &&
+                    v.hi[0] == shape_[0] && v.lo[1] == 0 && v.hi[1] == shape_[1];
+      any_per_row = any_per_row || per_row_[i];
+    }
+  }
+  if ((n_inv_ > 0 || any_per_row) && shape_[in] <= block_) block_ = block_ / shape_[in] * shape_[in];
+}
+
+namespace {
+// dst[i] = the row's element i % row (a view with stride 0 on every outer axis).
+template <class T>
+void fill_rows(T* dst, const View& v, int in, int64_t row, int64_t n) {
+  const T* src = reinterpret_cast<const T*>(v.data) + v.offset;
+  const int64_t s = v.stride[in];
+  for (int64_t i = 0, c = 0; i < n; ++i) {
+    dst[i] = src[c * s];
+    if (++c == row) c = 0;
+  }
+}
+// dst[0, n) for a block starting at row `row` of a two-axis space with rows `len` long: each
+// row's value (the input at row * stride) repeated.
+template <class T>
+void fill_per_row(T* dst, const View& v, int64_t row, int64_t len, int64_t n) {
+  const T* src = reinterpret_cast<const T*>(v.data) + v.offset;
+  const int64_t st = v.stride[0];
+  for (int64_t i = 0; i < n; i += len, ++row) std::fill(dst + i, dst + std::min(n, i + len), src[row * st]);
+}
+}  // namespace
 
 void Evaluator::choose_tiling(View* const* views, int n_views) {
   const int in = rank_ - 1;
@@ -341,11 +408,24 @@ void Evaluator::choose_tiling(View* const* views, int n_views) {
 
 Scratch Evaluator::make_scratch() const {
   Scratch sc;
-  sc.acquire(static_cast<size_t>(n_ins_) * block_, n_ins_);
+  sc.acquire(static_cast<size_t>(n_slots_ + n_inv_) * block_, n_ins_);
+  // Note [Row-invariant loads]: the row repeated, block() long.
+  for (int j = 0, done = 0; j < n_ins_ && done < n_inv_; ++j) {
+    if (inv_[j] != done) continue;  // not invariant, or a repeat of an earlier one
+    const View& v = in_[ins_[j].arg];
+    void* dst = &sc.slots[static_cast<size_t>(n_slots_ + inv_[j]) * block_];
+    const int in = rank_ - 1;
+    switch (rvl::dtype_size(v.dtype)) {
+      case 1: fill_rows(static_cast<uint8_t*>(dst), v, in, shape_[in], block_); break;
+      case 4: fill_rows(static_cast<uint32_t*>(dst), v, in, shape_[in], block_); break;
+      default: fill_rows(static_cast<uint64_t*>(dst), v, in, shape_[in], block_); break;
+    }
+    ++done;
+  }
   // CONST values do not depend on the element: fill their slots once per scratch.
   for (int j = 0; j < n_ins_; ++j)
-    if (ins_[j].op == RVL_OP_CONST)
-      fill_const(&sc.slots[static_cast<size_t>(j) * block_], ins_[j].dtype, ins_[j].value, block_);
+    if (const_owner_[j])
+      fill_const(&sc.slots[static_cast<size_t>(slot_[j]) * block_], ins_[j].dtype, ins_[j].value, block_);
   return sc;
 }
 
@@ -383,7 +463,7 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
   bool have_segs = segs_ready;
   for (int j = 0; j < n_ins_; ++j) {
     const rvl_instruction& I = ins_[j];
-    void* slot = &sc.slots[static_cast<size_t>(j) * block_];
+    void* slot = &sc.slots[static_cast<size_t>(slot_[j]) * block_];
     if (j == n_ins_ - 1 && direct_ok_) {  // Note [Per-launch cost]: write the output in place
       if (out_dense_ && !segs_ready) {
         slot = out_address(s);
@@ -398,6 +478,24 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
     switch (static_cast<rvl_op>(I.op)) {
       case RVL_OP_LOAD: {
         const View& v = in_[I.arg];
+        if (inv_[j] >= 0 && !segs_ready && s % shape_[rank_ - 1] == 0) {  // row-invariant
+          sc.result[j] = &sc.slots[static_cast<size_t>(n_slots_ + inv_[j]) * block_];
+          break;
+        }
+        if (per_row_[I.arg] && !segs_ready && s % shape_[1] == 0) {  // one value per row
+          const int64_t row = s / shape_[1];
+          switch (rvl::dtype_size(v.dtype)) {
+            case 1: fill_per_row(static_cast<uint8_t*>(slot), v, row, shape_[1], n); break;
+            case 4: fill_per_row(static_cast<uint32_t*>(slot), v, row, shape_[1], n); break;
+            default: fill_per_row(static_cast<uint64_t*>(slot), v, row, shape_[1], n); break;
+          }
+          if (v.dtype == RVL_DTYPE_BOOL) {  // stored bytes other than 0/1 read as true
+            auto* b = static_cast<uint8_t*>(slot);
+            for (int64_t i = 0; i < n; ++i) b[i] = b[i] != 0;
+          }
+          sc.result[j] = slot;
+          break;
+        }
         if (dense_[I.arg] && !segs_ready && v.dtype != RVL_DTYPE_BOOL) {  // zero-copy, no segments
           sc.result[j] = v.data + (v.offset + s) * static_cast<int64_t>(rvl::dtype_size(v.dtype));
           break;
@@ -429,8 +527,11 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
       case RVL_OP_COUNT_: rvl::fail(RVL_STATUS_INTERNAL, "invalid op after validation");
       // Every other row of the op table: one typed array loop per (op, source dtype).
       RVL_OP_CASES_COMPUTED {
-        const int32_t sdt = ins_[I.src[rvl::op_info(I.op).accepts == rvl::OpAccepts::Select]].dtype;
-        ArrayFn fn = array_kernel(I.op, sdt);
+        ArrayFn fn = j < kFnCache ? fn_[j] : nullptr;  // looked up once per launch
+        if (fn == nullptr) {
+          const int32_t sdt = ins_[I.src[rvl::op_info(I.op).accepts == rvl::OpAccepts::Select]].dtype;
+          fn = array_kernel(I.op, sdt);
+        }
         if (fn == nullptr) rvl::fail(RVL_STATUS_INTERNAL, "no kernel for a validated op");
         fn(slot, src[0], src[1], src[2], n);
         sc.result[j] = slot;

@@ -19,6 +19,20 @@
 // one (a transpose) are run in tiles over those two axes (run_tiled), so both the strided side
 // and the contiguous side stay in cache.
 //
+// Note [Row-invariant loads]
+// A bias added to every row ([200] read as [64, 200], stride 0 on the outer axes) used to be
+// copied segment by segment into every block, and its segments forced the slow path on the
+// whole block. Such a LOAD (elementwise programs, not tiled: stride 0 on every outer axis, fully
+// valid, not bool, not the output's buffer) gives every block that starts on a row boundary the
+// same values: the row repeated. make_scratch fills a dedicated slot with it once, block()
+// elements long, and blocks are made a whole number of rows (block() rounded down to a multiple
+// of the row length when a row fits), so each block reads that slot for free and, with every
+// other operand dense, needs no segments at all. A block that does not start a row (a
+// contraction epilogue whose rows are longer than a block) takes the ordinary load.
+// The transposed case, one value per row (x - max[:, None], one-hot's idx[:, None] == iota),
+// is read without segments too when the space is two axes: each row of the block is its value
+// repeated (fill_per_row), the rows' values a strided walk of the input.
+//
 // Note [Per-launch cost]
 // The makemore step launches ~30 kernels of a few thousand elements each, so what a launch costs
 // besides its arithmetic decides the step. In steady state a launch here allocates nothing on the
@@ -28,6 +42,7 @@
 // last instruction directly (no copy from a scratch slot).
 #pragma once
 
+#include "array_ops.hpp"
 #include "kernel.hpp"
 
 #include <cstdint>
@@ -45,7 +60,7 @@ struct Segment {
 };
 
 // Note [Scratch pool]
-// A Scratch is one thread's working memory for one Evaluator: n_ins * block() 8-byte slots, the
+// A Scratch is one thread's working memory for one Evaluator: n_slots * block() 8-byte slots, the
 // per-instruction result pointers, the segments of the current block and an auxiliary buffer
 // (reductions' accumulators). Its storage (ScratchMem) comes from a pool per thread and goes back
 // to the pool of the thread that destroys it, so a steady-state launch takes no heap allocation
@@ -65,7 +80,7 @@ struct Scratch {
   Scratch(const Scratch& o);  // fresh storage with the same contents (containers may copy)
   ~Scratch();
 
-  uint64_t* slots = nullptr;       // n_ins * block() 8-byte slots (aligned for every dtype)
+  uint64_t* slots = nullptr;       // n_slots * block() 8-byte slots (aligned for every dtype)
   const void** result = nullptr;   // per instruction: where its values for this block are
   std::vector<Segment>* segs_ = nullptr;
   int64_t tile_rows = 0;  // run_tiled: segs is a tile of this many rows along the tile axis
@@ -117,6 +132,7 @@ class Evaluator {
   void run_elementwise() const;
   void run_tiled() const;
   void choose_tiling(View* const* views, int n_views);
+  void find_row_invariant_loads();
 
   int32_t rank_ = 1;
   int64_t shape_[RVL_MAX_RANK] = {};
@@ -147,6 +163,19 @@ class Evaluator {
   View out_;
   const rvl_instruction* ins_;
   int32_t n_ins_;
+  // Note [Row-invariant loads]: LOAD j reads slot n_slots_ + inv_[j] (filled once per scratch)
+  // when inv_[j] >= 0 and the block starts a row (s % shape_[rank_ - 1] == 0).
+  int32_t n_inv_ = 0;
+  int16_t inv_[RVL_MAX_INSTRUCTIONS];
+  // Note [Row-invariant loads]: input i is one value per row (rank 2, stride 0 along the row).
+  bool per_row_[RVL_MAX_INPUTS] = {};
+  // The array loop of computed instruction j < kFnCache (NULL: look it up in compute).
+  static constexpr int32_t kFnCache = 64;
+  ArrayFn fn_[kFnCache];
+  // Note [Slot plan]: instruction j writes slot slot_[j] (of n_slots_); only [0, n_ins_) is set.
+  int32_t n_slots_ = 0;
+  uint16_t slot_[RVL_MAX_INSTRUCTIONS];
+  bool const_owner_[RVL_MAX_INSTRUCTIONS];
   int32_t reduce_op_;
   int64_t total_ = 0, outputs_ = 0, reduced_ = 0, block_ = 0;
 };

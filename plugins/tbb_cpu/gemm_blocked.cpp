@@ -416,15 +416,7 @@ struct Gemm {
     if (batches == 0 || M == 0 || N == 0) return;
     const int64_t per_batch = M * N * std::max<int64_t>(K, 1);
     const int64_t work = batches * per_batch;
-    // Note [Inline small kernels], with a floor of its own: below ~1M multiply-adds (~13 us on
-    // one core) the two parallel phases per k-panel cost more than the second core saves
-    // (measured on the makemore shapes, 64x30 @ 30x200 and 64x200 @ 200x27, and their transposes).
-    // RAVEL_TBB_GEMM_SERIAL_WORK overrides the floor (tests set 0 to run small shapes in parallel).
-    static const int64_t floor = [] {
-      const char* v = std::getenv("RAVEL_TBB_GEMM_SERIAL_WORK");
-      return v && *v ? std::strtoll(v, nullptr, 10) : int64_t{1} << 20;
-    }();
-    const bool par = !run_inline(work) && work >= floor;
+    const bool par = gemm_blocked_parallel(work);
     const int threads = par ? std::max(1, tbb::this_task_arena::max_concurrency()) : 1;
     // Batch entries as tasks when there are enough of them, or each is too small to split well
     // (two parallel phases per k-panel cost a few microseconds each).
@@ -441,6 +433,18 @@ struct Gemm {
 };
 
 }  // namespace
+
+bool gemm_blocked_parallel(int64_t work) {
+  // Note [Inline small kernels], with a floor of its own: below ~1M multiply-adds (~13 us on
+  // one core) the two parallel phases per k-panel cost more than the second core saves
+  // (measured on the makemore shapes, 64x30 @ 30x200 and 64x200 @ 200x27, and their transposes).
+  // RAVEL_TBB_GEMM_SERIAL_WORK overrides the floor (tests set 0 to run small shapes in parallel).
+  static const int64_t floor = [] {
+    const char* v = std::getenv("RAVEL_TBB_GEMM_SERIAL_WORK");
+    return v && *v ? std::strtoll(v, nullptr, 10) : int64_t{1} << 20;
+  }();
+  return !run_inline(work) && work >= floor;
+}
 
 template <int DT>
 void gemm_blocked(const Contraction& c, const Evaluator& ep) {

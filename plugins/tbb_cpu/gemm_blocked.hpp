@@ -10,4 +10,8 @@ namespace tbbcpu {
 template <int DT>
 void gemm_blocked(const Contraction& c, const Evaluator& ep);
 
+// Whether gemm_blocked runs a contraction of `work` multiply-adds (batches x M x N x K) on oneTBB
+// (otherwise serially on the calling thread, where gemm_small may take it instead).
+bool gemm_blocked_parallel(int64_t work);
+
 }  // namespace tbbcpu

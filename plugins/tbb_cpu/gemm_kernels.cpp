@@ -53,6 +53,41 @@ void kernel_portable(int64_t kc, const T* a, const T* b, T* c, int64_t ldc, bool
   }
 }
 
+// The portable small kernel (contract: gemm_kernels.hpp, SmallKernelFn); multiply then add, as
+// kernel_portable does, so both portable paths round alike.
+template <class T, int MR, int NV>
+void small_portable(int64_t kc, const T* const* a, int64_t sak, const T* b, int64_t ldb, T* c, int64_t ldc) {
+  using V = typename Vec16<T>::type;
+  constexpr int L = Vec16<T>::lanes;
+  V acc[MR][NV] = {};
+  const T* ap[MR];
+  for (int i = 0; i < MR; ++i) ap[i] = a[i];
+  for (int64_t k = 0; k < kc; ++k, b += ldb) {
+    V bv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], b + v * L, sizeof(V));
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const T ai = *ap[i];
+      ap[i] += sak;
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[i][v] += ai * bv[v];
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) std::memcpy(c + i * ldc + v * L, &acc[i][v], sizeof(V));
+}
+
+// Multiply then add, as small_portable rounds (baseline x86-64 has no FMA to contract into).
+template <class T>
+T dot_portable(int64_t kc, const T* a, int64_t sa, const T* b, int64_t sb) {
+  T acc = 0;
+  for (int64_t k = 0; k < kc; ++k) acc = acc + a[k * sa] * b[k * sb];
+  return acc;
+}
+
 #ifdef RVL_GEMM_X86
 }  // namespace
 
@@ -82,8 +117,24 @@ template <> struct Ops<double> {
   static void store(double* p, V v) { _mm256_storeu_pd(p, v); }
 };
 #include "gemm_simd_body.inc"
+#include "gemm_small_body.inc"
+// One fused multiply-add per k, as each lane of small_kernel (and of the AVX-512 kernels).
+template <class T>
+T small_dot(int64_t kc, const T* a, int64_t sa, const T* b, int64_t sb) {
+  T acc = 0;
+  for (int64_t k = 0; k < kc; ++k) {
+    if constexpr (sizeof(T) == 4) acc = __builtin_fmaf(a[k * sa], b[k * sb], acc);
+    else acc = __builtin_fma(a[k * sa], b[k * sb], acc);
+  }
+  return acc;
+}
+template float small_dot<float>(int64_t, const float*, int64_t, const float*, int64_t);
+template double small_dot<double>(int64_t, const double*, int64_t, const double*, int64_t);
 template void kernel<float, 6, 2>(int64_t, const float*, const float*, float*, int64_t, bool);
 template void kernel<double, 6, 2>(int64_t, const double*, const double*, double*, int64_t, bool);
+template void small_kernel<float, 6, 2>(int64_t, const float* const*, int64_t, const float*, int64_t, float*, int64_t);
+template void small_kernel<double, 6, 2>(int64_t, const double* const*, int64_t, const double*, int64_t, double*,
+                                         int64_t);
 }  // namespace avx2
 #pragma GCC pop_options
 
@@ -113,8 +164,12 @@ template <> struct Ops<double> {
   static void store(double* p, V v) { _mm512_storeu_pd(p, v); }
 };
 #include "gemm_simd_body.inc"
+#include "gemm_small_body.inc"
 template void kernel<float, 12, 2>(int64_t, const float*, const float*, float*, int64_t, bool);
 template void kernel<double, 12, 2>(int64_t, const double*, const double*, double*, int64_t, bool);
+template void small_kernel<float, 6, 1>(int64_t, const float* const*, int64_t, const float*, int64_t, float*, int64_t);
+template void small_kernel<double, 6, 1>(int64_t, const double* const*, int64_t, const double*, int64_t, double*,
+                                         int64_t);
 }  // namespace avx512
 #pragma GCC pop_options
 
@@ -168,6 +223,31 @@ Kernel<double> select_kernel_f64() {
   }
 #endif
   return {4, 4, &kernel_portable<double, 4, 2>};
+}
+
+// Small kernels: 6 rows x 2 vectors on AVX2 (12 accumulators, as the packed kernel), 4 x 2 of
+// 16-byte vectors portably; on AVX-512, 6 x 1 (NR = 16 f32): the makemore shapes are 10-30
+// columns wide, where a 32-wide tile would mostly compute padding.
+SmallKernel<float> select_small_f32() {
+#ifdef RVL_GEMM_X86
+  switch (isa()) {
+    case Isa::Avx512: return {6, 16, &avx512::small_kernel<float, 6, 1>, &avx2::small_dot<float>};
+    case Isa::Avx2: return {6, 16, &avx2::small_kernel<float, 6, 2>, &avx2::small_dot<float>};
+    case Isa::Portable: break;
+  }
+#endif
+  return {4, 8, &small_portable<float, 4, 2>, &dot_portable<float>};
+}
+
+SmallKernel<double> select_small_f64() {
+#ifdef RVL_GEMM_X86
+  switch (isa()) {
+    case Isa::Avx512: return {6, 8, &avx512::small_kernel<double, 6, 1>, &avx2::small_dot<double>};
+    case Isa::Avx2: return {6, 8, &avx2::small_kernel<double, 6, 2>, &avx2::small_dot<double>};
+    case Isa::Portable: break;
+  }
+#endif
+  return {4, 4, &small_portable<double, 4, 2>, &dot_portable<double>};
 }
 
 const char* isa_name() {

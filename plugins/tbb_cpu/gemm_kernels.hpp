@@ -28,9 +28,34 @@ struct Kernel {
   KernelFn<T> fn = nullptr;
 };
 
+// The small-GEMM micro-kernel (gemm_small.cpp, Note [Small GEMM]): no packed operands. An MR x NR
+// tile, NR = NV vectors, over all of k in one pass:
+//   c[i*ldc + j] = sum_{k<kc} a[i][k*sak] * b[k*ldb + j]
+// a: MR row pointers (a row may repeat: the caller clamps rows past the edge and drops them);
+// b: kc rows of at least NR readable values, ldb apart. c is always written, never accumulated.
+template <class T>
+using SmallKernelFn = void (*)(int64_t kc, const T* const* a, int64_t sak, const T* b, int64_t ldb, T* c,
+                               int64_t ldc);
+
+// One dot product sum_{k<kc} a[k*sa] * b[k*sb], summed from zero in k order with the small
+// kernel's rounding (one FMA per step on the AVX families, multiply then add portably): equal,
+// bitwise, to any lane of `fn` given the same a and b (Note [Batched dot products]).
+template <class T>
+using DotFn = T (*)(int64_t kc, const T* a, int64_t sa, const T* b, int64_t sb);
+
+template <class T>
+struct SmallKernel {
+  int mr = 0, nr = 0;
+  SmallKernelFn<T> fn = nullptr;
+  DotFn<T> dot = nullptr;
+};
+
 // Selects the best micro-kernel for this CPU (decided once per process).
 Kernel<float> select_kernel_f32();
 Kernel<double> select_kernel_f64();
+// The small-GEMM kernel of the same family (same RAVEL_TBB_GEMM choice).
+SmallKernel<float> select_small_f32();
+SmallKernel<double> select_small_f64();
 // The micro-kernel family select_kernel_* chose ("avx512f", "avx2+fma", "portable"), for ravel-info.
 const char* isa_name();
 

@@ -5,7 +5,10 @@
 // instructions, or multiply-adds for a contraction) and runs on the calling thread below
 // inline_work(); oneTBB only gets the kernels it pays for. No second thread pool either way.
 // RAVEL_TBB_INLINE_WORK overrides the threshold (0: always parallel; measured: bench/README or
-// docs/performance.md "Inline threshold").
+// docs/performance.md "Inline threshold"). The default, 2^19, keeps every elementwise kernel of
+// the makemore step ([64, 200] x up to 28 instructions, ~360k) on the calling thread: on the
+// shared 2-core machine, oneTBB's wake-ups and its workers' yield loops cost more than the
+// second core gave back (docs/performance.md §0, "Row-invariant loads, batched dots, inline").
 #pragma once
 
 #include <tbb/blocked_range.h>
@@ -21,7 +24,7 @@ inline int64_t inline_work() {
   static const int64_t w = [] {
     const char* env = std::getenv("RAVEL_TBB_INLINE_WORK");
     if (env && *env) return static_cast<int64_t>(std::strtoll(env, nullptr, 10));
-    return int64_t{1} << 16;
+    return int64_t{1} << 19;
   }();
   return w;
 }

@@ -3,6 +3,9 @@
 // the k-panel size, transposed / strided / flipped / broadcast operands (read in place by the
 // packers), batched operands (batch-parallel and batch-serial paths), a fused epilogue, and the
 // training shapes (makemore, MLP) with their backward-pass transposes.
+// The small unpacked path (gemm_small.cpp) takes the shapes below 2^20 multiply-adds by default;
+// the tbb_gemm_small_* runs force it for every shape (RAVEL_TBB_GEMM_SMALL_WORK), and the
+// serial blocked run disables it, so each path sees every shape here.
 // CMake runs this once per micro-kernel family (RAVEL_TBB_GEMM) and with tiny block sizes and
 // forced parallelism (RAVEL_TBB_GEMM_KC/MC/NC, RAVEL_TBB_INLINE_WORK=0) so that several k-panels,
 // column blocks and tasks are exercised on small shapes.
@@ -185,7 +188,9 @@ BOOST_AUTO_TEST_CASE(batched_operands) {
   uint64_t seed = 300;
   // Many small entries (one task each), a few large ones (parallel inside), a broadcast left
   // operand (batch stride 0) and transposed batched operands.
-  for (const auto& [bs, s] : std::vector<std::pair<int64_t, Mkn>>{{9, {13, 21, 19}}, {2, {150, 260, 140}}, {3, {1, 7, 33}}}) {
+  // 64 x (1x27 @ 27x1) is the makemore loss's batch of dot products (the small path's N = 1).
+  for (const auto& [bs, s] : std::vector<std::pair<int64_t, Mkn>>{
+           {9, {13, 21, 19}}, {2, {150, 260, 140}}, {3, {1, 7, 33}}, {64, {1, 27, 1}}, {5, {7, 3, 17}}}) {
     const Host a = make(bs, s.m, s.k, ++seed), b = make(bs, s.k, s.n, ++seed), a1 = make(1, s.m, s.k, ++seed);
     const std::string sz = std::to_string(bs) + "x" + std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n);
     check<float>(sz + " batched", to_tensor<float>(a, true).matmul(to_tensor<float>(b, true)), reference(a, b, nullptr), s.k);
@@ -206,5 +211,27 @@ BOOST_AUTO_TEST_CASE(fused_epilogue) {
     check<float>(std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) + " relu(A@B+bias)",
                  (to_tensor<float>(a, false).matmul(build<float>(b, Layout::Transposed, false)) + tbias).relu(),
                  reference(a, b, &bias.v), s.k);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(small_path_threshold_and_broadcast_operands) {
+  // Just below and above the small path's default threshold (2^20 multiply-adds), so the two
+  // paths meet on neighbouring shapes; and operands broadcast along k or n (stride 0), which the
+  // small path reads in place.
+  uint64_t seed = 500;
+  for (const Mkn& s : std::vector<Mkn>{{64, 255, 64}, {64, 257, 64}, {65, 256, 63}}) {
+    const Host a = make(1, s.m, s.k, ++seed), b = make(1, s.k, s.n, ++seed);
+    for (Layout lb : {Layout::Plain, Layout::Transposed})
+      check<float>(std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) + " B " + name(lb),
+                   to_tensor<float>(a, false).matmul(build<float>(b, lb, false)), reference(a, b, nullptr), s.k);
+  }
+  for (const Mkn& s : std::vector<Mkn>{{7, 5, 9}, {13, 30, 40}}) {
+    Host a = make(1, s.m, s.k, ++seed), row = make(1, 1, s.n, ++seed);
+    Host b{1, s.k, s.n, std::vector<double>(static_cast<size_t>(s.k * s.n))};
+    for (int64_t k = 0; k < s.k; ++k)
+      for (int64_t n = 0; n < s.n; ++n) b.v[k * s.n + n] = row.v[n];
+    const Tensor tb = to_tensor<float>(row, false).expand(Shape{s.k, s.n});  // k stride 0
+    check<float>(std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) + " B broadcast",
+                 to_tensor<float>(a, false).matmul(tb), reference(a, b, nullptr), s.k);
   }
 }

@@ -67,6 +67,7 @@ struct RunOptions {
   // case fails that case, and the run goes on in a fresh process. Off: everything in-process.
   bool isolate = true;
   int case_timeout_s = 300;  // per case, in isolated mode (SIGALRM in the child)
+  int jobs = 1;              // isolated mode: child processes at once (each its own session)
 };
 
 }  // namespace rvl::conformance

@@ -20,7 +20,7 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: ravel-conformance PATH/TO/plugin.so [--device N] [--filter REGEX]\n"
                "                         [--json REPORT] [--list] [--no-isolate]\n"
-               "                         [--case-timeout SECONDS] [-v|--verbose]\n"
+               "                         [--case-timeout SECONDS] [--jobs N] [-v|--verbose]\n"
                "Runs the Ravel backend ABI v%d.%d conformance suite against a plugin.\n"
                "  --device N      device index to test (default 0)\n"
                "  --filter REGEX  only cases whose \"group/name\" matches (ECMAScript regex)\n"
@@ -30,6 +30,8 @@ void usage(FILE* f) {
                "                  each case group runs in a child process, so a crash, abort\n"
                "                  or hang fails that case and the run goes on\n"
                "  --case-timeout S  a case running longer fails (isolated runs; default 300)\n"
+               "  --jobs N        isolated runs: N child processes at once, each with its own\n"
+               "                  plugin session (default 1); the report is the same\n"
                "  -v, --verbose   print every case, not only failures and skips\n",
                RVL_ABI_MAJOR, RVL_ABI_MINOR);
 }
@@ -84,6 +86,7 @@ int main(int argc, char** argv) {
     else if (a == "--list") opt.list = true;
     else if (a == "--no-isolate") opt.isolate = false;
     else if (a == "--case-timeout") opt.case_timeout_s = number(1, 86400);
+    else if (a == "--jobs") opt.jobs = number(1, 256);
     else if (a == "-v" || a == "--verbose") opt.verbose = true;
     else if (a == "-h" || a == "--help") { usage(stdout); return 0; }
     else if (!a.empty() && a[0] == '-') { usage(stderr); return 2; }

@@ -1,0 +1,238 @@
+// Note [Small GEMM]
+// The makemore step's contractions are tiny (64x30 @ 30x200, 64x200 @ 200x27, their backward
+// transposes, a 64-entry batch of 27-long dot products): 0.1-0.4 M multiply-adds, a few
+// microseconds of arithmetic. The blocked path (Note [Blocked GEMM]) pays more than that around
+// it: packing both operands into slivers, a workspace lease, an enumerable_thread_specific and
+// per-panel bookkeeping. Below gemm_small_work() multiply-adds, and only where the blocked path
+// would run serially anyway (gemm_blocked_parallel), this path runs instead, on the calling
+// thread with no oneTBB at all:
+//   * A is never copied: the micro-kernel (gemm_small_body.inc) broadcasts A[m, k] through MR
+//     row pointers, whatever A's strides (row-major, transposed, broadcast).
+//   * B is read in place when its rows are contiguous (stride 1 along n), NR columns at a time;
+//     the last partial NR-wide column panel is copied once per batch entry into a zero-padded
+//     K x NR panel. Any other B (x @ W^T: stride 1 along k) is transposed once per batch entry
+//     into a zero-padded K x round_up(N, NR) buffer, a cost of K x N against M x K x N.
+//   * Each block of MR rows computes every column tile, then goes straight to C (no epilogue,
+//     contiguous rows: full tiles written in place, edge tiles through the row buffer) or
+//     through the epilogue evaluator while the rows are in L1.
+// k is summed in order from zero, one FMA (or multiply-add) per step, as the blocked path's
+// first k-panel does: the two paths agree bitwise whenever K fits one k-panel, so which path a
+// shape takes never changes a training run's losses.
+//
+// Note [Batched dot products]
+// With N == 1 (a batch of matrix-vector products; the makemore loss picks each row's logit as a
+// 64-entry batch of 27-long dot products) a column tile would be 1 useful lane of NR, and each
+// batch entry would pay a zero-padded K x NR panel copy and an epilogue call of one element.
+// Instead every output (batch, m) is one dot product (SmallKernel::dot: the same FMA chain, or
+// multiply-add, as one lane of the micro-kernel, so the results are bitwise those of the tiled
+// path), gathered block() at a time into a buffer that the epilogue then runs over in one pass:
+// the linear index of output (batch, m) of the [batch.., M, 1] space is batch * M + m.
+// Buffers are thread_local and grow only: this path never enters oneTBB, so nothing else runs
+// on this thread while they are in use.
+#include "gemm_small.hpp"
+
+#include "dtype_ops.hpp"
+#include "gemm_blocked.hpp"
+#include "gemm_kernels.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace tbbcpu {
+namespace {
+
+inline uint64_t term(int64_t i, int64_t stride) {
+  return static_cast<uint64_t>(i) * static_cast<uint64_t>(stride);
+}
+inline int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
+
+// Multiply-adds below which the small path is taken (default 2^20: the blocked path's own
+// serial floor, so every contraction the blocked path ran serially comes here). Measured on the
+// makemore shapes: the small path is 2-4x faster there. RAVEL_TBB_GEMM_SMALL_WORK overrides it
+// (tests: 0 disables the path, a huge value forces it for every serial shape).
+int64_t gemm_small_work() {
+  static const int64_t w = [] {
+    const char* v = std::getenv("RAVEL_TBB_GEMM_SMALL_WORK");
+    return v && *v ? static_cast<int64_t>(std::strtoll(v, nullptr, 10)) : int64_t{1} << 20;
+  }();
+  return w;
+}
+
+template <class T>
+struct Buffers {
+  std::vector<T> b;     // B transposed, K x round_up(N, NR), zero-padded columns
+  std::vector<T> tail;  // B's last partial column panel, K x NR, zero-padded
+  std::vector<T> rows;  // one block of rows: MR x round_up(N, NR)
+};
+
+template <class T>
+T* grow(std::vector<T>& v, int64_t n) {
+  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+template <int DT>
+struct Small {
+  using T = ctype<DT>;
+  const Contraction& c;
+  const Evaluator& ep;
+  int64_t M, N, K;
+  gemm::SmallKernel<T> kern;
+  bool direct = false;
+
+  Small(const Contraction& c_, const Evaluator& ep_) : c(c_), ep(ep_), M(c.m), N(c.n), K(c.k) {
+    if constexpr (DT == RVL_DTYPE_F32) kern = gemm::select_small_f32();
+    else kern = gemm::select_small_f64();
+    const int br = c.batch_rank;
+    const View& o = c.epilogue.out;
+    direct = c.epilogue.n_ins == 1 && c.epilogue.ins[0].op == RVL_OP_ACC && o.dtype == DT &&
+             o.stride[br + 1] == 1 && (M == 1 || o.stride[br] >= N) && o.data != c.a.data &&
+             o.data != c.b.data;
+  }
+
+  // Element offsets of batch entry `batch` in A, B and the output.
+  void offsets(int64_t batch, int64_t& oa, int64_t& ob, int64_t& oc) const {
+    uint64_t a = static_cast<uint64_t>(c.a.offset), b = static_cast<uint64_t>(c.b.offset),
+             o = static_cast<uint64_t>(c.epilogue.out.offset);
+    for (int64_t d = c.batch_rank - 1, rest = batch; d >= 0; --d) {
+      const int64_t i = rest % c.batch_shape[d];
+      rest /= c.batch_shape[d];
+      a += term(i, c.a.stride[d]);
+      b += term(i, c.b.stride[d]);
+      o += term(i, c.epilogue.out.stride[d]);
+    }
+    oa = static_cast<int64_t>(a), ob = static_cast<int64_t>(b), oc = static_cast<int64_t>(o);
+  }
+
+  void run(int64_t batches) {
+    const int br = c.batch_rank;
+    const int64_t MR = kern.mr, NR = kern.nr;
+    const int64_t sam = c.a.stride[br], sak = c.a.stride[br + 1];
+    const int64_t sbk = c.b.stride[br], sbn = c.b.stride[br + 1];
+    const int64_t ldc = direct ? c.epilogue.out.stride[br] : 0;
+    const int64_t npad = round_up(N, NR);
+    // In place: full column tiles read from B itself; the rest from the padded panels.
+    const bool in_place = sbn == 1 || N < NR;
+    const int64_t nfull = in_place ? N / NR * NR : npad;
+    thread_local Buffers<T> W;
+    T* const rows = grow(W.rows, MR * npad);
+    T* const tail = nfull < npad ? grow(W.tail, K * NR) : nullptr;
+    T* const bt = in_place ? nullptr : grow(W.b, K * npad);
+    Scratch sc;
+    if (!direct) sc = ep.make_scratch();
+    const T* A = reinterpret_cast<const T*>(c.a.data);
+    const T* B = reinterpret_cast<const T*>(c.b.data);
+    T* C = direct ? reinterpret_cast<T*>(c.epilogue.out.data) : nullptr;
+
+    for (int64_t batch = 0; batch < batches; ++batch) {
+      int64_t oa, ob, oc;
+      offsets(batch, oa, ob, oc);
+      const T* Ab = A + oa;
+      const T* Bb = B + ob;
+      const T* bfull = Bb;
+      int64_t ldb = sbk;
+      if (!in_place) {
+        // Transpose into bt (k-major rows of npad); a stride-1 k is then read contiguously.
+        for (int64_t n = 0; n < N; ++n) {
+          const T* src = Bb + n * sbn;
+          for (int64_t k = 0; k < K; ++k) bt[k * npad + n] = src[k * sbk];
+        }
+        for (int64_t k = 0; k < K; ++k) std::fill(bt + k * npad + N, bt + (k + 1) * npad, T{});
+        bfull = bt, ldb = npad;
+      } else if (tail) {
+        const int64_t w = N - nfull;
+        for (int64_t k = 0; k < K; ++k) {
+          T* dst = tail + k * NR;
+          for (int64_t j = 0; j < w; ++j) dst[j] = Bb[k * sbk + (nfull + j) * sbn];
+          std::fill(dst + w, dst + NR, T{});
+        }
+      }
+      for (int64_t m0 = 0; m0 < M; m0 += MR) {
+        const int64_t h = std::min(MR, M - m0);
+        const T* arow[16];
+        for (int64_t i = 0; i < MR; ++i) arow[i] = Ab + std::min(m0 + i, M - 1) * sam;
+        T* cdst = direct ? C + oc + m0 * ldc : nullptr;
+        for (int64_t n0 = 0; n0 < npad; n0 += NR) {
+          const bool full_cols = n0 < nfull;
+          const T* bp = full_cols ? bfull + n0 : tail;
+          const int64_t lb = full_cols ? ldb : NR;
+          if (direct && h == MR && n0 + NR <= N) kern.fn(K, arow, sak, bp, lb, cdst + n0, ldc);
+          else kern.fn(K, arow, sak, bp, lb, rows + n0, npad);
+        }
+        if (direct) {
+          // What did not go straight to C: every column of a partial row block, else the
+          // columns past the last full tile.
+          const int64_t j0 = h == MR ? N / NR * NR : 0;
+          if (j0 < N)
+            for (int64_t i = 0; i < h; ++i)
+              std::memcpy(cdst + i * ldc + j0, rows + i * npad + j0, (N - j0) * sizeof(T));
+        } else {
+          epilogue(batch, m0, m0 + h, rows, npad, sc);
+        }
+      }
+    }
+  }
+
+  // Note [Batched dot products]: N == 1.
+  void run_dots(int64_t batches) {
+    const int br = c.batch_rank;
+    const int64_t sam = c.a.stride[br], sak = c.a.stride[br + 1], sbk = c.b.stride[br];
+    const T* A = reinterpret_cast<const T*>(c.a.data);
+    const T* B = reinterpret_cast<const T*>(c.b.data);
+    thread_local std::vector<T> vals;
+    const int64_t total = batches * M, chunk = ep.block();
+    T* const v = grow(vals, std::min(total, chunk));
+    Scratch sc = ep.make_scratch();
+    int64_t batch = 0, m = 0, oa = 0, ob = 0, oc = 0;
+    offsets(0, oa, ob, oc);
+    for (int64_t s = 0; s < total; s += chunk) {
+      const int64_t e = std::min(total, s + chunk);
+      for (int64_t l = s; l < e; ++l) {
+        v[l - s] = kern.dot(K, A + oa + m * sam, sak, B + ob, sbk);
+        if (++m == M && l + 1 < total) m = 0, offsets(++batch, oa, ob, oc);
+      }
+      ep.store(s, e, ep.eval(s, e, sc, v), sc);
+    }
+  }
+
+  // Epilogue over rows [m0, m1) of batch entry `batch`; acc holds row m0's N values, rows lda apart.
+  void epilogue(int64_t batch, int64_t m0, int64_t m1, const T* acc, int64_t lda, Scratch& sc) const {
+    for (int64_t m = m0; m < m1; ++m, acc += lda) {
+      const int64_t start = (batch * M + m) * N, end = start + N;
+      for (int64_t s = start; s < end; s += ep.block()) {
+        const int64_t e = std::min(end, s + ep.block());
+        ep.store(s, e, ep.eval(s, e, sc, acc + (s - start)), sc);
+      }
+    }
+  }
+};
+
+}  // namespace
+
+template <int DT>
+bool gemm_small(const Contraction& c, const Evaluator& ep) {
+  int64_t batches = 1;
+  for (int d = 0; d < c.batch_rank; ++d) batches *= c.batch_shape[d];
+  if (batches == 0 || c.m == 0 || c.n == 0) return true;  // nothing to compute
+  if (c.k == 0) return false;                              // zeros through the epilogue: blocked
+  int64_t work = 0;  // batches x M x N x K, saturated (huge products are not small)
+  if (__builtin_mul_overflow(batches, c.m, &work) || __builtin_mul_overflow(work, c.n, &work) ||
+      __builtin_mul_overflow(work, c.k, &work))
+    return false;
+  if (work >= gemm_small_work() || gemm_blocked_parallel(work)) return false;
+  // A buffered epilogue stores rows while later rows of A or B are still to be read: only when
+  // the output is neither operand (the blocked path reads all of both first).
+  const void* out = c.epilogue.out.data;
+  if (out == c.a.data || out == c.b.data) return false;
+  Small<DT> s(c, ep);
+  if (c.n == 1) s.run_dots(batches);  // Note [Batched dot products]
+  else s.run(batches);
+  return true;
+}
+
+template bool gemm_small<RVL_DTYPE_F32>(const Contraction&, const Evaluator&);
+template bool gemm_small<RVL_DTYPE_F64>(const Contraction&, const Evaluator&);
+
+}  // namespace tbbcpu

@@ -1,0 +1,13 @@
+// The small float GEMM of contraction.cpp (F32/F64), Note [Small GEMM] in gemm_small.cpp.
+#pragma once
+
+#include "evaluator.hpp"
+
+namespace tbbcpu {
+
+// C = epilogue(A @ B) for a validated F32 or F64 contraction when it is small enough for the
+// unpacked serial path; returns false (nothing done) otherwise, and the caller runs gemm_blocked.
+template <int DT>
+bool gemm_small(const Contraction& c, const Evaluator& ep);
+
+}  // namespace tbbcpu
