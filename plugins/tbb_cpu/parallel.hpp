@@ -8,7 +8,8 @@
 // docs/performance.md "Inline threshold"). The default, 2^19, keeps every elementwise kernel of
 // the makemore step ([64, 200] x up to 28 instructions, ~360k) on the calling thread: on the
 // shared 2-core machine, oneTBB's wake-ups and its workers' yield loops cost more than the
-// second core gave back (docs/performance.md §0, "Row-invariant loads, batched dots, inline").
+// second core gave back (docs/performance.md §0, "Makemore step, row-invariant loads, batched
+// dot products, inline threshold").
 #pragma once
 
 #include <tbb/blocked_range.h>
