@@ -28,11 +28,10 @@ struct FusionOptions {
   int max_inputs = 16;         // distinct input views per kernel program
   // An elementwise value used by several kernels is recomputed inside each (instead of being
   // written to memory once and read back) when its inlined size is at most this many
-  // instructions; 0 disables recomputation. Only under `reduce` and `full`. Default 2: a cast,
-  // a negation or a broadcast add is still recomputed rather than stored, but a real expression
-  // is stored once. At 8, the makemore step recomputed the hidden layer's tanh in each of its 7
-  // consumers: 0.249 -> 0.207 ms per step, MLP and elementwise unchanged (docs/performance.md).
-  int max_recompute_instructions = 2;
+  // instructions and the work recomputation adds, (uses - 1) x its size, is at most this too;
+  // 0 disables recomputation. Only under `reduce` and `full`. The second bound keeps makemore's
+  // tanh layer (7 readers) stored once: 298 -> 248-260 us of kernels per step, same losses.
+  int max_recompute_instructions = 8;
   // Kernel cache (Note [Kernel cache], core/src/schedule/kernel_cache.cpp): a realization of a
   // graph with the same structure as an earlier one reuses its plan and lowered kernels and
   // only binds buffers. RAVEL_KERNEL_CACHE=0 in the environment (read when the runtime starts)

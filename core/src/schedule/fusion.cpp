@@ -9,7 +9,7 @@ namespace ravel::detail {
 // each consumer's kernel instead of getting a buffer) when the policy allows fusing into every
 // kind of consumer it has, no consumer reads it through a movement view (the kernel would need
 // a different index per element), it is not a target, and it is used once — or used several
-// times but small enough to recompute (reduce/full). Each kernel's size is kept within
+// times but small enough to recompute, counting every extra copy (reduce/full). Each kernel's size is kept within
 // max_instructions / max_inputs by turning inlined sources back into buffers, largest first.
 // Reduce and Copy nodes always get buffers. A single-use product summed over one axis becomes
 // a contraction (reduce/full), whose operands must then be buffers.
@@ -145,7 +145,13 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
     const Use& u = uses[n.get()];
     bool allowed = opt.policy >= FusionPolicy::Elementwise && !u.viewed && u.count >= 1 &&
                    (!u.by_reduce || opt.policy >= FusionPolicy::Reduce);
-    bool single = u.count == 1 || (opt.policy >= FusionPolicy::Reduce && c <= opt.max_recompute_instructions);
+    // Recomputation adds (uses - 1) copies of the value's instructions; storing it instead costs
+    // one write and `uses` reads. The work added is what the limit bounds, so a cheap value read
+    // twice (softmax's exp(x - max): sum and normalise) is recomputed, and an expensive one read
+    // by many kernels (makemore's tanh layer, 7 readers) is stored once.
+    const int64_t added = int64_t(c) * (u.count - 1);
+    bool single = u.count == 1 || (opt.policy >= FusionPolicy::Reduce && c <= opt.max_recompute_instructions &&
+                                   added <= opt.max_recompute_instructions);
     if (allowed && single) plan.inlined.insert(n.get());
   }
 
