@@ -50,9 +50,6 @@
 namespace tbbcpu {
 namespace {
 
-inline uint64_t term(int64_t i, int64_t stride) {
-  return static_cast<uint64_t>(i) * static_cast<uint64_t>(stride);
-}
 inline int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 inline int64_t ceil_div(int64_t x, int64_t q) { return (x + q - 1) / q; }
 
@@ -253,18 +250,8 @@ struct Gemm {
     }
   }
 
-  // Element offsets of batch entry `batch` in A, B and the output.
   void offsets(int64_t batch, int64_t& oa, int64_t& ob, int64_t& oc) const {
-    uint64_t a = static_cast<uint64_t>(c.a.offset), b = static_cast<uint64_t>(c.b.offset),
-             o = static_cast<uint64_t>(c.epilogue.out.offset);
-    for (int64_t d = c.batch_rank - 1, rest = batch; d >= 0; --d) {
-      const int64_t i = rest % c.batch_shape[d];
-      rest /= c.batch_shape[d];
-      a += term(i, c.a.stride[d]);
-      b += term(i, c.b.stride[d]);
-      o += term(i, c.epilogue.out.stride[d]);
-    }
-    oa = static_cast<int64_t>(a), ob = static_cast<int64_t>(b), oc = static_cast<int64_t>(o);
+    gemm_batch_offsets(c, batch, oa, ob, oc);
   }
 
   // Epilogue over rows [m0, m1) and columns [n0, n1) of batch entry `batch`; `acc` holds row m0's

@@ -154,11 +154,9 @@ Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
   return Tensor(intern(std::move(proto)));
 }
 
-Tensor make_reduce_widening(ReduceOp op, const Tensor& t, uint32_t axes, DType out) {
-  RAVEL_CHECK(op == ReduceOp::LogSumExp && t.dtype() == DType::F32 && out == DType::F64, InternalError,
-              "make_reduce_widening: only logsumexp from f32 to f64 widens, got ", reduce_name(op), " from ",
-              dtype_name(t.dtype()), " to ", dtype_name(out));
-  if (axes == 0) return t.cast(out);
+namespace {
+// A Reduce node over `axes` (kept as size 1) of t, with result dtype `out`.
+Tensor reduce_node(ReduceOp op, const Tensor& t, uint32_t axes, DType out) {
   Node proto;
   proto.kind = NodeKind::Reduce;
   proto.detached = !grad_mode_enabled();  // Note [No-grad nodes]
@@ -172,21 +170,19 @@ Tensor make_reduce_widening(ReduceOp op, const Tensor& t, uint32_t axes, DType o
   proto.srcs = {t.node()};
   return Tensor(intern(std::move(proto)));
 }
+}  // namespace
+
+Tensor make_reduce_widening(ReduceOp op, const Tensor& t, uint32_t axes, DType out) {
+  RAVEL_CHECK(op == ReduceOp::LogSumExp && t.dtype() == DType::F32 && out == DType::F64, InternalError,
+              "make_reduce_widening: only logsumexp from f32 to f64 widens, got ", reduce_name(op), " from ",
+              dtype_name(t.dtype()), " to ", dtype_name(out));
+  if (axes == 0) return t.cast(out);
+  return reduce_node(op, t, axes, out);
+}
 
 Tensor make_reduce(ReduceOp op, const Tensor& t, uint32_t axes) {
   if (axes == 0) return t;
-  Node proto;
-  proto.kind = NodeKind::Reduce;
-  proto.detached = !grad_mode_enabled();  // Note [No-grad nodes]
-  proto.reduce = op;
-  proto.dtype = t.dtype();
-  proto.shape = t.shape();
-  for (size_t d = 0; d < proto.shape.size(); ++d)
-    if (axes & (1u << d)) proto.shape[d] = 1;
-  proto.device = t.device();
-  proto.axes = axes;
-  proto.srcs = {t.node()};
-  return Tensor(intern(std::move(proto)));
+  return reduce_node(op, t, axes, t.dtype());
 }
 
 Tensor binary(AluOp op, const Tensor& a, const Tensor& b) {

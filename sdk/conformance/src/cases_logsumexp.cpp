@@ -21,15 +21,6 @@ void require_logsumexp() {
     throw Skip("the device does not list LOGSUMEXP in rvl_device_properties.reduce_ops");
 }
 
-rvl_view reduced_output(const std::vector<int64_t>& shape, uint32_t axes, int64_t* elems) {
-  std::vector<int64_t> strides(shape.size(), 0);
-  int64_t s = 1;
-  for (size_t d = shape.size(); d-- > 0;)
-    if (!((axes >> d) & 1u)) strides[d] = s, s *= shape[d];
-  *elems = s;
-  return view_of(shape, strides);
-}
-
 // logsumexp over `axes` of (input * scale): scale 2500 turns Data::Mixed's [-4, 4) into ±1e4.
 ProgramCase lse(const std::vector<int64_t>& shape, uint32_t axes, int32_t dt, ref::HostBuffer data,
                 double scale = 1) {

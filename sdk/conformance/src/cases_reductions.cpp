@@ -9,16 +9,6 @@ const char* rop_name(int32_t r) {
   return r == RVL_REDUCE_SUM ? "SUM" : r == RVL_REDUCE_MAX ? "MAX" : "PROD";
 }
 
-// Output: contiguous over the kept axes, stride 0 on the reduced ones.
-rvl_view reduced_output(const std::vector<int64_t>& shape, uint32_t axes, int64_t* elems) {
-  std::vector<int64_t> strides(shape.size(), 0);
-  int64_t s = 1;
-  for (size_t d = shape.size(); d-- > 0;)
-    if (!((axes >> d) & 1u)) strides[d] = s, s *= shape[d];
-  *elems = s;
-  return view_of(shape, strides);
-}
-
 ProgramCase reduction(const std::vector<int64_t>& shape, uint32_t axes, int32_t rop, int32_t dt,
                       Data kind, uint64_t seed) {
   const int64_t n = count(shape);

@@ -26,6 +26,15 @@ rvl_view contiguous(const std::vector<int64_t>& shape, int64_t offset) {
   return view_of(shape, strides, offset);
 }
 
+rvl_view reduced_output(const std::vector<int64_t>& shape, uint32_t axes, int64_t* elems) {
+  std::vector<int64_t> strides(shape.size(), 0);
+  int64_t s = 1;
+  for (size_t d = shape.size(); d-- > 0;)
+    if (!((axes >> d) & 1u)) strides[d] = s, s *= shape[d];
+  *elems = s;
+  return view_of(shape, strides);
+}
+
 rvl_instruction ins(int32_t op, int32_t dtype, int32_t s0, int32_t s1, int32_t s2) {
   rvl_instruction i{};
   i.op = op;

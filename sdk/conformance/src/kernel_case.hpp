@@ -12,6 +12,9 @@ namespace rvl::conformance {
 rvl_view view_of(const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
                  int64_t offset = 0);
 rvl_view contiguous(const std::vector<int64_t>& shape, int64_t offset = 0);
+// A reduction's output view: contiguous over the kept axes, stride 0 on the reduced ones (bit d
+// of `axes`); *elems receives the number of outputs.
+rvl_view reduced_output(const std::vector<int64_t>& shape, uint32_t axes, int64_t* elems);
 rvl_instruction ins(int32_t op, int32_t dtype, int32_t s0 = -1, int32_t s1 = -1, int32_t s2 = -1);
 rvl_instruction load(int32_t dtype, int32_t input);
 rvl_instruction const_i(int32_t dtype, int64_t v);
