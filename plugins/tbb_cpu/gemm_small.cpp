@@ -62,6 +62,7 @@ struct Buffers {
   std::vector<T> b;     // B transposed, K x round_up(N, NR), zero-padded columns
   std::vector<T> tail;  // B's last partial column panel, K x NR, zero-padded
   std::vector<T> rows;  // one block of rows: MR x round_up(N, NR)
+  std::vector<T> packed;  // the same rows MR x N, contiguous, for the epilogue
 };
 
 template <class T>
@@ -107,6 +108,7 @@ struct Small {
     T* const rows = grow(W.rows, MR * npad);
     T* const tail = nfull < npad ? grow(W.tail, K * NR) : nullptr;
     T* const bt = in_place ? nullptr : grow(W.b, K * npad);
+    T* const packed = direct || npad == N ? nullptr : grow(W.packed, MR * N);
     Scratch sc;
     if (!direct) sc = ep.make_scratch();
     const T* A = reinterpret_cast<const T*>(c.a.data);
@@ -156,7 +158,7 @@ struct Small {
             for (int64_t i = 0; i < h; ++i)
               std::memcpy(cdst + i * ldc + j0, rows + i * npad + j0, (N - j0) * sizeof(T));
         } else {
-          epilogue(batch, m0, m0 + h, rows, npad, sc);
+          epilogue(batch, m0, m0 + h, rows, npad, packed, sc);
         }
       }
     }
@@ -184,14 +186,20 @@ struct Small {
     }
   }
 
-  // Epilogue over rows [m0, m1) of batch entry `batch`; acc holds row m0's N values, rows lda apart.
-  void epilogue(int64_t batch, int64_t m0, int64_t m1, const T* acc, int64_t lda, Scratch& sc) const {
-    for (int64_t m = m0; m < m1; ++m, acc += lda) {
-      const int64_t start = (batch * M + m) * N, end = start + N;
-      for (int64_t s = start; s < end; s += ep.block()) {
-        const int64_t e = std::min(end, s + ep.block());
-        ep.store(s, e, ep.eval(s, e, sc, acc + (s - start)), sc);
-      }
+  // Epilogue over rows [m0, m1) of batch entry `batch`; acc holds row m0's N values, rows lda
+  // apart. The rows are one linear range of the output space, evaluated block() elements at a
+  // time (several rows per instruction loop, not one: 20-instruction epilogues such as tanh's
+  // derivative cost 3x more per element row by row), so padded rows (lda > N) are first packed
+  // into `packed` (MR x N).
+  void epilogue(int64_t batch, int64_t m0, int64_t m1, const T* acc, int64_t lda, T* packed, Scratch& sc) const {
+    const int64_t start = (batch * M + m0) * N, end = (batch * M + m1) * N;
+    if (lda != N) {
+      for (int64_t i = 0; i < m1 - m0; ++i) std::memcpy(packed + i * N, acc + i * lda, N * sizeof(T));
+      acc = packed;
+    }
+    for (int64_t s = start; s < end; s += ep.block()) {
+      const int64_t e = std::min(end, s + ep.block());
+      ep.store(s, e, ep.eval(s, e, sc, acc + (s - start)), sc);
     }
   }
 };

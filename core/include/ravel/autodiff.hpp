@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -94,6 +95,19 @@ HessianFn hessian(TensorFn f, std::vector<int64_t> argnums);
 inline HessianFn hessian(TensorFn f, std::initializer_list<int64_t> argnums) {
   return hessian(std::move(f), std::vector<int64_t>(argnums));
 }
+
+// jax.custom_vjp, on a value: `output` (computed from `inputs`) with `rule` as its derivative.
+// Gradients reaching the result flow to `inputs` only, as rule(inputs, output, cotangent): one
+// tensor per input, shaped like it, or an undefined Tensor for no gradient. The ops that computed
+// `output` are not differentiated (tensors they used besides `inputs` get no gradient from it).
+// The rule is built from tensor ops, so its result is differentiated again for higher orders and
+// for jvp. Take tensors as the rule's arguments rather than capturing them: a rule holding
+// `output` would keep it alive. Ravel's tanh and sigmoid are made this way (docs/autodiff.md).
+// Under a NoGradGuard `output` is returned as it is. `name` labels the rule's errors.
+using VjpRule = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs, const Tensor& output,
+                                                  const Tensor& cotangent)>;
+Tensor custom_vjp(const Tensor& output, const std::vector<Tensor>& inputs, VjpRule rule,
+                  std::string name = "custom_vjp");
 
 // The same values with no gradient flowing back through them (jax.lax.stop_gradient).
 Tensor stop_gradient(const Tensor& t);

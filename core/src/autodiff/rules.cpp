@@ -6,6 +6,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "tensor/custom_vjp.hpp"
 #include "tensor/internal.hpp"
 
 namespace ravel::detail {
@@ -166,6 +167,7 @@ std::vector<Tensor> movement_rule(const NodePtr& n, const Tensor& g) {
     }
     case MoveOp::Identity: return {g};
     case MoveOp::StopGradient: return {};
+    case MoveOp::Custom: return apply_custom_vjp(n, g);  // Note [Custom derivatives]
   }
   return {};
 }
@@ -175,7 +177,9 @@ std::vector<NodePtr> diff_inputs(const Node& n) {
   if (n.detached) return {};  // made under a NoGradGuard
   switch (n.kind) {
     case NodeKind::Alu: case NodeKind::Reduce: case NodeKind::Copy: case NodeKind::Transfer: return n.srcs;
-    case NodeKind::View: return n.move == MoveOp::StopGradient ? std::vector<NodePtr>{} : std::vector<NodePtr>{n.parent};
+    case NodeKind::View:
+      if (n.move == MoveOp::Custom) return n.custom_inputs;
+      return n.move == MoveOp::StopGradient ? std::vector<NodePtr>{} : std::vector<NodePtr>{n.parent};
     case NodeKind::Buffer: case NodeKind::Const: return {};
   }
   return {};

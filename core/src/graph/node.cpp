@@ -89,6 +89,7 @@ Node::~Node() {
     --g_live;
   }
   if (parent) srcs.push_back(std::move(parent));  // view chains can be deep too
+  for (auto& c : custom_inputs) srcs.push_back(std::move(c));
   if (grad) srcs.push_back(std::move(grad));
   if (t_pending != nullptr) {
     for (auto& s : srcs) t_pending->push_back(std::move(s));
@@ -150,6 +151,10 @@ NodePtr make_buffer_node(DType dtype, Shape shape, Device device, std::shared_pt
 Source resolve(const NodePtr& n) {
   if (n->kind == NodeKind::View) return {n->srcs[0], n->view};
   return {n, StridedView::contiguous(n->shape)};
+}
+
+bool reads_base_in_place(const Node& n) {
+  return n.kind != NodeKind::View || (n.shape == n.srcs[0]->shape && n.view.is_contiguous());
 }
 
 std::recursive_mutex& buffer_mutex() {

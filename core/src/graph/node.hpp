@@ -39,8 +39,12 @@ enum class NodeKind : uint8_t { Buffer, Const, View, Copy, Alu, Reduce, Transfer
 
 // The movement op that made a View node. Identity and StopGradient are unique (never
 // hash-consed) aliases: Identity marks a function argument for autodiff (so grad(f)(x, x)
-// can tell its arguments apart); StopGradient blocks gradients.
-enum class MoveOp : uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Subsample, Identity, StopGradient };
+// can tell its arguments apart); StopGradient blocks gradients; Custom is a composite's result
+// whose gradient comes from its own rule (Note [Custom derivatives] in tensor/custom_vjp.hpp).
+enum class MoveOp : uint8_t { Reshape, Permute, Expand, Pad, Shrink, Flip, Subsample, Identity, StopGradient, Custom };
+
+// A derivative rule for MoveOp::Custom aliases; defined by the tensor layer (tensor/custom_vjp.hpp).
+struct CustomRule;
 
 // The value of a Const node, exact for every dtype.
 struct Scalar {
@@ -70,6 +74,9 @@ class Node {
   bool marked_chain = false;
   bool requires_grad = false;    // Buffer leaves only (Tensor::requires_grad_)
   NodePtr grad;                  // Buffer leaves only: the gradient backward() accumulated
+  // MoveOp::Custom only: the nodes the gradient flows to, and the rule that computes it.
+  std::vector<NodePtr> custom_inputs;
+  std::shared_ptr<const CustomRule> custom_rule;
   Scalar value;                  // Const only
   uint64_t id = 0;               // unique, increasing: creation order
   size_t hash = 0;
@@ -95,6 +102,10 @@ struct Source {
   StridedView view;
 };
 Source resolve(const NodePtr& n);
+// True when a kernel reading `n` reads its base at the same index: n is not a View, or it is an
+// identity View (an alias: contiguous over a base of n's own shape). Only then may the base be
+// evaluated inside the reading kernel instead of loaded (Note [Fusion]).
+bool reads_base_in_place(const Node& n);
 
 // Note [Threads]
 // Nodes are shared between threads: hash-consing hands two threads that build the same

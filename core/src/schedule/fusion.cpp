@@ -8,7 +8,7 @@ namespace ravel::detail {
 // Walking the unrealized nodes in topological order, an Alu node is *inlined* (evaluated inside
 // each consumer's kernel instead of getting a buffer) when the policy allows fusing into every
 // kind of consumer it has, no consumer reads it through a movement view (the kernel would need
-// a different index per element), it is not a target, and it is used once — or used several
+// a different index per element; an alias, an identity view, is read in place), it is not a target, and it is used once — or used several
 // times but small enough to recompute, counting every extra copy (reduce/full). Each kernel's size is kept within
 // max_instructions / max_inputs by turning inlined sources back into buffers, largest first.
 // Reduce and Copy nodes always get buffers. A single-use product summed over one axis becomes
@@ -48,7 +48,7 @@ void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<
       stack.pop_back();
       for (const auto& s : n->srcs) {
         const Node* b = resolve(s).base.get();
-        if (s->kind != NodeKind::View && plan.inlined.count(b)) {
+        if (reads_base_in_place(*s) && plan.inlined.count(b)) {
           if (seen.insert(b).second) stack.push_back(b);
           continue;
         }
@@ -59,11 +59,16 @@ void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<
       }
     }
   }
-  std::unordered_map<const Node*, int> per_kernel;  // an epilogue absorbs one contraction
-  for (auto& [b, r] : reader) ++per_kernel[r.first];
+  // An epilogue absorbs one contraction. Only candidates count: a kernel that also reads a
+  // contraction stored for other readers (makemore's tanh backward reads x @ W1, which its
+  // forward pass reads too) loads that one and may still absorb the other.
+  auto candidate = [&](const Node* b) { return readers[b] == 1 && !keep.count(b) && uses[b].count == 1; };
+  std::unordered_map<const Node*, int> per_kernel;
+  for (auto& [b, r] : reader)
+    if (candidate(b)) ++per_kernel[r.first];
   for (auto& [b, r] : reader) {
     const auto& [e, s] = r;
-    if (readers[b] != 1 || per_kernel[e] != 1 || keep.count(b) || uses[b].count != 1) continue;
+    if (!candidate(b) || per_kernel[e] != 1) continue;
     // The read must be the contraction's output layout, viewed as [batch..., m, n].
     const ContractionPlan& p = plan.contractions.at(b);
     std::vector<int64_t> axes;
@@ -90,6 +95,84 @@ void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<
   }
 }
 
+// The distinct buffers (not constants) the kernel tree rooted at `root` reads.
+std::unordered_set<const Node*> tree_inputs(const Node* root, const KernelPlan& plan) {
+  std::unordered_set<const Node*> inputs, seen;
+  std::vector<const Node*> stack{root};
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (const auto& s : n->srcs) {
+      const Node* b = resolve(s).base.get();
+      if (reads_base_in_place(*s) && plan.inlined.count(b)) {
+        if (seen.insert(b).second) stack.push_back(b);
+      } else if (b->kind != NodeKind::Const) {
+        inputs.insert(b);
+      }
+    }
+  }
+  return inputs;
+}
+
+// Note [Uses inside one kernel]
+// The first pass decides producers before consumers, so it counts a value's consumer *nodes*,
+// not the kernels they end up in. A value read twice inside one kernel (tanh's e^-2|x|, read by
+// 1 - e and 1 + e, both inlined into tanh's kernel; the x of x @ W + b read by four of tanh's
+// ops) was then stored for nothing: one more kernel and a write and read of the whole tensor.
+// This pass goes consumers first, so the kernels each value would be evaluated in are known:
+// a stored value whose consumers all lie in one kernel is inlined there (the kernel builder
+// emits a value once per kernel, so no work is repeated), and one read by k kernels falls under
+// the recomputation bound with k - 1 extra copies instead of (uses - 1). A root takes a value
+// only while it stays within max_instructions and max_inputs.
+void inline_by_kernel_count(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
+                            const std::unordered_set<const Node*>& absorbed,
+                            const std::unordered_set<const Node*>& operands,
+                            std::unordered_map<const Node*, Use>& uses, std::unordered_map<const Node*, int>& cost,
+                            const FusionOptions& opt, KernelPlan& plan) {
+  if (opt.policy < FusionPolicy::Elementwise) return;
+  std::unordered_map<const Node*, std::vector<const Node*>> consumers;
+  for (const auto& k : order)
+    if (is_kernel(*k) && !absorbed.count(k.get()))
+      for (const auto& s : k->srcs) consumers[resolve(s).base.get()].push_back(k.get());
+  // For each inlined node, the kernel roots it is evaluated in.
+  std::unordered_map<const Node*, std::vector<const Node*>> roots_of;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const Node* n = it->get();
+    if (!is_kernel(*n) || absorbed.count(n)) continue;
+    std::vector<const Node*> roots;
+    for (const Node* c : consumers[n]) {
+      if (plan.inlined.count(c)) roots.insert(roots.end(), roots_of[c].begin(), roots_of[c].end());
+      else roots.push_back(c);
+    }
+    std::sort(roots.begin(), roots.end());
+    roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+    if (!plan.inlined.count(n)) {
+      const Use& u = uses[n];
+      if (n->kind != NodeKind::Alu || keep.count(n) || operands.count(n) || roots.empty() || u.viewed ||
+          (u.by_reduce && opt.policy < FusionPolicy::Reduce))
+        continue;
+      const int64_t k = static_cast<int64_t>(roots.size()), c = cost[n];
+      const bool free = k == 1;
+      const bool cheap = opt.policy >= FusionPolicy::Reduce && c <= opt.max_recompute_instructions &&
+                         c * (k - 1) <= opt.max_recompute_instructions;
+      if (!free && !cheap) continue;
+      // The first pass's leaf counts repeat shared inputs and constants; count distinct ones.
+      std::unordered_set<const Node*> mine = tree_inputs(n, plan);
+      bool fits = true;
+      for (const Node* r : roots) {
+        std::unordered_set<const Node*> both = tree_inputs(r, plan);
+        both.erase(n);
+        both.insert(mine.begin(), mine.end());
+        fits = fits && cost[r] + c <= opt.max_instructions && static_cast<int>(both.size()) <= opt.max_inputs;
+      }
+      if (!fits) continue;
+      for (const Node* r : roots) cost[r] += static_cast<int>(c);
+      plan.inlined.insert(n);
+    }
+    roots_of[n] = std::move(roots);
+  }
+}
+
 KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
                         const FusionOptions& opt, bool device_has_contraction) {
   KernelPlan plan;
@@ -100,7 +183,7 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
         Use& u = uses[resolve(s).base.get()];
         ++u.count;
         // A transfer copies its source's buffer, so the source must have one: never inlined.
-        u.viewed = u.viewed || s->kind == NodeKind::View || k->kind == NodeKind::Transfer;
+        u.viewed = u.viewed || !reads_base_in_place(*s) || k->kind == NodeKind::Transfer;
         u.by_reduce = u.by_reduce || k->kind == NodeKind::Reduce;
       }
 
@@ -126,7 +209,7 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
     std::vector<const Node*> inl;
     for (const auto& s : n->srcs) {
       const Node* b = resolve(s).base.get();
-      if (s->kind != NodeKind::View && plan.inlined.count(b)) inl.push_back(b);
+      if (reads_base_in_place(*s) && plan.inlined.count(b)) inl.push_back(b);
       else ++l;
     }
     std::sort(inl.begin(), inl.end(), [&](const Node* a, const Node* b) { return cost[a] < cost[b]; });
@@ -155,6 +238,7 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
     if (allowed && single) plan.inlined.insert(n.get());
   }
 
+  inline_by_kernel_count(order, keep, absorbed, operands, uses, cost, opt, plan);
   if (opt.policy >= FusionPolicy::Full) plan_epilogues(order, keep, uses, plan);
 
   for (const auto& k : order) {
@@ -179,7 +263,7 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
       for (const auto& s : n->srcs) {
         NodePtr b = resolve(s).base;
         if (!seen.insert(b.get()).second) continue;
-        if (s->kind != NodeKind::View && plan.inlined.count(b.get())) stack.push_back(b.get());
+        if (reads_base_in_place(*s) && plan.inlined.count(b.get())) stack.push_back(b.get());
         else if (b->kind != NodeKind::Const && !plan.fused_contractions.count(b.get())) r.push_back(b);
       }
     }

@@ -63,6 +63,9 @@ int32_t KernelBuilder::load(const NodePtr& n) {
 }
 
 int32_t KernelBuilder::value(const NodePtr& n) {
+  // An alias of an inlined node (a custom_vjp result, an argument marker) is that node's value.
+  if (n->kind == NodeKind::View && reads_base_in_place(*n) && inlined_ && inlined_->count(n->srcs[0].get()))
+    return value(n->srcs[0]);
   if (n->kind != NodeKind::Alu || !inlined_ || !inlined_->count(n.get())) return load(n);
   if (auto it = emitted_.find(n.get()); it != emitted_.end()) return it->second;
   // Depth is bounded by the planner's max_instructions, so this recursion is shallow.

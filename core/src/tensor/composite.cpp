@@ -1,6 +1,7 @@
 // Elementwise composites, written over the primitives (so they get gradients for free).
 #include <cmath>
 
+#include "tensor/custom_vjp.hpp"
 #include "tensor/internal.hpp"
 
 namespace ravel {
@@ -60,23 +61,48 @@ Tensor Tensor::log() const { return log2().mul(scalar_like(as_float(*this), kLn2
 Tensor Tensor::cos() const { return as_float(*this).add(scalar_like(as_float(*this), M_PI / 2)).sin(); }
 
 // Note [Saturating composites]: sigmoid and tanh evaluate exp only at -|x| (via a where, not
-// abs, so the derivative at 0 is right), so no intermediate overflows and the chain rule never
-// forms 0 * inf: their gradients are finite for every finite x (0 in f32 from about |x| > 88, as
-// the true derivative rounds there), where 1 / (1 + e^-x) gave NaN below about -88.
+// abs, so the derivative at 0 is right), so no intermediate overflows. Their gradients are their
+// own rules (Note [Custom derivatives]), closed forms in e^-|x| that are accurate to f32 rounding
+// for every finite x: sigmoid' = e / (1 + e)^2 with e = e^-|x|, tanh' = 4e / (1 + e)^2 with
+// e = e^-2|x|. Not 1 - tanh^2 or s (1 - s) from the output, as PyTorch and JAX do: those cancel
+// to 0 once the output rounds to 1 (|x| > 9 for tanh in f32) where these keep the tiny true
+// value. Each rule rebuilds -|x| as where(x < 0, x, -x), deliberately not the forward's node
+// where(x >= 0, -x, x): sharing it would give e^-|x| two readers in two kernels, and the fusion
+// planner would then store it (one more pass over the activations) rather than recompute it.
+// Both forms have derivative -1 at x = 0, so higher derivatives agree with the chain rule there.
+namespace {
+Tensor neg_abs_for_rule(const Tensor& x) { return Tensor::where(x.lt(Tensor::zeros_like(x)), x, x.neg()); }
+
+std::vector<Tensor> sigmoid_vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g) {
+  Tensor e = neg_abs_for_rule(in[0]).exp();  // e^-|x| in (0, 1]
+  Tensor r = e.add(scalar_like(e, 1.0)).recip();
+  return {g.mul(e.mul(r).mul(r))};
+}
+
+std::vector<Tensor> tanh_vjp(const std::vector<Tensor>& in, const Tensor&, const Tensor& g) {
+  Tensor e = neg_abs_for_rule(in[0]).mul(scalar_like(in[0], 2.0)).exp();  // e^-2|x| in (0, 1]
+  Tensor r = e.add(scalar_like(e, 1.0)).recip();
+  return {g.mul(e.mul(scalar_like(e, 4.0)).mul(r).mul(r))};
+}
+
+}  // namespace
+
 Tensor Tensor::sigmoid() const {
+  static const auto rule = std::make_shared<const CustomRule>(CustomRule{"sigmoid", sigmoid_vjp});
   Tensor x = as_float(*this);
   Tensor pos = x.ge(zeros_like(x));
   Tensor e = where(pos, x.neg(), x).exp();  // e^-|x| in (0, 1]
   Tensor r = e.add(scalar_like(x, 1.0)).recip();
-  return where(pos, r, e.mul(r));  // 1 / (1 + e^-x) or e^x / (1 + e^x)
+  return with_custom_vjp(where(pos, r, e.mul(r)), {x}, rule);  // 1 / (1 + e^-x) or e^x / (1 + e^x)
 }
 
 Tensor Tensor::tanh() const {
+  static const auto rule = std::make_shared<const CustomRule>(CustomRule{"tanh", tanh_vjp});
   Tensor x = as_float(*this);
   Tensor pos = x.ge(zeros_like(x));
   Tensor e = where(pos, x.neg(), x).mul(scalar_like(x, 2.0)).exp();  // e^-2|x| in (0, 1]
   Tensor t = scalar_like(x, 1.0).sub(e).div(e.add(scalar_like(x, 1.0)));  // tanh|x|
-  return where(pos, t, t.neg());
+  return with_custom_vjp(where(pos, t, t.neg()), {x}, rule);
 }
 
 // Note [relu at 0]: relu'(0) = 0, as torch.relu and jax.nn.relu (both give 0 there); NaN stays NaN.

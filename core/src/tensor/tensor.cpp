@@ -84,6 +84,7 @@ const char* move_name(MoveOp op) {
     case MoveOp::Subsample: return "slice";
     case MoveOp::Identity: return "alias";
     case MoveOp::StopGradient: return "stop_gradient";
+    case MoveOp::Custom: return "custom_vjp";
   }
   return "view";
 }
