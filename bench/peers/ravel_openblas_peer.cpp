@@ -6,9 +6,11 @@
 // protocol: one JSON object per result line, with the library's thread settings ("threads").
 //   ravel-peer-openblas --workload matmul --size MxKxN --warmup W --reps R
 #ifdef RAVEL_PEER_ONEDNN
+#define RAVEL_PEER_LIBRARY "oneDNN"
 #include <dnnl.h>
 #include <omp.h>
 #else
+#define RAVEL_PEER_LIBRARY "OpenBLAS"
 #include <cblas.h>
 // OpenBLAS extensions (not in every cblas.h a system may pick up first).
 extern "C" int openblas_get_num_threads(void);
@@ -41,7 +43,7 @@ int main(int argc, char** argv) {
   std::string size_json;
   for (long d : dims) size_json += (size_json.empty() ? "" : ",") + std::to_string(d);
   if (workload != "matmul" || dims.size() != 3) {
-    std::printf("{\"workload\": \"%s\", \"size\": [%s], \"unavailable\": \"the OpenBLAS peer times matmul only\"}\n",
+    std::printf("{\"workload\": \"%s\", \"size\": [%s], \"unavailable\": \"the " RAVEL_PEER_LIBRARY " peer times matmul only\"}\n",
                 workload.c_str(), size_json.c_str());
     return 0;
   }

@@ -148,6 +148,29 @@ BOOST_AUTO_TEST_CASE(empty_views_read_zero_and_empty_spaces_launch_nothing) {
   BOOST_TEST(generate_program(r.p, nvidia()).grid[0] > 0u);
 }
 
+// LOGSUMEXP (ABI 1.4) carries the pair (m, s): both halves are shuffled by every lane, merged by
+// rvl_lse_merge, and an f64 output of f32 values forms only m + log(s) in f64. The values are
+// checked by the conformance group `logsumexp` on the emulator (scripts/check-hip.sh).
+BOOST_AUTO_TEST_CASE(logsumexp_keeps_a_max_and_a_sum) {
+  Sum rows({512, 1024}, 2u);
+  rows.p.reduce_op = RVL_REDUCE_LOGSUMEXP;
+  const KernelSource k = generate_program(rows.p, nvidia());
+  BOOST_TEST(has(k.source, "const float other_am = rvl_shfl_down(am, d);"));
+  BOOST_TEST(has(k.source, "const float other_as = rvl_shfl_down(as, d);"));
+  BOOST_TEST(has(k.source, "rvl_lse_merge(am, as, other_am, other_as);"));
+  BOOST_TEST(has(k.source, "rvl_lse_merge(am, as, v0, (float)1);"));
+  BOOST_TEST(has(k.source, "= rvl_lse_result(am, as);"));
+  Sum cols({1024, 512}, 1u);  // columns: the shared-memory tree merges pairs in place
+  cols.p.reduce_op = RVL_REDUCE_LOGSUMEXP;
+  cols.p.out.dtype = RVL_DTYPE_F64;
+  const KernelSource kc = generate_program(cols.p, cdna());
+  BOOST_TEST(has(kc.source, "rvl_lse_merge(sh_am[ty * 32 + tx], sh_as[ty * 32 + tx], sh_am[(ty + s) * 32 + tx], sh_as[(ty + s) * 32 + tx]);"));
+  BOOST_TEST(has(kc.source, "= rvl_lse_result_wide(am, as);"));
+  check_compiles(k, nvidia());
+  check_compiles(kc, cdna());
+  check_compiles(generate_program(rows.p, rdna()), rdna());
+}
+
 BOOST_AUTO_TEST_CASE(reductions_pick_rows_or_columns_and_respect_the_warp_width) {
   Sum rows({512, 1024}, 2u);  // sum(-1): a block per row, warp shuffles
   const KernelSource kn = generate_program(rows.p, nvidia());
@@ -156,13 +179,13 @@ BOOST_AUTO_TEST_CASE(reductions_pick_rows_or_columns_and_respect_the_warp_width)
   BOOST_TEST(has(kn.source, "__shfl_down_sync(0xffffffffu"));
   const KernelSource ka = generate_program(rows.p, cdna());
   BOOST_TEST(has(ka.source, "for (int d = 32; d > 0; d >>= 1)"));  // 64-wide wavefronts
-  BOOST_TEST(has(ka.source, "sh[4]"));                              // 256 / 64 partials
+  BOOST_TEST(has(ka.source, "sh_acc[4]"));                          // 256 / 64 partials
   BOOST_TEST(!has(ka.source, "_sync("));                            // AMD masks are 64-bit
   // Every lane executes every shuffle: never inside a ?: (integer MAX is one) or a branch.
   Sum imax({512, 1024}, 2u);
   imax.p.reduce_op = RVL_REDUCE_MAX;
   const KernelSource km = generate_program(imax.p, nvidia());
-  BOOST_TEST(has(km.source, "const float other = rvl_shfl_down(acc, d);"));
+  BOOST_TEST(has(km.source, "const float other_acc = rvl_shfl_down(acc, d);"));
   BOOST_TEST(!has(km.source, "? acc : rvl_shfl_down"));
   Sum cols({1024, 512}, 1u);  // sum(0): neighbouring threads own neighbouring outputs
   BOOST_TEST(has(generate_program(cols.p, nvidia()).summary, "column O=512 R=1024"));

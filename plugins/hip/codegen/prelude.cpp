@@ -71,6 +71,24 @@ static __device__ __forceinline__ unsigned char rvl_idiv_u8(unsigned char a, uns
 static __device__ __forceinline__ unsigned char rvl_mod_u8(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a % b); }
 static __device__ __forceinline__ unsigned char rvl_idiv_bool(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a / b); }
 static __device__ __forceinline__ unsigned char rvl_mod_bool(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a % b); }
+// LOGSUMEXP (ABI 1.4): a partial result is (m, s), the running maximum and sum exp(x - m);
+// merging (m2, s2) into (m, s) rescales the side with the smaller maximum. NaN, then +inf, is
+// sticky in m (s no longer matters); m == -inf is the identity (nothing counted yet), so -inf
+// elements contribute nothing and an all -inf or empty reduction gives -inf, never -inf - -inf.
+#define RVL_LSE_MERGE(V, INF, EXP, LOG)                                                                \
+  static __device__ __forceinline__ void rvl_lse_merge(V& m, V& s, V m2, V s2) {               \
+    const V inf = INF;                                                                         \
+    if (m != m || m2 != m2) { m = m != m ? m : m2; s = 0; return; }                             \
+    const V n = m < m2 ? m2 : m;                                                               \
+    if (n == inf || n == -inf) { m = n; s = 0; return; }                                       \
+    s = (m == -inf ? (V)0 : s * EXP(m - n)) + (m2 == -inf ? (V)0 : s2 * EXP(m2 - n));           \
+    m = n;                                                                                     \
+  }                                                                                            \
+  static __device__ __forceinline__ V rvl_lse_result(V m, V s) { return m != m || m == INF || m == -INF ? m : m + LOG(s); }
+RVL_LSE_MERGE(float, __int_as_float(0x7f800000), expf, logf)
+RVL_LSE_MERGE(double, __longlong_as_double(0x7ff0000000000000LL), exp, log)
+// Widening (f32 values, f64 result): m and s stay f32, only m + log(s) is formed in f64.
+static __device__ __forceinline__ double rvl_lse_result_wide(float m, float s) { return rvl_lse_result((double)m, (double)s); }
 // Four consecutive elements, aligned so that one vector load/store moves them.
 template <class T> struct alignas(4 * sizeof(T)) rvl_vec4 { T v[4]; };
 )";

@@ -19,6 +19,7 @@
 #include "ssa.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
 namespace rvl::hip {
@@ -152,6 +153,42 @@ void elementwise(KernelSource& k, const validate::Program& p, const Space& s, co
   k.grid[0] = uint64_t(std::min<int64_t>(blocks, int64_t(t.compute_units) * 32));
 }
 
+// What a reduction accumulates: one variable folded by combine() (SUM, MAX, PROD), or for
+// LOGSUMEXP the (m, s) pair merged by rvl_lse_merge (prelude.cpp), kept in the values' dtype (f32
+// values may have an f64 result: only m + log(s) is formed in f64). Every statement below is
+// emitted once per variable, so the shuffle tree, the shared-memory stage and the column tree
+// are the same code for both.
+struct Accumulator {
+  std::string type;
+  std::vector<std::string> vars, init;
+  std::function<std::string(const std::vector<std::string>&, const std::vector<std::string>&)> merge;
+  std::string result;
+};
+
+Accumulator accumulator(const validate::Program& p) {
+  const int32_t odt = p.out.dtype, vdt = p.ins[p.n_ins - 1].dtype;
+  Accumulator a;
+  if (p.reduce_op == RVL_REDUCE_LOGSUMEXP) {
+    a.type = ctype(vdt);
+    a.vars = {"am", "as"};
+    a.init = {float_bits_literal(vdt, -HUGE_VAL), "(" + a.type + ")0"};
+    a.merge = [](const std::vector<std::string>& l, const std::vector<std::string>& r) {
+      return "rvl_lse_merge(" + l[0] + ", " + l[1] + ", " + r[0] + ", " + r[1] + ");";
+    };
+    a.result = std::string(odt != vdt ? "rvl_lse_result_wide" : "rvl_lse_result") + "(am, as)";
+    return a;
+  }
+  a.type = ctype(odt);
+  a.vars = {"acc"};
+  a.init = {identity(p.reduce_op, odt)};
+  const int32_t rop = p.reduce_op;
+  a.merge = [rop, odt](const std::vector<std::string>& l, const std::vector<std::string>& r) {
+    return l[0] + " = " + combine(rop, odt, l[0], r[0]) + ";";
+  };
+  a.result = "acc";
+  return a;
+}
+
 void reduction(KernelSource& k, const validate::Program& p, const Space& s, const Target& t) {
   const std::string I = s.wide ? "long long" : "int";
   std::vector<size_t> kept, red;
@@ -160,53 +197,68 @@ void reduction(KernelSource& k, const validate::Program& p, const Space& s, cons
   for (size_t d : kept) ke.push_back(s.extent[d]);
   for (size_t d : red) re.push_back(s.extent[d]);
   const int64_t O = product(ke), R = product(re);
-  const int32_t odt = p.out.dtype;
-  const std::string T = ctype(odt), id = identity(p.reduce_op, odt);
+  const Accumulator A = accumulator(p);
+  const std::string& T = A.type;
   const bool row = !s.reduced.empty() && s.reduced.back() && R >= 32;
   const int TX = row ? 1 : (R >= 64 ? 32 : kThreads), TY = kThreads / TX;
   const int ws = t.warp_size, nw = kThreads / ws;
   const int64_t nob = (O + TX - 1) / TX;
   const std::vector<std::string> idx = index_names(s.extent.size());
-  auto C = [&](const std::string& a, const std::string& b) { return combine(p.reduce_op, odt, a, b); };
+  const size_t nv = A.vars.size();
+  // The accumulator's variables with a prefix and an index: sh_am[i], other_as, ...
+  auto named = [&](const std::string& prefix, const std::string& index) {
+    std::vector<std::string> out;
+    for (const auto& v : A.vars) out.push_back(prefix + v + index);
+    return out;
+  };
 
   std::string b;
-  b += "  __shared__ " + T + " sh[" + std::to_string(row ? nw : TX * TY) + "];\n";
+  for (size_t i = 0; i < nv; ++i)
+    b += "  __shared__ " + T + " sh_" + A.vars[i] + "[" + std::to_string(row ? nw : TX * TY) + "];\n";
   b += "  const int tid = threadIdx.x, tx = tid % " + std::to_string(TX) + ", ty = tid / " +
        std::to_string(TX) + ";\n  (void)tx; (void)ty;\n";
   b += "  for (" + I + " ob = blockIdx.x; ob < " + std::to_string(nob) + "; ob += gridDim.x) {\n";
   b += "    const " + I + " o = ob * " + std::to_string(TX) + " + tx;\n";
   b += decompose(I, "o", kept, s.extent, "    ");
-  b += "    " + T + " acc = " + id + ";\n";
+  for (size_t i = 0; i < nv; ++i) b += "    " + T + " " + A.vars[i] + " = " + A.init[i] + ";\n";
   b += "    if (o < " + std::to_string(O) + ") {\n";
   b += "      for (" + I + " r = ty; r < " + std::to_string(R) + "; r += " + std::to_string(TY) + ") {\n";
   b += decompose(I, "r", red, s.extent, "        ");
   const std::string v = emit_ssa(b, ssa_for(p, [&](int32_t a) {
     return load(s.views[a], "in" + std::to_string(a), idx, s.extent);
   }), "        ");
-  b += "        acc = " + C("acc", v) + ";\n      }\n    }\n";
+  // One element is the partial result (v) for SUM/MAX/PROD and (v, 1) for LOGSUMEXP.
+  std::vector<std::string> one{v};
+  if (nv == 2) one.push_back("(" + T + ")1");
+  b += "        " + A.merge(A.vars, one) + "\n      }\n    }\n";
   if (row) {
-    // The shuffle goes into a temporary first: combine() may name an operand twice (integer MAX
+    // The shuffles go into temporaries first: combine() may name an operand twice (integer MAX
     // is a ?:), and a shuffle must be executed by every lane, unconditionally.
-    const std::string tree = "    for (int d = " + std::to_string(ws / 2) + "; d > 0; d >>= 1) {\n" +
-                             "      const " + T + " other = rvl_shfl_down(acc, d);\n      acc = " +
-                             C("acc", "other") + ";\n    }\n";
+    std::string tree = "    for (int d = " + std::to_string(ws / 2) + "; d > 0; d >>= 1) {\n";
+    for (size_t i = 0; i < nv; ++i)
+      tree += "      const " + T + " other_" + A.vars[i] + " = rvl_shfl_down(" + A.vars[i] + ", d);\n";
+    tree += "      " + A.merge(A.vars, named("other_", "")) + "\n    }\n";
     b += tree;
-    b += "    if (tid % " + std::to_string(ws) + " == 0) sh[tid / " + std::to_string(ws) + "] = acc;\n";
+    for (size_t i = 0; i < nv; ++i)
+      b += "    if (tid % " + std::to_string(ws) + " == 0) sh_" + A.vars[i] + "[tid / " + std::to_string(ws) +
+           "] = " + A.vars[i] + ";\n";
     b += "    __syncthreads();\n";
-    b += "    acc = tid < " + std::to_string(nw) + " ? sh[tid] : " + id + ";\n";
+    for (size_t i = 0; i < nv; ++i)
+      b += "    " + A.vars[i] + " = tid < " + std::to_string(nw) + " ? sh_" + A.vars[i] + "[tid] : " + A.init[i] + ";\n";
     b += tree;
   } else if (TY > 1) {
-    b += "    sh[ty * " + std::to_string(TX) + " + tx] = acc;\n    __syncthreads();\n";
+    const std::string here = "[ty * " + std::to_string(TX) + " + tx]";
+    for (size_t i = 0; i < nv; ++i) b += "    sh_" + A.vars[i] + here + " = " + A.vars[i] + ";\n";
+    b += "    __syncthreads();\n";
     b += "    for (int s = " + std::to_string(TY / 2) + "; s > 0; s >>= 1) {\n";
-    b += "      if (ty < s) sh[ty * " + std::to_string(TX) + " + tx] = " +
-         C("sh[ty * " + std::to_string(TX) + " + tx]", "sh[(ty + s) * " + std::to_string(TX) + " + tx]") +
-         ";\n      __syncthreads();\n    }\n";
-    b += "    acc = sh[tx];\n";
+    b += "      if (ty < s) " + A.merge(named("sh_", here), named("sh_", "[(ty + s) * " + std::to_string(TX) + " + tx]")) +
+         "\n      __syncthreads();\n    }\n";
+    for (size_t i = 0; i < nv; ++i) b += "    " + A.vars[i] + " = sh_" + A.vars[i] + "[tx];\n";
   }
   std::vector<std::string> out_idx(s.extent.size());
   for (size_t d : kept) out_idx[d] = idx[d];
   b += "    if (o < " + std::to_string(O) + " && ty == 0) out[" + address(s.views.back(), out_idx) +
-       "] = acc;\n";
+       "] = " + A.result + ";\n";
   b += "    __syncthreads();\n  }\n";
   k.name = hash_name("red", b);
   k.source = prelude(t) + header(k.name, p) + b + "}\n";

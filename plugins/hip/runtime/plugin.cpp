@@ -12,6 +12,7 @@
 #include "sharing.hpp"
 #include "staging.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -116,6 +117,12 @@ rvl_error* device_properties(int32_t d, rvl_device_properties* out) {
     if (RVL_HAS_MEMBER(out, rvl_device_properties, dlpack_device_id)) {
       out->dlpack_device_type = info.dlpack_type;
       out->dlpack_device_id = d;  // the HIP (= CUDA) device ordinal
+    }
+    // ABI 1.4: the online LOGSUMEXP reduction (codegen/program.cpp, Accumulator). RAVEL_HIP_NO_LOGSUMEXP=1
+    // hides it, so the core's max / exp-sum fallback can be compared on the same device.
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops)) {
+      const char* off = std::getenv("RAVEL_HIP_NO_LOGSUMEXP");
+      out->reduce_ops = RVL_REDUCE_OPS_BASIC | (off && *off && *off != '0' ? 0u : 1u << RVL_REDUCE_LOGSUMEXP);
     }
   });
 }
