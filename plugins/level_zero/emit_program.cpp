@@ -99,54 +99,68 @@ Words emit_program(const ProgramSig& sig) {
     return e.end_kernel();
   }
 
+  // The accumulator: one value folded by combine() (SUM, MAX, PROD), or LOGSUMEXP's (m, s) pair
+  // in the values' dtype (f32 values may have an f64 result), merged by lse_merge. The serial
+  // loop, the work-group tree and the final store below are the same code for both.
   const int32_t dt = sig.out_dtype;
-  const Id tval = e.ops().type(dt);
+  const bool lse = sig.reduce_op == RVL_REDUCE_LOGSUMEXP;
+  const int32_t adt = lse ? sig.ins.back().dtype : dt;
+  const Id tacc = e.ops().type(adt);
+  std::vector<std::pair<Id, Id>> init{{tacc, e.ops().identity(lse ? RVL_REDUCE_MAX : sig.reduce_op, adt)}};
+  if (lse) init.push_back({tacc, e.ops().zero(adt)});
+  auto merge = [&](const std::vector<Id>& a, const std::vector<Id>& b) -> std::vector<Id> {
+    if (!lse) return {e.ops().combine(sig.reduce_op, dt, a[0], b[0])};
+    const auto [m, s] = e.ops().lse_merge(adt, a[0], a[1], b[0], b[1]);
+    return {m, s};
+  };
+  auto element = [&](Id v) {
+    return lse ? std::vector<Id>{v, e.b().c_float(adt == RVL_DTYPE_F64 ? 64 : 32, 1.0)} : std::vector<Id>{v};
+  };
+  auto result = [&](const std::vector<Id>& a) { return lse ? e.ops().lse_result(adt, dt, a[0], a[1]) : a[0]; };
+
   if (sig.serial_reduce) {  // a work-item per output, the reduced space walked in order
     e.loop(e.global_id(), e.meta(meta.n_out), e.global_size(), {}, [&](Id o, const auto&) {
       const std::vector<Id> kidx = e.unflatten(o, kept_ext);
       const std::vector<ViewIndexer::Partial> kept = kept_partials(kidx);
-      const std::vector<Id> acc = e.loop(
-          e.i64(0), e.meta(meta.n_red), e.i64(1), {{tval, e.ops().identity(sig.reduce_op, dt)}},
-          [&](Id r, const std::vector<Id>& a) {
-            const Id v = eval_at(kept, e.unflatten(r, red_ext));
-            return std::vector<Id>{e.ops().combine(sig.reduce_op, dt, a[0], v)};
-          });
-      e.store(dt, out_ptr, out_addr(kidx), acc[0]);
+      const std::vector<Id> acc = e.loop(e.i64(0), e.meta(meta.n_red), e.i64(1), init,
+                                         [&](Id r, const std::vector<Id>& a) {
+                                           return merge(a, element(eval_at(kept, e.unflatten(r, red_ext))));
+                                         });
+      e.store(dt, out_ptr, out_addr(kidx), result(acc));
       return std::vector<Id>{};
     });
     return e.end_kernel();
   }
-  const Id scratch = e.local_array(dt, kReduceGroup);
+  std::vector<Id> scratch;
+  for (size_t i = 0; i < init.size(); ++i) scratch.push_back(e.local_array(adt, kReduceGroup));
+  auto load_at = [&](Id index) {
+    std::vector<Id> v;
+    for (Id a : scratch) v.push_back(e.b().op(spv::Op::OpLoad, tacc, {e.local_ptr(adt, a, index)}));
+    return v;
+  };
+  auto store_at = [&](Id index, const std::vector<Id>& v) {
+    for (size_t i = 0; i < scratch.size(); ++i)
+      e.b().op_void(spv::Op::OpStore, {e.local_ptr(adt, scratch[i], index), v[i]});
+  };
   const Id lid = e.local_id();
   e.loop(e.group_id(), e.meta(meta.n_out), e.num_groups(), {}, [&](Id o, const auto&) {
     const std::vector<Id> kidx = e.unflatten(o, kept_ext);
     const std::vector<ViewIndexer::Partial> kept = kept_partials(kidx);
     // Each work-item combines a strided slice of the reduced space...
-    const std::vector<Id> acc = e.loop(
-        lid, e.meta(meta.n_red), e.i64(kReduceGroup),
-        {{tval, e.ops().identity(sig.reduce_op, dt)}}, [&](Id r, const std::vector<Id>& a) {
-          const Id v = eval_at(kept, e.unflatten(r, red_ext));
-          return std::vector<Id>{e.ops().combine(sig.reduce_op, dt, a[0], v)};
-        });
+    const std::vector<Id> acc = e.loop(lid, e.meta(meta.n_red), e.i64(kReduceGroup), init,
+                                       [&](Id r, const std::vector<Id>& a) {
+                                         return merge(a, element(eval_at(kept, e.unflatten(r, red_ext))));
+                                       });
     // ...then the work-group folds the partial results in a tree. The barrier before the first
     // store keeps the previous output's readers of scratch[0] ahead of its next writers.
     e.barrier();
-    e.b().op_void(spv::Op::OpStore, {e.local_ptr(dt, scratch, lid), acc[0]});
+    store_at(lid, acc);
     e.barrier();
     for (uint32_t s = kReduceGroup / 2; s > 0; s /= 2) {
-      e.if_then(e.lt(lid, e.i64(s)), [&] {
-        const Id mine = e.local_ptr(dt, scratch, lid);
-        const Id x = e.b().op(spv::Op::OpLoad, tval, {mine});
-        const Id y = e.b().op(spv::Op::OpLoad, tval,
-                              {e.local_ptr(dt, scratch, e.add(lid, e.i64(s)))});
-        e.b().op_void(spv::Op::OpStore, {mine, e.ops().combine(sig.reduce_op, dt, x, y)});
-      });
+      e.if_then(e.lt(lid, e.i64(s)), [&] { store_at(lid, merge(load_at(lid), load_at(e.add(lid, e.i64(s))))); });
       e.barrier();
     }
-    e.if_then(e.lt(lid, e.i64(1)), [&] {
-      const Id v = e.b().op(spv::Op::OpLoad, tval, {e.local_ptr(dt, scratch, e.i64(0))});
-      e.store(dt, out_ptr, out_addr(kidx), v);
-    });
+    e.if_then(e.lt(lid, e.i64(1)), [&] { e.store(dt, out_ptr, out_addr(kidx), result(load_at(e.i64(0)))); });
     return std::vector<Id>{};
   });
   return e.end_kernel();

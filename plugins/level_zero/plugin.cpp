@@ -1,5 +1,6 @@
 // The Level Zero backend's entry table: lifetime, devices, buffers, streams and events.
 // Kernels are in kernels.cpp; see docs/level-zero.md for the design.
+#include <cstdlib>
 #include <ravel/backend.hpp>
 
 #include <cstddef>
@@ -143,6 +144,14 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     if (RVL_L0_FITS(out, rvl_device_properties, dlpack_device_id)) {
       out->dlpack_device_type = kDLOneAPI;  // buffers are USM device allocations
       out->dlpack_device_id = device;
+    }
+#endif
+#if RVL_ABI_MINOR >= 4
+    // The online LOGSUMEXP reduction (emit_program.cpp, ScalarOps::lse_merge).
+    // RAVEL_L0_NO_LOGSUMEXP=1 hides it, so the core's max / exp-sum fallback runs instead.
+    if (RVL_L0_FITS(out, rvl_device_properties, reduce_ops)) {
+      const char* off = std::getenv("RAVEL_L0_NO_LOGSUMEXP");
+      out->reduce_ops = RVL_REDUCE_OPS_BASIC | (off && *off && *off != '0' ? 0u : 1u << RVL_REDUCE_LOGSUMEXP);
     }
 #endif
   });

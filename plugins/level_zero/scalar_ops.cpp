@@ -47,6 +47,27 @@ Id ScalarOps::identity(int32_t reduce_op, int32_t dt) {
   fail(RVL_STATUS_INTERNAL, "level_zero: no identity for reduce op " + std::to_string(reduce_op));
 }
 
+std::pair<Id, Id> ScalarOps::lse_merge(int32_t dt, Id m, Id s, Id m2, Id s2) {
+  const Id t = type(dt), c = cond_type(), none = identity(RVL_REDUCE_MAX, dt), z = zero(dt);
+  const Id nan = b_.op(Op::OpLogicalOr, c, {b_.op(Op::OpIsNan, c, {m}), b_.op(Op::OpIsNan, c, {m2})});
+  const Id n = b_.op(Op::OpSelect, t, {b_.op(Op::OpFOrdLessThan, c, {m, m2}), m2, m});
+  auto part = [&](Id mi, Id si) {  // si * exp(mi - n), or 0 when mi is -inf
+    const Id scaled = b_.op(Op::OpFMul, t, {si, b_.ext(t, OpenCLLIB::Exp, {b_.op(Op::OpFSub, t, {mi, n})})});
+    return b_.op(Op::OpSelect, t, {b_.op(Op::OpFOrdEqual, c, {mi, none}), z, scaled});
+  };
+  const Id sum = b_.op(Op::OpFAdd, t, {part(m, s), part(m2, s2)});
+  const Id special = b_.op(Op::OpLogicalOr, c, {nan, b_.op(Op::OpIsInf, c, {n})});
+  return {b_.op(Op::OpSelect, t, {nan, b_.op(Op::OpFAdd, t, {m, m2}), n}),  // NaN + x is NaN
+          b_.op(Op::OpSelect, t, {special, z, sum})};
+}
+
+Id ScalarOps::lse_result(int32_t dt, int32_t out_dt, Id m, Id s) {
+  if (out_dt != dt) m = cast(dt, out_dt, m), s = cast(dt, out_dt, s);
+  const Id t = type(out_dt), c = cond_type();
+  const Id special = b_.op(Op::OpLogicalOr, c, {b_.op(Op::OpIsNan, c, {m}), b_.op(Op::OpIsInf, c, {m})});
+  return b_.op(Op::OpSelect, t, {special, m, b_.op(Op::OpFAdd, t, {m, b_.ext(t, OpenCLLIB::Log, {s})})});
+}
+
 Id ScalarOps::combine(int32_t reduce_op, int32_t dt, Id a, Id b) {
   switch (reduce_op) {
     case RVL_REDUCE_SUM: return add(dt, a, b);

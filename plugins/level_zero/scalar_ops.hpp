@@ -11,6 +11,8 @@
 
 #include <ravel/backend.h>
 
+#include <utility>
+
 #include "spirv_builder.hpp"
 
 namespace rvl::l0 {
@@ -24,6 +26,14 @@ class ScalarOps {
   Id constant(const rvl_instruction& ins);  // CONST: value.f or value.i converted like CAST
   Id identity(int32_t reduce_op, int32_t dtype);
   Id combine(int32_t reduce_op, int32_t dtype, Id a, Id b);  // ADD / MAX / MUL of the reduction
+  // LOGSUMEXP (ABI 1.4): a partial result is (m, s), the running maximum and sum exp(x - m), in
+  // the values' float dtype; the identity is (-inf, 0) and one element x is (x, 1). lse_merge
+  // folds (m2, s2) into (m, s) with selects only: NaN, then +inf, is sticky in m, and a side whose
+  // m is -inf contributes nothing (never -inf - -inf). lse_result is m + log(s) in `out_dtype`
+  // (f64 for widening f32 values: only that sum is formed in f64), or m itself when it is NaN or
+  // infinite.
+  std::pair<Id, Id> lse_merge(int32_t dtype, Id m, Id s, Id m2, Id s2);
+  Id lse_result(int32_t dtype, int32_t out_dtype, Id m, Id s);
 
   // One instruction other than LOAD / CONST / ACC; `src_dtype` is the dtype of its sources
   // (for WHERE, of sources 1 and 2).
