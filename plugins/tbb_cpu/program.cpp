@@ -177,11 +177,13 @@ void Evaluator::run_reduce_outer() const {
     }
   };
   if (O >= 256 || total_ <= 4 * block_) {
-    // Each task owns a chunk of outputs and walks all rows of it. Wide chunks (two per thread,
-    // up to 4 blocks): each row piece is then several KiB of one page, and the per-row costs
-    // (eval's dispatch, a TLB miss on the strided walk) are paid over more elements.
+    // Each task owns a chunk of outputs and walks all rows of it. Wide chunks (one per thread,
+    // up to 4 blocks): each row piece is then several KiB (two pages for sum(0) of 4096^2 f32),
+    // and the per-row costs (eval's dispatch, a TLB miss and a prefetcher restart at each piece
+    // of the strided walk) are paid over more elements. Two chunks per thread (4 KiB pieces
+    // there) took 5.7-5.9 ms against 3.8-5.0 ms for one (docs/performance.md, 2026-11-23).
     const int64_t conc = std::max(1, tbb::this_task_arena::max_concurrency());
-    const int64_t C = std::clamp<int64_t>((O / (2 * conc) + 15) / 16 * 16, std::min<int64_t>(256, O), 4 * block_);
+    const int64_t C = std::clamp<int64_t>((O / conc + 15) / 16 * 16, std::min<int64_t>(256, O), 4 * block_);
     for_range(*this, 0, (O + C - 1) / C, 1, total_ * n_ins_, [&](const auto& r, Scratch& sc) {
       T* acc = sc.aux<T>(C);
       for (int64_t c = r.begin(); c != r.end(); ++c) {
