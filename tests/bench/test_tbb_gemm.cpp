@@ -203,9 +203,11 @@ BOOST_AUTO_TEST_CASE(batched_operands) {
 }
 
 BOOST_AUTO_TEST_CASE(fused_epilogue) {
-  // relu(A @ B + bias): the add and relu run as the contraction's epilogue (full fusion).
+  // relu(A @ B + bias): the add and relu run as the contraction's epilogue (full fusion). The
+  // small path runs it over blocks of whole rows packed from its padded row buffer: 64x30x200
+  // and 50x8x333 give blocks of several rows that end inside a row block of MR rows.
   uint64_t seed = 400;
-  for (const Mkn& s : std::vector<Mkn>{{7, 5, 9}, {64, 200, 27}, {203, 300, 150}}) {
+  for (const Mkn& s : std::vector<Mkn>{{7, 5, 9}, {64, 200, 27}, {203, 300, 150}, {64, 30, 200}, {50, 8, 333}}) {
     const Host a = make(1, s.m, s.k, ++seed), b = make(1, s.k, s.n, ++seed), bias = make(1, 1, s.n, ++seed);
     const Tensor tbias = Tensor::from_vector<float>(std::vector<float>(bias.v.begin(), bias.v.end()), {s.n});
     check<float>(std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) + " relu(A@B+bias)",
