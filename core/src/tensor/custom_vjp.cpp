@@ -8,16 +8,7 @@ namespace ravel::detail {
 Tensor with_custom_vjp(const Tensor& y, const std::vector<Tensor>& inputs, std::shared_ptr<const CustomRule> rule) {
   check_defined(y, rule->name.c_str());
   if (!grad_mode_enabled()) return y;
-  Node proto;
-  proto.kind = NodeKind::View;
-  proto.dtype = y.dtype();
-  proto.shape = y.shape();
-  proto.device = y.device();
-  proto.srcs = {base_of(y)};
-  proto.view = view_of(y);
-  proto.parent = y.node();
-  proto.move = MoveOp::Custom;
-  proto.marked_chain = true;  // views of it keep the chain, so autodiff still reaches the alias
+  Node proto = alias_proto(y, MoveOp::Custom);
   for (const auto& x : inputs) {
     check_defined(x, rule->name.c_str());
     proto.custom_inputs.push_back(x.node());

@@ -20,6 +20,8 @@ Tensor make_scalar(double value, DType dtype, const Device& device);
 Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, StridedView view);
 // A unique alias of t (same data): an autodiff argument marker or a gradient barrier.
 Tensor make_alias(const Tensor& t, MoveOp op);
+// The node make_alias registers, for aliases that carry more (tensor/custom_vjp.cpp).
+Node alias_proto(const Tensor& t, MoveOp op);
 // An elementwise primitive; srcs must already share shape, dtype rules and device.
 Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out);
 // A reduction keeping reduced axes as size 1.

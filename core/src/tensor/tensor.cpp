@@ -115,7 +115,7 @@ Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, StridedV
   return Tensor(intern(std::move(proto)));
 }
 
-Tensor make_alias(const Tensor& t, MoveOp op) {
+Node alias_proto(const Tensor& t, MoveOp op) {
   Node proto;
   proto.kind = NodeKind::View;
   proto.dtype = t.dtype();
@@ -125,9 +125,11 @@ Tensor make_alias(const Tensor& t, MoveOp op) {
   proto.view = view_of(t);
   proto.parent = t.node();
   proto.move = op;
-  proto.marked_chain = true;
-  return Tensor(make_unique_node(std::move(proto)));
+  proto.marked_chain = true;  // views of it keep the chain, so autodiff still reaches the alias
+  return proto;
 }
+
+Tensor make_alias(const Tensor& t, MoveOp op) { return Tensor(make_unique_node(alias_proto(t, op))); }
 
 Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
   Node proto;
