@@ -46,7 +46,7 @@ filter='^(abi/|layouts/|edges/(IDIV|MOD)/i32|edges/CAST/f32->u8|exact_reductions
 [ "$full" = "--full" ] && filter=''
 for warp in 32 64; do
   echo "   warp $warp"
-  RAVEL_HIP_EMU_WARP=$warp "$conformance" "$emu" ${filter:+--filter "$filter"} \
+  RAVEL_HIP_EMU_WARP=$warp "$conformance" "$emu" ${filter:+--filter "$filter"} --jobs "$jobs" \
     --json "$work/emulated-warp$warp.json" | tail -1 || status=1
 done
 echo "-- DLPack on the CPU emulator (kDLROCM; as an NVIDIA device, kDLCUDA)"

@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 B="${1:-build-tsan}"
 jobs="$(nproc)"
-cmake -S . -B "$B" -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-O1 -g1" -DCMAKE_CXX_FLAGS="-O1 -g1" \
+cmake -S . -B "$B" -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-O1 -g1" -DCMAKE_CXX_FLAGS="-O1 -g1" \
   -DRAVEL_TSAN=ON -DRAVEL_BUILD_BENCH=OFF -DRAVEL_HIP_PLATFORM=OFF -DRAVEL_LEVEL_ZERO=OFF >/dev/null
 cmake --build "$B" -j"$jobs" --target runtime_threads ravel_backend_tbb_cpu
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"

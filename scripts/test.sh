@@ -10,7 +10,7 @@ jobs="$(nproc)"
 start=$(date +%s)
 stage() { echo "== [$(( $(date +%s) - start )) s] $*"; }
 stage "Release build and tests (build/)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
@@ -37,7 +37,7 @@ stage "ASan + UBSan build and tests (build-asan/)"
 # to CI for code whose host side those scripts already run, so this build leaves them out. The
 # test sources are compiled without instrumentation (the code under test is instrumented; see
 # tests/CMakeLists.txt): that cut this stage's compile time by about 40%.
-cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-O1 -g1" -DCMAKE_CXX_FLAGS="-O1 -g1" \
+cmake -S . -B build-asan -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-O1 -g1" -DCMAKE_CXX_FLAGS="-O1 -g1" \
   -DRAVEL_SANITIZE=ON -DRAVEL_BUILD_BENCH=OFF -DRAVEL_HIP_PLATFORM=OFF -DRAVEL_LEVEL_ZERO=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 # detect_leaks=0: dlclose'd plugins make LeakSanitizer report the loader's own allocations.

@@ -1,6 +1,5 @@
 // ABI conformance suite for the tbb_cpu plugin: module setup (dlopen), helpers, and the tests of
 // plain ABI behaviour (table, errors, buffers, streams, events, lifecycle).
-#define BOOST_TEST_MODULE tbb_cpu_abi
 #include "common.hpp"
 
 #include <dlfcn.h>

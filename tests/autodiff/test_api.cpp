@@ -2,7 +2,6 @@
 // backward accumulating, zero_grad, grad() before backward, the errors, NoGradGuard, detach /
 // stop_gradient, assign in an SGD loop; and the documented tie rule of max (Note [Gradient of
 // max] in core/src/autodiff/rules.cpp).
-#define BOOST_TEST_MODULE autodiff_api
 #include <thread>
 #include <type_traits>
 #include <utility>

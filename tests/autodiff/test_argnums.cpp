@@ -3,7 +3,6 @@
 // test: closed-form derivatives of f(x, y) = sum(x*x*y) + sum(sin y) and of its elementwise
 // form, and central finite differences (first and second order) of a generic three-argument
 // function, computed here on the host from plain forward evaluations.
-#define BOOST_TEST_MODULE autodiff_argnums
 #include "gradcheck.hpp"
 
 #include <string>

@@ -2,7 +2,6 @@
 // values computed independently here (plain C++ doubles, central finite differences): the
 // loss, its gradients with respect to W and b, jacfwd == jacrev, jacrev summed over outputs ==
 // grad of the summed prediction, and the Hessian of the prediction (shape [4, 3, 3]).
-#define BOOST_TEST_MODULE autodiff_cookbook
 #include "gradcheck.hpp"
 
 using namespace adtest;

@@ -2,7 +2,6 @@
 // chain rule through the ops that computed it. Expected values are closed forms computed here;
 // the rules below are deliberately different from the true derivative where that shows which
 // one autodiff used.
-#define BOOST_TEST_MODULE autodiff_custom_vjp
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

@@ -1,7 +1,6 @@
 // Deep graphs: a chain of 100,000 elementwise ops differentiates (reverse mode walks the graph
 // iteratively, not recursively), gives the analytic result, and the forward and gradient graphs
 // are freed afterwards without overflowing the stack in the destructors.
-#define BOOST_TEST_MODULE autodiff_deep
 #include <memory>
 #include <type_traits>
 #include <utility>

@@ -2,7 +2,6 @@
 // differentiable in its float inputs, in f64, against central finite differences (gradcheck.hpp
 // explains eps and the tolerance). Binary ops are checked on equal shapes and under broadcasting;
 // comparisons, where, idiv and casts to integers must pass no gradient.
-#define BOOST_TEST_MODULE autodiff_gradcheck_elementwise
 #include "gradcheck.hpp"
 
 using namespace adtest;

@@ -1,7 +1,6 @@
 // Gradient checks of matmul (2-D, 1-D on either side, batched, broadcast batches, transposed
 // operands), dot, gather (with repeated indices), one_hot, concatenate and stack, in f64,
 // against central finite differences (gradcheck.hpp explains eps and the tolerance).
-#define BOOST_TEST_MODULE autodiff_gradcheck_linalg
 #include "gradcheck.hpp"
 
 using namespace adtest;

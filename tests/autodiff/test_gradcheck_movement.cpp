@@ -3,7 +3,6 @@
 // and of chains of them, in f64, against central finite differences (gradcheck.hpp explains eps
 // and the tolerance). Each op is checked alone (its gradient is a pure re-indexing) and followed
 // by a nonlinearity (so the cotangent reaching the op is not just the random one).
-#define BOOST_TEST_MODULE autodiff_gradcheck_movement
 #include "gradcheck.hpp"
 
 using namespace adtest;

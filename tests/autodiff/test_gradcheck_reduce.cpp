@@ -1,7 +1,6 @@
 // Gradient checks of the reductions (sum, max, min, prod, mean, var, logsumexp) over several
 // axis sets with keepdim both ways, and of softmax, log_softmax and cumsum along every axis, in
 // f64, against central finite differences (gradcheck.hpp explains eps and the tolerance).
-#define BOOST_TEST_MODULE autodiff_gradcheck_reduce
 #include <algorithm>
 #include <numeric>
 

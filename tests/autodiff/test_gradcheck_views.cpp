@@ -3,7 +3,6 @@
 // reshape-of-permuted (a copy) view, and the gradient is taken with respect to the base, so it
 // flows back through pad/shrink/expand/permute/flip/slice/reshape. In f64, against central
 // finite differences (gradcheck.hpp explains eps and the tolerance).
-#define BOOST_TEST_MODULE autodiff_gradcheck_views
 #include "gradcheck.hpp"
 
 using namespace adtest;

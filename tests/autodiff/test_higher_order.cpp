@@ -2,7 +2,6 @@
 // figures), forward-over-reverse (jvp of grad), reverse-over-forward (grad of jvp), Hessians by
 // every composition of jacfwd / jacrev, and gradients with respect to aliased arguments and
 // intermediate nodes.
-#define BOOST_TEST_MODULE autodiff_higher_order
 #include "gradcheck.hpp"
 
 using namespace adtest;

@@ -5,7 +5,6 @@
 //
 // Expected values are closed forms evaluated here in double (never through Ravel); where a value
 // is a convention, the test names the PyTorch/JAX/NumPy source of the expected figure.
-#define BOOST_TEST_MODULE autodiff_numerics
 #include <boost/test/unit_test.hpp>
 
 #include <cfloat>

@@ -1,7 +1,6 @@
 // Config keys of issue 6: every bad value names its JSON path, the value and what was expected
 // (unknown keys with "did you mean"); placement falls back along the preference list, while an
 // explicit device that is missing is a DeviceError naming it and the available devices.
-#define BOOST_TEST_MODULE bench_config
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>

@@ -10,7 +10,6 @@
 // Ravel alone, peer alone, interleaved round by round), and up to five attempts per case; a
 // case passes when one attempt agrees. It runs serially (RUN_SERIAL) and only where the
 // hand-loop peer was built (OpenMP).
-#define BOOST_TEST_MODULE bench_interleave
 #include <boost/test/unit_test.hpp>
 
 #include <sys/wait.h>

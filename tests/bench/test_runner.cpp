@@ -2,7 +2,6 @@
 // wrong answer); a tiny config run through the executable writes JSON, CSV and SVG that parse and
 // hold the expected rows; a missing device or failing workload is reported with a non-zero exit
 // while the rest still runs; a missing peer is "unavailable" and not a failure.
-#define BOOST_TEST_MODULE bench_runner
 #include <boost/test/unit_test.hpp>
 
 #include <sys/wait.h>

@@ -2,7 +2,6 @@
 // size classes round up by at most 25% and map back to themselves; a freed block is reused for
 // any request of its class (so a steady-state loop allocates nothing new); the cap bounds the
 // idle bytes; reused blocks keep their old contents (no zero-fill); statistics count all of it.
-#define BOOST_TEST_MODULE tbb_block_cache
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>

@@ -12,7 +12,6 @@
 // One value per row (x * c[:, None]: stride 0 along the row, read by fill_per_row on two-axis
 // spaces) is checked on the same shapes, with negative and non-unit strides and stored bools. CMake runs this also with
 // RAVEL_TBB_SIMD=portable and with forced parallelism (RAVEL_TBB_INLINE_WORK=0).
-#define BOOST_TEST_MODULE tbb_broadcast
 #include <boost/test/unit_test.hpp>
 
 #include <array>

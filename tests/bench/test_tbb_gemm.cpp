@@ -9,7 +9,6 @@
 // CMake runs this once per micro-kernel family (RAVEL_TBB_GEMM) and with tiny block sizes and
 // forced parallelism (RAVEL_TBB_GEMM_KC/MC/NC, RAVEL_TBB_INLINE_WORK=0) so that several k-panels,
 // column blocks and tasks are exercised on small shapes.
-#define BOOST_TEST_MODULE tbb_gemm
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

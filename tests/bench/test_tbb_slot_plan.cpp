@@ -4,7 +4,6 @@
 // values either way; no instruction's slot may be one of its sources'; equal CONSTs share a slot
 // and exactly one of them owns (fills) it. The evaluator itself is checked end to end by
 // ravel-conformance's fused programs, which now run on planned slots.
-#define BOOST_TEST_MODULE tbb_slot_plan
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>

@@ -2,7 +2,6 @@
 // recursive dump() building the error message), /dev/zero never returned, a huge bad value was
 // echoed whole, duplicate keys were silently "last one wins", RAVEL_DEBUG=true read as 0, a missing
 // plugin folder was silent, and `ravel-bench CONFIG --out --quiet` wrote into a folder "--quiet".
-#define BOOST_TEST_MODULE config_input
 #include <boost/test/unit_test.hpp>
 
 #include <chrono>

@@ -2,7 +2,6 @@
 // Axes, with Axes::every() / ravel::all_axes spelling every axis; pad with a constant value
 // (numpy.pad constant_values); eye(n, m, k) (numpy.eye). Expected values are NumPy's, written
 // out by hand from its documented semantics.
-#define BOOST_TEST_MODULE core_axes_pad_eye
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

@@ -1,6 +1,5 @@
 // NumPy broadcasting for binary ops and where: every rule, size-0 axes, views as operands, and
 // the ShapeError (naming both shapes) when shapes do not broadcast.
-#define BOOST_TEST_MODULE core_broadcast
 #include "common.hpp"
 
 using namespace rtest;

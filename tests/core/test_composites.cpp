@@ -1,6 +1,5 @@
 // Elementwise composites (sub .. square, and the operators) x every dtype they are defined for x
 // every view kind, against the naive reference.
-#define BOOST_TEST_MODULE core_composites
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 

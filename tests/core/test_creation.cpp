@@ -1,6 +1,5 @@
 // Creation: from_vector/from_data, scalar, full/zeros/ones(_like), arange, linspace, eye, rand,
 // randn.
-#define BOOST_TEST_MODULE core_creation
 #include "common.hpp"
 
 using namespace rtest;

@@ -1,7 +1,6 @@
 // Elementwise primitives (neg .. where, cast) x every dtype they are defined for x every view
 // kind of the input, against the naive reference; plus the integer/bool semantics and dtype
 // promotion rules spelled out value by value.
-#define BOOST_TEST_MODULE core_elementwise
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 

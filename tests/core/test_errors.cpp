@@ -1,7 +1,6 @@
 // Error paths: each checks the exception's type and that its message names what was expected
 // and what was got. Where the API docs leave the exact class open (pad/shrink/squeeze/item
 // misuse could be a ShapeError or a ValueError), either is accepted and the test says so.
-#define BOOST_TEST_MODULE core_errors
 #include "common.hpp"
 
 using namespace rtest;

@@ -1,6 +1,5 @@
 // Laziness and the graph: nothing runs until it is read, equal ops share one node
 // (hash-consing), and very long chains build, realize and die without deep recursion.
-#define BOOST_TEST_MODULE core_graph
 #include "common.hpp"
 
 using namespace rtest;

@@ -2,7 +2,6 @@
 // nn::Embedding and nn::cross_entropy used to select nothing (zeros) silently; now each raises an
 // IndexError naming the index, its position and the bound (Note [Checked indices] in
 // core/src/tensor/indices.cpp). Also one_hot and argmax/argmin with a chosen dtype (issue 14).
-#define BOOST_TEST_MODULE core_index_errors
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

@@ -1,5 +1,4 @@
 // one_hot, gather, concatenate and stack, on contiguous and view inputs, against the reference.
-#define BOOST_TEST_MODULE core_indexing
 #include "common.hpp"
 
 using namespace rtest;

@@ -1,6 +1,5 @@
 // matmul and dot: the NumPy/PyTorch shape rules (1-D promotion, batch broadcasting), every
 // dtype, non-contiguous operands, against a naive triple loop (ref::matmul).
-#define BOOST_TEST_MODULE core_linalg
 #include "common.hpp"
 
 using namespace rtest;

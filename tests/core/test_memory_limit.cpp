@@ -3,7 +3,6 @@
 // and the device, never a std::bad_alloc, and the process goes on working. Its own executable,
 // so the limit affects no other test. Skipped under AddressSanitizer, whose shadow memory needs
 // terabytes of address space.
-#define BOOST_TEST_MODULE core_memory_limit
 #include <boost/test/unit_test.hpp>
 
 #include <sys/resource.h>

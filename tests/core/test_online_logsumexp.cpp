@@ -8,7 +8,6 @@
 // RAVEL_TBB_NO_LOGSUMEXP=1, which makes tbb_cpu leave LOGSUMEXP out of its reduce_ops: the core
 // must then use the max / exp-sum decomposition (the kernel counts say which path ran) and give
 // the same values.
-#define BOOST_TEST_MODULE core_online_logsumexp
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

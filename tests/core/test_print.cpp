@@ -1,5 +1,4 @@
 // to_string(): NumPy's str() layout (the expected strings are what NumPy 1.2x prints).
-#define BOOST_TEST_MODULE core_print
 #include "common.hpp"
 
 using namespace rtest;

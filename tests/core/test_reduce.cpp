@@ -1,5 +1,4 @@
 // Reductions sum/max/min/prod/mean/var x axis sets x keepdim x dtypes x view kinds.
-#define BOOST_TEST_MODULE core_reduce
 #include <boost/test/data/monomorphic.hpp>
 #include <boost/test/data/test_case.hpp>
 

@@ -1,5 +1,4 @@
 // The worked examples of the seed documents (shared/seeds/000_*, Tensorken part 1).
-#define BOOST_TEST_MODULE core_seeds
 #include "common.hpp"
 
 using namespace rtest;

@@ -2,7 +2,6 @@
 // or byte size is formed refuses a product that does not fit, with a ShapeError naming the shape
 // (Note [Checked sizes] in core/src/graph/view.hpp), and host-made values larger than the
 // machine's memory are an OutOfMemoryError before anything is allocated (Note [Host memory]).
-#define BOOST_TEST_MODULE core_sizes
 #include <boost/test/unit_test.hpp>
 
 #include <cstdint>

@@ -1,5 +1,4 @@
 // logsumexp, softmax, log_softmax, argmax and cumsum x axes x dtypes x view kinds.
-#define BOOST_TEST_MODULE core_softmax_scan
 #include "common.hpp"
 
 using namespace rtest;

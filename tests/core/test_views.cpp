@@ -1,7 +1,6 @@
 // Movement ops: the values (against NumPy expressions recorded in comments and the reference's
 // index mappings) and the views' descriptors: strides(), offset(), is_contiguous() show that
 // permute/expand/flip/slice/shrink/contiguous reshape compose a view instead of copying.
-#define BOOST_TEST_MODULE core_views
 #include "common.hpp"
 
 using namespace rtest;

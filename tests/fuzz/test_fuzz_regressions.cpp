@@ -2,7 +2,6 @@
 // the fuzzer's input, verbatim, fed to the code the fuzz target drives; it must now be a clean
 // ravel::Error. Under the sanitizer run (scripts/test.sh) the original bug is reported again if it
 // comes back, even where a plain build would not notice.
-#define BOOST_TEST_MODULE fuzz_regressions
 #include <boost/test/unit_test.hpp>
 
 #include <unistd.h>

@@ -2,7 +2,6 @@
 // literals and edge-case helpers it emits, warp-width awareness, every op of the op table, and
 // (when NVRTC / hiprtc are on this machine) that what it emits compiles for sm_90, gfx90a and
 // gfx1030. Semantics are checked end to end by the conformance suite on the CPU emulator.
-#define BOOST_TEST_MODULE hip_codegen
 #include <boost/test/unit_test.hpp>
 
 #include "codegen/codegen.hpp"

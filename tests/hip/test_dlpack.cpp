@@ -5,7 +5,6 @@
 // an import of that memory on hip:0 wraps the very same pointer (buffer_wrap) with its strides,
 // values and lifetimes intact. The error paths: memory of another device, of another kind, host
 // memory claiming to be device memory, and a GPU tensor imported onto the CPU.
-#define BOOST_TEST_MODULE hip_dlpack
 #include <boost/test/unit_test.hpp>
 
 #include <cstdlib>

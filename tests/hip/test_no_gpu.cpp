@@ -3,7 +3,6 @@
 // ["hip:0", "tbb_cpu:0"] falls back to the CPU, where work runs. With a GPU: hip:0 is chosen and
 // its results agree with tbb_cpu's. Plus the error paths of the plugin on the CPU emulator:
 // out of memory names the request and the free memory; a compile error names the kernel.
-#define BOOST_TEST_MODULE hip_no_gpu
 #include <boost/test/unit_test.hpp>
 
 #include <ravel/backend.h>

@@ -2,7 +2,6 @@
 // zero copies (shared addresses, and writes by the owner seen through Ravel), ownership and
 // lifetimes (deleters called exactly once, at the right time), and typed errors. The peer test
 // with PyTorch and NumPy is torch_peer.py.
-#define BOOST_TEST_MODULE interop_dlpack
 #include <boost/test/unit_test.hpp>
 
 #include <cstring>

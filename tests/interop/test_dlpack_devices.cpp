@@ -3,7 +3,6 @@
 // device_properties, and the core must pass that on in exports, share such memory only with
 // that device, refuse it elsewhere naming the owner, and still copy host memory onto it. tbb_cpu
 // says nothing (0) and is host memory, kDLCPU. GPU backends: hip_dlpack, l0_dlpack.
-#define BOOST_TEST_MODULE interop_dlpack_devices
 #include <boost/test/unit_test.hpp>
 
 #include <string>

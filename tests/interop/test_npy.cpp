@@ -1,7 +1,6 @@
 // .npy/.npz against files NumPy 1.24 wrote (tests/interop/data/make_data.py makes them; the
 // expected values below are that script's formulas recomputed here), Ravel's own files read back,
 // bad input as typed errors, and nn parameter files as .npz.
-#define BOOST_TEST_MODULE interop_npy
 #include <boost/test/unit_test.hpp>
 
 #include <cstdio>

@@ -3,7 +3,6 @@
 // included) are emitted and validated in process by SPIRV-Tools for the OpenCL environment.
 // The structural cache key is checked too (Note [Generic kernels] in kernel_plan.hpp): the same
 // program over other shapes, strides and offsets reuses its module, a different constant does not.
-#define BOOST_TEST_MODULE l0_codegen
 #include <boost/test/unit_test.hpp>
 
 #include <ravel/backend.hpp>

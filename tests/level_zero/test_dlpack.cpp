@@ -4,7 +4,6 @@
 // level_zero:0 wraps the very same pointer with its strides, values and lifetimes. The error
 // paths: USM memory of another context (zeMemGetAllocProperties says so), host memory, another
 // device or kind of memory, and a tensor reaching past its allocation.
-#define BOOST_TEST_MODULE l0_dlpack
 #include <boost/test/unit_test.hpp>
 
 #include <level_zero/ze_api.h>

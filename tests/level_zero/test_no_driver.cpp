@@ -1,6 +1,5 @@
 // Without a Level Zero driver the plugin loads, reports 0 devices with a reason, refuses to
 // initialise with a typed error, and answers every other call with an error instead of crashing.
-#define BOOST_TEST_MODULE l0_no_driver
 #include <boost/test/unit_test.hpp>
 
 #include <ravel/backend.h>

@@ -1,7 +1,6 @@
 // level_zero:0 next to tbb_cpu:0 in one process (through the core, on the zecl test driver):
 // the same computations agree on both devices, tensors move both ways, mixed-device ops copy
 // when the config says so, and gradients flow back across the devices.
-#define BOOST_TEST_MODULE l0_placement
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

@@ -2,7 +2,6 @@
 // the host waits, copy ranges and kernel pointers are checked against live allocations (at
 // append and again at execution), and unset kernel arguments are refused. If zecl stopped
 // doing these, the plugin tests that rely on them would silently prove less.
-#define BOOST_TEST_MODULE l0_zecl
 #include <boost/test/unit_test.hpp>
 
 #include <level_zero/ze_api.h>

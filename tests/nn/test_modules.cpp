@@ -1,5 +1,4 @@
 // nn building blocks against independent computations written here (plain C++ doubles).
-#define BOOST_TEST_MODULE nn_modules
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

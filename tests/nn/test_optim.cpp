@@ -1,5 +1,4 @@
 // Optimizers against their update rules computed by hand, and end-to-end training.
-#define BOOST_TEST_MODULE nn_optim
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

@@ -4,7 +4,6 @@
 //    data goes through its buffers; a 1.1 plugin beside it reports its 1.1 members.
 //  - the other direction (a 1.0 host calling the 1.1 oneTBB plugin with 1.0 struct sizes) is in
 //    tests/abi/test_tbb_abi.cpp, which talks to the plugin through the C table directly.
-#define BOOST_TEST_MODULE runtime_abi_versions
 #include <boost/test/unit_test.hpp>
 
 #include <string>

@@ -1,6 +1,5 @@
 // Devices: Device::parse, unknown devices, the default device, and a backend whose kernels fail
 // (BROKEN_PLUGIN_DIR/kernel_fails: buffers work, execute_program returns an error).
-#define BOOST_TEST_MODULE runtime_devices
 #include <boost/test/unit_test.hpp>
 
 #include <fstream>

@@ -1,7 +1,6 @@
 // ravel::Jit (ravel/jit.hpp, Note [Jit] in core/src/runtime/jit.cpp): a captured function replayed
 // with new inputs must give what running it would, checked against host references computed
 // here in double (not against Ravel), and every misuse the capture can see must be refused.
-#define BOOST_TEST_MODULE runtime_jit
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

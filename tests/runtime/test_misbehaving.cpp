@@ -2,7 +2,6 @@
 // initialize) are recorded with a message naming them, and the runtime starts with the other
 // backends working; plugins.skip / plugins.load are applied before a plugin is probed or
 // initialised (a skipped plugin whose initialize aborts cannot hurt the process).
-#define BOOST_TEST_MODULE runtime_misbehaving
 #include <boost/test/unit_test.hpp>
 
 #include <cstdio>

@@ -1,7 +1,6 @@
 // Plugin loading with deliberately broken plugins (built by this folder's CMakeLists.txt into
 // BROKEN_PLUGIN_DIR/<case>/): each is recorded as not loaded with the reason, load_plugin()
 // throws a PluginError naming the path, and the real tbb_cpu plugin keeps working beside them.
-#define BOOST_TEST_MODULE runtime_plugins
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>

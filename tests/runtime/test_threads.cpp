@@ -6,7 +6,6 @@
 //
 // Boost.Test's assertions are not thread-safe, so worker threads only record what they saw
 // (values, exception messages) and the main thread checks it against host-computed references.
-#define BOOST_TEST_MODULE runtime_threads
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

@@ -1,7 +1,6 @@
 // Tensor::to and mixed-device ops: copies between devices are graph nodes that the scheduler
 // runs, gradients flow back across them, and "placement.on_mixed_devices" chooses between an
 // error naming both devices and an automatic copy.
-#define BOOST_TEST_MODULE runtime_transfer
 #include <boost/test/unit_test.hpp>
 
 #include <filesystem>

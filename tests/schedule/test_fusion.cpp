@@ -1,6 +1,5 @@
 // The scheduler: kernel counts that matter under each fusion policy, identical results under
 // every policy (against a naive reference computed here), statistics, and fusion configs.
-#define BOOST_TEST_MODULE fusion
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

@@ -1,6 +1,5 @@
 // The kernel cache (Note [Kernel cache]): repeated steps hit, any structural change misses, and
 // results never depend on whether the cache is on (checked against values computed here).
-#define BOOST_TEST_MODULE kernel_cache
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
