@@ -153,3 +153,30 @@ BOOST_AUTO_TEST_CASE(tanh_and_sigmoid_rules) {
   BOOST_TEST(nth(sg, 2)(zero).item<double>() == 0.0, boost::test_tools::tolerance(1e-12));
   BOOST_TEST(nth(sg, 3)(zero).item<double>() == -0.125, boost::test_tools::tolerance(1e-12));
 }
+
+// relu's rule reads the output (Note [relu at 0]): where(y <= 0, 0, g). It must be exactly the
+// chain rule through where(x <= 0, 0, x) at every special value, NaN and -0 included:
+// relu'(x) g = g where x > 0 or x is NaN (NaN <= 0 is false, as for torch.relu's
+// threshold_backward, whose mask is "x <= 0" on the output), 0 elsewhere, 0 at both zeros.
+BOOST_AUTO_TEST_CASE(relu_rule_matches_the_chain_rule) {
+  const float inf = INFINITY, nan = NAN;
+  const std::vector<float> xv = {-inf, -2.f, -0.f, 0.f, 1e-40f, 3.f, inf, nan};
+  Tensor x = Tensor::from_vector<float>(xv, {8});
+  Tensor g = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6, 7, 8}, {8});
+  std::vector<float> got = ravel::gradients(x.relu(), {x}, g)[0].to_vector<float>();
+  const std::vector<float> want = {0, 0, 0, 0, 5, 6, 7, 8};  // 1e-40 (subnormal) > 0
+  BOOST_TEST(got == want, boost::test_tools::per_element());
+  // Forward mode through the rule: the tangent is masked the same way.
+  auto [y, ty] = ravel::jvp([](const std::vector<Tensor>& a) { return a[0].relu(); }, {x}, {g});
+  BOOST_TEST(ty.to_vector<float>() == want, boost::test_tools::per_element());
+  std::vector<float> yv = y.to_vector<float>();
+  for (size_t i = 0; i < 7; ++i) BOOST_TEST(yv[i] == std::max(xv[i], 0.f));
+  BOOST_TEST(std::isnan(yv[7]));
+  // Second order: relu is piecewise linear, so d/dx of x * relu'(x) summed is relu'(x), and the
+  // second derivative of relu itself is 0 away from the kink.
+  Tensor p = Tensor::from_vector<double>({-1.5, 0.5, 2.0}, {3});
+  ravel::UnaryFn d1 = ravel::grad(ravel::UnaryFn([](const Tensor& t) { return t.relu().sum(); }));
+  ravel::UnaryFn d2 = ravel::grad(ravel::UnaryFn([d1](const Tensor& t) { return d1(t).sum(); }));
+  check(d1(p), {0.0, 1.0, 1.0});
+  check(d2(p), {0.0, 0.0, 0.0});
+}

@@ -106,6 +106,39 @@ BOOST_AUTO_TEST_CASE(linear_relu_is_one_contraction_under_full) {
   }
 }
 
+// A training step's relu layer: relu's derivative reads the output y (Note [relu at 0]), so the
+// pre-activation x @ w + b has one reader and lives only inside the contraction's epilogue:
+// forward 1 kernel (contraction, bias, relu; stores y), backward 2 (the masked cotangent, then
+// x^T @ it). With a derivative reading the pre-activation it was 4: the contraction's result
+// stored for the backward, and relu a kernel of its own.
+BOOST_AUTO_TEST_CASE(relu_layer_step_does_not_store_the_pre_activation) {
+  const int n = 9, k = 13, m = 6;
+  auto xv = data(n * k, 1, 0), wv = data(k * m, 1, 3), bv = data(m, 1, 5), uv = data(n * m, 1, 7);
+  PolicyScope scope(FusionPolicy::Full);
+  Tensor x = Tensor::from_vector(xv, {n, k}), w = Tensor::from_vector(wv, {k, m}), b = Tensor::from_vector(bv, {m});
+  Tensor u = Tensor::from_vector(uv, {n, m});
+  Tensor y = (x.matmul(w) + b).relu();
+  Tensor dw = ravel::gradients((y * u).sum(), {w})[0];
+  ravel::realize({y, dw});
+  auto st = ravel::last_realization_stats();
+  BOOST_TEST(st.kernels() == 3);
+  BOOST_TEST(st.contractions == 2);
+  // dw[t][j] = sum_i x[i][t] * u[i][j] * (z[i][j] > 0), z = x @ w + b, in double.
+  std::vector<double> z(n * m);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < m; ++j) {
+      z[i * m + j] = bv[j];
+      for (int t = 0; t < k; ++t) z[i * m + j] += double(xv[i * k + t]) * wv[t * m + j];
+    }
+  auto got = dw.to_vector<float>();
+  for (int t = 0; t < k; ++t)
+    for (int j = 0; j < m; ++j) {
+      double want = 0;
+      for (int i = 0; i < n; ++i) want += z[i * m + j] > 0 ? double(xv[i * k + t]) * uv[i * m + j] : 0.0;
+      BOOST_TEST(got[t * m + j] == want, boost::test_tools::tolerance(1e-4));
+    }
+}
+
 BOOST_AUTO_TEST_CASE(ten_movement_ops_then_add_is_one_kernel) {
   auto av = data(24, 1, 0), bv = data(24, 1, 1);
   for (auto p : kPolicies) {

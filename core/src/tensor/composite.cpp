@@ -106,7 +106,21 @@ Tensor Tensor::tanh() const {
 }
 
 // Note [relu at 0]: relu'(0) = 0, as torch.relu and jax.nn.relu (both give 0 there); NaN stays NaN.
-Tensor Tensor::relu() const { return where(le(zeros_like(*this)), zeros_like(*this), *this); }
+// The derivative reads the output, not the input: where(y <= 0, 0, g) is where(x <= 0, 0, g)
+// exactly (y is 0 just where x <= 0, and NaN just where x is NaN), but the pre-activation then
+// has one reader, the forward's where, so the planner folds bias add and relu into the
+// contraction's epilogue and stores only y, which the next layer and the backward read anyway
+// (PyTorch's threshold_backward reads the output for the same reason).
+namespace {
+std::vector<Tensor> relu_vjp(const std::vector<Tensor>&, const Tensor& y, const Tensor& g) {
+  return {Tensor::where(y.le(Tensor::zeros_like(y)), Tensor::zeros_like(g), g)};
+}
+}  // namespace
+
+Tensor Tensor::relu() const {
+  static const auto rule = std::make_shared<const CustomRule>(CustomRule{"relu", relu_vjp});
+  return with_custom_vjp(where(le(zeros_like(*this)), zeros_like(*this), *this), {*this}, rule);
+}
 Tensor Tensor::abs() const {
   if (dtype() == DType::Bool || dtype() == DType::U8) return *this;
   return maximum(neg());
