@@ -14,19 +14,15 @@
 
 namespace {
 
-std::string g_module_name = "ravel_test";
-
 bool init_module() {
-  boost::unit_test::framework::master_test_suite().p_name.value = g_module_name;
+  auto& suite = boost::unit_test::framework::master_test_suite();
+  if (suite.argc > 0 && suite.argv[0] != nullptr) {
+    const std::string path = suite.argv[0];
+    suite.p_name.value = path.substr(path.find_last_of('/') + 1);
+  }
   return true;
 }
 
 }  // namespace
 
-int main(int argc, char* argv[]) {
-  if (argc > 0 && argv[0] != nullptr) {
-    std::string path = argv[0];
-    g_module_name = path.substr(path.find_last_of('/') + 1);
-  }
-  return boost::unit_test::unit_test_main(&init_module, argc, argv);
-}
+int main(int argc, char* argv[]) { return boost::unit_test::unit_test_main(&init_module, argc, argv); }

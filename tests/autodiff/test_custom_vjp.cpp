@@ -172,8 +172,8 @@ BOOST_AUTO_TEST_CASE(relu_rule_matches_the_chain_rule) {
   std::vector<float> yv = y.to_vector<float>();
   for (size_t i = 0; i < 7; ++i) BOOST_TEST(yv[i] == std::max(xv[i], 0.f));
   BOOST_TEST(std::isnan(yv[7]));
-  // Second order: relu is piecewise linear, so d/dx of x * relu'(x) summed is relu'(x), and the
-  // second derivative of relu itself is 0 away from the kink.
+  // First and second order away from the kink: relu' is 0 or 1, and relu'' is 0 (relu is
+  // piecewise linear).
   Tensor p = Tensor::from_vector<double>({-1.5, 0.5, 2.0}, {3});
   ravel::UnaryFn d1 = ravel::grad(ravel::UnaryFn([](const Tensor& t) { return t.relu().sum(); }));
   ravel::UnaryFn d2 = ravel::grad(ravel::UnaryFn([d1](const Tensor& t) { return d1(t).sum(); }));
