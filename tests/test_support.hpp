@@ -3,7 +3,11 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <stdlib.h>  // mkdtemp
+
 #include <exception>
+#include <filesystem>
+#include <stdexcept>
 #include <string>
 
 // Runs f, turning an exception into a failure of this row (so the other rows still run).
@@ -16,4 +20,24 @@ void guarded(const std::string& ctx, F&& f) {
       BOOST_ERROR("unexpected exception: " << e.what());
     }
   }
+}
+
+// A folder of this test process's own, removed (with what the tests wrote there) when the process
+// exits normally. Scratch files then never collide between suites run at once (the plain and the
+// sanitizer builds) and never outlive the run. Not for processes that fork and exit normally.
+inline const std::filesystem::path& scratch_dir() {
+  struct Dir {
+    std::filesystem::path path;
+    Dir() {
+      std::string t = (std::filesystem::temp_directory_path() / "ravel-test-XXXXXX").string();
+      if (!::mkdtemp(t.data())) throw std::runtime_error("scratch_dir: cannot create " + t);
+      path = t;
+    }
+    ~Dir() {
+      std::error_code ignored;
+      std::filesystem::remove_all(path, ignored);
+    }
+  };
+  static const Dir dir;
+  return dir.path;
 }

@@ -11,6 +11,8 @@
 #include "config/config.hpp"
 #include "ravel/ravel.hpp"
 
+#include "test_support.hpp"
+
 using ravel::ConfigError;
 namespace {
 bool has(const std::string& s, const std::string& k) { return s.find(k) != std::string::npos; }
@@ -29,7 +31,7 @@ void expect_error(const std::string& text, std::vector<std::string> needles, boo
 }
 
 std::string write(const std::string& name, const std::string& text) {
-  auto p = std::filesystem::temp_directory_path() / ("ravel_bench_config_" + name + ".json");
+  auto p = scratch_dir() / (name + ".json");
   std::ofstream(p) << text;
   return p.string();
 }

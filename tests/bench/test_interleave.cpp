@@ -25,6 +25,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "test_support.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -67,7 +69,7 @@ BOOST_AUTO_TEST_CASE(joint_and_separate_runs_give_the_same_ratios_within_ten_per
     BOOST_TEST_MESSAGE("ravel-peer-loops not built (no OpenMP): nothing to compare");
     return;
   }
-  const fs::path dir = fs::temp_directory_path() / ("ravel_bench_interleave_" + std::to_string(getpid()));
+  const fs::path dir = scratch_dir() / "interleave";
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::ofstream(dir / "c.json") << R"({"placement": {"devices": ["tbb_cpu"]}, "bench": {

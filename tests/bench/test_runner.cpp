@@ -15,6 +15,8 @@
 
 #include "bench_config.hpp"
 #include "ravel/ravel.hpp"
+
+#include "test_support.hpp"
 #include "runner.hpp"
 #include "workloads.hpp"
 
@@ -31,7 +33,7 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 fs::path scratch(const std::string& name) {
-  auto d = fs::temp_directory_path() / ("ravel_bench_test_" + std::to_string(getpid())) / name;
+  auto d = scratch_dir() / name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

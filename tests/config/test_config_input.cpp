@@ -18,6 +18,8 @@
 #include "config/settings.hpp"
 #include "ravel/error.hpp"
 
+#include "test_support.hpp"
+
 using namespace ravel::detail;
 using ravel::ConfigError;
 namespace fs = std::filesystem;
@@ -37,8 +39,9 @@ std::string config_error(const std::string& text) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
+// A folder of the running test case's own (some remove theirs when done).
 fs::path temp_dir() {
-  auto d = fs::temp_directory_path() / ("ravel_config_input_" + std::to_string(::getpid()));
+  auto d = scratch_dir() / boost::unit_test::framework::current_test_case().p_name.get();
   fs::create_directories(d);
   return d;
 }

@@ -14,10 +14,12 @@
 #include "ravel/nn.hpp"
 #include "ravel/ravel.hpp"
 
+#include "test_support.hpp"
+
 namespace {
 
 std::string write_temp(const std::string& name, const std::vector<unsigned char>& bytes) {
-  auto path = (std::filesystem::temp_directory_path() / (name + "_" + std::to_string(::getpid()))).string();
+  auto path = (scratch_dir() / name).string();
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
                                                static_cast<std::streamsize>(bytes.size()));
   return path;

@@ -14,6 +14,8 @@
 #include "ravel/nn.hpp"
 #include "ravel/ravel.hpp"
 
+#include "test_support.hpp"
+
 using ravel::DType;
 using ravel::Tensor;
 namespace fs = std::filesystem;
@@ -30,10 +32,7 @@ std::vector<char> bytes_of(const std::string& path) {
 void write_bytes(const std::string& path, const std::vector<char>& b) {
   std::ofstream(path, std::ios::binary).write(b.data(), static_cast<std::streamsize>(b.size()));
 }
-// Per-process names: the suite may run twice at once (plain and sanitizer builds).
-std::string temp(const char* name) {
-  return (fs::temp_directory_path() / (std::to_string(::getpid()) + "_" + name)).string();
-}
+std::string temp(const char* name) { return (scratch_dir() / name).string(); }
 
 // make_data.py's grid(dtype, base, step): base + step * k for k = 0..5, in the target dtype.
 template <class T>

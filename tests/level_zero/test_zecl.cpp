@@ -83,7 +83,8 @@ struct Fixture {
   }
 };
 
-}  // namespace
+// The test cases share the fixture's anonymous namespace: in a unity build this file is not the
+// main file, and GCC warns (-Wsubobject-linkage) when an outside type derives from a local one.
 
 BOOST_FIXTURE_TEST_CASE(strict_mode_runs_work_only_when_the_host_waits, Fixture) {
   float* dst = alloc(4);
@@ -140,3 +141,5 @@ BOOST_FIXTURE_TEST_CASE(kernel_pointers_and_arguments_are_checked, Fixture) {
   zeMemFree(ctx, out);
   zeMemFree(ctx, meta);
 }
+
+}  // namespace

@@ -7,6 +7,8 @@
 
 #include "ravel/ravel.hpp"
 
+#include "test_support.hpp"
+
 using ravel::Tensor;
 namespace nn = ravel::nn;
 namespace tt = boost::test_tools;
@@ -91,7 +93,7 @@ BOOST_AUTO_TEST_CASE(cross_entropy_is_stable_and_correct) {
 }
 
 BOOST_AUTO_TEST_CASE(parameters_round_trip_through_a_file) {
-  auto path = (std::filesystem::temp_directory_path() / "ravel_nn_params.bin").string();
+  auto path = (scratch_dir() / "ravel_nn_params.bin").string();
   nn::MLP a({4, 8, 3}, nn::Activation::Tanh, 1), b({4, 8, 3}, nn::Activation::Tanh, 2);
   BOOST_TEST(a.parameter_count() == 4 * 8 + 8 + 8 * 3 + 3);
   nn::save_parameters(a, path);

@@ -12,6 +12,8 @@
 
 #include "ravel/ravel.hpp"
 
+#include "test_support.hpp"
+
 using ravel::PluginRecord;
 using ravel::Runtime;
 using ravel::RuntimeOptions;
@@ -36,7 +38,7 @@ float sum_on_default_device() {
   return ravel::Tensor::from_vector<float>({1, 2, 3.5f}, {3}).sum().item<float>();
 }
 std::string write_config(const std::string& name, const std::string& json) {
-  const auto path = std::filesystem::temp_directory_path() / name;
+  const auto path = scratch_dir() / name;
   std::ofstream(path) << json;
   return path.string();
 }

@@ -9,6 +9,8 @@
 
 #include "ravel/ravel.hpp"
 
+#include "test_support.hpp"
+
 using ravel::Device;
 using ravel::DType;
 using ravel::Runtime;
@@ -73,7 +75,7 @@ BOOST_AUTO_TEST_CASE(mixed_devices_error_names_the_users_operation) {
 }
 
 BOOST_AUTO_TEST_CASE(mixed_devices_copy_when_the_config_says_so) {
-  auto cfg = (std::filesystem::temp_directory_path() / "ravel_mixed_copy.json").string();
+  auto cfg = (scratch_dir() / "ravel_mixed_copy.json").string();
   std::ofstream(cfg) << R"({"placement": {"devices": ["tbb_cpu:0"], "on_mixed_devices": "copy"}})";
   runtime_with_second_device(cfg);
   Tensor a = Tensor::from_vector<float>({1, 2, 3}, {3}, kCpu);

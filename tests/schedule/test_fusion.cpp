@@ -9,6 +9,8 @@
 
 #include "ravel/ravel.hpp"
 
+#include "test_support.hpp"
+
 using ravel::FusionPolicy;
 using ravel::Tensor;
 
@@ -194,7 +196,7 @@ BOOST_AUTO_TEST_CASE(policy_names_and_env_override) {
 
 BOOST_AUTO_TEST_CASE(fusion_config_errors_name_the_json_path) {
   auto write = [](const std::string& text) {
-    std::string path = (std::filesystem::temp_directory_path() / "ravel_fusion_test_config.json").string();
+    std::string path = (scratch_dir() / "ravel_fusion_test_config.json").string();
     std::ofstream(path) << text;
     return path;
   };
