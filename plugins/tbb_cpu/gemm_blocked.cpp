@@ -328,8 +328,10 @@ struct Gemm {
         const int64_t a_slivers = shared_a ? mt : 0;
         // B in groups of up to 4 slivers (full ones of a row-major B go through pack_b_rows).
         const int64_t groups = ceil_div(nt, 4);
-        const int64_t grain = std::max<int64_t>(1, 16384 / (kc * std::max(MR, NR)));
-        for_each(par, a_slivers + groups, grain, [&](int64_t s) {
+        // ~16K elements per task, and every thread gets a share (a B panel alone is few groups).
+        const int64_t items = a_slivers + groups;
+        const int64_t grain = std::clamp<int64_t>(16384 / (kc * std::max(MR, NR)), 1, ceil_div(items, threads));
+        for_each(par, items, grain, [&](int64_t s) {
           if (s < a_slivers) {
             pack_a_sliver(s);
             return;
