@@ -132,6 +132,12 @@ template float small_dot<float>(int64_t, const float*, int64_t, const float*, in
 template double small_dot<double>(int64_t, const double*, int64_t, const double*, int64_t);
 template void kernel<float, 6, 2>(int64_t, const float*, const float*, float*, int64_t, bool);
 template void kernel<double, 6, 2>(int64_t, const double*, const double*, double*, int64_t, bool);
+// The AVX-512 kernels' tiles (12 x 32 f32, 12 x 16 f64) in AVX2 instructions, for
+// RAVEL_TBB_GEMM=avx512-tiles: slow (48 accumulators spill), but they take the blocked GEMM
+// through everything the AVX-512 family changes there (MR 12, NR 32, the A-resident loop order,
+// the 12-row and 32-column packers, 12 x 32 edge tiles) on machines without AVX-512.
+template void kernel<float, 12, 4>(int64_t, const float*, const float*, float*, int64_t, bool);
+template void kernel<double, 12, 4>(int64_t, const double*, const double*, double*, int64_t, bool);
 template void small_kernel<float, 6, 2>(int64_t, const float* const*, int64_t, const float*, int64_t, float*, int64_t);
 template void small_kernel<double, 6, 2>(int64_t, const double* const*, int64_t, const double*, int64_t, double*,
                                          int64_t);
@@ -175,11 +181,12 @@ template void small_kernel<double, 6, 1>(int64_t, const double* const*, int64_t,
 
 namespace {
 
-enum class Isa { Portable, Avx2, Avx512 };
+enum class Isa { Portable, Avx2, Avx512, Avx512Tiles };
 
 // The best family this CPU runs, or the one RAVEL_TBB_GEMM names (portable, avx2, avx512; for
 // testing each on one machine). A named family the CPU lacks falls back to the best it has, so
 // a test forcing avx512 on an AVX2-only machine still passes (ravel-info shows what ran).
+// avx512-tiles (a test mode) runs AVX-512's tile shapes with AVX2 instructions, where AVX2 exists.
 // RAVEL_TBB_GEMM_PORTABLE=1 is the older spelling of RAVEL_TBB_GEMM=portable.
 Isa isa() {
   static const Isa chosen = [] {
@@ -195,6 +202,7 @@ Isa isa() {
     if (want == "portable") return Isa::Portable;
     if (want == "avx2") return avx2 ? Isa::Avx2 : best;
     if (want == "avx512") return best;
+    if (want == "avx512-tiles") return avx2 ? Isa::Avx512Tiles : best;
     return best;
   }();
   return chosen;
@@ -208,6 +216,7 @@ Kernel<float> select_kernel_f32() {
   switch (isa()) {
     case Isa::Avx512: return {12, 32, &avx512::kernel<float, 12, 2>};
     case Isa::Avx2: return {6, 16, &avx2::kernel<float, 6, 2>};
+    case Isa::Avx512Tiles: return {12, 32, &avx2::kernel<float, 12, 4>};
     case Isa::Portable: break;
   }
 #endif
@@ -219,6 +228,7 @@ Kernel<double> select_kernel_f64() {
   switch (isa()) {
     case Isa::Avx512: return {12, 16, &avx512::kernel<double, 12, 2>};
     case Isa::Avx2: return {6, 8, &avx2::kernel<double, 6, 2>};
+    case Isa::Avx512Tiles: return {12, 16, &avx2::kernel<double, 12, 4>};
     case Isa::Portable: break;
   }
 #endif
@@ -232,7 +242,9 @@ SmallKernel<float> select_small_f32() {
 #ifdef RVL_GEMM_X86
   switch (isa()) {
     case Isa::Avx512: return {6, 16, &avx512::small_kernel<float, 6, 1>, &avx2::small_dot<float>};
-    case Isa::Avx2: return {6, 16, &avx2::small_kernel<float, 6, 2>, &avx2::small_dot<float>};
+    case Isa::Avx2:
+    case Isa::Avx512Tiles:  // AVX-512's small tile (6 x 16) is AVX2's
+      return {6, 16, &avx2::small_kernel<float, 6, 2>, &avx2::small_dot<float>};
     case Isa::Portable: break;
   }
 #endif
@@ -243,7 +255,9 @@ SmallKernel<double> select_small_f64() {
 #ifdef RVL_GEMM_X86
   switch (isa()) {
     case Isa::Avx512: return {6, 8, &avx512::small_kernel<double, 6, 1>, &avx2::small_dot<double>};
-    case Isa::Avx2: return {6, 8, &avx2::small_kernel<double, 6, 2>, &avx2::small_dot<double>};
+    case Isa::Avx2:
+    case Isa::Avx512Tiles:
+      return {6, 8, &avx2::small_kernel<double, 6, 2>, &avx2::small_dot<double>};
     case Isa::Portable: break;
   }
 #endif
@@ -255,6 +269,7 @@ const char* isa_name() {
   switch (isa()) {
     case Isa::Avx512: return "avx512f";
     case Isa::Avx2: return "avx2+fma";
+    case Isa::Avx512Tiles: return "avx2+fma with avx512 tiles";
     case Isa::Portable: break;
   }
 #endif

@@ -12,6 +12,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -152,6 +153,26 @@ void edge_sizes_every_layout() {
 }
 
 }  // namespace
+
+// The family RAVEL_TBB_GEMM names is the one that runs (the device details say "gemm=..."), or,
+// where this CPU lacks it, the best it has: worked out here from the CPU's flags, not the plugin's.
+BOOST_AUTO_TEST_CASE(the_named_kernel_family_runs) {
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+  const std::string best = avx512 ? "avx512f" : avx2 ? "avx2+fma" : "portable";
+  const char* env = std::getenv("RAVEL_TBB_GEMM");
+  const std::string named = env ? env : "";
+  std::string want = best;
+  if (named == "portable") want = "portable";
+  else if (named == "avx2" && avx2) want = "avx2+fma";
+  else if (named == "avx512-tiles" && avx2) want = "avx2+fma with avx512 tiles";
+  std::string details;
+  for (const auto& d : ravel::Runtime::get().devices())
+    if (d.device.str() == "tbb_cpu:0") details = d.details;
+  BOOST_TEST_MESSAGE("RAVEL_TBB_GEMM=" << named << ": " << details);
+  BOOST_TEST(details.find("gemm=" + want + ";") != std::string::npos, "want gemm=" << want << " in: " << details);
+}
 
 BOOST_AUTO_TEST_CASE(edge_sizes_f32) { edge_sizes_every_layout<float>(); }
 BOOST_AUTO_TEST_CASE(edge_sizes_f64) { edge_sizes_every_layout<double>(); }
