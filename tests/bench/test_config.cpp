@@ -75,6 +75,9 @@ BOOST_AUTO_TEST_CASE(bench_keys_name_path_value_and_expectation) {
   expect_error(R"({"bench": {"workloads": [{"name": "matmul", "sizes": [[2, 0, 3]]}]}})", {"$.bench.workloads[0].sizes[0][1]", "got 0"}, true);
   expect_error(R"({"bench": {"workloads": [{"name": "matmul", "size": [[2, 2, 3]]}]}})", {"$.bench.workloads[0].size", "did you mean \"sizes\""}, true);
   expect_error(b(R"("repetition": 3)"), {"$.bench.repetition", "did you mean \"repetitions\""}, true);
+  expect_error(R"({"bench": {"workloads": [{"name": "matmul", "repetitions": 0}]}})", {"$.bench.workloads[0].repetitions", "[1, 100000]", "got 0"}, true);
+  expect_error(R"({"bench": {"workloads": [{"name": "matmul", "warmup": "5"}]}})", {"$.bench.workloads[0].warmup", "\"5\""}, true);
+  expect_error(R"({"bench": {"workloads": [{"name": "matmul", "repetition": 5}]}})", {"$.bench.workloads[0].repetition", "did you mean \"repetitions\""}, true);
   expect_error(b(R"("repetitions": 0)"), {"$.bench.repetitions", "[1, 100000]", "got 0"}, true);
   expect_error(b(R"("warmup": -1)"), {"$.bench.warmup", "got -1"}, true);
   expect_error(b(R"("policies": ["ful"])"), {"$.bench.policies[0]", "did you mean \"full\""}, true);
@@ -90,6 +93,10 @@ BOOST_AUTO_TEST_CASE(bench_keys_name_path_value_and_expectation) {
   auto c = ravel::bench::parse_bench_config(b(R"("policies": ["none", "full"], "repetitions": 3)"), "t.json", "/tmp");
   BOOST_TEST(c.policies.size() == 2u);
   BOOST_TEST(c.repetitions == 3);
+  BOOST_TEST((c.workloads[0].warmup == -1 && c.workloads[0].repetitions == -1));  // the bench's counts
+  c = ravel::bench::parse_bench_config(R"({"bench": {"workloads": [{"name": "matmul", "warmup": 0, "repetitions": 101}]}})", "t.json", "/tmp");
+  BOOST_TEST((c.workloads[0].warmup == 0 && c.workloads[0].repetitions == 101));
+
 }
 
 BOOST_AUTO_TEST_CASE(preference_list_falls_back_to_the_next_available_device) {

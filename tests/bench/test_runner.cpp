@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -121,6 +122,45 @@ BOOST_AUTO_TEST_CASE(tiny_config_writes_json_csv_and_svg_with_the_expected_rows)
   BOOST_TEST(has(svg, "</svg>"));
   BOOST_TEST(has(svg, "matmul 5x7x3"));
   BOOST_TEST(has(svg, "ravel tbb_cpu:0 reduce"));
+}
+
+// A workload's own warmup/repetitions override the bench's, for Ravel's rows and the peers' (a
+// fake peer reports the counts it was given); --reps and --warmup override both.
+BOOST_AUTO_TEST_CASE(workloads_may_set_their_own_repetitions) {
+  fs::path dir = scratch("reps");
+  // argv: --workload W --size AxB --warmup N --reps R; "reps" echoes R.
+  std::ofstream(dir / "peer.sh") << R"(#!/bin/sh
+echo "{\"workload\": \"$2\", \"size\": [$(echo $4 | tr x ,)], \"median_ms\": 1, \"min_ms\": 1, \"max_ms\": 1, \"reps\": $8}"
+)";
+  fs::permissions(dir / "peer.sh", fs::perms::owner_all);
+  std::ofstream(dir / "reps.json") << R"({"placement": {"devices": ["tbb_cpu"]}, "bench": {
+      "workloads": [{"name": "elementwise", "sizes": [[100]], "warmup": 2, "repetitions": 7},
+                    {"name": "sum_axis1", "sizes": [[3, 5]]}],
+      "policies": ["full"], "warmup": 0, "repetitions": 3, "check": false,
+      "peers": [{"name": "echo", "command": ["./peer.sh"]}], "output": {"name": "r"}}})";
+  auto reps_of = [&](const fs::path& results) {
+    std::map<std::string, int> reps;  // "runner workload" -> repetitions reported
+    const json j = json::parse(slurp(results));
+    for (const auto& r : j["results"])
+      reps[r["runner"].get<std::string>() + " " + r["workload"].get<std::string>()] = r["reps"].get<int>();
+    return reps;
+  };
+  BOOST_TEST_REQUIRE(run_exe(dir / "reps.json", dir / "a") == 0, slurp(dir / "a" / "stdout.txt"));
+  auto reps = reps_of(dir / "a" / "r.json");
+  BOOST_TEST(reps["ravel elementwise"] == 7);
+  BOOST_TEST(reps["echo elementwise"] == 7);
+  BOOST_TEST(reps["ravel sum_axis1"] == 3);
+  BOOST_TEST(reps["echo sum_axis1"] == 3);
+  BOOST_TEST(has(slurp(dir / "a" / "stdout.txt"), "0 warm-up + 3 timed repetitions per row; elementwise: 2 + 7"));
+
+  fs::create_directories(dir / "b");
+  const std::string cmd = std::string(RAVEL_BENCH_EXE) + " " + (dir / "reps.json").string() + " --reps 2 --out " +
+                          (dir / "b").string() + " --quiet > " + (dir / "b" / "stdout.txt").string() + " 2>&1";
+  BOOST_TEST_REQUIRE(std::system(cmd.c_str()) == 0, slurp(dir / "b" / "stdout.txt"));
+  reps = reps_of(dir / "b" / "r.json");
+  BOOST_TEST(reps["ravel elementwise"] == 2);
+  BOOST_TEST(reps["echo elementwise"] == 2);
+  BOOST_TEST(reps["ravel sum_axis1"] == 2);
 }
 
 BOOST_AUTO_TEST_CASE(missing_device_and_failing_workload_fail_the_run_but_the_rest_runs) {

@@ -37,7 +37,7 @@ WorkloadSpec parse_workload(const JsonChecker& ck, const json& v, const std::str
   // A bare name means "this workload at its default sizes".
   const json* name = &v;
   if (v.is_object()) {
-    ck.keys(v, path, {"name", "sizes"});
+    ck.keys(v, path, {"name", "sizes", "warmup", "repetitions"});
     if (!v.contains("name")) ck.fail(path, "expected a \"name\" key naming the workload, got " + brief_json(v));
     name = &v["name"];
   } else if (!v.is_string()) {
@@ -54,6 +54,10 @@ WorkloadSpec parse_workload(const JsonChecker& ck, const json& v, const std::str
     for (size_t i = 0; i < sizes.size(); ++i)
       spec.sizes.push_back(parse_size(ck, sizes[i], path + ".sizes[" + std::to_string(i) + "]", info));
   }
+  if (v.is_object() && v.contains("warmup"))
+    spec.warmup = static_cast<int>(ck.integer(v["warmup"], path + ".warmup", 0, 10000));
+  if (v.is_object() && v.contains("repetitions"))
+    spec.repetitions = static_cast<int>(ck.integer(v["repetitions"], path + ".repetitions", 1, 100000));
   return spec;
 }
 

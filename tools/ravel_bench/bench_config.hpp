@@ -15,6 +15,10 @@ using Size = std::vector<int64_t>;
 struct WorkloadSpec {
   std::string name;
   std::vector<Size> sizes;  // empty: the workload's default sizes
+  // This workload's own counts, overriding bench.warmup / bench.repetitions (a 0.3 ms GEMM needs
+  // a hundred repetitions for a stable median where a 130 ms one needs ten); -1: the bench's.
+  int warmup = -1;
+  int repetitions = -1;
 };
 
 struct PeerSpec {

@@ -102,6 +102,10 @@ int main(int argc, char** argv) {
   }
   const int warmup = opts.warmup >= 0 ? opts.warmup : cfg.warmup;
   const int reps = opts.repetitions >= 1 ? opts.repetitions : cfg.repetitions;
+  for (auto& w : cfg.workloads) {  // --warmup / --reps apply to every workload
+    if (opts.warmup >= 0) w.warmup = -1;
+    if (opts.repetitions >= 1) w.repetitions = -1;
+  }
   RunResult result = run_bench(cfg, opts);
   print_table(std::cout, cfg, result, warmup, reps);
 

@@ -77,7 +77,12 @@ void print_table(std::ostream& os, const BenchConfig& cfg, const RunResult& res,
     }
     os << "\n";
   };
-  os << "ravel-bench " << cfg.source << ": " << warmup << " warm-up + " << reps << " timed repetitions per row\n";
+  os << "ravel-bench " << cfg.source << ": " << warmup << " warm-up + " << reps << " timed repetitions per row";
+  for (const auto& w : cfg.workloads)  // workloads with counts of their own
+    if (w.warmup >= 0 || w.repetitions >= 1)
+      os << "; " << w.name << ": " << (w.warmup >= 0 ? w.warmup : warmup) << " + "
+         << (w.repetitions >= 1 ? w.repetitions : reps);
+  os << "\n";
   line(std::vector<std::string>(std::begin(head), std::end(head)));
   for (const auto& c : cells) line(c);
   os << "throughput = nominal work (work/rep: flops for matmul and mlp, else the bytes the math must read and write) / "
