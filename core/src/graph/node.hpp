@@ -85,6 +85,14 @@ class Node {
   std::shared_ptr<DeviceBuffer> buffer;
 
   int64_t numel() const;
+  // Moves, never copies: intern() moves its prototype into the shared node. (A declared
+  // destructor suppresses the implicit move, and every node was then copied, six allocations
+  // and the sources' reference counts each.) A node is an identity, so copying is not offered.
+  Node() = default;
+  Node(Node&&) = default;
+  Node& operator=(Node&&) = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
   ~Node();
 };
 

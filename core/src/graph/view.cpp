@@ -70,9 +70,12 @@ int64_t StridedView::numel() const {
 
 bool StridedView::is_contiguous() const {
   if (mask || offset != 0) return false;
-  auto expected = contiguous_strides(shape);
-  for (size_t d = 0; d < shape.size(); ++d)
-    if (shape[d] != 1 && strides[d] != expected[d]) return false;
+  // contiguous_strides(shape), computed in place: every view made asks this (no allocation).
+  uint64_t expected = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] != 1 && strides[d] != static_cast<int64_t>(expected)) return false;
+    expected *= static_cast<uint64_t>(std::max<int64_t>(shape[d], 1));
+  }
   return true;
 }
 
@@ -120,6 +123,8 @@ std::optional<StridedView> StridedView::reshape(const Shape& new_shape) const {
     return v.normalize();
   }
   std::vector<int64_t> od, os;  // old dims and strides without size-1 axes
+  od.reserve(shape.size());
+  os.reserve(shape.size());
   for (int64_t d = 0; d < rank(); ++d)
     if (shape[d] != 1) od.push_back(shape[d]), os.push_back(strides[d]);
   StridedView v{new_shape, std::vector<int64_t>(new_shape.size(), 0), offset, {}};

@@ -44,6 +44,7 @@ Tensor Tensor::reshape(Shape shape) const {
   // The product of the known sizes, checked (Note [Checked sizes]): a wrapped product could
   // otherwise equal numel() ({4, 2^62 + 2} wraps to 8).
   Shape given;
+  given.reserve(shape.size());
   for (int64_t s : shape)
     if (s != -1) given.push_back(s);
   known = checked_numel(given, "reshape");
@@ -217,9 +218,12 @@ Tensor Tensor::squeeze(Axes axes) const {
 Tensor Tensor::unsqueeze(int64_t axis) const {
   check_defined(*this, "unsqueeze");
   int64_t d = normalize_axis(axis, ndim() + 1, "unsqueeze");
-  Shape s = shape();
-  s.insert(s.begin() + d, 1);
-  return reshape(s);
+  Shape s;
+  s.reserve(shape().size() + 1);
+  s.insert(s.end(), shape().begin(), shape().begin() + d);
+  s.push_back(1);
+  s.insert(s.end(), shape().begin() + d, shape().end());
+  return reshape(std::move(s));
 }
 
 Tensor Tensor::flatten(int64_t start, int64_t end) const {
