@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -21,12 +22,14 @@
 
 struct EmuStream {};
 struct EmuEvent {};
+struct EmuFunction {
+  void (*entry)(void** args, const rvl_emu_ctx* ctx);
+};
+// A module owns its functions, as in HIP: they are freed by hipModuleUnload.
 struct EmuModule {
   void* handle;
   std::string path;
-};
-struct EmuFunction {
-  void (*entry)(void** args, const rvl_emu_ctx* ctx);
+  std::vector<std::unique_ptr<EmuFunction>> functions;
 };
 
 namespace {
@@ -167,14 +170,16 @@ hipError_t hipModuleLoadData(hipModule_t* m, const void* image) {
   void* h = ok ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
   unlink(path);
   if (!h) return hipErrorInvalidImage;
-  *m = new EmuModule{h, path};
+  *m = new EmuModule{h, path, {}};
   return hipSuccess;
 }
 hipError_t hipModuleGetFunction(hipFunction_t* f, hipModule_t m, const char* name) {
   void* sym = dlsym(m->handle, (std::string(name) + "__emu").c_str());
   if (!sym) return hipErrorNotFound;
-  *f = new EmuFunction{reinterpret_cast<void (*)(void**, const rvl_emu_ctx*)>(sym)};
-  return hipSuccess;  // leaked with the module: modules live until shutdown
+  m->functions.push_back(
+      std::make_unique<EmuFunction>(EmuFunction{reinterpret_cast<void (*)(void**, const rvl_emu_ctx*)>(sym)}));
+  *f = m->functions.back().get();
+  return hipSuccess;
 }
 hipError_t hipModuleUnload(hipModule_t m) {
   dlclose(m->handle);
