@@ -141,6 +141,15 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& sourc
   return c;
 }
 
+void override_counts(BenchConfig& c, int warmup, int repetitions) {
+  if (warmup >= 0) c.warmup = warmup;
+  if (repetitions >= 1) c.repetitions = repetitions;
+  for (auto& w : c.workloads) {
+    if (warmup >= 0) w.warmup = -1;
+    if (repetitions >= 1) w.repetitions = -1;
+  }
+}
+
 BenchConfig load_bench_config(const std::string& path) {
   return parse_bench_config(read_json_file(path), path, std::filesystem::absolute(path).parent_path().string());
 }

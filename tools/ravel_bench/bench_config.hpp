@@ -56,4 +56,13 @@ struct BenchConfig {
 BenchConfig load_bench_config(const std::string& path);
 BenchConfig parse_bench_config(const std::string& text, const std::string& source, const std::string& dir);
 
+// The counts a workload runs with (its peers too): its own, else the bench's.
+inline int warmup_of(const BenchConfig& c, const WorkloadSpec& w) { return w.warmup >= 0 ? w.warmup : c.warmup; }
+inline int repetitions_of(const BenchConfig& c, const WorkloadSpec& w) {
+  return w.repetitions >= 1 ? w.repetitions : c.repetitions;
+}
+// ravel-bench's --warmup / --reps: a count given (warmup >= 0, repetitions >= 1) becomes the
+// bench's and replaces every workload's own.
+void override_counts(BenchConfig& c, int warmup, int repetitions);
+
 }  // namespace ravel::bench

@@ -27,8 +27,8 @@ const char* kUsage =
     "Runs the workloads of CONFIG's \"bench\" section on its devices under its fusion policies (and its\n"
     "peers), prints a table and writes DIR/NAME.json, .csv and .svg (docs/bench.md).\n"
     "  --out DIR     output folder (default: the config's bench.output.dir, else ravel-bench-results)\n"
-    "  --reps N      timed repetitions per row (overrides bench.repetitions)\n"
-    "  --warmup N    untimed runs before them (overrides bench.warmup)\n"
+    "  --reps N      timed repetitions per row (overrides bench.repetitions and each workload's)\n"
+    "  --warmup N    untimed runs before them (overrides bench.warmup and each workload's)\n"
     "  --no-peers    skip the config's peer commands\n"
     "  --peers-only  run only the peers (with --no-peers in another run: separate runs)\n"
     "  --quiet       no progress line\n"
@@ -56,6 +56,7 @@ void write_file(const fs::path& p, const std::string& text) {
 int main(int argc, char** argv) {
   std::string config_path, out_dir;
   RunOptions opts;
+  int warmup = -1, reps = -1;  // --warmup / --reps (unset: the config's)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&]() -> const char* {
@@ -76,8 +77,8 @@ int main(int argc, char** argv) {
       if (out_dir.empty() || out_dir[0] == '-')
         return std::fprintf(stderr, "ravel-bench: --out needs a folder, got '%s' (try --help)\n", out_dir.c_str()), 2;
     }
-    else if (a == "--reps") opts.repetitions = positive("--reps", value(), 1);
-    else if (a == "--warmup") opts.warmup = positive("--warmup", value(), 0);
+    else if (a == "--reps") reps = positive("--reps", value(), 1);
+    else if (a == "--warmup") warmup = positive("--warmup", value(), 0);
     else if (a == "--no-peers") opts.peers = false;
     else if (a == "--peers-only") opts.ravel = false;
     else if (a == "--quiet") opts.progress = false;
@@ -100,19 +101,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "ravel-bench: %s\n", e.what());
     return 2;
   }
-  const int warmup = opts.warmup >= 0 ? opts.warmup : cfg.warmup;
-  const int reps = opts.repetitions >= 1 ? opts.repetitions : cfg.repetitions;
-  for (auto& w : cfg.workloads) {  // --warmup / --reps apply to every workload
-    if (opts.warmup >= 0) w.warmup = -1;
-    if (opts.repetitions >= 1) w.repetitions = -1;
-  }
+  override_counts(cfg, warmup, reps);
   RunResult result = run_bench(cfg, opts);
-  print_table(std::cout, cfg, result, warmup, reps);
+  print_table(std::cout, cfg, result);
 
   fs::path dir = out_dir.empty() ? fs::path(cfg.output_dir) : fs::path(out_dir);
   try {
     fs::create_directories(dir);
-    write_file(dir / (cfg.output_name + ".json"), results_json(cfg, result, warmup, reps));
+    write_file(dir / (cfg.output_name + ".json"), results_json(cfg, result));
     write_file(dir / (cfg.output_name + ".csv"), results_csv(result));
     write_file(dir / (cfg.output_name + ".svg"), results_svg(cfg, result));
     std::cout << "wrote " << (dir / cfg.output_name).string() << ".{json,csv,svg}\n";

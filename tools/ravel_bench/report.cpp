@@ -47,7 +47,7 @@ std::string now_iso() {
 
 }  // namespace
 
-void print_table(std::ostream& os, const BenchConfig& cfg, const RunResult& res, int warmup, int reps) {
+void print_table(std::ostream& os, const BenchConfig& cfg, const RunResult& res) {
   const char* head[] = {"workload", "size", "runner", "median ms", "min ms", "max ms", "throughput", "work/rep",
                         "kernels", "moved", "vs base"};
   std::vector<std::vector<std::string>> cells;
@@ -77,11 +77,10 @@ void print_table(std::ostream& os, const BenchConfig& cfg, const RunResult& res,
     }
     os << "\n";
   };
-  os << "ravel-bench " << cfg.source << ": " << warmup << " warm-up + " << reps << " timed repetitions per row";
+  os << "ravel-bench " << cfg.source << ": " << cfg.warmup << " warm-up + " << cfg.repetitions
+     << " timed repetitions per row";
   for (const auto& w : cfg.workloads)  // workloads with counts of their own
-    if (w.warmup >= 0 || w.repetitions >= 1)
-      os << "; " << w.name << ": " << (w.warmup >= 0 ? w.warmup : warmup) << " + "
-         << (w.repetitions >= 1 ? w.repetitions : reps);
+    if (w.warmup >= 0 || w.repetitions >= 1) os << "; " << w.name << ": " << warmup_of(cfg, w) << " + " << repetitions_of(cfg, w);
   os << "\n";
   line(std::vector<std::string>(std::begin(head), std::end(head)));
   for (const auto& c : cells) line(c);
@@ -114,15 +113,15 @@ void print_table(std::ostream& os, const BenchConfig& cfg, const RunResult& res,
   os << (res.failures ? "\n" + std::to_string(res.failures) + " row(s) failed\n" : "");
 }
 
-std::string results_json(const BenchConfig& cfg, const RunResult& res, int warmup, int reps) {
+std::string results_json(const BenchConfig& cfg, const RunResult& res) {
   nlohmann::json j;
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   j["config"] = cfg.source;
   j["date"] = now_iso();
   j["host"] = host;
-  j["warmup"] = warmup;
-  j["repetitions"] = reps;
+  j["warmup"] = cfg.warmup;
+  j["repetitions"] = cfg.repetitions;
   j["devices"] = nlohmann::json::array();
   for (const auto& d : Runtime::get().devices())
     j["devices"].push_back({{"device", d.device.str()}, {"name", d.name}, {"kind", d.kind}});

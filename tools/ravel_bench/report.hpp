@@ -9,8 +9,8 @@
 
 namespace ravel::bench {
 
-void print_table(std::ostream& os, const BenchConfig& cfg, const RunResult& result, int warmup, int reps);
-std::string results_json(const BenchConfig& cfg, const RunResult& result, int warmup, int reps);
+void print_table(std::ostream& os, const BenchConfig& cfg, const RunResult& result);
+std::string results_json(const BenchConfig& cfg, const RunResult& result);
 std::string results_csv(const RunResult& result);
 // Bars per workload and size, one per runner/device/policy, height = throughput relative to the
 // group's baseline row (or to the group's fastest row when the config names no baseline).

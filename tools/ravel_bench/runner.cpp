@@ -121,9 +121,7 @@ RunResult run_bench(const BenchConfig& cfg, const RunOptions& opt) {
   size_t case_no = 0;
   for (const auto& spec : cfg.workloads) {
     const WorkloadInfo& info = find_workload(spec.name);
-    // The command line's counts, else the workload's own, else the bench's (docs/bench.md).
-    const int warmup = opt.warmup >= 0 ? opt.warmup : spec.warmup >= 0 ? spec.warmup : cfg.warmup;
-    const int reps = opt.repetitions >= 1 ? opt.repetitions : spec.repetitions >= 1 ? spec.repetitions : cfg.repetitions;
+    const int warmup = warmup_of(cfg, spec), reps = repetitions_of(cfg, spec);
     for (const Size& size : spec.sizes.empty() ? info.default_sizes : spec.sizes) {
       ++case_no;
       std::string head = "[" + std::to_string(case_no) + "/" + std::to_string(n_cases) + "] " + spec.name + " " + size_str(size);

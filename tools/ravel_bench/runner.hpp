@@ -37,8 +37,6 @@ struct RunOptions {
   bool progress = true;    // a progress line on stderr
   bool peers = true;       // run the config's peers
   bool ravel = true;       // run Ravel's rows (false: the peers only)
-  int warmup = -1;         // overrides the config's when >= 0
-  int repetitions = -1;    // overrides the config's when >= 1
   std::string bin_dir;     // substituted for {bin} in peer commands
 };
 
