@@ -1,73 +1,234 @@
-// The tbb_cpu backend: what is its own (info, device description, the block cache, running
-// kernels) on top of the SDK's host-memory object model.
+// The tbb_cpu backend: info, devices, lifetime and kernels; buffers and copies are in memory.cpp,
+// streams, events and synchronisation in streams.cpp, the table in table.cpp.
 //
-// Buffers, streams, events, their live-object registry and the table members come from
-// <ravel/host_backend.hpp> (rvl::host::Backend): it checks every handle and byte range and runs
-// each member inside rvl::guard, so no exception crosses the ABI. This file supplies Hooks.
-//
-// Execution model: all work completes before the call returns (the CPU is the "device"), so
-// streams and events only exist to be validated; synchronise calls are no-ops.
+// Devices (Note [Devices]): RAVEL_TBB_DEVICES=N host devices, each with a share of the cores and
+// its own memory accounting; with N > 1 each runs its work asynchronously on an in-order queue
+// (Note [Device queues]). With one device (the default) every call completes its work before it
+// returns, as this plugin always did: streams and events then only exist to be validated.
+// Every member runs inside rvl::guard, so no exception crosses the ABI.
 #include "block_cache.hpp"
+#include "devices.hpp"
 #include "gemm_kernels.hpp"
 #include "kernel.hpp"
-
-#include <ravel/host_backend.hpp>
+#include "members.hpp"
 
 #include <tbb/info.h>
 
+#include <unistd.h>  // sysconf: physical memory
+
+#include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 namespace tbbcpu {
+
 namespace {
 
-// ---- hooks for rvl::host::Backend: what makes this plugin itself ---------------------------
-struct Hooks : rvl::host::DefaultHooks {
-  static constexpr const char* name = "tbb_cpu";
-  static constexpr const char* version = "0.1.0";
-  static constexpr const char* description =
-      "CPU backend: block-interpreted kernel programs and packed GEMM on oneTBB";
-  static constexpr int32_t probe_score = 10;  // the portable fallback: any accelerator should win
+void set_chars(char* dst, size_t size, const std::string& text) {
+  std::memset(dst, 0, size);
+  std::strncpy(dst, text.c_str(), size - 1);
+}
 
-  static void describe_device(rvl_device_properties* out) {
-    const int threads = tbb::info::default_concurrency();
-    rvl::host::set_device_name(out, "CPU (oneTBB, " + std::to_string(threads) + " threads)");
+uint64_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
+}
+
+// A device's share of the cores: all of them for one device, else cores / N, at least 1.
+int threads_for(int32_t devices) {
+  const int cores = std::max(1, tbb::info::default_concurrency());
+  return devices == 1 ? cores : std::max(1, cores / devices);
+}
+
+}  // namespace
+
+rvl_error* probe(rvl_probe_result* out) {
+  return rvl::guard([&] {
+    // A 1.0 host passes the 1.0 size: accept it, and write 1.1 members only when they fit.
+    rvl::require_struct(out, "probe result", RVL_PROBE_RESULT_STRUCT_SIZE_1_0);
+    out->device_count = current_device_count();  // throws on a bad RAVEL_TBB_DEVICES
+    out->score = 10;  // the portable fallback: any accelerator should win
+    if (RVL_HAS_MEMBER(out, rvl_probe_result, reason)) out->reason[0] = '\0';
+  });
+}
+
+rvl_error* get_info(rvl_backend_info* out) {
+  return rvl::guard([&] {
+    rvl::require_struct(out, "backend info", RVL_BACKEND_INFO_STRUCT_SIZE_1_0);
+    out->name = "tbb_cpu";
+    out->version = "0.2.0";
+    out->description = "CPU backend: block-interpreted kernel programs and packed GEMM on oneTBB; "
+                       "RAVEL_TBB_DEVICES=N splits the cores into N devices";
+  });
+}
+
+rvl_error* device_count(int32_t* out) {
+  return rvl::guard([&] {
+    if (out == nullptr) rvl::invalid("device_count: output pointer is NULL");
+    *out = current_device_count();
+  });
+}
+
+rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
+  return rvl::guard([&] {
+    rvl::require_struct(out, "device properties", RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0);
+    const int32_t n = current_device_count();
+    if (device < 0 || device >= n)
+      rvl::invalid("device " + std::to_string(device) + " does not exist: this plugin has " + std::to_string(n) +
+                   " device(s) (RAVEL_TBB_DEVICES)");
+    const int threads = threads_for(n);
+    uint64_t used = 0;
+    bool async = false;
+    {
+      State& s = state();
+      std::lock_guard<std::mutex> lock(s.mu);
+      if (s.initialized && device < static_cast<int32_t>(s.devices.size())) {
+        used = s.devices[static_cast<size_t>(device)]->used.load();
+        async = s.devices[static_cast<size_t>(device)]->queue != nullptr;
+      }
+    }
+    const std::string t = std::to_string(threads);
+    set_chars(out->name, sizeof out->name,
+              n == 1 ? "CPU (oneTBB, " + t + " threads)"
+                     : "CPU device " + std::to_string(device) + " of " + std::to_string(n) + " (oneTBB, " + t + " threads)");
+    out->kind = RVL_DEVICE_CPU;
+    out->memory_bytes = physical_memory() / static_cast<uint64_t>(n);
     out->compute_units = threads;
-    // Details: the GEMM micro-kernel chosen and the block cache's statistics (Note [Block cache]).
-    rvl::host::set_device_arch(out, "x86-64",
-                               std::string("gemm=") + gemm::isa_name() + "; " + block_cache().details());
+    out->dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
+    out->max_rank = RVL_MAX_RANK;
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, details)) {
+      set_chars(out->arch, sizeof out->arch, "x86-64");
+      out->warp_size = 1;
+      // threads and the memory in use first: the details are cut at 255 characters.
+      set_chars(out->details, sizeof out->details,
+                "threads=" + t + "; devices=" + std::to_string(n) + "; queue=" + (async ? "async" : "sync") +
+                    "; used_bytes=" + std::to_string(used) + "; gemm=" + gemm::isa_name() + "; " +
+                    block_cache().details());
+    }
+    // ABI 1.3: buffers are host memory (kDLCPU, device id 0) on every tbb_cpu device.
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, dlpack_device_id)) {
+      out->dlpack_device_type = 1;
+      out->dlpack_device_id = 0;
+    }
     // ABI 1.4: LOGSUMEXP is implemented (lse_reduce.cpp). RAVEL_TBB_NO_LOGSUMEXP=1 hides it, so
     // the core's fallback (max, then sum of exp) can be tested on this device.
     const char* no_lse = std::getenv("RAVEL_TBB_NO_LOGSUMEXP");
     if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops))
       out->reduce_ops = RVL_REDUCE_OPS_BASIC | (no_lse && *no_lse && *no_lse != '0' ? 0u : 1u << RVL_REDUCE_LOGSUMEXP);
-  }
-
-  // Note [Block cache]: size classes, reuse, a cap; contents of a new buffer are unspecified.
-  static void* allocate(uint64_t bytes) { return block_cache().allocate(bytes); }
-  static void deallocate(void* data, uint64_t bytes) { block_cache().release(data, bytes); }
-  static void on_initialize() { block_cache().set_enabled(true); }
-  static void on_shutdown() { block_cache().set_enabled(false); }
-
-  static void execute_program(const rvl_program* program);
-  static void execute_contraction(const rvl_contraction* c);
-};
-using Host = rvl::host::Backend<Hooks>;
-
-// The validator's view of this plugin's buffers: throws unless `b` is live.
-constexpr auto buffer_ref = Host::buffer_ref<rvl::validate::BufferRef>;
-
-void Hooks::execute_program(const rvl_program* program) {
-  run_program(rvl::validate::validate_program(program, buffer_ref));
+  });
 }
 
-void Hooks::execute_contraction(const rvl_contraction* c) {
-  run_contraction(rvl::validate::validate_contraction(c, buffer_ref));
+rvl_error* initialize() {
+  return rvl::guard([&] {
+    const Config config = read_config();  // before any state changes: a bad variable changes nothing
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.initialized) return;
+    s.config = config;
+    s.kernels_queued = 0;
+    const uint64_t share = physical_memory() / static_cast<uint64_t>(config.devices);
+    for (int32_t i = 0; i < config.devices; ++i) {
+      auto d = std::make_unique<Device>();
+      d->index = i;
+      d->threads = threads_for(config.devices);
+      d->memory_limit = share;
+      if (config.async) d->queue = std::make_unique<DeviceQueue>(i, d->threads);
+      s.devices.push_back(std::move(d));
+    }
+    s.initialized = true;
+    block_cache().set_enabled(true);
+  });
 }
 
-constexpr rvl_backend_api kTable = Host::table();
+// Runs what is queued, joins every queue's worker, then frees what is still alive (the ABI says
+// so). All queues are drained before any is destroyed: a task of one queue may wait for another.
+void shutdown() {
+  rvl::guard_void([&] {
+    State& s = state();
+    std::vector<std::unique_ptr<Device>> devices;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      if (!s.initialized) return;
+      devices = std::move(s.devices);
+      s.devices.clear();
+    }
+    for (auto& d : devices)
+      if (d->queue) d->queue->drain();
+    devices.clear();  // joins the workers
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (const rvl_buffer* b : s.buffers) destroy_buffer(b);
+    for (const rvl_stream* st : s.streams) delete st;
+    for (const rvl_event* e : s.events) delete e;
+    s.buffers.clear();
+    s.streams.clear();
+    s.events.clear();
+    s.initialized = false;
+    block_cache().set_enabled(false);
+  });
+}
+
+// ---- kernels: validated on the calling thread (errors are returned by the call), then run now
+// or queued with a copy of what the host only lends for the call (the instructions).
+namespace {
+
+rvl::validate::BufferLookup lookup_on(int32_t device) {
+  return [device](const rvl_buffer* b, const char* what) {
+    const rvl_buffer* live = lookup_buffer(b, what, device);
+    return rvl::validate::BufferRef{live->data, live->size};
+  };
+}
+
+// RAVEL_TBB_TEST_FAULT=n: true for the n-th kernel since initialize (tests of asynchronous errors).
+bool inject_fault() {
+  State& s = state();
+  return s.config.fault_at != 0 && ++s.kernels_queued == s.config.fault_at;
+}
+
+[[noreturn]] void injected() {
+  rvl::fail(RVL_STATUS_DEVICE_ERROR, "injected fault (RAVEL_TBB_TEST_FAULT)");
+}
 
 }  // namespace
-}  // namespace tbbcpu
 
-RVL_DEFINE_BACKEND_ENTRY(tbbcpu::kTable)
+rvl_error* execute_program(int32_t device, rvl_stream* stream, const rvl_program* program) {
+  return rvl::guard([&] {
+    Device& d = device_at(device);
+    stream_device(stream, device, "execute_program");
+    Program p = rvl::validate::validate_program(program, lookup_on(device));
+    const bool fault = inject_fault();
+    if (!d.queue) {
+      if (fault) injected();
+      run_program(p);
+      return;
+    }
+    std::vector<rvl_instruction> code(p.ins, p.ins + p.n_ins);
+    p.ins = code.data();  // a moved vector keeps its storage
+    d.queue->push([p = std::move(p), code = std::move(code), fault] {
+      if (fault) injected();
+      run_program(p);
+    });
+  });
+}
+
+rvl_error* execute_contraction(int32_t device, rvl_stream* stream, const rvl_contraction* contraction) {
+  return rvl::guard([&] {
+    Device& d = device_at(device);
+    stream_device(stream, device, "execute_contraction");
+    Contraction c = rvl::validate::validate_contraction(contraction, lookup_on(device));
+    const bool fault = inject_fault();
+    if (!d.queue) {
+      if (fault) injected();
+      run_contraction(c);
+      return;
+    }
+    std::vector<rvl_instruction> code(c.epilogue.ins, c.epilogue.ins + c.epilogue.n_ins);
+    c.epilogue.ins = code.data();
+    d.queue->push([c = std::move(c), code = std::move(code), fault] {
+      if (fault) injected();
+      run_contraction(c);
+    });
+  });
+}
+
+}  // namespace tbbcpu

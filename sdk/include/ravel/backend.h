@@ -1,7 +1,8 @@
-/* Ravel backend C ABI, version 1.4 (1.1 added rvl_device_properties.arch/warp_size/details and
+/* Ravel backend C ABI, version 1.5 (1.1 added rvl_device_properties.arch/warp_size/details and
  * rvl_probe_result.reason; 1.2 the optional members buffer_address/buffer_wrap; 1.3
  * rvl_device_properties.dlpack_device_type/dlpack_device_id; 1.4 the reduction
- * RVL_REDUCE_LOGSUMEXP and rvl_device_properties.reduce_ops; nothing else changed).
+ * RVL_REDUCE_LOGSUMEXP and rvl_device_properties.reduce_ops; 1.5 the optional member
+ * buffer_copy_peer, copies between two devices of one plugin; nothing else changed).
  *
  * Plain C99. A backend plugin is a shared object that exports exactly one symbol,
  * `rvl_backend_entry`, returning a pointer to a static, append-only table of function pointers
@@ -42,7 +43,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 4
+#define RVL_ABI_MINOR 5
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
@@ -407,6 +408,30 @@ typedef struct rvl_backend_api {
    * never writes into a wrapped buffer (its memory may be read-only to it). */
   rvl_error* (*buffer_wrap)(int32_t device, void* address, uint64_t bytes, void (*release)(void* context),
                             void* context, rvl_buffer** out);
+
+  /* ---- since 1.5: copies between devices of this plugin (docs/abi.md §16) */
+  /* (optional, since 1.5) Copies `bytes` bytes from `src` at `src_offset` to `dst` at
+   * `dst_offset`, where src and dst are live buffers of this plugin on any two of its devices
+   * (the same device is allowed: then it is a buffer_copy). The device-to-device path of
+   * hipMemcpyPeerAsync and of Level Zero copy lists: no staging through host memory.
+   * `src_stream` must be NULL or a stream of src's device, `dst_stream` NULL or a stream of
+   * dst's device (NULL: that device's default stream); another device's stream is
+   * INVALID_ARGUMENT, as are ranges outside a buffer and overlapping ranges of one buffer.
+   * bytes == 0 is valid and copies nothing.
+   * Ordering, the whole contract (a two-sided barrier):
+   *  - the copy reads src and writes dst only after all work queued before this call on
+   *    src_stream and on dst_stream completed (the source's pending writes are visible);
+   *  - work queued after this call on src_stream or on dst_stream starts only after the copy
+   *    completed (so a later kernel may overwrite src, and a later read or kernel on dst's
+   *    device sees the copied bytes, without any event or synchronize by the host);
+   *  - work on other streams is not ordered with it (use events, as for any other work).
+   * May return before the copy completes (it is queued on both streams). Errors found when the
+   * call is made (bad handles, ranges, streams) are returned by it; a failure while copying is
+   * returned by the next synchronising call on either device (buffer_read, stream_synchronize,
+   * event_synchronize, synchronize). */
+  rvl_error* (*buffer_copy_peer)(rvl_stream* src_stream, const rvl_buffer* src, uint64_t src_offset,
+                                 rvl_stream* dst_stream, rvl_buffer* dst, uint64_t dst_offset,
+                                 uint64_t bytes);
 } rvl_backend_api;
 
 /* The members every plugin must provide (non-NULL, within struct_size). The core's loader and
@@ -431,6 +456,7 @@ typedef struct rvl_backend_api {
 
 #define RVL_BACKEND_API_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_backend_api, synchronize)
 #define RVL_BACKEND_API_STRUCT_SIZE_1_2 RVL_STRUCT_SIZE(rvl_backend_api, buffer_wrap)
+#define RVL_BACKEND_API_STRUCT_SIZE_1_5 RVL_STRUCT_SIZE(rvl_backend_api, buffer_copy_peer)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_device_properties, max_rank)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_1 RVL_STRUCT_SIZE(rvl_device_properties, details)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_3 RVL_STRUCT_SIZE(rvl_device_properties, dlpack_device_id)

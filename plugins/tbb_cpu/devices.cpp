@@ -1,0 +1,127 @@
+// tbb_cpu's devices and object registry (Note [Devices]).
+#include "devices.hpp"
+
+#include "block_cache.hpp"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace tbbcpu {
+
+namespace {
+
+// An environment variable's value, "" when unset.
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// A decimal integer in [lo, hi] and nothing else (no sign, no spaces, no suffix), or throws
+// naming the variable: a typo must not silently give one device, or 64.
+int64_t parse_int(const char* name, const std::string& text, int64_t lo, int64_t hi, const char* meaning) {
+  bool digits = !text.empty() && text.size() <= 18;
+  for (char c : text) digits = digits && c >= '0' && c <= '9';
+  const int64_t v = digits ? std::strtoll(text.c_str(), nullptr, 10) : -1;
+  if (!digits || v < lo || v > hi)
+    rvl::invalid(std::string(name) + "='" + text + "' is not " + meaning + ": expected an integer from " +
+                 std::to_string(lo) + " to " + std::to_string(hi));
+  return v;
+}
+
+}  // namespace
+
+Config read_config() {
+  Config c;
+  const std::string devices = env("RAVEL_TBB_DEVICES");
+  if (!devices.empty())
+    c.devices = static_cast<int32_t>(parse_int("RAVEL_TBB_DEVICES", devices, 1, kMaxDevices, "a device count"));
+  c.async = c.devices > 1;
+  const std::string async = env("RAVEL_TBB_ASYNC");
+  if (!async.empty()) {
+    if (async != "0" && async != "1")
+      rvl::invalid("RAVEL_TBB_ASYNC='" + async + "' is not a switch: expected 0 or 1");
+    c.async = async == "1";
+  }
+  const std::string fault = env("RAVEL_TBB_TEST_FAULT");
+  if (!fault.empty()) c.fault_at = parse_int("RAVEL_TBB_TEST_FAULT", fault, 1, INT64_MAX / 2, "a kernel number");
+  return c;
+}
+
+State& state() {
+  // Never destroyed: the host may call shutdown() from its own static destructors at exit.
+  static State* s = new State;
+  return *s;
+}
+
+int32_t current_device_count() {
+  State& s = state();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.initialized) return static_cast<int32_t>(s.devices.size());
+  }
+  return read_config().devices;
+}
+
+void require_initialized() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.initialized) rvl::invalid("backend not initialized: call initialize() first");
+}
+
+Device& device_at(int32_t device) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.initialized) rvl::invalid("backend not initialized: call initialize() first");
+  if (device < 0 || device >= static_cast<int32_t>(s.devices.size()))
+    rvl::invalid("device " + std::to_string(device) + " does not exist: this plugin has " +
+                 std::to_string(s.devices.size()) + " device(s) (RAVEL_TBB_DEVICES)");
+  return *s.devices[static_cast<size_t>(device)];
+}
+
+rvl_buffer* lookup_buffer(const rvl_buffer* b, const char* what, int32_t device) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (b == nullptr || s.buffers.count(b) == 0)
+    rvl::invalid(std::string(what) + ": buffer " + (b ? "is not live (freed or foreign)" : "is NULL"));
+  if (device >= 0 && b->device != device)
+    rvl::invalid(std::string(what) + ": the buffer is on device " + std::to_string(b->device) +
+                 ", the work on device " + std::to_string(device) +
+                 " (move data between devices with buffer_copy_peer)");
+  return const_cast<rvl_buffer*>(b);  // the registry holds what buffer_allocate created
+}
+
+int32_t stream_device(const rvl_stream* st, int32_t fallback, const char* what) {
+  if (st == nullptr) return fallback;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.streams.count(st) == 0) rvl::invalid(std::string(what) + ": stream is not live (destroyed or foreign)");
+  if (fallback >= 0 && st->device != fallback)
+    rvl::invalid(std::string(what) + ": the stream belongs to device " + std::to_string(st->device) +
+                 ", the buffer to device " + std::to_string(fallback));
+  return st->device;
+}
+
+void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size) {
+  if (offset > size || bytes > size - offset)
+    rvl::invalid(std::string(what) + ": byte range [" + std::to_string(offset) + ", " + std::to_string(offset) +
+                 " + " + std::to_string(bytes) + ") is outside the buffer of " + std::to_string(size) + " bytes");
+}
+
+void submit(Device& d, DeviceQueue::Task task) {
+  if (d.queue) d.queue->push(std::move(task));
+  else task();
+}
+
+void synchronize_device(Device& d) {
+  if (!d.queue) return;  // synchronous: everything has completed, errors were returned
+  d.queue->drain();
+  d.queue->take_error();
+}
+
+void destroy_buffer(const rvl_buffer* b) noexcept {
+  if (b->release) b->release(b->release_context);
+  else if (b->data) block_cache().release(b->data, b->size);
+  delete b;
+}
+
+}  // namespace tbbcpu

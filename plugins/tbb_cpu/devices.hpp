@@ -1,0 +1,109 @@
+// Note [Devices]
+// tbb_cpu exposes RAVEL_TBB_DEVICES=N devices (1..64, default 1; JAX's
+// --xla_force_host_platform_device_count), so that sharded programs and transfers between devices
+// run on any machine. The plugin has no other configuration channel (the ABI passes no config),
+// so the environment is it: read by probe() and device_count() until initialize(), which fixes
+// the configuration until shutdown() (a test may change the variable and initialise again).
+// Each device has
+//  - a share of the cores: max(1, cores / N) threads, a oneTBB task_arena of that concurrency in
+//    which all the device's kernels run (with N = 1 no arena: kernels run on the calling thread
+//    and the global arena, exactly as before devices existed);
+//  - its own memory accounting: memory_bytes = physical memory / N, a counter of the bytes its
+//    live buffers hold (allocation beyond the share is OUT_OF_MEMORY), both in the properties;
+//  - an in-order queue (Note [Device queues]) when execution is asynchronous: by default when
+//    N > 1; RAVEL_TBB_ASYNC=1 or 0 forces it on or off. With one device the queue buys nothing and
+//    costs a thread hand-off per kernel (docs/performance.md), so one device runs synchronously.
+// Memory itself comes from the one block cache (Note [Block cache]): host memory is host memory,
+// only its accounting is per device.
+#pragma once
+
+#include "device_queue.hpp"
+
+#include <ravel/backend.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace tbbcpu {
+
+constexpr int32_t kMaxDevices = 64;
+
+struct Config {
+  int32_t devices = 1;
+  bool async = false;
+  int64_t fault_at = 0;  // RAVEL_TBB_TEST_FAULT: the n-th queued kernel fails (tests only); 0: never
+};
+// Reads RAVEL_TBB_DEVICES, RAVEL_TBB_ASYNC and RAVEL_TBB_TEST_FAULT strictly; throws
+// rvl::Error(INVALID_ARGUMENT) naming the variable, its value and what is expected.
+Config read_config();
+
+struct Device {
+  int32_t index = 0;
+  int threads = 1;
+  uint64_t memory_limit = 0;
+  std::atomic<uint64_t> used{0};       // bytes held by live buffers (as requested)
+  std::unique_ptr<DeviceQueue> queue;  // NULL: synchronous
+};
+
+}  // namespace tbbcpu
+
+// The ABI's opaque objects. A buffer is host memory owned by one device; it is freed through the
+// device's queue (after the work queued on it), so `data` stays valid for every queued task.
+struct rvl_buffer {
+  std::byte* data;  // NULL only when size == 0
+  uint64_t size;    // bytes
+  int32_t device;
+  void (*release)(void*) = nullptr;  // buffer_wrap (ABI 1.2): memory someone else owns
+  void* release_context = nullptr;
+};
+// Every stream of a device is that device's one queue (stricter ordering than the ABI asks).
+struct rvl_stream {
+  int32_t device;
+};
+// An event marks a point of its device's queue: the ticket of the last task queued before it.
+struct rvl_event {
+  int32_t device;
+  uint64_t ticket;
+};
+
+namespace tbbcpu {
+
+// Everything between initialize and shutdown. One lock guards the registry and the flag; the
+// device list itself is only written by initialize/shutdown, which the host never runs
+// concurrently with other calls.
+struct State {
+  std::mutex mu;
+  bool initialized = false;
+  Config config;
+  std::vector<std::unique_ptr<Device>> devices;
+  std::unordered_set<const rvl_buffer*> buffers;
+  std::unordered_set<const rvl_stream*> streams;
+  std::unordered_set<const rvl_event*> events;
+  std::atomic<int64_t> kernels_queued{0};  // for RAVEL_TBB_TEST_FAULT
+};
+State& state();
+
+// The device count the plugin reports now: the fixed one while initialised, else the
+// environment's (throws on a bad RAVEL_TBB_DEVICES).
+int32_t current_device_count();
+// Throws INVALID_ARGUMENT unless initialised; returns the device.
+Device& device_at(int32_t device);
+void require_initialized();
+// Throws unless `b` is a live buffer (of `device`, when device >= 0).
+rvl_buffer* lookup_buffer(const rvl_buffer* b, const char* what, int32_t device = -1);
+// The device of a stream: NULL means `fallback`; a live stream of another device is refused.
+int32_t stream_device(const rvl_stream* s, int32_t fallback, const char* what);
+void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size);
+// Runs `task` on the device: queued when the device has a queue, else now on this thread.
+void submit(Device& d, DeviceQueue::Task task);
+// Waits for the device's queued work and throws its pending asynchronous error, if any.
+void synchronize_device(Device& d);
+// Returns a buffer's memory to its owner and deletes the handle (not the registry entry).
+void destroy_buffer(const rvl_buffer* b) noexcept;
+
+}  // namespace tbbcpu
