@@ -1,0 +1,196 @@
+// Errors, the broken state and requests waited with a deadline.
+//
+// Note [Deadlines by polling]
+// MPI has no timed wait: MPI_Wait on a collective whose peer died (or never calls it) blocks
+// forever, and Open MPI 4 without ULFM never reports the loss on shared memory. So the plugin
+// never calls MPI_Wait: request_wait polls MPI_Test under the library lock and reads a steady
+// clock between polls. The first ~200 µs spin (yielding the core: the ranks of a 2-core test
+// machine share it), then the poll sleeps 20 µs, doubling up to 1 ms, so a long wait costs no
+// CPU and a short collective gains at most a few µs of latency.
+//
+// Note [Who is late]
+// At start-up every rank gathers the pid and host name of every other rank. When a deadline
+// passes, the plugin checks the peers on its own host with kill(pid, 0): a peer whose process no
+// longer exists is *lost* (PEER_LOST, error_rank names it, and the communicator is broken); if
+// every local peer is alive the status is TIMEOUT and the message says which peers are on other
+// hosts (they cannot be checked from here). That is how a survivor names the rank a SIGKILL took.
+#include <signal.h>
+#include <sched.h>
+
+#include <cerrno>
+#include <thread>
+
+#include "mpi_state.hpp"
+
+namespace mpi_plugin {
+
+Process& process() {
+  static Process* p = new Process();  // never destroyed: comm_destroy may run from static destructors
+  return *p;
+}
+
+rvl_coll_error* make_error(rvl_coll_status code, std::string message, int32_t rank) {
+  return new (std::nothrow) rvl_coll_error{code, std::move(message), rank};
+}
+
+std::string mpi_message(int rc, const std::string& what) {
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) return what + ": MPI error " + std::to_string(rc);
+  return what + ": " + std::string(text, static_cast<size_t>(len));
+}
+
+void mark_broken(rvl_coll_status code, const std::string& message, int32_t rank) {
+  Process& p = process();
+  std::lock_guard<std::mutex> lock(p.mutex);
+  if (p.broken.load()) return;
+  p.broken_code = code;
+  p.broken_message = message;
+  p.broken_rank = rank;
+  p.broken.store(true);
+}
+
+rvl_coll_error* broken_error() {
+  Process& p = process();
+  if (!p.broken.load()) return nullptr;
+  std::lock_guard<std::mutex> lock(p.mutex);
+  return make_error(p.broken_code,
+                    "the communicator is broken by an earlier failure (the process should exit): " + p.broken_message,
+                    p.broken_rank);
+}
+
+rvl_coll_request* new_request(rvl_communicator* comm, std::string what) {
+  auto* r = new (std::nothrow) rvl_coll_request();
+  if (!r) return nullptr;
+  r->comm = comm;
+  r->what = std::move(what);
+  comm->pending.fetch_add(1);
+  return r;
+}
+
+namespace {
+
+// One MPI_Test; completes the request's status on completion. Caller holds no lock.
+void test_once(rvl_coll_request* r) {
+  if (r->done) return;
+  Process& p = process();
+  int flag = 0;
+  MPI_Status status;
+  int rc;
+  {
+    std::lock_guard<std::mutex> lock(p.mutex);
+    rc = MPI_Test(&r->request, &flag, &status);
+  }
+  int error_class = rc;
+  if (rc != MPI_SUCCESS) MPI_Error_class(rc, &error_class);
+  if (rc != MPI_SUCCESS && error_class == MPI_ERR_TRUNCATE) {  // a longer message than expected
+    r->done = true;
+    r->status = RVL_COLL_STATUS_INVALID_ARGUMENT;
+    r->message = r->what + ": rank " + std::to_string(r->peer) + " sent more than the " +
+                 std::to_string(r->recv_bytes) + " bytes expected";
+    r->error_rank = r->peer;
+    return;
+  }
+  if (rc != MPI_SUCCESS) {
+    r->done = true;
+    r->status = RVL_COLL_STATUS_COMM_ERROR;
+    r->message = mpi_message(rc, r->what + " on rank " + std::to_string(r->comm->rank));
+    r->error_rank = r->peer;
+    return;
+  }
+  if (!flag) return;
+  r->done = true;
+  if (r->recv_bytes >= 0) {
+    int bytes = 0;
+    MPI_Get_count(&status, MPI_BYTE, &bytes);
+    // (status.MPI_ERROR is not set by MPI_Test: a failure is its return code, handled above.)
+    if (bytes != r->recv_bytes) {
+      r->status = RVL_COLL_STATUS_INVALID_ARGUMENT;
+      r->message = r->what + ": rank " + std::to_string(r->peer) + " sent " + std::to_string(bytes) +
+                   " bytes, expected " + std::to_string(r->recv_bytes);
+      r->error_rank = r->peer;
+    }
+  }
+}
+
+rvl_coll_error* error_of(const rvl_coll_request* r) {
+  if (r->status == RVL_COLL_STATUS_OK) return nullptr;
+  return make_error(r->status, r->message, r->error_rank);
+}
+
+// Note [Who is late]: the error for a deadline that passed.
+rvl_coll_error* deadline_error(rvl_coll_request* r, int64_t timeout_ms) {
+  Process& p = process();
+  const rvl_communicator* c = r->comm;
+  std::string lost, remote;
+  int32_t first_lost = -1;
+  for (int i = 0; i < c->size; ++i) {
+    if (i == c->rank || (r->peer >= 0 && i != r->peer)) continue;
+    const int w = i < static_cast<int>(c->world_rank_of.size()) ? c->world_rank_of[i] : i;
+    if (w < 0 || w >= static_cast<int>(p.peers.size())) continue;
+    const PeerId& peer = p.peers[w];
+    if (p.my_host != peer.host) {
+      remote += (remote.empty() ? "" : ", ") + std::to_string(i) + " (" + peer.host + ")";
+    } else if (peer.pid > 0 && kill(peer.pid, 0) != 0 && errno == ESRCH) {
+      lost += (lost.empty() ? "" : ", ") + std::to_string(i) + " (pid " + std::to_string(peer.pid) + ")";
+      if (first_lost < 0) first_lost = i;
+    }
+  }
+  std::string msg = r->what + " on rank " + std::to_string(c->rank) + " of " + std::to_string(c->size) +
+                    " did not complete within " + std::to_string(timeout_ms) + " ms: ";
+  if (!lost.empty()) {
+    msg += "lost rank " + lost + ": its process no longer exists";
+    mark_broken(RVL_COLL_STATUS_PEER_LOST, msg, first_lost);
+    return make_error(RVL_COLL_STATUS_PEER_LOST, msg, first_lost);
+  }
+  msg += r->peer >= 0 ? "rank " + std::to_string(r->peer) + " has not made the matching call"
+                      : "every peer process on this host is alive, so a rank has not made the matching call";
+  if (!remote.empty()) msg += " (ranks on other hosts, not checked: " + remote + ")";
+  return make_error(RVL_COLL_STATUS_TIMEOUT, msg, r->peer);
+}
+
+}  // namespace
+
+rvl_coll_error* request_test(rvl_coll_request* r, int32_t* done) {
+  if (!r || !done) return make_error(RVL_COLL_STATUS_INVALID_ARGUMENT, "request_test: NULL request or output");
+  test_once(r);
+  *done = r->done ? 1 : 0;
+  return r->done ? error_of(r) : nullptr;
+}
+
+rvl_coll_error* request_wait(rvl_coll_request* r, int64_t timeout_ms) {
+  if (!r) return make_error(RVL_COLL_STATUS_INVALID_ARGUMENT, "request_wait: NULL request");
+  if (timeout_ms < 0)
+    return make_error(RVL_COLL_STATUS_INVALID_ARGUMENT, "request_wait: negative timeout " + std::to_string(timeout_ms));
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  const auto deadline = start + std::chrono::milliseconds(timeout_ms);
+  auto nap = std::chrono::microseconds(20);
+  for (;;) {
+    test_once(r);
+    if (r->done) return error_of(r);
+    // A peer found lost by another wait: stop waiting for this one too.
+    if (process().broken.load()) return broken_error();
+    const auto now = clock::now();
+    if (now >= deadline) return deadline_error(r, timeout_ms);
+    if (now - start < std::chrono::microseconds(200)) {  // Note [Deadlines by polling]
+      sched_yield();
+      continue;
+    }
+    std::this_thread::sleep_for(std::min<clock::duration>(nap, deadline - now));
+    nap = std::min(nap * 2, std::chrono::microseconds(1000));
+  }
+}
+
+void request_free(rvl_coll_request* r) {
+  if (!r) return;
+  if (!r->done) {
+    // Abandoned: MPI may still write its buffers, and the ranks' sequences of collectives no
+    // longer match. Nothing on this communicator can be trusted again (collectives.h).
+    mark_broken(RVL_COLL_STATUS_TIMEOUT, "a pending " + r->what + " was abandoned (after a timeout)", r->error_rank);
+  }
+  if (r->comm) r->comm->pending.fetch_sub(1);
+  delete r;
+}
+
+}  // namespace mpi_plugin
