@@ -9,16 +9,8 @@
 #include <math.h>
 #include <string.h>
 
-struct rvl_emu_dim3 {
-  unsigned x, y, z;
-};
-struct rvl_emu_ctx {
-  rvl_emu_dim3 thread, block, grid_dim, block_dim;
-  int warp;
-  void (*sync)(void* team);
-  void* team;
-  void* exchange;  // 8 bytes per thread of the block
-};
+#include "emu_context.hpp"
+
 static thread_local const rvl_emu_ctx* rvl_emu_current;
 
 #define threadIdx (rvl_emu_current->thread)

@@ -1,7 +1,7 @@
 // CPU emulation of the HIP runtime subset (see emu_runtime.hpp).
 #include "emu_runtime.hpp"
 
-#include "emu_device.hpp"
+#include "emu_context.hpp"
 
 #include <dlfcn.h>
 #include <unistd.h>
