@@ -35,6 +35,7 @@ void register_contraction_cases();
 void register_fused_cases();
 void register_malformed_cases();
 void register_edge_cases();
+void register_peer_cases();  // ABI 1.5 buffer_copy_peer, between devices
 
 std::string dtype_str(int32_t dtype);
 std::string op_str(int32_t op);

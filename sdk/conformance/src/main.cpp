@@ -46,6 +46,7 @@ void register_all() {
   register_fused_cases();
   register_edge_cases();
   register_malformed_cases();
+  register_peer_cases();
 }
 
 }  // namespace
