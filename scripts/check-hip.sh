@@ -5,7 +5,9 @@
 #      (32-wide), compiled by hiprtc (sm_90 through NVRTC on request: RAVEL_HIP_CHECK_TARGETS);
 #   2. a slice of every conformance group run end to end on the CPU emulator (generated kernels
 #      compiled by the host compiler and executed), with 32- and 64-wide warps;
-#   3. DLPack through the core on the emulator (hip_dlpack): round trips as kDLROCM, and the
+#   3. two emulated devices (RAVEL_HIP_EMU_DEVICES=2): the peer-copy group (buffer_copy_peer,
+#      ABI 1.5) and a slice of cases on device 1;
+#   4. DLPack through the core on the emulator (hip_dlpack): round trips as kDLROCM, and the
 #      emulator standing in for an NVIDIA device exports kDLCUDA.
 # `--full` runs the whole conformance suite on the emulator instead of the slice (~10 minutes).
 # Without hiprtc and NVRTC the compile checks say so and are skipped; exit 0 then.
@@ -49,6 +51,10 @@ for warp in 32 64; do
   RAVEL_HIP_EMU_WARP=$warp "$conformance" "$emu" ${filter:+--filter "$filter"} --jobs "$jobs" \
     --json "$work/emulated-warp$warp.json" | tail -1 || status=1
 done
+echo "-- two emulated devices (RAVEL_HIP_EMU_DEVICES=2): peer copies both ways, and a slice on device 1"
+RAVEL_HIP_EMU_DEVICES=2 "$conformance" "$emu" --device 1 \
+  --filter '^(peer/|abi/|elementwise/ADD/f32|contractions/f32/17x17x3|reductions/SUM/f32/axes\{0\})' \
+  --jobs "$jobs" --json "$work/emulated-two-devices.json" | tail -1 || status=1
 echo "-- DLPack on the CPU emulator (kDLROCM; as an NVIDIA device, kDLCUDA)"
 dlpack_log="$work/dlpack.log"
 for target in "" "nvidia:sm_90:32"; do

@@ -34,7 +34,6 @@ struct EmuModule {
 
 namespace {
 
-std::atomic<uint64_t> g_used{0};
 std::mutex g_launch;  // one launch at a time: __shared__ memory is function-static
 
 uint64_t memory_limit() {
@@ -45,14 +44,48 @@ int warp_width() {
   const char* e = std::getenv("RAVEL_HIP_EMU_WARP");
   return e && std::atoi(e) == 64 ? 64 : 32;
 }
-// Allocation header: the size, so hipFree can give the bytes back to the budget.
-constexpr size_t kHeader = 256;
 
-// Live device blocks (user address -> bytes), so that rvl_hip_pointer_device can tell device
-// memory from host memory as hipPointerGetAttributes does on a GPU.
+// RAVEL_HIP_EMU_DEVICES=N (1..16, default 1): N emulated devices, each with its own memory budget
+// (RAVEL_HIP_EMU_MEMORY each), so the plugin's multi-device paths (peer copies, transfers between
+// devices, per-device streams) run in CI. A value that is not such a count makes
+// hipGetDeviceCount fail, and hipGetErrorString says why (the plugin's probe reports it).
+constexpr int kMaxDevices = 16;
+std::string& config_error() {
+  static auto* s = new std::string;  // never destroyed: read until unload
+  return *s;
+}
+int device_count() {
+  static const int n = [] {
+    const char* e = std::getenv("RAVEL_HIP_EMU_DEVICES");
+    if (!e || !*e) return 1;
+    const std::string v = e;
+    bool digits = v.size() <= 2;
+    for (char c : v) digits = digits && c >= '0' && c <= '9';
+    const int count = digits ? std::atoi(v.c_str()) : 0;
+    if (count < 1 || count > kMaxDevices) {
+      config_error() = "RAVEL_HIP_EMU_DEVICES='" + v + "' is not a device count: expected an integer from 1 to " +
+                       std::to_string(kMaxDevices);
+      return 0;
+    }
+    return count;
+  }();
+  return n;
+}
+thread_local int t_device = 0;  // hipSetDevice is per host thread, as in HIP
+std::atomic<uint64_t> g_used[kMaxDevices];
+
+// Allocation header: the size and the device, so hipFree can give the bytes back to its budget.
+constexpr size_t kHeader = 256;
+struct Header {
+  size_t bytes;
+  int device;
+};
+
+// Live device blocks (user address -> size and device), so that rvl_hip_pointer_device can tell
+// device memory from host memory, and whose it is, as hipPointerGetAttributes does on a GPU.
 std::mutex g_blocks_mu;
-std::map<uintptr_t, size_t>& blocks() {
-  static auto* b = new std::map<uintptr_t, size_t>;  // never destroyed: used until unload
+std::map<uintptr_t, Header>& blocks() {
+  static auto* b = new std::map<uintptr_t, Header>;  // never destroyed: used until unload
   return *b;
 }
 
@@ -71,13 +104,24 @@ const char* hipGetErrorName(hipError_t e) {
   }
   return "hipErrorUnknown";
 }
-const char* hipGetErrorString(hipError_t e) { return e == hipSuccess ? "no error" : "emulator error"; }
-hipError_t hipGetDeviceCount(int* n) { *n = 1; return hipSuccess; }
-hipError_t hipSetDevice(int d) { return d == 0 ? hipSuccess : hipErrorInvalidValue; }
+const char* hipGetErrorString(hipError_t e) {
+  if (e == hipSuccess) return "no error";
+  return device_count() == 0 ? config_error().c_str() : "emulator error";
+}
+hipError_t hipGetDeviceCount(int* n) {
+  *n = device_count();
+  return *n > 0 ? hipSuccess : hipErrorInvalidValue;
+}
+hipError_t hipSetDevice(int d) {
+  if (d < 0 || d >= device_count()) return hipErrorInvalidValue;
+  t_device = d;
+  return hipSuccess;
+}
 hipError_t hipGetDeviceProperties(hipDeviceProp_t* p, int d) {
-  if (d != 0) return hipErrorInvalidValue;
+  if (d < 0 || d >= device_count()) return hipErrorInvalidValue;
   std::memset(p, 0, sizeof *p);
-  std::snprintf(p->name, sizeof p->name, "CPU emulation of a HIP device");
+  if (device_count() == 1) std::snprintf(p->name, sizeof p->name, "CPU emulation of a HIP device");
+  else std::snprintf(p->name, sizeof p->name, "CPU emulation of a HIP device (%d of %d)", d, device_count());
   p->totalGlobalMem = memory_limit();
   p->multiProcessorCount = 1;
   p->warpSize = warp_width();
@@ -86,14 +130,16 @@ hipError_t hipGetDeviceProperties(hipDeviceProp_t* p, int d) {
 hipError_t hipDriverGetVersion(int* v) { *v = 0; return hipSuccess; }
 hipError_t hipRuntimeGetVersion(int* v) { *v = 0; return hipSuccess; }
 hipError_t hipMalloc(void** p, size_t n) {
-  if (g_used.load() + n > memory_limit()) return hipErrorOutOfMemory;
+  std::atomic<uint64_t>& used = g_used[t_device];
+  if (used.load() + n > memory_limit()) return hipErrorOutOfMemory;
   void* raw = std::aligned_alloc(256, kHeader + ((n + 255) / 256) * 256);
   if (!raw) return hipErrorOutOfMemory;
-  std::memcpy(raw, &n, sizeof n);
-  g_used += n;
+  const Header h{n, t_device};
+  std::memcpy(raw, &h, sizeof h);
+  used += n;
   *p = static_cast<char*>(raw) + kHeader;
   std::lock_guard<std::mutex> lock(g_blocks_mu);
-  blocks()[reinterpret_cast<uintptr_t>(*p)] = n;
+  blocks()[reinterpret_cast<uintptr_t>(*p)] = h;
   return hipSuccess;
 }
 hipError_t hipFree(void* p) {
@@ -103,15 +149,15 @@ hipError_t hipFree(void* p) {
     blocks().erase(reinterpret_cast<uintptr_t>(p));
   }
   char* raw = static_cast<char*>(p) - kHeader;
-  size_t n;
-  std::memcpy(&n, raw, sizeof n);
-  g_used -= n;
+  Header h;
+  std::memcpy(&h, raw, sizeof h);
+  g_used[h.device] -= h.bytes;
   std::free(raw);
   return hipSuccess;
 }
 hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total) {
   *total = memory_limit();
-  *free_bytes = *total - g_used.load();
+  *free_bytes = *total - g_used[t_device].load();
   return hipSuccess;
 }
 hipError_t hipHostMalloc(void** p, size_t n, unsigned) {
@@ -120,6 +166,13 @@ hipError_t hipHostMalloc(void** p, size_t n, unsigned) {
 }
 hipError_t hipHostFree(void* p) { std::free(p); return hipSuccess; }
 hipError_t hipMemcpyAsync(void* d, const void* s, size_t n, hipMemcpyKind, hipStream_t) {
+  if (n) std::memmove(d, s, n);
+  return hipSuccess;
+}
+// Every call is synchronous, so a copy between two devices is ordered with both devices' work.
+hipError_t hipMemcpyPeerAsync(void* d, int dst_device, const void* s, int src_device, size_t n, hipStream_t) {
+  if (dst_device < 0 || dst_device >= device_count() || src_device < 0 || src_device >= device_count())
+    return hipErrorInvalidValue;
   if (n) std::memmove(d, s, n);
   return hipSuccess;
 }
@@ -143,8 +196,8 @@ hipError_t rvl_hip_pointer_device(const void* p, int* device) {
   auto it = blocks().upper_bound(at);
   if (it == blocks().begin()) return hipErrorInvalidValue;
   --it;
-  if (at >= it->first + std::max<size_t>(it->second, 1)) return hipErrorInvalidValue;
-  *device = 0;
+  if (at >= it->first + std::max<size_t>(it->second.bytes, 1)) return hipErrorInvalidValue;
+  *device = it->second.device;
   return hipSuccess;
 }
 

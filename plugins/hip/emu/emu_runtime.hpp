@@ -1,6 +1,7 @@
 // The CPU emulation of the HIP runtime subset in runtime/hip_port.hpp (RAVEL_HIP_EMULATED).
 //
-// One device ("host"), memory from aligned_alloc, every call synchronous. Modules are shared
+// RAVEL_HIP_EMU_DEVICES (1..16, default 1) devices ("host"), memory from aligned_alloc, every
+// call synchronous. Modules are shared
 // objects built by rtc.cpp from the generated source with the host compiler and emu_device.hpp;
 // a launch runs every block on a team of host threads (one per GPU thread of the block).
 // RAVEL_HIP_EMU_WARP (default 32) sets the warp width, so the 64-wide wavefront paths of AMD
@@ -53,6 +54,7 @@ hipError_t hipMemGetInfo(size_t* free_bytes, size_t* total);
 hipError_t hipHostMalloc(void** p, size_t n, unsigned flags);
 hipError_t hipHostFree(void* p);
 hipError_t hipMemcpyAsync(void* d, const void* s, size_t n, hipMemcpyKind k, hipStream_t st);
+hipError_t hipMemcpyPeerAsync(void* d, int dst_device, const void* s, int src_device, size_t n, hipStream_t st);
 hipError_t hipMemsetAsync(void* d, int v, size_t n, hipStream_t st);
 hipError_t hipStreamCreateWithFlags(hipStream_t* s, unsigned f);
 hipError_t hipStreamDestroy(hipStream_t s);
@@ -71,7 +73,7 @@ hipError_t hipModuleLaunchKernel(hipFunction_t f, unsigned gx, unsigned gy, unsi
                                  unsigned by, unsigned bz, unsigned shared, hipStream_t s,
                                  void** params, void** extra);
 inline std::string rvl_hip_arch(const hipDeviceProp_t&) { return "host"; }
-// The device whose memory `p` points into (0: the emulator tracks its live hipMalloc blocks);
+// The device whose memory `p` points into (the emulator tracks its live hipMalloc blocks);
 // hipErrorInvalidValue for any other address, as for host memory on a real GPU.
 hipError_t rvl_hip_pointer_device(const void* p, int* device);
 

@@ -73,6 +73,9 @@ inline hipError_t hipMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKin
   return cudaMemcpyAsync(d, s, n, k, st);
 }
 inline hipError_t hipMemsetAsync(void* d, int v, size_t n, hipStream_t st) { return cudaMemsetAsync(d, v, n, st); }
+inline hipError_t hipMemcpyPeerAsync(void* d, int dd, const void* s, int sd, size_t n, hipStream_t st) {
+  return cudaMemcpyPeerAsync(d, dd, s, sd, n, st);
+}
 inline hipError_t hipStreamCreateWithFlags(hipStream_t* s, unsigned f) { return cudaStreamCreateWithFlags(s, f); }
 inline hipError_t hipStreamDestroy(hipStream_t s) { return cudaStreamDestroy(s); }
 inline hipError_t hipStreamSynchronize(hipStream_t s) { return cudaStreamSynchronize(s); }

@@ -9,6 +9,7 @@
 #include "execute.hpp"
 #include "kernels.hpp"
 #include "objects.hpp"
+#include "peer.hpp"
 #include "sharing.hpp"
 #include "staging.hpp"
 
@@ -236,14 +237,10 @@ rvl_error* buffer_copy(rvl_stream* stream, const rvl_buffer* src, uint64_t so, r
     check_range("buffer_copy source", so, n, s->size);
     check_range("buffer_copy destination", dof, n, d->size);
     if (n == 0) return;
-    if (s->device != d->device) {  // through the host (ABI v1 has no peer copies)
-      std::vector<char> tmp(n);
-      use_device(s->device);
-      staging().read(s->device, stream_on(stream, s->device, "buffer_copy"), tmp.data(),
-                     static_cast<char*>(s->data) + so, n);
-      use_device(d->device);
-      staging().write(d->device, nullptr, static_cast<char*>(d->data) + dof, tmp.data(), n);
-      check(hipStreamSynchronize(nullptr), "buffer_copy");
+    if (s->device != d->device) {  // a peer copy, with `stream` standing for its own device's side
+      rvl_stream* st = live_stream(stream, "buffer_copy");
+      copy_peer(st && st->device == s->device ? st : nullptr, s, so, st && st->device == d->device ? st : nullptr, d,
+                dof, n);
       return;
     }
     const hipStream_t st = stream_on(stream, d->device, "buffer_copy");
@@ -366,6 +363,12 @@ rvl_error* run_contraction(int32_t d, rvl_stream* s, const rvl_contraction* c) {
   return guard([&] { execute_contraction(d, s, c); });
 }
 
+// ABI 1.5 (peer.cpp, Note [Peer copies]).
+rvl_error* buffer_copy_peer(rvl_stream* ss, const rvl_buffer* src, uint64_t so, rvl_stream* ds, rvl_buffer* dst,
+                            uint64_t dof, uint64_t n) {
+  return guard([&] { copy_peer(ss, src, so, ds, dst, dof, n); });
+}
+
 rvl_error* synchronize(int32_t d) {
   return guard([&] {
     use_device(d);
@@ -405,6 +408,7 @@ constexpr rvl_backend_api make_table() {
   t.synchronize = synchronize;
   t.buffer_address = buffer_address;
   t.buffer_wrap = buffer_wrap;
+  t.buffer_copy_peer = buffer_copy_peer;
   return t;
 }
 constexpr rvl_backend_api kTable = make_table();
