@@ -65,7 +65,7 @@ ZECL_NO_FP64=1 ZECL_STRICT=1 conformance
 # list (LOGSUMEXP: the core then uses the max/exp-sum form), and of what conformance does not
 # exercise on a GPU (wrapping device memory: l0_dlpack tests it), are the same with fp64 on;
 # every other skip must be an f64 case.
-not_f64='(optional, since\|not exercised here\|does not list LOGSUMEXP'
+not_f64='(optional, since\|not exercised here\|does not list LOGSUMEXP\|peer copies need two'
 skips="$(grep '^ *skip' "$W/conformance.log" | grep -vc "$not_f64" || true)"
 others="$(grep '^ *skip' "$W/conformance.log" | grep -v "$not_f64" | grep -vc 'f64\|dtype 5' || true)"
 if [ "$skips" -eq 0 ] || [ "$others" -ne 0 ]; then
@@ -75,7 +75,11 @@ if [ "$skips" -eq 0 ] || [ "$others" -ne 0 ]; then
 fi
 echo "  ($skips cases skipped, all of them f64; optional ABI members and reductions the plugin leaves out, and wrapping device memory, are skipped too)"
 
-say "1d. unit tests: codegen, no driver, the test driver itself, mixed placement, DLPack"
+say "1d. two devices of one driver (ZECL_DEVICES=2): peer copies both ways, and a slice on device 1"
+ZECL_DEVICES=2 ZECL_STRICT=1 conformance --device 1 \
+  --filter '^(peer/|abi/|elementwise/ADD/f32|contractions/f32/17x17x3|reductions/SUM/f32/axes\{0\})'
+
+say "1e. unit tests: codegen, no driver, the test driver itself, mixed placement, DLPack"
 unit "$B/bin/l0_codegen"
 ZECL_STRICT=1 unit "$B/bin/l0_zecl"
 ZE_ENABLE_ALT_DRIVERS= unit "$B/bin/l0_no_driver"
@@ -83,7 +87,7 @@ ZECL_STRICT=1 unit "$B/bin/l0_placement"
 ZECL_NO_FP64=1 unit "$B/bin/l0_placement" --run_test=f64_is_refused_without_fp64
 ZECL_STRICT=1 unit "$B/bin/l0_dlpack"
 
-say "1e. makemore, 300 steps on every 8th word, on level_zero:0 and on tbb_cpu:0"
+say "1f. makemore, 300 steps on every 8th word, on level_zero:0 and on tbb_cpu:0"
 # Every 8th word of the dictionary: the final loss is evaluated over the whole training set, and
 # on PoCL that evaluation, not the training, dominates (131 s with all words, 33 s like this).
 awk 'NR % 8 == 0' /usr/share/dict/american-english > "$W/words.txt"

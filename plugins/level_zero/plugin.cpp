@@ -9,6 +9,7 @@
 
 #include "device.hpp"
 #include "kernels.hpp"
+#include "peer.hpp"
 #include "registry.hpp"
 #include "sharing.hpp"
 
@@ -400,6 +401,12 @@ rvl_error* execute_contraction(int32_t device, rvl_stream* stream, const rvl_con
   return guard([&] { rvl::l0::execute_contraction(device, stream, c); });
 }
 
+// ABI 1.5 (peer.cpp, Note [Peer copies on Level Zero]).
+rvl_error* buffer_copy_peer(rvl_stream* ss, const rvl_buffer* src, uint64_t so, rvl_stream* ds, rvl_buffer* dst,
+                            uint64_t dof, uint64_t n) {
+  return guard([&] { rvl::l0::copy_peer(ss, src, so, ds, dst, dof, n); });
+}
+
 rvl_error* synchronize(int32_t device) {
   return guard([&] { synchronize_device(device_state(device)); });
 }
@@ -436,6 +443,7 @@ constexpr rvl_backend_api make_table() {
   t.synchronize = synchronize;
   t.buffer_address = buffer_address;
   t.buffer_wrap = buffer_wrap;
+  t.buffer_copy_peer = buffer_copy_peer;
   return t;
 }
 

@@ -29,7 +29,7 @@ std::vector<int32_t> peers() {
     if (d != session().device) out.push_back(d);
   if (out.empty())
     throw Skip("the plugin has one device; peer copies need two (RAVEL_TBB_DEVICES, RAVEL_HIP_EMU_DEVICES, "
-               "RAVEL_ZECL_DEVICES give test devices)");
+               "ZECL_DEVICES give test devices)");
   return out;
 }
 

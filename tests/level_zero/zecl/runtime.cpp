@@ -1,5 +1,7 @@
 // zecl: initialisation, the driver and its one device, contexts and USM memory.
+#include <algorithm>
 #include <cstdio>
+#include <string>
 #include <cstdlib>
 #include <cstring>
 
@@ -9,7 +11,17 @@ namespace zecl {
 
 namespace {
 _ze_driver_handle_t g_driver;
-_ze_device_handle_t g_device;
+// ZECL_DEVICES=N (1..8, default 1): N devices of the one driver, all backed by the same PoCL
+// device and sharing its memory (SVM), so a client's multi-device paths (copies between devices
+// of one context, per-device queues) run in CI. Any other value makes zeInit fail (ZECL_DEBUG=1
+// says why).
+constexpr int kMaxDevices = 8;
+_ze_device_handle_t g_devices[kMaxDevices];
+int g_device_count = 1;
+int device_index(ze_device_handle_t d) {
+  const auto i = d - g_devices;
+  return i >= 0 && i < g_device_count ? static_cast<int>(i) : -1;
+}
 
 bool env_on(const char* name) {
   const char* v = std::getenv(name);
@@ -54,6 +66,15 @@ ze_result_t init(ze_init_flags_t) {
   s.strict = env_on("ZECL_STRICT");
   s.no_fp64 = env_on("ZECL_NO_FP64");
   s.debug = env_on("ZECL_DEBUG");
+  if (const char* v = std::getenv("ZECL_DEVICES"); v && *v) {
+    const std::string text = v;
+    const bool digits = text.size() == 1 && text[0] >= '1' && text[0] <= '0' + kMaxDevices;
+    if (!digits)
+      return log_error("ZECL_DEVICES='" + text + "' is not a device count: expected an integer from 1 to " +
+                       std::to_string(kMaxDevices)),
+             s.init_result;
+    g_device_count = text[0] - '0';
+  }
   cl_uint n = 0;
   if (clGetPlatformIDs(0, nullptr, &n) != CL_SUCCESS || n == 0)
     return log_error("no OpenCL platform"), s.init_result;
@@ -109,8 +130,14 @@ ze_result_t driver_ipc(ze_driver_handle_t, ze_driver_ipc_properties_t* p) {
 }
 
 ze_result_t device_get(ze_driver_handle_t, uint32_t* count, ze_device_handle_t* out) {
-  if (out && *count >= 1) out[0] = &g_device;
-  *count = 1;
+  if (!count) return ZE_RESULT_ERROR_INVALID_NULL_POINTER;
+  if (out) {
+    const uint32_t n = std::min<uint32_t>(*count, static_cast<uint32_t>(g_device_count));
+    for (uint32_t i = 0; i < n; ++i) out[i] = &g_devices[i];
+    *count = n;
+    return ZE_RESULT_SUCCESS;
+  }
+  *count = static_cast<uint32_t>(g_device_count);
   return ZE_RESULT_SUCCESS;
 }
 ze_result_t device_sub_devices(ze_device_handle_t, uint32_t* count, ze_device_handle_t*) {
@@ -123,7 +150,9 @@ T cl_info(cl_device_info what, T fallback) {
   clGetDeviceInfo(state().dev, what, sizeof v, &v, nullptr);
   return v;
 }
-ze_result_t device_properties(ze_device_handle_t, ze_device_properties_t* p) {
+ze_result_t device_properties(ze_device_handle_t d, ze_device_properties_t* p) {
+  const int index = device_index(d);
+  if (index < 0) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
   p->type = ZE_DEVICE_TYPE_GPU;  // what a GPU backend looks for
   p->vendorId = 0;               // not Intel: no architecture is claimed
   p->deviceId = 0;
@@ -142,8 +171,12 @@ ze_result_t device_properties(ze_device_handle_t, ze_device_properties_t* p) {
   p->timestampValidBits = 64;
   p->kernelTimestampValidBits = 64;
   std::memset(p->uuid.id, 0, sizeof p->uuid.id);
-  std::snprintf(p->name, sizeof p->name, "zecl test device (PoCL CPU%s)",
-                state().no_fp64 ? ", no fp64" : "");
+  p->uuid.id[0] = static_cast<uint8_t>(index + 1);  // distinct devices have distinct UUIDs
+  if (g_device_count == 1)
+    std::snprintf(p->name, sizeof p->name, "zecl test device (PoCL CPU%s)", state().no_fp64 ? ", no fp64" : "");
+  else
+    std::snprintf(p->name, sizeof p->name, "zecl test device %d of %d (PoCL CPU%s)", index, g_device_count,
+                  state().no_fp64 ? ", no fp64" : "");
   return ZE_RESULT_SUCCESS;
 }
 ze_result_t device_compute(ze_device_handle_t, ze_device_compute_properties_t* p) {
@@ -217,8 +250,14 @@ ze_result_t svm_alloc(ze_context_handle_t ctx, ze_memory_type_t kind, size_t siz
   return ZE_RESULT_SUCCESS;
 }
 ze_result_t mem_device(ze_context_handle_t c, const ze_device_mem_alloc_desc_t*, size_t size,
-                       size_t align, ze_device_handle_t, void** out) {
-  return svm_alloc(c, ZE_MEMORY_TYPE_DEVICE, size, align, out);
+                       size_t align, ze_device_handle_t d, void** out) {
+  if (device_index(d) < 0) return ZE_RESULT_ERROR_INVALID_NULL_HANDLE;
+  const ze_result_t r = svm_alloc(c, ZE_MEMORY_TYPE_DEVICE, size, align, out);
+  if (r == ZE_RESULT_SUCCESS) {
+    std::lock_guard<std::recursive_mutex> lock(state().mu);
+    state().alloc_device[reinterpret_cast<uintptr_t>(*out)] = d;
+  }
+  return r;
 }
 ze_result_t mem_host(ze_context_handle_t c, const ze_host_mem_alloc_desc_t*, size_t size, size_t align,
                      void** out) {
@@ -239,6 +278,7 @@ ze_result_t mem_free(ze_context_handle_t, void* p) {
   clFinish(s.queue);
   clSVMFree(s.ctx, p);
   s.alloc_kind.erase(it->first);
+  s.alloc_device.erase(it->first);
   s.allocs.erase(it);
   return ZE_RESULT_SUCCESS;
 }
@@ -253,7 +293,12 @@ ze_result_t mem_properties(ze_context_handle_t c, const void* p, ze_memory_alloc
   props->type = ours ? it->second.second : ZE_MEMORY_TYPE_UNKNOWN;
   props->id = base;
   props->pageSize = 4096;
-  if (dev) *dev = ours && props->type != ZE_MEMORY_TYPE_HOST ? &g_device : nullptr;
+  if (dev) {
+    auto owner = s.alloc_device.find(base);
+    *dev = !ours || props->type == ZE_MEMORY_TYPE_HOST ? nullptr
+           : owner != s.alloc_device.end()             ? owner->second
+                                                       : &g_devices[0];  // shared memory: the first device
+  }
   return ZE_RESULT_SUCCESS;
 }
 ze_result_t mem_range(ze_context_handle_t c, const void* p, void** base, size_t* size) {

@@ -14,6 +14,8 @@
 //   ZECL_NO_FP64=1   the device reports no fp64 and refuses modules declaring Float64, like
 //                    Arc (DG2) and Xe-LP GPUs.
 //   ZECL_DEBUG=1     prints why a call failed.
+//   ZECL_DEVICES=N   N devices (1..8, default 1) of the one driver, all on the same PoCL device and
+//                    its memory: the client's multi-device paths (copies between devices) run.
 //   ZECL_LLVM_SPIRV  the translator (default llvm-spirv-14).
 // Always on: every pointer a kernel receives and every copy range must lie inside a live
 // allocation (or, for copies, in ordinary host memory); unset kernel arguments, unknown kernel
@@ -79,6 +81,7 @@ struct State {
   // base -> the context it was allocated in and its USM kind, so zeMemGetAllocProperties answers
   // as a real driver: UNKNOWN for memory of another context (the plugin's buffer_wrap test).
   std::map<uintptr_t, std::pair<ze_context_handle_t, ze_memory_type_t>> alloc_kind;
+  std::map<uintptr_t, ze_device_handle_t> alloc_device;  // device memory: the device it was allocated on
   std::vector<CommandList*> immediate_lists;  // for strict-mode flushing
 };
 State& state();
