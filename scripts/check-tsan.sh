@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ThreadSanitizer run of the threading tests (tests/runtime/test_threads.cpp; the contract is
-# Note [Threads] in core/src/graph/node.hpp). Builds only what they need — the core, the oneTBB
-# plugin and the test — in BUILD_DIR (default build-tsan), and runs them with the kernel cache on
-# and off. Called by scripts/test.sh.
+# Note [Threads] in core/src/graph/node.hpp) and of tbb_cpu's device queues (tests/multidevice).
+# Builds only what they need — the core, the oneTBB plugin and the tests — in BUILD_DIR (default
+# build-tsan), and runs the threading tests with the kernel cache on and off. Called by
+# scripts/test.sh.
 #
 # Debian's libtbb is not instrumented, so TSan cannot see the synchronisation inside oneTBB's
 # scheduler and would report its workers' writes as races. The run is pinned to one CPU
@@ -15,11 +16,15 @@ B="${1:-build-tsan}"
 jobs="$(nproc)"
 cmake -S . -B "$B" -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-O1 -g1" -DCMAKE_CXX_FLAGS="-O1 -g1" \
   -DRAVEL_TSAN=ON -DRAVEL_BUILD_BENCH=OFF -DRAVEL_HIP_PLATFORM=OFF -DRAVEL_LEVEL_ZERO=OFF >/dev/null
-cmake --build "$B" -j"$jobs" --target runtime_threads ravel_backend_tbb_cpu
+cmake --build "$B" -j"$jobs" --target runtime_threads ravel_backend_tbb_cpu multidevice_abi
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1"
 for cache in 1 0; do
   echo "tsan: runtime_threads, kernel cache $cache"
   RAVEL_CONFIG= RAVEL_PLUGIN_PATH= RAVEL_KERNEL_CACHE=$cache taskset -c 0 \
     "$B/bin/runtime_threads" --report_level=short
 done
+# tbb_cpu with several devices: queues, peer copies that wait for each other, events across
+# devices, errors of queued work, shutdown with work queued (tests/multidevice, Note [Device queues]).
+echo "tsan: multidevice_abi"
+taskset -c 0 "$B/bin/multidevice_abi" --report_level=short
 echo "tsan: no data races reported"

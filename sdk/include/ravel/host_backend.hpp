@@ -42,7 +42,7 @@
 //                                              after the device, stream and initialisation checks.
 // and, with no default (they are what makes the plugin itself):
 //   const char* name, version, description     what get_info reports (static constexpr members)
-//   int32_t probe_score                        probe's score; higher wins (tbb_cpu is 10)
+//   int32_t probe_score                        probe's score; higher wins (tbb_cpu reports 10)
 //   void  describe_device(rvl_device_properties* out)
 //                                              sets out->name (set_device_name),
 //                                              out->compute_units and, optionally, arch/details
