@@ -107,7 +107,8 @@ rvl_error* buffer_allocate(int32_t device, uint64_t bytes, rvl_buffer** out) {
     Device& d = device_at(device);
     if (out == nullptr) rvl::invalid("buffer_allocate: output pointer is NULL");
     if (!reserve(d, bytes)) {
-      synchronize_device(d);  // frees still queued give their bytes back first
+      if (d.queue) d.queue->drain();  // frees still queued give their bytes back first (an
+                                      // asynchronous error stays for the next synchronisation)
       if (!reserve(d, bytes)) out_of_memory(d, bytes);
     }
     void* data = bytes ? block_cache().allocate(bytes) : nullptr;
