@@ -25,6 +25,7 @@
 #include "ravel/device.hpp"
 #include "ravel/dtype.hpp"
 #include "ravel/error.hpp"
+#include "ravel/sharding.hpp"
 
 namespace ravel {
 
@@ -138,6 +139,20 @@ class Tensor {
   // The same values on `device` (a graph node: the copy runs when a consumer is realized);
   // itself if already there. Like torch.Tensor.to(device). DeviceError for an unknown device.
   Tensor to(const Device& device) const;
+
+  // ---- many devices (ravel/sharding.hpp, docs/sharding.md) ------------------------------------
+  // This tensor split along `axis` over `devices` (distinct, at least one), as jax.device_put
+  // with a NamedSharding or tinygrad's Tensor.shard: every later op runs part by part. Sizes
+  // that do not divide are split as numpy.array_split. A sharded tensor is re-split (the core
+  // moves what has to move). DeviceError for an unknown or repeated device.
+  Tensor shard(const std::vector<Device>& devices, int64_t axis = 0) const;
+  // The whole tensor on every device of `devices` (parameters of data-parallel training).
+  Tensor replicate(const std::vector<Device>& devices) const;
+  // How this tensor is spread over devices; empty for a tensor on one device. device() of a
+  // sharded tensor is the first device of its mesh; to(device) gathers it there.
+  std::optional<Sharding> sharding() const;
+  // Its per-device parts in mesh order (each a tensor on one device); {*this} when not sharded.
+  std::vector<Tensor> shards() const;
 
   // ---- elementwise primitives -------------------------------------------------------------
   // Any elementwise primitive of the op table (RVL_OP_LIST in <ravel/backend.h>) by its ABI
@@ -253,6 +268,7 @@ class Tensor {
 
  private:
   void read_into(void* dst, DType as) const;
+  Tensor& assign_sharded(const Tensor& value);
   const detail::Node& n() const;
   std::shared_ptr<detail::Node> node_;
 };

@@ -6,6 +6,7 @@
 #include "autodiff/rules.hpp"
 #include "ravel/autodiff.hpp"
 #include "tensor/internal.hpp"
+#include "tensor/sharded.hpp"
 
 namespace ravel {
 
@@ -47,6 +48,7 @@ std::vector<Tensor> gradients(const Tensor& output, const std::vector<Tensor>& i
   for (const auto& x : inputs) {
     check_defined(x, "gradients");
     targets.insert(x.node().get());
+    for (const auto& p : parts_of(x)) targets.insert(p.node().get());  // Note [Sharded gradients]
   }
   for (const auto& n : order) {  // sources come first in post-order
     bool r = targets.count(n.get()) > 0;
@@ -76,6 +78,13 @@ std::vector<Tensor> gradients(const Tensor& output, const std::vector<Tensor>& i
   }
   std::vector<Tensor> out;
   for (const auto& x : inputs) {
+    if (is_multi(x) && x.node() != output.node()) {
+      out.push_back(sharded_gradient(x, [&](const Tensor& part) {
+        auto a = adjoint.find(part.node().get());
+        return a != adjoint.end() ? a->second : Tensor();
+      }));
+      continue;
+    }
     auto a = adjoint.find(x.node().get());
     out.push_back(a != adjoint.end() && x.node() != output.node() ? a->second
                   : x.node() == output.node() ? cot.cast(x.dtype()) : Tensor::zeros_like(x));

@@ -8,6 +8,7 @@
 
 #include "tensor/custom_vjp.hpp"
 #include "tensor/internal.hpp"
+#include "tensor/sharded.hpp"
 
 namespace ravel::detail {
 
@@ -176,7 +177,8 @@ std::vector<Tensor> movement_rule(const NodePtr& n, const Tensor& g) {
 std::vector<NodePtr> diff_inputs(const Node& n) {
   if (n.detached) return {};  // made under a NoGradGuard
   switch (n.kind) {
-    case NodeKind::Alu: case NodeKind::Reduce: case NodeKind::Copy: case NodeKind::Transfer: return n.srcs;
+    case NodeKind::Alu: case NodeKind::Reduce: case NodeKind::Copy: case NodeKind::Transfer:
+    case NodeKind::Multi: return n.srcs;
     case NodeKind::View:
       if (n.move == MoveOp::Custom) return n.custom_inputs;
       return n.move == MoveOp::StopGradient ? std::vector<NodePtr>{} : std::vector<NodePtr>{n.parent};
@@ -191,6 +193,7 @@ std::vector<Tensor> vjp_rule(const NodePtr& n, const Tensor& g) {
     case NodeKind::Reduce: return reduce_rule(n, g);
     case NodeKind::Copy: return {g};
     case NodeKind::Transfer: return {g.to(n->srcs[0]->device)};  // the gradient goes back
+    case NodeKind::Multi: return split_cotangent(n, g);  // Note [Sharded gradients]
     case NodeKind::View: return movement_rule(n, g);
     case NodeKind::Buffer: case NodeKind::Const: return {};
   }

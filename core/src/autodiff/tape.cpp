@@ -8,6 +8,7 @@
 #include "graph/grad_mode.hpp"
 #include "ravel/autodiff.hpp"
 #include "tensor/internal.hpp"
+#include "tensor/sharded.hpp"
 
 namespace ravel {
 
@@ -43,6 +44,12 @@ bool grad_enabled() { return grad_mode_enabled(); }
 Tensor& Tensor::requires_grad_(bool on) {
   check_defined(*this, "requires_grad_");
   RAVEL_CHECK(!on || is_float(dtype()), DTypeError, "requires_grad_ needs a float tensor, got ", dtype_name(dtype()));
+  if (is_multi(*this)) {  // every part becomes a leaf (Note [Sharded gradients])
+    std::vector<Tensor> parts = parts_of(*this);
+    for (auto& p : parts) p.requires_grad_(on);
+    node_ = make_multi(std::move(parts), layout_of(*this)).node();
+    return *this;
+  }
   if (node_->kind != NodeKind::Buffer) node_ = realized_leaf(*this);
   node_->requires_grad = on;
   return *this;
@@ -77,12 +84,23 @@ void Tensor::backward(const Tensor& cotangent) const {
 
 Tensor Tensor::grad() const {
   check_defined(*this, "grad");
+  if (is_multi(*this)) {  // assembled from the parts' gradients (Note [Sharded gradients])
+    bool any = false;
+    std::vector<Tensor> parts = parts_of(*this);
+    for (const auto& p : parts) any = any || p.grad().defined();
+    if (!any) return Tensor();
+    return sharded_gradient(*this, [](const Tensor& p) { return p.grad(); });
+  }
   std::lock_guard<std::mutex> lock(grad_mutex());
   return node_->grad ? Tensor(node_->grad) : Tensor();
 }
 
 void Tensor::zero_grad() {
   check_defined(*this, "zero_grad");
+  if (is_multi(*this)) {
+    for (auto p : parts_of(*this)) p.zero_grad();
+    return;
+  }
   NodePtr old;  // released after the lock: dropping a gradient may free a whole graph
   std::lock_guard<std::mutex> lock(grad_mutex());
   old = std::move(node_->grad);

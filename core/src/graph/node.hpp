@@ -13,6 +13,11 @@
 //           been made explicit with expand views)
 //   Reduce  a reduction of srcs[0] over `axes`, keeping them as size 1
 //   Transfer srcs[0] (contiguous, on another device) copied to `device` (Tensor::to)
+//   Multi   a tensor spread over several devices (Note [Sharded tensors] in
+//           tensor/sharded.hpp): srcs are its per-device parts, in mesh order; `shard_axis` is
+//           the axis they split (-1: each part is a full replica) and `shard_bounds` where each
+//           part starts and ends along it. Never scheduled: every op on a Multi node is built
+//           part by part, so kernels only ever see single-device nodes.
 // Every node except Buffer is hash-consed (Note [Hash-consing] in node.cpp): building the same op
 // on the same sources twice yields the same node, so shared work is computed once.
 #pragma once
@@ -35,7 +40,7 @@ class DeviceBuffer;
 class Node;
 using NodePtr = std::shared_ptr<Node>;
 
-enum class NodeKind : uint8_t { Buffer, Const, View, Copy, Alu, Reduce, Transfer };
+enum class NodeKind : uint8_t { Buffer, Const, View, Copy, Alu, Reduce, Transfer, Multi };
 
 // The movement op that made a View node. Identity and StopGradient are unique (never
 // hash-consed) aliases: Identity marks a function argument for autodiff (so grad(f)(x, x)
@@ -78,6 +83,9 @@ class Node {
   std::vector<NodePtr> custom_inputs;
   std::shared_ptr<const CustomRule> custom_rule;
   Scalar value;                  // Const only
+  int32_t shard_axis = -1;       // Multi only: the split axis, -1 when the parts are replicas
+  // Multi only, when split: n + 1 offsets along shard_axis; part i holds [b[i], b[i + 1]).
+  std::vector<int64_t> shard_bounds;
   uint64_t id = 0;               // unique, increasing: creation order
   size_t hash = 0;
 

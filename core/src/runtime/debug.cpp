@@ -18,6 +18,7 @@ const char* node_label(const Node& n) {
     case NodeKind::Reduce: return reduce_name(n.reduce);
     case NodeKind::Copy: return "copy";
     case NodeKind::Transfer: return "transfer";
+    case NodeKind::Multi: return "multi";
     case NodeKind::Buffer: case NodeKind::Const: case NodeKind::View: return "view";
   }
   return "?";

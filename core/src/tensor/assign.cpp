@@ -1,5 +1,6 @@
 // Tensor::assign (optimizer updates and state) and the realized leaves it makes.
 #include "tensor/internal.hpp"
+#include "tensor/sharded.hpp"
 
 namespace ravel {
 
@@ -19,8 +20,31 @@ NodePtr realized_leaf(const Tensor& t) {
 
 }  // namespace detail
 
+// A sharded tensor keeps its layout: the value is brought to it (a one-device tensor assigned to
+// a sharded one is scattered, a sharded value assigned to a one-device tensor is gathered), and
+// each part keeps its own autodiff state.
+Tensor& Tensor::assign_sharded(const Tensor& value) {
+  if (defined() && !is_multi(*this)) return assign(value.to(device()));
+  if (!defined()) {
+    std::vector<Tensor> parts = parts_of(value);
+    for (auto& p : parts) p = Tensor(realized_leaf(p));
+    node_ = make_multi(std::move(parts), layout_of(value)).node();
+    return *this;
+  }
+  RAVEL_CHECK(value.shape() == shape(), ShapeError, "assign: value of shape ", shape_str(value.shape()),
+              " does not match the tensor's shape ", shape_str(shape()));
+  const Layout l = layout_of(*this);
+  std::vector<Tensor> parts = parts_of(*this);
+  std::vector<Tensor> values = parts_in(value.cast(dtype()), l, shape());
+  ravel::realize(values);  // one scheduling pass for every part
+  for (size_t i = 0; i < parts.size(); ++i) parts[i].assign(values[i]);
+  node_ = make_multi(std::move(parts), l).node();
+  return *this;
+}
+
 Tensor& Tensor::assign(const Tensor& value) {
   check_defined(value, "assign");
+  if (is_multi(value) || (defined() && is_multi(*this))) return assign_sharded(value);
   if (!defined()) {  // an undefined tensor (e.g. a fresh optimizer state) takes value as is
     node_ = realized_leaf(value);
     return *this;

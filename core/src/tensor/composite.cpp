@@ -88,7 +88,7 @@ std::vector<Tensor> tanh_vjp(const std::vector<Tensor>& in, const Tensor&, const
 }  // namespace
 
 Tensor Tensor::sigmoid() const {
-  static const auto rule = std::make_shared<const CustomRule>(CustomRule{"sigmoid", sigmoid_vjp});
+  static const auto rule = std::make_shared<const CustomRule>(CustomRule{"sigmoid", sigmoid_vjp, true});
   Tensor x = as_float(*this);
   Tensor pos = x.ge(zeros_like(x));
   Tensor e = where(pos, x.neg(), x).exp();  // e^-|x| in (0, 1]
@@ -97,7 +97,7 @@ Tensor Tensor::sigmoid() const {
 }
 
 Tensor Tensor::tanh() const {
-  static const auto rule = std::make_shared<const CustomRule>(CustomRule{"tanh", tanh_vjp});
+  static const auto rule = std::make_shared<const CustomRule>(CustomRule{"tanh", tanh_vjp, true});
   Tensor x = as_float(*this);
   Tensor pos = x.ge(zeros_like(x));
   Tensor e = where(pos, x.neg(), x).mul(scalar_like(x, 2.0)).exp();  // e^-2|x| in (0, 1]
@@ -118,7 +118,7 @@ std::vector<Tensor> relu_vjp(const std::vector<Tensor>&, const Tensor& y, const 
 }  // namespace
 
 Tensor Tensor::relu() const {
-  static const auto rule = std::make_shared<const CustomRule>(CustomRule{"relu", relu_vjp});
+  static const auto rule = std::make_shared<const CustomRule>(CustomRule{"relu", relu_vjp, true});
   return with_custom_vjp(where(le(zeros_like(*this)), zeros_like(*this), *this), {*this}, rule);
 }
 Tensor Tensor::abs() const {

@@ -2,12 +2,16 @@
 
 #include "graph/grad_mode.hpp"
 #include "tensor/internal.hpp"
+#include "tensor/sharded.hpp"
 
 namespace ravel::detail {
+
+Tensor sharded_custom_vjp(const Tensor& y, const std::vector<Tensor>& inputs, std::shared_ptr<const CustomRule> rule);
 
 Tensor with_custom_vjp(const Tensor& y, const std::vector<Tensor>& inputs, std::shared_ptr<const CustomRule> rule) {
   check_defined(y, rule->name.c_str());
   if (!grad_mode_enabled()) return y;
+  if (is_multi(y) || any_multi(inputs)) return sharded_custom_vjp(y, inputs, rule);
   Node proto = alias_proto(y, MoveOp::Custom);
   for (const auto& x : inputs) {
     check_defined(x, rule->name.c_str());
@@ -15,6 +19,29 @@ Tensor with_custom_vjp(const Tensor& y, const std::vector<Tensor>& inputs, std::
   }
   proto.custom_rule = std::move(rule);
   return Tensor(make_unique_node(std::move(proto)));
+}
+
+// Note [Sharded custom derivatives]
+// An elementwise rule (tanh, sigmoid, relu: the output's element depends on the inputs' elements
+// at the same index) holds part by part, so each part gets the rule on its own slices. Any other
+// rule (a user's custom_vjp may reduce or mix elements) cannot be split safely: the result then
+// keeps no custom rule and is differentiated through the primitives that computed it, which is
+// the same derivative, only computed the long way.
+Tensor sharded_custom_vjp(const Tensor& y, const std::vector<Tensor>& inputs, std::shared_ptr<const CustomRule> rule) {
+  bool same_shape = true;
+  for (const auto& x : inputs) same_shape = same_shape && x.shape() == y.shape();
+  if (!rule->elementwise || !same_shape || !is_multi(y)) return y;
+  const Layout l = layout_of(y);
+  const std::vector<Tensor> ys = parts_of(y);
+  std::vector<std::vector<Tensor>> xs;
+  for (const auto& x : inputs) xs.push_back(parts_in(x, l, y.shape()));
+  std::vector<Tensor> outs;
+  for (size_t i = 0; i < ys.size(); ++i) {
+    std::vector<Tensor> ins;
+    for (const auto& x : xs) ins.push_back(x[i]);
+    outs.push_back(with_custom_vjp(ys[i], ins, rule));
+  }
+  return make_multi(std::move(outs), l);
 }
 
 std::vector<Tensor> apply_custom_vjp(const NodePtr& n, const Tensor& g) {

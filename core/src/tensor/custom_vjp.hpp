@@ -28,6 +28,10 @@ struct CustomRule {
   // (inputs, output, cotangent) -> one gradient per input; the same type as ravel::VjpRule
   // (ravel/autodiff.hpp, a later layer than this one).
   std::function<std::vector<Tensor>(const std::vector<Tensor>&, const Tensor&, const Tensor&)> vjp;
+  // The rule is elementwise (element i of the output depends only on element i of inputs of the
+  // output's shape), so it also holds part by part on sharded tensors (Note [Sharded custom
+  // derivatives] in custom_vjp.cpp).
+  bool elementwise = false;
 };
 
 // y with `rule` as its derivative with respect to `inputs` (float tensors y was computed from).

@@ -6,6 +6,7 @@
 #include "graph/engine.hpp"
 #include "graph/grad_mode.hpp"
 #include "tensor/internal.hpp"
+#include "tensor/sharded.hpp"
 
 namespace ravel {
 
@@ -242,6 +243,7 @@ Tensor Tensor::flatten(int64_t start, int64_t end) const {
 Tensor Tensor::to(const Device& dev) const {
   check_defined(*this, "to");
   engine().check_device(dev);  // unknown devices fail here, naming the available ones
+  if (is_multi(*this)) return multi_to(*this, dev);  // a gather (Note [Sharded tensors])
   if (device() == dev) return *this;
   // A broadcast constant (zeros, full, ...) is remade on the target device: nothing to copy.
   const Node& base = *base_of(*this);
@@ -266,6 +268,7 @@ Tensor Tensor::to(const Device& dev) const {
 
 Tensor Tensor::contiguous() const {
   check_defined(*this, "contiguous");
+  if (is_multi(*this)) return multi_contiguous(*this);
   return node()->kind == NodeKind::View ? copy_of(*this) : *this;
 }
 

@@ -4,6 +4,7 @@
 
 #include "graph/engine.hpp"
 #include "tensor/internal.hpp"
+#include "tensor/sharded.hpp"
 
 namespace ravel {
 
@@ -11,7 +12,7 @@ using namespace detail;
 
 const Tensor& Tensor::realize() const {
   check_defined(*this, "realize");
-  engine().realize({node_});
+  ravel::realize({*this});
   return *this;
 }
 
@@ -19,7 +20,7 @@ void realize(const std::vector<Tensor>& tensors) {
   std::vector<NodePtr> nodes;
   for (const auto& t : tensors) {
     check_defined(t, "realize");
-    nodes.push_back(t.node());
+    for (const auto& p : parts_of(t)) nodes.push_back(p.node());  // a sharded tensor: every part
   }
   engine().realize(nodes);
 }
@@ -27,11 +28,14 @@ void realize(const std::vector<Tensor>& tensors) {
 bool Tensor::is_realized() const {
   check_defined(*this, "is_realized");
   std::lock_guard<std::recursive_mutex> lock(buffer_mutex());  // Note [Threads]
-  return resolve(node_).base->buffer != nullptr;
+  for (const auto& p : parts_of(*this))
+    if (!resolve(p.node()).base->buffer) return false;
+  return true;
 }
 
 void Tensor::read_into(void* dst, DType as) const {
   check_defined(*this, "read");
+  if (is_multi(*this)) return multi_to(*this, device()).read_into(dst, as);  // gathered on the first device
   Tensor t = cast(as);
   if (t.numel() == 0) return;
   if (!view_of(t).is_contiguous()) t = t.contiguous();  // a copy kernel gathers the view

@@ -5,6 +5,7 @@
 #include "graph/engine.hpp"
 #include "graph/grad_mode.hpp"
 #include "tensor/internal.hpp"
+#include "tensor/sharded.hpp"
 
 namespace ravel {
 
@@ -91,6 +92,7 @@ const char* move_name(MoveOp op) {
 }  // namespace
 
 Tensor make_view(const Tensor& t, MoveOp op, std::vector<int64_t> args, StridedView view) {
+  if (is_multi(t)) return multi_view(t, op, args);  // Note [Sharded tensors]
   // Note [Checked sizes]: every movement op's result shape is checked here, whatever the op
   // checked itself (an expand of a scalar to {1<<40, 1<<40} is refused, not numel() == 0).
   checked_bytes(view.shape, static_cast<int64_t>(dtype_size(t.dtype())), move_name(op));
@@ -129,9 +131,13 @@ Node alias_proto(const Tensor& t, MoveOp op) {
   return proto;
 }
 
-Tensor make_alias(const Tensor& t, MoveOp op) { return Tensor(make_unique_node(alias_proto(t, op))); }
+Tensor make_alias(const Tensor& t, MoveOp op) {
+  if (is_multi(t)) return multi_alias(t, op);  // Note [Sharded tensors]
+  return Tensor(make_unique_node(alias_proto(t, op)));
+}
 
 Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
+  if (any_multi(srcs)) return multi_alu(op, srcs, out);  // Note [Sharded tensors]
   Node proto;
   proto.kind = NodeKind::Alu;
   // Note [No-grad nodes]: under a NoGradGuard a node is marked detached (part of its hash-cons
@@ -160,6 +166,7 @@ Tensor make_alu(AluOp op, std::vector<Tensor> srcs, DType out) {
 namespace {
 // A Reduce node over `axes` (kept as size 1) of t, with result dtype `out`.
 Tensor reduce_node(ReduceOp op, const Tensor& t, uint32_t axes, DType out) {
+  if (is_multi(t)) return multi_reduce(op, t, axes, out);  // Note [Sharded tensors]
   Node proto;
   proto.kind = NodeKind::Reduce;
   proto.detached = !grad_mode_enabled();  // Note [No-grad nodes]

@@ -1,0 +1,221 @@
+// Collectives between the parts of a sharded tensor, and the public sharding API
+// (ravel/sharding.hpp). Every collective is a composition of Transfer nodes and ordinary ops.
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "graph/engine.hpp"
+#include "tensor/internal.hpp"
+#include "tensor/sharded.hpp"
+
+namespace ravel {
+
+using namespace detail;
+
+namespace detail {
+
+namespace {
+
+// Two partial results combined elementwise, in the order (a, b).
+Tensor combine2(const Tensor& a, const Tensor& b, ReduceOp op, bool min) {
+  switch (op) {
+    case ReduceOp::Sum: return a.add(b);
+    case ReduceOp::Prod: return a.mul(b);
+    case ReduceOp::Max: return min ? a.minimum(b) : a.maximum(b);
+    case ReduceOp::LogSumExp: {
+      // log(e^a + e^b) = m + log(e^(a-m) + e^(b-m)) with m = max(a, b); m itself where m is
+      // infinite (both -inf, or one +inf), where the formula would give NaN.
+      Tensor m = a.maximum(b);
+      Tensor r = m + ((a - m).exp() + (b - m).exp()).log();
+      return Tensor::where(m.abs() == INFINITY, m, r);
+    }
+  }
+  throw InternalError("combine2: unknown reduction");
+}
+
+// All parts folded on `device` in mesh order (the same order on every device, so that replicas
+// of a floating-point sum are bitwise equal).
+Tensor fold_on(const std::vector<Tensor>& parts, const Device& device, ReduceOp op, bool min) {
+  Tensor acc = parts[0].to(device);
+  for (size_t j = 1; j < parts.size(); ++j) acc = combine2(acc, parts[j].to(device), op, min);
+  return acc;
+}
+
+// Above this many elements a combine over more than two devices goes in chunks (tinygrad's
+// threshold for its ring all-reduce): below it, latency dominates and one step is best.
+constexpr int64_t kChunkedElements = 256 * 1024;
+
+}  // namespace
+
+std::vector<Tensor> combine_across(const std::vector<Tensor>& parts, ReduceOp op, bool min) {
+  const size_t n = parts.size();
+  std::vector<Device> devices;
+  for (const auto& p : parts) devices.push_back(p.device());
+  std::vector<Tensor> out;
+  const int64_t elems = parts[0].numel();
+  if (elems == 0) {
+    for (const auto& d : devices) out.push_back(Tensor::zeros(parts[0].shape(), parts[0].dtype(), d));
+    return out;
+  }
+  if (n <= 2 || elems < kChunkedElements) {
+    for (const auto& d : devices) out.push_back(fold_on(parts, d, op, min));
+    return out;
+  }
+  // Reduce-scatter then all-gather: device k reduces chunk k of every part, then every device
+  // collects the reduced chunks. Each device sends and receives (n-1)/n of the data twice, the
+  // same bytes per link as a ring, with no chain of n-1 dependent steps (the mesh of host or
+  // NVLink-switched devices is fully connected; docs/sharding.md).
+  const std::vector<int64_t> b = even_bounds(elems, n);
+  std::vector<Tensor> flat;
+  for (const auto& p : parts) flat.push_back(p.reshape({elems}));
+  std::vector<Tensor> reduced;
+  for (size_t k = 0; k < n; ++k) {
+    std::vector<Tensor> chunk;
+    for (const auto& f : flat) chunk.push_back(f.shrink({{b[k], b[k + 1]}}));
+    reduced.push_back(fold_on(chunk, devices[k], op, min));
+  }
+  for (const auto& d : devices) {
+    out.push_back(join(reduced, 0, {elems}, d).reshape(parts[0].shape()));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+std::string Sharding::str() const {
+  std::ostringstream os;
+  if (!axis) {
+    os << "replicated over ";
+    for (size_t i = 0; i < devices.size(); ++i) os << (i ? ", " : "") << devices[i].str();
+    return os.str();
+  }
+  os << "split axis " << *axis << " over ";
+  for (size_t i = 0; i < devices.size(); ++i)
+    os << (i ? ", " : "") << devices[i].str() << " [" << bounds[i] << ", " << bounds[i + 1] << ")";
+  return os.str();
+}
+
+namespace {
+
+void check_mesh(const std::vector<Device>& devices, const char* op) {
+  RAVEL_CHECK(!devices.empty(), DeviceError, op, ": expected at least one device in the mesh, got none");
+  std::set<std::string> seen;
+  for (const auto& d : devices) {
+    engine().check_device(d);  // unknown devices fail here, naming the available ones
+    RAVEL_CHECK(seen.insert(d.str()).second, DeviceError, op, ": device ", d.str(),
+                " appears twice in the mesh (expected distinct devices)");
+  }
+}
+
+ReduceOp reduce_of(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::Sum: return ReduceOp::Sum;
+    case CollectiveOp::Prod: return ReduceOp::Prod;
+    case CollectiveOp::Max: case CollectiveOp::Min: return ReduceOp::Max;
+  }
+  return ReduceOp::Sum;
+}
+
+// The per-device values of t: its parts, which must all have one shape.
+std::vector<Tensor> device_values(const Tensor& t, const char* op) {
+  check_defined(t, op);
+  std::vector<Tensor> parts = parts_of(t);
+  for (const auto& p : parts)
+    RAVEL_CHECK(p.shape() == parts[0].shape(), ShapeError, op, ": the parts of a tensor ",
+                t.sharding() ? t.sharding()->str() : std::string("on one device"), " differ in shape (",
+                shape_str(parts[0].shape()), " and ", shape_str(p.shape()), "); expected axis ",
+                layout_of(t).axis, " of size ", t.shape()[layout_of(t).axis], " to divide evenly by ", parts.size(),
+                " devices");
+  return parts;
+}
+
+}  // namespace
+
+Tensor Tensor::shard(const std::vector<Device>& devices, int64_t axis) const {
+  check_defined(*this, "shard");
+  check_mesh(devices, "shard");
+  const auto a = static_cast<int32_t>(normalize_axis(axis, ndim(), "shard"));
+  if (devices.size() == 1) return to(devices[0]);
+  const Layout l{devices, a, even_bounds(shape()[a], devices.size())};
+  return make_multi(parts_in(*this, l, shape()), l);
+}
+
+Tensor Tensor::replicate(const std::vector<Device>& devices) const {
+  check_defined(*this, "replicate");
+  check_mesh(devices, "replicate");
+  if (devices.size() == 1) return to(devices[0]);
+  const Layout l{devices, -1, {}};
+  return make_multi(parts_in(*this, l, shape()), l);
+}
+
+std::optional<Sharding> Tensor::sharding() const {
+  check_defined(*this, "sharding");
+  if (!is_multi(*this)) return std::nullopt;
+  const Layout l = layout_of(*this);
+  Sharding s;
+  s.devices = l.devices;
+  if (l.axis >= 0) s.axis = l.axis, s.bounds = l.bounds;
+  return s;
+}
+
+std::vector<Tensor> Tensor::shards() const {
+  check_defined(*this, "shards");
+  return parts_of(*this);
+}
+
+Tensor all_reduce(const Tensor& t, CollectiveOp op) {
+  std::vector<Tensor> parts = device_values(t, "all_reduce");
+  if (parts.size() == 1) return parts[0];
+  std::vector<Tensor> r = combine_across(parts, reduce_of(op), op == CollectiveOp::Min);
+  return make_multi(std::move(r), Layout{layout_of(t).devices, -1, {}});
+}
+
+Tensor all_gather(const Tensor& t) {
+  check_defined(t, "all_gather");
+  return gathered(t);
+}
+
+Tensor reduce_scatter(const Tensor& t, CollectiveOp op) {
+  std::vector<Tensor> parts = device_values(t, "reduce_scatter");
+  if (parts.size() == 1) return parts[0];
+  const Layout l = layout_of(t);
+  const int32_t axis = l.axis >= 0 ? l.axis : 0;
+  RAVEL_CHECK(parts[0].ndim() > 0, ShapeError, "reduce_scatter: a scalar cannot be split");
+  // Part k of the result: slice k of every device's value, reduced on device k.
+  const std::vector<int64_t> b = even_bounds(parts[0].shape()[axis], parts.size());
+  std::vector<Tensor> outs;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    std::vector<std::pair<int64_t, int64_t>> r;
+    for (int64_t d = 0; d < parts[0].ndim(); ++d) r.emplace_back(d == axis ? b[k] : 0, d == axis ? b[k + 1] : parts[0].shape()[d]);
+    Tensor acc;
+    for (const auto& p : parts) {
+      Tensor slice = p.shrink(r).to(l.devices[k]);
+      acc = !acc.defined() ? slice
+            : op == CollectiveOp::Sum ? acc.add(slice)
+            : op == CollectiveOp::Prod ? acc.mul(slice)
+            : op == CollectiveOp::Max ? acc.maximum(slice) : acc.minimum(slice);
+    }
+    outs.push_back(acc);
+  }
+  return make_multi(std::move(outs), Layout{l.devices, axis, b});
+}
+
+Tensor reduce(const Tensor& t, const Device& device, CollectiveOp op) {
+  std::vector<Tensor> parts = device_values(t, "reduce");
+  engine().check_device(device);
+  Tensor acc;
+  for (const auto& p : parts) {
+    Tensor v = p.to(device);
+    acc = !acc.defined() ? v
+          : op == CollectiveOp::Sum ? acc.add(v)
+          : op == CollectiveOp::Prod ? acc.mul(v)
+          : op == CollectiveOp::Max ? acc.maximum(v) : acc.minimum(v);
+  }
+  return acc;
+}
+
+Tensor broadcast(const Tensor& t, const std::vector<Device>& devices) { return t.replicate(devices); }
+Tensor scatter(const Tensor& t, const std::vector<Device>& devices, int64_t axis) { return t.shard(devices, axis); }
+Tensor gather(const Tensor& t, const Device& device) { return t.to(device); }
+
+}  // namespace ravel

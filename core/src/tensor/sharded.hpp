@@ -1,0 +1,80 @@
+// Sharded tensors: Multi nodes and how every op propagates over them.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "graph/node.hpp"
+#include "ravel/tensor.hpp"
+
+namespace ravel::detail {
+
+// Note [Sharded tensors]
+// A tensor on several devices is a Multi node (graph/node.hpp) over one ordinary node per device,
+// as tinygrad's MultiLazyBuffer: a *bundle*, never scheduled. Every op on a bundle is built part
+// by part (the chokepoints make_alu, make_view, make_alias, reduce_node, copy, to and
+// with_custom_vjp call the functions below when an operand is a Multi), so the scheduler,
+// the executor, Jit capture and the backends only ever see single-device nodes joined by
+// Transfer nodes: the only op that moves data between devices, as the seed specification has it.
+// The rules, which are the seed's and DTensor's:
+//   - elementwise: the result is split like the first split operand (replicas otherwise); every
+//     other operand is brought to that layout: a replica or a one-device tensor is cut locally
+//     (shrink, then a copy to the part's device), an operand split differently is gathered first;
+//   - permute follows the axis; reshape keeps the split where every part boundary survives
+//     (splitting or merging axes around it), else gathers to replicas; pad grows the first and
+//     last parts, shrink cuts each part (parts may become empty); expand shifts the axis; flip or
+//     a strided slice of the split axis gathers first;
+//   - a reduction that keeps the split axis runs per part; one over it reduces each part and then
+//     combines the partial results across devices (all_reduce), leaving replicas.
+// Why bundles rather than a device tuple on every node: the single-device graph, its fusion,
+// kernels and derivative rules stay exactly as they are; sharding costs nothing where unused.
+
+bool is_multi(const Tensor& t);
+bool any_multi(const std::vector<Tensor>& ts);
+// The parts of a Multi in mesh order (each on one device); {t} for any other tensor.
+std::vector<Tensor> parts_of(const Tensor& t);
+
+// Where a bundle's parts live and how they split: axis -1 means replicas.
+struct Layout {
+  std::vector<Device> devices;
+  int32_t axis = -1;
+  std::vector<int64_t> bounds;  // n + 1 offsets when split
+  bool operator==(const Layout&) const = default;
+};
+Layout layout_of(const Tensor& t);
+// numpy.array_split's bounds of `size` over n parts.
+std::vector<int64_t> even_bounds(int64_t size, size_t n);
+// A bundle of `parts` (one per device, distinct devices) split as `layout` says.
+Tensor make_multi(std::vector<Tensor> parts, const Layout& layout);
+// t (any tensor of shape `global`) brought to `layout`: one tensor per device of the layout.
+std::vector<Tensor> parts_in(const Tensor& t, const Layout& layout, const Shape& global);
+// Parts laid end to end along `axis` into one tensor of shape `whole` on `device`. Exact for
+// every value (where, not addition: -0.0 and NaN payloads survive a gather bit for bit).
+Tensor join(const std::vector<Tensor>& parts, int64_t axis, const Shape& whole, const Device& device);
+// A bundle brought to replicas on its own mesh (all-gather where split).
+Tensor gathered(const Tensor& t);
+
+// The propagation rules, called by the single-device chokepoints when an operand is a Multi.
+Tensor multi_alu(AluOp op, const std::vector<Tensor>& srcs, DType out);
+Tensor multi_view(const Tensor& t, MoveOp op, const std::vector<int64_t>& args);
+Tensor multi_alias(const Tensor& t, MoveOp op);
+Tensor multi_reduce(ReduceOp op, const Tensor& t, uint32_t axes, DType out);
+Tensor multi_to(const Tensor& t, const Device& device);
+Tensor multi_contiguous(const Tensor& t);
+
+// The parts combined elementwise across devices by `op` (partial reductions, all_reduce), one
+// result per device of `devices` (parts[i] lives on devices[i]), all equal: replicas.
+std::vector<Tensor> combine_across(const std::vector<Tensor>& parts, ReduceOp op, bool min = false);
+
+// Note [Sharded gradients]
+// Autodiff runs on the single-device graph. A bundle's derivative rule hands each part its slice
+// of the cotangent; for replicas only the first replica receives it (the replicas are one value,
+// so the cotangent counts once; the others get none). The gradient *with respect to* a bundle is
+// assembled from its parts' gradients (autodiff/backprop.cpp): split like the bundle, and for
+// replicas the sum over replicas, which is the all-reduce of data-parallel training.
+std::vector<Tensor> split_cotangent(const NodePtr& multi, const Tensor& g);
+// The gradient with respect to bundle x from the gradients of its parts (`part_gradient` gives
+// an undefined tensor for a part no gradient reached: zeros).
+Tensor sharded_gradient(const Tensor& x, const std::function<Tensor(const Tensor&)>& part_gradient);
+
+}  // namespace ravel::detail
