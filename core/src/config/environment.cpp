@@ -19,6 +19,12 @@ Environment read_environment() {
   e.debug = get("RAVEL_DEBUG");
   e.kernel_cache = get("RAVEL_KERNEL_CACHE");
   e.log_plugins = get("RAVEL_LOG_PLUGINS");
+  e.dist_timeout = get("RAVEL_DIST_TIMEOUT_S");
+  e.communicator = get("RAVEL_COMMUNICATOR");
+  e.ompi_size = get("OMPI_COMM_WORLD_SIZE");
+  e.ompi_rank = get("OMPI_COMM_WORLD_RANK");
+  e.pmi_size = get("PMI_SIZE");
+  e.pmi_rank = get("PMI_RANK");
   return e;
 }
 

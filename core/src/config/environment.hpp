@@ -14,6 +14,12 @@ struct Environment {
   std::string debug;         // RAVEL_DEBUG: 1 prints every kernel, 2 also the graph cut
   std::string kernel_cache;  // RAVEL_KERNEL_CACHE: 0 disables the kernel cache
   std::string log_plugins;   // RAVEL_LOG_PLUGINS: non-empty prints every skipped plugin
+  // Distributed runs (core/src/distributed, docs/distributed.md): read by distributed::init.
+  std::string dist_timeout;  // RAVEL_DIST_TIMEOUT_S: seconds any wait on another rank may take
+  std::string communicator;  // RAVEL_COMMUNICATOR: the communicator plugin to use, by name
+  // What a launcher sets: Open MPI's mpirun (OMPI_COMM_WORLD_SIZE/RANK), PMI (PMI_SIZE/RANK:
+  // Slurm's srun, MPICH's hydra).
+  std::string ompi_size, ompi_rank, pmi_size, pmi_rank;
 };
 
 // Unset and empty variables both read as "".

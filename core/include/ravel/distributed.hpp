@@ -1,0 +1,130 @@
+// ravel::distributed — several processes ("ranks") computing together: collectives on tensors
+// and data-parallel training (PyTorch's torch.distributed + DDP, over communicator plugins:
+// sdk/include/ravel/collectives.h). docs/distributed.md has the guide.
+//
+//   ravel::distributed::init();   // under mpirun: joins its world; otherwise a world of one
+//   Tensor total = ravel::distributed::all_reduce(x);                  // the sum over the ranks
+//   ravel::distributed::DataParallel ddp(model.parameters());          // broadcast from rank 0
+//   auto grads = ddp.reduce_gradients(local_grads, 1.0 / world_size()); // averaged, in buckets
+//
+// Every collective must be called by every rank in the same order with matching tensors (same
+// dtype and shape; reduce_scatter: the same leading size). Before each one the ranks exchange a
+// small header (kind, dtype, shape), so a mismatch is the same typed error (ShapeError,
+// DTypeError, ValueError) on every rank, naming both ranks' arguments, instead of a hang or
+// garbage. Every wait on another rank has a deadline (Options::timeout, RAVEL_DIST_TIMEOUT_S):
+// a rank that never arrives is a TimeoutError, one whose process is gone a PeerLostError naming
+// it. After either the world is broken (every later collective fails at once) and the process
+// should exit with a non-zero status; finalize() then skips MPI_Finalize, which would wait for
+// the lost rank (docs/distributed.md, "Exit after a failure").
+//
+// Collectives run eagerly: the tensor is realized, staged through host memory, communicated, and
+// the result uploaded to the tensor's device. They are not graph nodes, so a Jit captures the
+// code before and after one, not the collective (docs/distributed.md says how makemore does it).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "ravel/error.hpp"
+#include "ravel/tensor.hpp"
+
+namespace ravel::distributed {
+
+// Communication failed. rank() is this process's rank, peer() the rank to blame (-1: unknown).
+class CommunicationError : public DeviceError {
+ public:
+  CommunicationError(const std::string& what, int rank, int peer) : DeviceError(what), rank_(rank), peer_(peer) {}
+  int rank() const { return rank_; }
+  int peer() const { return peer_; }
+
+ private:
+  int rank_, peer_;
+};
+// A deadline passed: a rank did not make the matching call in time.
+class TimeoutError : public CommunicationError { using CommunicationError::CommunicationError; };
+// A rank is known to be gone (its process no longer exists); peer() names it.
+class PeerLostError : public CommunicationError { using CommunicationError::CommunicationError; };
+
+enum class ReduceOp { Sum, Prod, Max, Min };  // bool: Sum/Max are or, Prod/Min and
+
+struct Options {
+  // Every wait on another rank (collectives, start-up, shut-down). RAVEL_DIST_TIMEOUT_S, when
+  // set, overrides the default but not a value set here explicitly (see init).
+  std::chrono::milliseconds timeout{60000};
+  // Exchange a header (kind, dtype, shape) before each collective to catch mismatched calls.
+  bool check_arguments = true;
+};
+
+struct World {
+  int rank = 0, size = 1;
+  std::string communicator = "none";  // the plugin's name, "none" for a world of one
+  std::string version;                // the plugin's version string
+  std::string launcher;               // "mpirun (OMPI_COMM_WORLD_SIZE=2)", "" without one
+  std::chrono::milliseconds timeout{60000};
+};
+
+// Joins the world a launcher set up (finding the communicator plugin in the runtime's plugin
+// search paths), or makes a world of one when no launcher environment exists (no plugin is
+// needed then). Idempotent: later calls return the same world. PluginError when a launcher is
+// there but no communicator plugin could be loaded (naming each one found and why);
+// CommunicationError/TimeoutError when joining fails.
+const World& init(const Options& options = {});
+bool initialized();
+int rank();        // init() if needed
+int world_size();  // init() if needed
+// Shuts the communicator down (the MPI plugin calls MPI_Finalize after a barrier under the
+// deadline; not after a failure). Runs at exit on its own; explicit calls are for tests.
+void finalize();
+
+// The reduction of `t` over all ranks, on every rank (same shape, dtype and device as t).
+Tensor all_reduce(const Tensor& t, ReduceOp op = ReduceOp::Sum);
+// Every rank's `t` concatenated along axis 0 in rank order ([size * n, ...]; a scalar gives [size]).
+Tensor all_gather(const Tensor& t);
+// `t`'s axis 0 (divisible by the world size) in size blocks; rank r gets the reduction of block r.
+Tensor reduce_scatter(const Tensor& t, ReduceOp op = ReduceOp::Sum);
+// Rank `root`'s `t` on every rank (every rank passes a tensor of the same shape and dtype).
+Tensor broadcast(const Tensor& t, int root = 0);
+// Returns once every rank has called it.
+void barrier();
+
+// A communicator plugin as ravel-info lists it.
+struct CommunicatorRecord {
+  std::string path, name, version, status;  // status: "ok", or why it was skipped
+  bool loaded = false;     // the plugin loaded and passed the checks
+  bool available = false;  // its probe found a launcher environment
+  uint32_t abi_major = 0, abi_minor = 0;
+};
+// Every communicator plugin (libravel_comm_*.so) in the runtime's plugin search paths, loaded
+// and probed but not started; a plugin that fails to load is listed with the reason.
+std::vector<CommunicatorRecord> find_communicators();
+
+// Data parallelism as PyTorch's DDP does it: the same model on every rank, parameters
+// broadcast from rank 0 at the start, gradients reduced over the ranks in buckets of
+// bucket_bytes (DDP's 25 MiB default). Each bucket's all-reduce is started as soon as the bucket
+// is staged, so the staging of the next bucket overlaps it; the gradients themselves are computed
+// before (Ravel's backward is one lazy graph, not a per-parameter hook: docs/distributed.md).
+struct DataParallelConfig {
+  size_t bucket_bytes = size_t{25} << 20;
+};
+class DataParallel {
+ public:
+  using Config = DataParallelConfig;
+  // Broadcasts every parameter from rank 0 (assign), so all ranks start equal.
+  explicit DataParallel(std::vector<Tensor*> parameters, Config config = {});
+
+  // sum over ranks of grads[i] * scale, for every i (any dtypes and shapes, the same on every
+  // rank); scale 1 / world_size() averages. One header exchange checks all of them at once.
+  std::vector<Tensor> reduce_gradients(const std::vector<Tensor>& grads, double scale) const;
+  // Replaces each parameter's grad() by its average over the ranks (for use with nn optimizers).
+  void average_gradients();
+  int buckets_last_call() const { return buckets_; }
+
+ private:
+  std::vector<Tensor*> params_;
+  Config config_;
+  mutable int buckets_ = 0;
+};
+
+}  // namespace ravel::distributed

@@ -1,0 +1,114 @@
+// DataParallel: training split over the ranks equals the single-process run on the global
+// batch. Every rank also runs the single-process reference itself (it has all the data), so the
+// comparison needs no communication and no stored results.
+#include "ravel/distributed.hpp"
+#include "ravel/ravel.hpp"
+#include "test_support.hpp"
+
+namespace dist = ravel::distributed;
+namespace nn = ravel::nn;
+using ravel::Tensor;
+
+namespace {
+
+constexpr int64_t kBatch = 8, kIn = 4, kHidden = 8, kOut = 3;
+constexpr double kLr = 0.1;
+
+struct Mlp {
+  nn::Linear a, b;
+  explicit Mlp(uint64_t seed) : a(kIn, kHidden, seed), b(kHidden, kOut, seed + 1) {}
+  Tensor operator()(const Tensor& x) const { return b(a(x).tanh()); }
+  std::vector<Tensor*> parameters() { return {&a.weight, &a.bias, &b.weight, &b.bias}; }
+};
+
+Tensor batch_x(int step) { return Tensor::randn({kBatch, kIn}, 100 + step); }
+Tensor batch_y(int step) {
+  std::vector<int64_t> y(kBatch);
+  for (int64_t i = 0; i < kBatch; ++i) y[i] = (i * 5 + step) % kOut;
+  return Tensor::from_vector(y, {kBatch});
+}
+
+// One SGD step of `m` on rows [lo, hi) of the global batch; the loss is scaled by the shard's
+// share of the batch, so the sum of the ranks' gradients is the global batch's mean gradient.
+std::vector<Tensor> shard_gradients(Mlp& m, int step, int64_t lo, int64_t hi) {
+  for (Tensor* p : m.parameters()) p->zero_grad();
+  Tensor x = batch_x(step).slice(0, lo, hi), y = batch_y(step).slice(0, lo, hi);
+  Tensor loss = nn::cross_entropy(m(x), y) * (double(hi - lo) / kBatch);
+  loss.backward();
+  std::vector<Tensor> g;
+  for (Tensor* p : m.parameters()) g.push_back(p->grad());
+  return g;
+}
+
+void sgd_update(Mlp& m, const std::vector<Tensor>& grads) {
+  ravel::NoGradGuard no_grad;
+  auto ps = m.parameters();
+  for (size_t i = 0; i < ps.size(); ++i) ps[i]->assign(*ps[i] - grads[i] * kLr);
+}
+
+double max_difference(Mlp& a, Mlp& b) {
+  double worst = 0;
+  auto pa = a.parameters(), pb = b.parameters();
+  for (size_t i = 0; i < pa.size(); ++i) {
+    auto va = pa[i]->to_vector<double>(), vb = pb[i]->to_vector<double>();
+    for (size_t k = 0; k < va.size(); ++k) worst = std::max(worst, std::abs(va[k] - vb[k]));
+  }
+  return worst;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(distributed_data_parallel)
+
+BOOST_AUTO_TEST_CASE(data_parallel_training_equals_the_single_process_run) {
+  const int size = dist::world_size(), me = dist::rank();
+  for (size_t bucket_bytes : {size_t{25} << 20, size_t{64}}) {  // one bucket; one per tensor or so
+    Mlp reference(7);
+    Mlp model(7 + 10 * me);  // different on every rank until DataParallel broadcasts rank 0's
+    dist::DataParallel ddp(model.parameters(), dist::DataParallel::Config{bucket_bytes});
+    BOOST_TEST(max_difference(model, reference) == 0.0);
+    const int64_t lo = kBatch * me / size, hi = kBatch * (me + 1) / size;
+    for (int step = 0; step < 5; ++step) {
+      sgd_update(reference, shard_gradients(reference, step, 0, kBatch));
+      sgd_update(model, ddp.reduce_gradients(shard_gradients(model, step, lo, hi), 1.0));
+    }
+    BOOST_TEST_MESSAGE("bucket_bytes " << bucket_bytes << ": " << ddp.buckets_last_call() << " buckets");
+    if (size > 1) BOOST_TEST(ddp.buckets_last_call() >= (bucket_bytes == 64 ? 3 : 1));
+    BOOST_TEST(max_difference(model, reference) < 1e-5);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(average_gradients_feeds_an_nn_optimizer) {
+  const int size = dist::world_size(), me = dist::rank();
+  if (kBatch % size != 0) return;
+  Mlp reference(3), model(3);
+  dist::DataParallel ddp(model.parameters());
+  nn::SGD ref_opt(reference.parameters(), kLr), opt(model.parameters(), kLr);
+  const int64_t n = kBatch / size;
+  for (int step = 0; step < 3; ++step) {
+    ref_opt.zero_grad();
+    nn::cross_entropy(reference(batch_x(step)), batch_y(step)).backward();
+    ref_opt.step();
+    opt.zero_grad();  // each rank: the mean over its shard; DDP averages the shards' gradients
+    nn::cross_entropy(model(batch_x(step).slice(0, me * n, (me + 1) * n)), batch_y(step).slice(0, me * n, (me + 1) * n))
+        .backward();
+    ddp.average_gradients();
+    opt.step();
+  }
+  BOOST_TEST(max_difference(model, reference) < 1e-5);
+}
+
+BOOST_AUTO_TEST_CASE(mismatched_gradient_lists_are_a_typed_error_on_every_rank) {
+  const int size = dist::world_size(), me = dist::rank();
+  if (size == 1) return;
+  Mlp model(1);
+  dist::DataParallel ddp(model.parameters());
+  std::vector<Tensor> grads{Tensor::ones({2, 2}), Tensor::ones({3})};
+  if (me == size - 1) grads.pop_back();  // one rank has a gradient fewer
+  BOOST_CHECK_THROW(ddp.reduce_gradients(grads, 1.0), ravel::ValueError);
+  if (me == size - 1) grads.push_back(Tensor::ones({4}));  // the same count, another shape
+  BOOST_CHECK_THROW(ddp.reduce_gradients(grads, 1.0), ravel::ShapeError);
+  dist::barrier();
+}
+
+BOOST_AUTO_TEST_SUITE_END()
