@@ -4,7 +4,9 @@
 #   2. builds sdk/template and examples/consumer out of tree with find_package(Ravel) against it;
 #   3. runs the installed ravel-conformance on the installed tbb_cpu plugin and on the template;
 #   4. runs the consumer with no RAVEL_* variables (the installed core finds its plugins).
-# Usage: scripts/check-sdk.sh BUILD_DIR   (a configured and built Ravel build directory)
+# Usage: scripts/check-sdk.sh BUILD_DIR [PREFIX]   (a configured and built Ravel build directory;
+# PREFIX: install there, as the README's `cmake --install build --prefix /opt/ravel`, instead of
+# a temporary prefix)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${1:?usage: scripts/check-sdk.sh BUILD_DIR}"
@@ -12,14 +14,14 @@ build="${1:?usage: scripts/check-sdk.sh BUILD_DIR}"
 jobs="$(nproc)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/ravel-sdk-check.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-prefix="$work/prefix"
+prefix="${2:-$work/prefix}"
 fail() { echo "check-sdk: FAILED: $*" >&2; exit 1; }
 
 # Nothing from the environment may help the installed core find plugins.
 for v in $(env | grep -o '^RAVEL_[A-Z_]*' || true); do unset "$v"; done
 
 echo "-- install into $prefix"
-cmake --install "$build" --prefix "$prefix" >/dev/null || fail "cmake --install"
+cmake --install "$build" --prefix "$prefix" >/dev/null || fail "cmake --install $build --prefix $prefix"
 for f in include/ravel/ravel.hpp include/ravel/backend.h include/ravel/backend.hpp \
          lib/libravel_core.so lib/ravel/plugins/libravel_backend_tbb_cpu.so \
          bin/ravel-conformance bin/ravel-info lib/cmake/Ravel/RavelConfig.cmake \

@@ -9,14 +9,17 @@ jobs="$(nproc)"
 
 start=$(date +%s)
 stage() { echo "== [$(( $(date +%s) - start )) s] $*"; }
-stage "Release build and tests (build/)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD=ON >/dev/null
-cmake --build build -j"$jobs"
+stage "Release build and tests (build/): the README's build command, exactly as written there"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"$(nproc)"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 if [ -x scripts/check-sdk.sh ]; then
-  stage "SDK: install, out-of-tree template plugin and consumer, conformance"
-  ./scripts/check-sdk.sh build
+  # The README's install command as written (root: /opt/ravel), then the SDK's out-of-tree users
+  # against that very prefix; without root, a scratch prefix.
+  prefix=/opt/ravel
+  [ "$(id -u)" -eq 0 ] || prefix=""
+  stage "SDK: the README's install (${prefix:-a scratch prefix}), out-of-tree template plugin and consumer, conformance"
+  ./scripts/check-sdk.sh build $prefix
 fi
 
 # Backend-specific checks that need their own toolchains (scripts/check-<backend>.sh build).
@@ -26,6 +29,18 @@ for check in scripts/check-hip.sh scripts/check-level-zero.sh; do
     "$check" build
   fi
 done
+
+# The configuration scripts/gpu-check.sh builds on the lent NVIDIA machine (the HIP backend's
+# NVIDIA flavour, plain), built here up to what needs a GPU, wherever a CUDA toolkit is installed:
+# a GPU run must never be the first to find that it does not build.
+if command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; then
+  stage "NVIDIA flavour, configured and built as scripts/gpu-check.sh does (build-nvidia/)"
+  cmake -S . -B build-nvidia -DCMAKE_BUILD_TYPE=Release -DCUDAToolkit_ROOT=/usr/local/cuda \
+    -DRAVEL_HIP_PLATFORM=NVIDIA -DRAVEL_LEVEL_ZERO=OFF >/dev/null
+  cmake --build build-nvidia -j"$jobs"
+else
+  echo "-- NVIDIA flavour (scripts/gpu-check.sh's build): skipped, no CUDA toolkit (nvcc) on this machine"
+fi
 
 stage "ThreadSanitizer: the threading tests (build-tsan/, scripts/check-tsan.sh)"
 ./scripts/check-tsan.sh build-tsan
