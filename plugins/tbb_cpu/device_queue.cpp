@@ -7,8 +7,8 @@
 
 namespace tbbcpu {
 
-DeviceQueue::DeviceQueue(int32_t device, int threads)
-    : device_(device), arena_(threads > 0 ? threads : 1), worker_([this] { run(); }) {}
+DeviceQueue::DeviceQueue(int32_t device, tbb::task_arena* arena)
+    : device_(device), arena_(arena), worker_([this] { run(); }) {}
 
 DeviceQueue::~DeviceQueue() {
   {
@@ -95,7 +95,8 @@ void DeviceQueue::run() {
     tasks_.pop_front();
     lock.unlock();
     try {
-      arena_.execute([&] { task(); });
+      if (arena_) arena_->execute([&] { task(); });
+      else task();
     } catch (const rvl::Error& e) {
       record(e.code(), e.what());
     } catch (const std::bad_alloc&) {

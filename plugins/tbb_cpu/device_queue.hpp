@@ -41,8 +41,9 @@ class DeviceQueue {
  public:
   using Task = std::function<void()>;
 
-  // Starts the worker; `threads` (>= 1) is the arena's max_concurrency.
-  DeviceQueue(int32_t device, int threads);
+  // Starts the worker, which runs every task inside `arena` (the device's share of the cores),
+  // or in its own default arena when `arena` is NULL (one device: all the cores).
+  DeviceQueue(int32_t device, tbb::task_arena* arena);
   ~DeviceQueue();
   DeviceQueue(const DeviceQueue&) = delete;
   DeviceQueue& operator=(const DeviceQueue&) = delete;
@@ -57,19 +58,13 @@ class DeviceQueue {
   void drain() { wait(last_ticket()); }
   // Throws (rvl::Error) the first error a task raised since the last take_error, clearing it.
   void take_error();
-  // Runs fn() inside the arena on the calling thread (the same cores as the queue's tasks).
-  template <class Fn>
-  void execute(Fn&& fn) {
-    arena_.execute(std::forward<Fn>(fn));
-  }
-
  private:
   void run();
   uint64_t push_locked(Task&& task);
   void record(rvl_status code, const std::string& message);
 
   const int32_t device_;
-  tbb::task_arena arena_;
+  tbb::task_arena* const arena_;
   std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
   std::deque<Task> tasks_;

@@ -6,8 +6,8 @@
 // the configuration until shutdown() (a test may change the variable and initialise again).
 // Each device has
 //  - a share of the cores: max(1, cores / N) threads, a oneTBB task_arena of that concurrency in
-//    which all the device's kernels run (with N = 1 no arena: kernels run on the calling thread
-//    and the global arena, exactly as before devices existed);
+//    which all the device's kernels run, queued or not (with N = 1 no arena: kernels run on the
+//    calling thread and the global arena, exactly as before devices existed);
 //  - its own memory accounting: memory_bytes = physical memory / N, a counter of the bytes its
 //    live buffers hold (allocation beyond the share is OUT_OF_MEMORY), both in the properties;
 //  - an in-order queue (Note [Device queues]) when execution is asynchronous: by default when
@@ -46,8 +46,9 @@ struct Device {
   int32_t index = 0;
   int threads = 1;
   uint64_t memory_limit = 0;
-  std::atomic<uint64_t> used{0};       // bytes held by live buffers (as requested)
-  std::unique_ptr<DeviceQueue> queue;  // NULL: synchronous
+  std::atomic<uint64_t> used{0};             // bytes held by live buffers (as requested)
+  std::unique_ptr<tbb::task_arena> arena;    // its share of the cores; NULL with one device
+  std::unique_ptr<DeviceQueue> queue;        // NULL: synchronous (declared last: joined first)
 };
 
 }  // namespace tbbcpu
@@ -100,6 +101,7 @@ rvl_buffer* lookup_buffer(const rvl_buffer* b, const char* what, int32_t device 
 int32_t stream_device(const rvl_stream* s, int32_t fallback, const char* what);
 void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size);
 // Runs `task` on the device: queued when the device has a queue, else now on this thread.
+// (Kernels run inside the device's arena either way: see run_on in plugin.cpp.)
 void submit(Device& d, DeviceQueue::Task task);
 // Waits for the device's queued work and throws its pending asynchronous error, if any.
 void synchronize_device(Device& d);

@@ -133,7 +133,8 @@ rvl_error* initialize() {
       d->index = i;
       d->threads = threads_for(config.devices);
       d->memory_limit = share;
-      if (config.async) d->queue = std::make_unique<DeviceQueue>(i, d->threads);
+      if (config.devices > 1) d->arena = std::make_unique<tbb::task_arena>(d->threads);
+      if (config.async) d->queue = std::make_unique<DeviceQueue>(i, d->arena.get());
       s.devices.push_back(std::move(d));
     }
     s.initialized = true;
@@ -189,6 +190,13 @@ bool inject_fault() {
   rvl::fail(RVL_STATUS_DEVICE_ERROR, "injected fault (RAVEL_TBB_TEST_FAULT)");
 }
 
+// Runs a kernel now, on this thread, within the device's share of the cores.
+template <class Fn>
+void run_on(Device& d, Fn&& fn) {
+  if (d.arena) d.arena->execute(std::forward<Fn>(fn));
+  else fn();
+}
+
 }  // namespace
 
 rvl_error* execute_program(int32_t device, rvl_stream* stream, const rvl_program* program) {
@@ -199,7 +207,7 @@ rvl_error* execute_program(int32_t device, rvl_stream* stream, const rvl_program
     const bool fault = inject_fault();
     if (!d.queue) {
       if (fault) injected();
-      run_program(p);
+      run_on(d, [&] { run_program(p); });
       return;
     }
     std::vector<rvl_instruction> code(p.ins, p.ins + p.n_ins);
@@ -219,7 +227,7 @@ rvl_error* execute_contraction(int32_t device, rvl_stream* stream, const rvl_con
     const bool fault = inject_fault();
     if (!d.queue) {
       if (fault) injected();
-      run_contraction(c);
+      run_on(d, [&] { run_contraction(c); });
       return;
     }
     std::vector<rvl_instruction> code(c.epilogue.ins, c.epilogue.ins + c.epilogue.n_ins);
