@@ -1,7 +1,8 @@
 // makemore: a character-level MLP language model (Bengio et al. 2003, as in Karpathy's
 // "makemore" lectures) trained on the system word list with Ravel's autograd and the oneTBB
 // plugin. Prints progress, the final losses against the unigram baseline, 20 sampled words, and
-// writes the loss curve as an SVG file.
+// writes the loss curve as an SVG file. Under mpirun it trains data-parallel: the same global
+// batch split over the ranks (docs/distributed.md); only rank 0 prints and writes files.
 //   makemore [--steps N] [--batch N] [--hidden N] [--embed N] [--block N] [--lr X] [--seed N]
 //            [--config FILE] [--words FILE] [--out DIR]
 #include <unistd.h>
@@ -12,9 +13,11 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <string>
 
+#include "data_parallel.hpp"
 #include "dataset.hpp"
 #include "ravel/ravel.hpp"
 #include "svg.hpp"
@@ -133,6 +136,22 @@ int main(int argc, char** argv) try {
     ro.config_path = o.config;
     ravel::Runtime::reset(ro);
   }
+  // Under mpirun (or another launcher) the ranks train together; without one this is a world of
+  // one and nothing below changes (ravel/distributed.hpp).
+  const ravel::distributed::World& world = ravel::distributed::init();
+  const bool parallel = !world.launcher.empty();
+  if (parallel && o.batch < world.size) {
+    std::fprintf(stderr, "makemore: --batch %lld is smaller than the %d ranks\n", static_cast<long long>(o.batch), world.size);
+    return 2;
+  }
+  // Only rank 0 prints (errors still reach stderr from every rank) and writes files.
+  if (world.rank != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;
+  const int64_t lo = o.batch * world.rank / world.size, hi = o.batch * (world.rank + 1) / world.size;
+  if (parallel)
+    std::printf("data-parallel: %d ranks over %s %s, launched by %s; global batch %lld split %lld..%lld per rank\n",
+                world.size, world.communicator.c_str(), world.version.c_str(), world.launcher.c_str(),
+                static_cast<long long>(o.batch), static_cast<long long>(o.batch / world.size),
+                static_cast<long long>((o.batch + world.size - 1) / world.size));
   std::vector<std::string> words = load_words(o.words, o.seed);
   const size_t n_train = words.size() * 9 / 10;
   Examples train = make_examples({words.begin(), words.begin() + n_train}, o.block);
@@ -168,6 +187,12 @@ int main(int argc, char** argv) try {
     return std::vector<Tensor>{loss};
   };
   ravel::Jit train_step(step_fn, model.parameters());
+  std::unique_ptr<DataParallelStep> ddp_step;  // with several ranks: rows [lo, hi) of each batch
+  if (parallel)
+    ddp_step = std::make_unique<DataParallelStep>(
+        model.parameters(),
+        [&](const Tensor& c, const Tensor& t) { return ravel::nn::cross_entropy(model(c), t); },
+        static_cast<double>(hi - lo) / static_cast<double>(o.batch), o.jit);
   ravel::reset_stats();
   for (int64_t step = 1; step <= o.steps; ++step) {
     for (int64_t b = 0; b < o.batch; ++b) {
@@ -178,8 +203,14 @@ int main(int argc, char** argv) try {
     const double lr = step > o.steps * 3 / 4 ? o.lr * 0.1 : o.lr;
     if (lr != sgd.lr) train_step.clear();  // the learning rate is a constant of the capture
     sgd.lr = lr;
-    std::vector<Tensor> batch{Tensor::from_vector(ctx, {o.batch, o.block}), Tensor::from_vector(tgt, {o.batch})};
-    double l = (o.jit ? train_step(batch) : step_fn(batch))[0].item<double>();
+    double l;
+    if (ddp_step) {  // every rank drew the same global batch; this one trains on its rows
+      std::vector<int64_t> c(ctx.begin() + lo * o.block, ctx.begin() + hi * o.block), t(tgt.begin() + lo, tgt.begin() + hi);
+      l = (*ddp_step)(Tensor::from_vector(c, {hi - lo, o.block}), Tensor::from_vector(t, {hi - lo}), lr);
+    } else {
+      std::vector<Tensor> batch{Tensor::from_vector(ctx, {o.batch, o.block}), Tensor::from_vector(tgt, {o.batch})};
+      l = (o.jit ? train_step(batch) : step_fn(batch))[0].item<double>();
+    }
     smooth = step == 1 ? l : 0.98 * smooth + 0.02 * l;
     if (step % std::max<int64_t>(1, o.steps / 400) == 0 || step == 1) curve.points.emplace_back(step, smooth);
     if (step % log_every == 0 || step == o.steps || (tty && step % 50 == 0)) {
@@ -197,9 +228,13 @@ int main(int argc, char** argv) try {
   std::printf("\ntrained in %.1f s (%.0f steps/s); per step: %.1f kernels (%.1f contractions), %.0f us scheduling, %.0f us in kernels\n",
               secs, o.steps / secs, double(st.kernels()) / o.steps, double(st.contractions) / o.steps,
               st.schedule_seconds / o.steps * 1e6, st.execute_seconds / o.steps * 1e6);
-  if (o.jit)
+  if (o.jit && !ddp_step)
     std::printf("jit: %lld steps replayed, %lld captured\n", static_cast<long long>(train_step.replays()),
                 static_cast<long long>(train_step.captures()));
+  if (o.jit && ddp_step)
+    std::printf("jit: %lld half-steps replayed, %lld captured (the all-reduce between them runs eagerly)\n",
+                static_cast<long long>(ddp_step->replays()), static_cast<long long>(ddp_step->captures()));
+  if (world.rank != 0) return 0;  // the model is the same on every rank: rank 0 evaluates and writes
 
   double train_loss = evaluate(model, train, o.block), val_loss = evaluate(model, val, o.block);
   double baseline = unigram_baseline(train, val);
