@@ -25,6 +25,7 @@
 #include "ravel/runtime.hpp"
 #include "runtime/capture.hpp"
 #include "runtime/device_buffer.hpp"
+#include "runtime/jit_sharded.hpp"
 #include "runtime/loaded_plugin.hpp"
 #include "runtime/stats.hpp"
 #include "tensor/internal.hpp"
@@ -154,6 +155,7 @@ struct Jit::Impl {
   std::vector<Tensor*> state;
   std::vector<Capture> captures;  // one per input signature
   int64_t n_captures = 0, n_replays = 0, last_kernels = 0;
+  std::unique_ptr<ShardedJit> sharded;  // Note [Sharded Jit]: set once a call is sharded
 
   std::vector<Tensor> capture(const std::vector<Tensor>& in);
   std::vector<Tensor> replay(const Capture& c, const std::vector<Tensor>& in);
@@ -170,13 +172,24 @@ Jit::~Jit() = default;
 Jit::Jit(Jit&&) noexcept = default;
 Jit& Jit::operator=(Jit&&) noexcept = default;
 
-int64_t Jit::captures() const { return impl_->n_captures; }
-int64_t Jit::replays() const { return impl_->n_replays; }
-int64_t Jit::kernels_per_call() const { return impl_->last_kernels; }
-void Jit::clear() { impl_->captures.clear(); }
+int64_t Jit::captures() const { return impl_->n_captures + (impl_->sharded ? impl_->sharded->inner().captures() : 0); }
+int64_t Jit::replays() const { return impl_->n_replays + (impl_->sharded ? impl_->sharded->inner().replays() : 0); }
+int64_t Jit::kernels_per_call() const {
+  return impl_->sharded ? impl_->sharded->inner().kernels_per_call() : impl_->last_kernels;
+}
+void Jit::clear() {
+  impl_->captures.clear();
+  if (impl_->sharded) impl_->sharded->inner().clear();
+}
 
 std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
   Impl& m = *impl_;
+  bool sharded = m.sharded != nullptr || any_multi(inputs);
+  for (Tensor* s : m.state) sharded = sharded || is_multi(*s);
+  if (sharded) {  // Note [Sharded Jit]
+    if (!m.sharded) m.sharded = std::make_unique<ShardedJit>(m.fn, m.state);
+    return m.sharded->call(inputs);
+  }
   std::vector<Tensor> in = inputs;
   for (size_t i = 0; i < in.size(); ++i) {
     RAVEL_CHECK(in[i].defined(), ValueError, "Jit: input ", i, " is an undefined tensor");

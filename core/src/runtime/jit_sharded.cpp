@@ -1,0 +1,109 @@
+// ravel::Jit over sharded tensors (Note [Sharded Jit] in jit_sharded.hpp).
+#include "runtime/jit_sharded.hpp"
+
+#include <string>
+
+#include "tensor/internal.hpp"
+
+namespace ravel::detail {
+
+namespace {
+
+// A tensor's layout, or an empty one (no devices) for a tensor on one device.
+Layout layout_or_none(const Tensor& t) { return is_multi(t) ? layout_of(t) : Layout{}; }
+
+size_t part_count(const Layout& l) { return l.devices.empty() ? 1 : l.devices.size(); }
+
+Tensor rebuilt(const std::vector<Tensor>& flat, size_t& k, const Layout& l) {
+  if (l.devices.empty()) return flat[k++];
+  std::vector<Tensor> parts(flat.begin() + static_cast<std::ptrdiff_t>(k),
+                            flat.begin() + static_cast<std::ptrdiff_t>(k + l.devices.size()));
+  k += l.devices.size();
+  return make_multi(std::move(parts), l);
+}
+
+}  // namespace
+
+ShardedJit::ShardedJit(Jit::Function fn, std::vector<Tensor*> state) : fn_(std::move(fn)), state_(std::move(state)) {
+  for (Tensor* s : state_) state_layouts_.push_back(layout_or_none(*s));
+  size_t n = 0;
+  for (const auto& l : state_layouts_) n += part_count(l);
+  state_parts_.resize(n);
+  std::vector<Tensor*> inner_state;
+  for (auto& p : state_parts_) inner_state.push_back(&p);
+  inner_ = std::make_unique<Jit>([this](const std::vector<Tensor>& flat) { return traced(flat); },
+                                 std::move(inner_state));
+}
+
+void ShardedJit::state_from_parts() {
+  size_t k = 0;
+  for (size_t j = 0; j < state_.size(); ++j) *state_[j] = rebuilt(state_parts_, k, state_layouts_[j]);
+}
+
+void ShardedJit::state_to_parts(const char* when) {
+  size_t k = 0;
+  for (size_t j = 0; j < state_.size(); ++j) {
+    const Tensor& s = *state_[j];
+    RAVEL_CHECK(s.defined(), ValueError, "Jit: state tensor ", j, " is undefined ", when);
+    const Layout now = layout_or_none(s);
+    RAVEL_CHECK(now == state_layouts_[j], ValueError, "Jit: state tensor ", j, " changed how it is sharded ", when,
+                " (", s.sharding() ? s.sharding()->str() : std::string("on one device"),
+                "); a captured step must keep every state tensor's layout");
+    for (const Tensor& p : parts_of(s)) state_parts_[k++] = p;
+  }
+}
+
+std::vector<Tensor> ShardedJit::traced(const std::vector<Tensor>& flat_args) {
+  // The inner Jit has bound the part storage to this call's buffers: rebuild the user's view.
+  std::vector<Tensor> args;
+  size_t k = 0;
+  for (const Layout& l : in_layouts_) args.push_back(rebuilt(flat_args, k, l));
+  state_from_parts();
+  std::vector<Tensor> outs = fn_(args);
+  state_to_parts("after the function returned");
+  std::vector<Layout>& out_layouts = out_layouts_[signature_];
+  out_layouts.clear();
+  std::vector<Tensor> flat;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    RAVEL_CHECK(outs[i].defined(), ValueError, "Jit: output ", i, " of the function is an undefined tensor");
+    out_layouts.push_back(layout_or_none(outs[i]));
+    for (const Tensor& p : parts_of(outs[i])) flat.push_back(p);
+  }
+  return flat;
+}
+
+std::vector<Tensor> ShardedJit::call(const std::vector<Tensor>& inputs) {
+  std::vector<Layout> layouts;
+  std::vector<Tensor> flat;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    RAVEL_CHECK(inputs[i].defined(), ValueError, "Jit: input ", i, " is an undefined tensor");
+    layouts.push_back(layout_or_none(inputs[i]));
+    for (const Tensor& p : parts_of(inputs[i])) flat.push_back(p);
+  }
+  // The parts' own signature is the inner Jit's; what it cannot see is how they form bundles.
+  std::string sig;
+  for (const Tensor& p : flat) sig += concat(dtype_name(p.dtype()), shape_str(p.shape()), p.device().str(), ";");
+  for (const Layout& l : layouts) {
+    sig += concat("|", l.axis);
+    for (const Device& d : l.devices) sig += d.str() + ",";
+    for (int64_t b : l.bounds) sig += concat(b, ",");
+  }
+  if (layouts != in_layouts_) inner_->clear();  // another layout is another signature
+  in_layouts_ = std::move(layouts);
+  signature_ = sig;
+  state_to_parts("when the step was called");
+  std::vector<Tensor> flat_out;
+  try {
+    flat_out = (*inner_)(flat);
+  } catch (...) {
+    state_from_parts();  // the user's state as the inner Jit left it
+    throw;
+  }
+  state_from_parts();
+  std::vector<Tensor> outs;
+  size_t k = 0;
+  for (const Layout& l : out_layouts_.at(signature_)) outs.push_back(rebuilt(flat_out, k, l));
+  return outs;
+}
+
+}  // namespace ravel::detail

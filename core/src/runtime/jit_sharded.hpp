@@ -1,0 +1,46 @@
+// ravel::Jit over sharded tensors: the capture and replay of the parts.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ravel/jit.hpp"
+#include "tensor/sharded.hpp"
+
+namespace ravel::detail {
+
+// Note [Sharded Jit]
+// A Jit records kernels and the buffers they touch; a sharded tensor is a bundle of per-device
+// parts, each with its own buffer. So a call whose inputs or state are sharded runs an inner Jit
+// over the *parts*: its inputs are every part of every input, its state every part of every state
+// tensor (held here, at stable addresses), and the function it captures rebuilds the bundles from
+// the parts before calling the user's function and takes them apart after. A replay then launches
+// the recorded per-device kernels and transfers, and the bundles are put together again from the
+// replayed parts. The layouts are part of the signature: a call whose inputs are split otherwise
+// (even into parts of the same shapes) is captured afresh.
+class ShardedJit {
+ public:
+  ShardedJit(Jit::Function fn, std::vector<Tensor*> state);
+  std::vector<Tensor> call(const std::vector<Tensor>& inputs);
+  Jit& inner() { return *inner_; }
+
+ private:
+  std::vector<Tensor> traced(const std::vector<Tensor>& flat_args);
+  // The user's state tensors rebuilt from the part storage, and back.
+  void state_from_parts();
+  void state_to_parts(const char* when);
+
+  Jit::Function fn_;
+  std::vector<Tensor*> state_;             // the user's state tensors
+  std::vector<Layout> state_layouts_;      // empty devices: not sharded
+  std::vector<Tensor> state_parts_;        // the inner Jit's state (addresses never change)
+  std::vector<Layout> in_layouts_;
+  // The outputs' layouts of each capture, by the signature of its parts and layouts.
+  std::map<std::string, std::vector<Layout>> out_layouts_;
+  std::string signature_;
+  std::unique_ptr<Jit> inner_;
+};
+
+}  // namespace ravel::detail
