@@ -1,6 +1,7 @@
 // ravel-info: every plugin found (path, ABI version, status or why it was skipped) and every
 // device with its properties; then the effective configuration and where each placement rule
-// resolved to (so a config can be checked before a long run).
+// resolved to (so a config can be checked before a long run); the communicator plugins found
+// and the launcher environment (docs/distributed.md).
 //   ravel-info [--config FILE] [--no-isolate]
 //
 // Each plugin is first examined in a child process (loaded, probed, initialised, its devices
@@ -19,6 +20,8 @@
 #include <unistd.h>
 
 #include "ravel/backend.h"
+#include "ravel/collectives.h"
+#include "ravel/distributed.hpp"
 #include "ravel/ravel.hpp"
 
 namespace {
@@ -109,6 +112,19 @@ int main(int argc, char** argv) {
       std::cout << "\n            path: " << r.path << "\n";
       if (!r.loaded) std::cout << "            reason: " << r.status << "\n";
     }
+    // Communicator plugins (collectives.h): loaded and probed, never started here.
+    std::cout << "\ncommunicators (communicator ABI " << RVL_COLL_ABI_MAJOR << "." << RVL_COLL_ABI_MINOR << "):\n";
+    const auto comms = ravel::distributed::find_communicators();
+    if (comms.empty()) std::cout << "  (none found)\n";
+    for (const auto& c : comms) {
+      std::cout << "  " << (c.available ? "[ok]     " : c.loaded ? "[unused] " : "[skipped]") << " "
+                << (c.name.empty() ? "?" : c.name);
+      if (c.abi_major) std::cout << "  ABI " << c.abi_major << "." << c.abi_minor << "  version " << c.version;
+      std::cout << "\n            path: " << c.path << "\n            " << (c.loaded ? "status: " : "reason: ")
+                << c.status << "\n";
+    }
+    const std::string launcher = ravel::distributed::launcher();
+    std::cout << "  launcher: " << (launcher.empty() ? "none (a world of one: no communicator needed)" : launcher) << "\n";
     std::cout << "\ndevices:\n";
     auto devices = rt.devices();
     if (devices.empty()) std::cout << "  (none)\n";

@@ -72,6 +72,9 @@ struct World {
 // CommunicationError/TimeoutError when joining fails.
 const World& init(const Options& options = {});
 bool initialized();
+// The launcher environment found ("mpirun (OMPI_COMM_WORLD_SIZE=2)"), "" without one; joins
+// nothing (ravel-info uses it).
+std::string launcher();
 int rank();        // init() if needed
 int world_size();  // init() if needed
 // Shuts the communicator down (the MPI plugin calls MPI_Finalize after a barrier under the

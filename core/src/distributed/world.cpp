@@ -166,6 +166,8 @@ bool initialized() {
   return state() != nullptr;
 }
 
+std::string launcher() { return detect_launcher().description; }
+
 int rank() { return init().rank; }
 int world_size() { return init().size; }
 
