@@ -6,7 +6,8 @@
 #   2. a slice of every conformance group run end to end on the CPU emulator (generated kernels
 #      compiled by the host compiler and executed), with 32- and 64-wide warps;
 #   3. two emulated devices (RAVEL_HIP_EMU_DEVICES=2): the peer-copy group (buffer_copy_peer,
-#      ABI 1.5) and a slice of cases on device 1;
+#      ABI 1.5) and a slice of cases on device 1, and the core's transfers between hip:0, hip:1
+#      and tbb_cpu:0 (hip_multidevice);
 #   4. DLPack through the core on the emulator (hip_dlpack): round trips as kDLROCM, and the
 #      emulator standing in for an NVIDIA device exports kDLCUDA.
 # `--full` runs the whole conformance suite on the emulator instead of the slice (~10 minutes).
@@ -23,7 +24,7 @@ if ! command -v hipcc >/dev/null && ! command -v nvcc >/dev/null && [ ! -x /usr/
   echo "check-hip: skipped: no HIP (hipcc, libamdhip64-dev) or CUDA toolchain on this machine"
   exit 0
 fi
-cmake --build "$build" --target ravel-conformance ravel_backend_hip_emu ravel-hip-compile-check hip_dlpack \
+cmake --build "$build" --target ravel-conformance ravel_backend_hip_emu ravel-hip-compile-check hip_dlpack hip_multidevice \
   -j"$jobs" >/dev/null
 conformance="$build/bin/ravel-conformance"
 emu="$build/lib/hip-emu/libravel_backend_hip_emu.so"
@@ -53,8 +54,15 @@ for warp in 32 64; do
 done
 echo "-- two emulated devices (RAVEL_HIP_EMU_DEVICES=2): peer copies both ways, and a slice on device 1"
 RAVEL_HIP_EMU_DEVICES=2 "$conformance" "$emu" --device 1 \
-  --filter '^(peer/|abi/|elementwise/ADD/f32|contractions/f32/17x17x3|reductions/SUM/f32/axes\{0\})' \
+  --filter '^(peer/|abi/|elementwise/ADD/f32|contractions/f32/17x17x3)' \
   --jobs "$jobs" --json "$work/emulated-two-devices.json" | tail -1 || status=1
+multi_log="$work/multidevice.log"
+if RAVEL_CONFIG= RAVEL_PLUGIN_PATH= RAVEL_HIP_EMU_DEVICES=2 RAVEL_TEST_BACKEND=hip RAVEL_TEST_DEVICES=2 \
+     RAVEL_TEST_PLUGIN_DIR="$(dirname "$emu")" "$build/bin/hip_multidevice" --report_level=short >"$multi_log" 2>&1; then
+  echo "   hip_multidevice (transfers between hip:0, hip:1 and tbb_cpu:0 through the core): passed"
+else
+  cat "$multi_log"; status=1
+fi
 echo "-- DLPack on the CPU emulator (kDLROCM; as an NVIDIA device, kDLCUDA)"
 dlpack_log="$work/dlpack.log"
 for target in "" "nvidia:sm_90:32"; do

@@ -33,7 +33,7 @@ fi
 
 jobs="$(nproc)"
 cmake --build "$B" -j"$jobs" --target ravel_backend_level_zero zecl l0-spirv-check l0_codegen \
-  l0_no_driver l0_zecl l0_placement l0_dlpack ravel-conformance makemore >/dev/null
+  l0_no_driver l0_zecl l0_placement l0_dlpack l0_multidevice ravel-conformance makemore >/dev/null
 rm -rf "$W/spirv"  # this run's kernels only (ocloc verdicts are kept per kernel hash)
 mkdir -p "$W/spirv" "$B/pocl-cache"
 export ZE_ENABLE_ALT_DRIVERS="$B/tests/level_zero/libzecl.so" POCL_CACHE_DIR="$B/pocl-cache"
@@ -77,15 +77,16 @@ echo "  ($skips cases skipped, all of them f64; optional ABI members and reducti
 
 say "1d. two devices of one driver (ZECL_DEVICES=2): peer copies both ways, and a slice on device 1"
 ZECL_DEVICES=2 ZECL_STRICT=1 conformance --device 1 \
-  --filter '^(peer/|abi/|elementwise/ADD/f32|contractions/f32/17x17x3|reductions/SUM/f32/axes\{0\})'
+  --filter '^(peer/|abi/|elementwise/ADD/f32|contractions/f32/17x17x3)'
 
-say "1e. unit tests: codegen, no driver, the test driver itself, mixed placement, DLPack"
+say "1e. unit tests: codegen, no driver, the test driver itself, mixed placement, DLPack, transfers between devices"
 unit "$B/bin/l0_codegen"
 ZECL_STRICT=1 unit "$B/bin/l0_zecl"
 ZE_ENABLE_ALT_DRIVERS= unit "$B/bin/l0_no_driver"
 ZECL_STRICT=1 unit "$B/bin/l0_placement"
 ZECL_NO_FP64=1 unit "$B/bin/l0_placement" --run_test=f64_is_refused_without_fp64
 ZECL_STRICT=1 unit "$B/bin/l0_dlpack"
+ZECL_STRICT=1 ZECL_DEVICES=2 RAVEL_TEST_BACKEND=level_zero RAVEL_TEST_DEVICES=2 unit "$B/bin/l0_multidevice"
 
 say "1f. makemore, 300 steps on every 8th word, on level_zero:0 and on tbb_cpu:0"
 # Every 8th word of the dictionary: the final loss is evaluated over the whole training set, and
