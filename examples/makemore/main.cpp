@@ -105,7 +105,11 @@ double evaluate(const Model& m, const Examples& ex, int block) {
     int64_t n = std::min(chunk, ex.size() - s);
     std::vector<int64_t> ctx(ex.contexts.begin() + s * block, ex.contexts.begin() + (s + n) * block);
     std::vector<int64_t> tgt(ex.targets.begin() + s, ex.targets.begin() + s + n);
-    Tensor loss = ravel::nn::cross_entropy(m(Tensor::from_vector(ctx, {n, block})), Tensor::from_vector(tgt, {n}));
+    // On a config's mesh each device evaluates its share of the chunk (any split of it will do).
+    const std::vector<ravel::Device> mesh = ravel::Runtime::get().mesh();
+    Tensor c = Tensor::from_vector(ctx, {n, block}), t = Tensor::from_vector(tgt, {n});
+    if (mesh.size() > 1) c = c.shard(mesh), t = t.shard(mesh);
+    Tensor loss = ravel::nn::cross_entropy(m(c), t);
     total += loss.item<double>() * static_cast<double>(n);
   }
   return total / static_cast<double>(ex.size());
@@ -152,11 +156,27 @@ int main(int argc, char** argv) try {
                 world.size, world.communicator.c_str(), world.version.c_str(), world.launcher.c_str(),
                 static_cast<long long>(o.batch), static_cast<long long>(o.batch / world.size),
                 static_cast<long long>((o.batch + world.size - 1) / world.size));
+  // A mesh in the config (its "parallel" section, e.g. configs/data-parallel.json): the same
+  // program, data-parallel over those devices: parameters replicated, every batch split.
+  const std::vector<ravel::Device> mesh = ravel::Runtime::get().mesh();
+  if (mesh.size() > 1) {
+    if (parallel) {
+      std::fprintf(stderr, "makemore: a config mesh under a launcher (ranks x devices) is not supported yet; "
+                           "use one or the other\n");
+      return 2;
+    }
+    std::string names;
+    for (const auto& d : mesh) names += (names.empty() ? "" : ", ") + d.str();
+    std::printf("data-parallel over a mesh of %zu devices (%s, from %s): global batch %lld split along axis %lld\n",
+                mesh.size(), names.c_str(), ravel::Runtime::get().config_source().c_str(),
+                static_cast<long long>(o.batch), static_cast<long long>(ravel::Runtime::get().mesh_batch_axis()));
+  }
   std::vector<std::string> words = load_words(o.words, o.seed);
   const size_t n_train = words.size() * 9 / 10;
   Examples train = make_examples({words.begin(), words.begin() + n_train}, o.block);
   Examples val = make_examples({words.begin() + n_train, words.end()}, o.block);
   Model model(o);
+  for (Tensor* p : model.parameters()) p->assign(ravel::replicate_on_mesh(*p));  // itself without a mesh
   int64_t n_params = 0;
   for (Tensor* p : model.parameters()) n_params += p->numel();
   std::printf("makemore on %s: %zu words (%zu train, %zu validation), %lld / %lld examples\n",
@@ -208,7 +228,8 @@ int main(int argc, char** argv) try {
       std::vector<int64_t> c(ctx.begin() + lo * o.block, ctx.begin() + hi * o.block), t(tgt.begin() + lo, tgt.begin() + hi);
       l = (*ddp_step)(Tensor::from_vector(c, {hi - lo, o.block}), Tensor::from_vector(t, {hi - lo}), lr);
     } else {
-      std::vector<Tensor> batch{Tensor::from_vector(ctx, {o.batch, o.block}), Tensor::from_vector(tgt, {o.batch})};
+      std::vector<Tensor> batch{ravel::shard_batch(Tensor::from_vector(ctx, {o.batch, o.block})),
+                                ravel::shard_batch(Tensor::from_vector(tgt, {o.batch}))};
       l = (o.jit ? train_step(batch) : step_fn(batch))[0].item<double>();
     }
     smooth = step == 1 ? l : 0.98 * smooth + 0.02 * l;

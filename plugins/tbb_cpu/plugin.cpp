@@ -133,7 +133,13 @@ rvl_error* initialize() {
       d->index = i;
       d->threads = threads_for(config.devices);
       d->memory_limit = share;
-      if (config.devices > 1) d->arena = std::make_unique<tbb::task_arena>(d->threads);
+      if (config.devices > 1) {
+        d->arena = std::make_unique<tbb::task_arena>(d->threads);
+        // Initialised here, not lazily by the queue's worker on its first task: oneTBB's arena
+        // initialisation racing with another arena's teardown (a shutdown and re-initialise, as
+        // Runtime::reset does) ended in a pure virtual call inside tbb::detail::r1::initialize.
+        d->arena->initialize();
+      }
       if (config.async) d->queue = std::make_unique<DeviceQueue>(i, d->arena.get());
       s.devices.push_back(std::move(d));
     }

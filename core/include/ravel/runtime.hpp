@@ -115,6 +115,11 @@ class Runtime {
   std::string available_devices() const;
   // "placement.on_mixed_devices": Copy moves operands with a Transfer node (docs/config.md).
   MixedDevices on_mixed_devices() const { return mixed_; }
+  // The config's "parallel.mesh" (docs/sharding.md), each device checked to exist: ConfigError
+  // naming the JSON path and the reason (unknown device, its plugin failed to load) otherwise.
+  // Empty when the config names no mesh.
+  std::vector<Device> mesh() const;
+  int64_t mesh_batch_axis() const;
 
  private:
   void discover(const std::string& folder);

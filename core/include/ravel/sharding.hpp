@@ -54,6 +54,16 @@ Tensor all_gather(const Tensor& t);
 Tensor reduce_scatter(const Tensor& t, CollectiveOp op = CollectiveOp::Sum);
 // The parts combined by `op` onto one device (a tensor on `device`, not sharded).
 Tensor reduce(const Tensor& t, const Device& device, CollectiveOp op = CollectiveOp::Sum);
+// ---- placement as data: the config's mesh (ravel::Runtime::mesh, docs/sharding.md) ----------
+// `batch` split along the config's parallel.batch_axis over its mesh: data parallelism without
+// code changes. Itself when the config names no mesh (or a mesh of one device, where it is moved
+// there). ConfigError naming $.parallel.mesh when the mesh does not divide the batch axis (data
+// parallelism gives every device the same number of examples; Tensor::shard splits any size).
+Tensor shard_batch(const Tensor& batch);
+// `t` on every device of the config's mesh (parameters of data-parallel training); itself when
+// the config names no mesh.
+Tensor replicate_on_mesh(const Tensor& t);
+
 // A tensor on one device copied whole to every device of `devices` (= t.replicate(devices)).
 Tensor broadcast(const Tensor& t, const std::vector<Device>& devices);
 // A tensor split along `axis` over `devices` (= t.shard(devices, axis)).

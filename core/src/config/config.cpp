@@ -81,6 +81,25 @@ void parse_logging(const JsonChecker& ck, const json& l, Config& c) {
   if (l.contains("placement")) c.logging.placement = ck.boolean(l["placement"], "$.logging.placement");
 }
 
+void parse_parallel(const JsonChecker& ck, const json& p, Config& c) {
+  ck.keys(p, "$.parallel", {"mesh", "batch_axis"});
+  if (p.contains("mesh")) {
+    c.parallel.mesh = ck.strings(p["mesh"], "$.parallel.mesh");
+    if (c.parallel.mesh.empty()) ck.fail("$.parallel.mesh", "expected at least one device, got []");
+    for (size_t i = 0; i < c.parallel.mesh.size(); ++i) {
+      const std::string path = "$.parallel.mesh[" + std::to_string(i) + "]";
+      check_device_name(ck, c.parallel.mesh[i], path);
+      const std::string name = Device::parse(c.parallel.mesh[i]).str();
+      for (size_t k = 0; k < i; ++k)
+        if (Device::parse(c.parallel.mesh[k]).str() == name)
+          ck.fail(path, "device " + name + " appears twice in the mesh (also at $.parallel.mesh[" + std::to_string(k) +
+                            "]); expected distinct devices");
+      c.parallel.mesh[i] = name;
+    }
+  }
+  if (p.contains("batch_axis")) c.parallel.batch_axis = ck.integer(p["batch_axis"], "$.parallel.batch_axis", 0, 31);
+}
+
 }  // namespace
 
 Config parse_config(const std::string& text, const std::string& source, const std::string& base_dir) {
@@ -90,11 +109,12 @@ Config parse_config(const std::string& text, const std::string& source, const st
   json j = parse_json_text(text, source);  // bounded depth, no duplicate keys
   // "bench" is read (and checked) by ravel-bench; the core accepts it so that one file can
   // configure both the runtime and a benchmark run.
-  ck.keys(j, "$", {"plugins", "placement", "fusion", "logging", "bench", "comment"});
+  ck.keys(j, "$", {"plugins", "placement", "fusion", "logging", "parallel", "bench", "comment"});
   if (j.contains("plugins")) parse_plugins(ck, j["plugins"], base_dir, c);
   if (j.contains("placement")) parse_placement(ck, j["placement"], c);
   if (j.contains("fusion")) parse_fusion(ck, j["fusion"], c);
   if (j.contains("logging")) parse_logging(ck, j["logging"], c);
+  if (j.contains("parallel")) parse_parallel(ck, j["parallel"], c);
   return c;
 }
 
@@ -118,6 +138,7 @@ std::string config_to_json(const Config& c) {
                  {"max_inputs", c.fusion.max_inputs},
                  {"max_recompute_instructions", c.fusion.max_recompute_instructions}};
   j["logging"] = {{"level", c.logging.level}, {"plugins", c.logging.plugins}, {"placement", c.logging.placement}};
+  j["parallel"] = {{"mesh", c.parallel.mesh}, {"batch_axis", c.parallel.batch_axis}};
   return j.dump(2);
 }
 

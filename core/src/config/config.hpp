@@ -15,6 +15,12 @@ struct LoggingConfig {
   bool placement = false;      // print which device each placement rule resolved to
 };
 
+// "parallel": the mesh a program's data-parallel parts use (docs/sharding.md).
+struct ParallelConfig {
+  std::vector<std::string> mesh;  // device names, distinct; empty: no mesh (one device)
+  int64_t batch_axis = 0;         // the axis of inputs that shard_batch splits
+};
+
 struct Config {
   std::string source = "<built-in default>";   // the file it came from
   std::vector<std::string> plugin_paths;       // absolute (relative ones resolved against the file)
@@ -25,6 +31,7 @@ struct Config {
   std::string on_mixed_devices = "error";      // "error" or "copy" (copy: not implemented yet)
   FusionOptions fusion;                        // "fusion" section
   LoggingConfig logging;                       // "logging" section
+  ParallelConfig parallel;                     // "parallel" section
 };
 
 // Parses the file at `path`; throws ConfigError on I/O errors, malformed JSON or bad values.

@@ -16,6 +16,7 @@ Environment read_environment() {
   e.config = get("RAVEL_CONFIG");
   e.plugin_path = get("RAVEL_PLUGIN_PATH");
   e.fusion = get("RAVEL_FUSION");
+  e.tbb_devices = get("RAVEL_TBB_DEVICES");
   e.debug = get("RAVEL_DEBUG");
   e.kernel_cache = get("RAVEL_KERNEL_CACHE");
   e.log_plugins = get("RAVEL_LOG_PLUGINS");

@@ -14,6 +14,8 @@ struct Environment {
   std::string debug;         // RAVEL_DEBUG: 1 prints every kernel, 2 also the graph cut
   std::string kernel_cache;  // RAVEL_KERNEL_CACHE: 0 disables the kernel cache
   std::string log_plugins;   // RAVEL_LOG_PLUGINS: non-empty prints every skipped plugin
+  std::string tbb_devices;   // RAVEL_TBB_DEVICES: read by the oneTBB plugin; the core only asks
+                             // whether it is set (a config mesh sets it when not: runtime/mesh.cpp)
   // Distributed runs (core/src/distributed, docs/distributed.md): read by distributed::init.
   std::string dist_timeout;  // RAVEL_DIST_TIMEOUT_S: seconds any wait on another rank may take
   std::string communicator;  // RAVEL_COMMUNICATOR: the communicator plugin to use, by name

@@ -10,6 +10,7 @@
 #include "graph/node.hpp"
 #include "ravel/error.hpp"
 #include "runtime/loaded_plugin.hpp"
+#include "runtime/mesh.hpp"
 
 namespace ravel {
 
@@ -63,6 +64,7 @@ Runtime::Runtime(const RuntimeOptions& options)
     search_paths_.push_back((lib_dir / "ravel" / "plugins").string());
     search_paths_.push_back(lib_dir.string());
   }
+  request_mesh_devices(*settings_);  // before the oneTBB plugin starts (runtime/mesh.cpp)
   for (const auto& dir : search_paths_) discover(dir);
   if (settings_->log_placement) {
     for (const auto& r : placement_rules())

@@ -20,14 +20,22 @@ NodePtr realized_leaf(const Tensor& t) {
 
 }  // namespace detail
 
-// A sharded tensor keeps its layout: the value is brought to it (a one-device tensor assigned to
-// a sharded one is scattered, a sharded value assigned to a one-device tensor is gathered), and
-// each part keeps its own autodiff state.
+// A sharded tensor keeps its layout: the value is brought to it (a one-device value is scattered
+// or replicated), and each part keeps its own autodiff state, so optimizer updates never move a
+// parameter. A tensor on one device takes the value's layout (p.assign(p.replicate(mesh)) is how
+// a parameter is placed on a mesh), each part a leaf that requires grad if the tensor did.
 Tensor& Tensor::assign_sharded(const Tensor& value) {
-  if (defined() && !is_multi(*this)) return assign(value.to(device()));
-  if (!defined()) {
-    std::vector<Tensor> parts = parts_of(value);
-    for (auto& p : parts) p = Tensor(realized_leaf(p));
+  if (!defined() || !is_multi(*this)) {
+    RAVEL_CHECK(!defined() || value.shape() == shape(), ShapeError, "assign: value of shape ", shape_str(value.shape()),
+                " does not match the tensor's shape ", shape_str(shape()));
+    const bool req = defined() && node_->requires_grad;
+    const DType dt = defined() ? dtype() : value.dtype();
+    std::vector<Tensor> parts = parts_of(value.cast(dt));
+    ravel::realize(parts);  // one scheduling pass for every part
+    for (auto& p : parts) {
+      p = Tensor(realized_leaf(p));
+      p.node()->requires_grad = req;
+    }
     node_ = make_multi(std::move(parts), layout_of(value)).node();
     return *this;
   }
