@@ -95,6 +95,26 @@ namespace {
 
 Tensor one_device(const Tensor& t, const Device& d) { return is_multi(t) ? multi_to(t, d) : t.to(d); }
 
+// Rows [lo, hi) of `axis` of t, on `device`. A broadcast operand (an expand along that axis: a
+// bias, a weight matrix in a matmul's product) is not cut: its source moves and is expanded to the
+// part's size there. Cutting the expanded view would move the whole expanded slice and, worse,
+// make its gradient a pad of the part back to the full size, summed over the padded rows: the
+// weight gradient of a data-parallel matmul would then be an elementwise product written out and
+// reduced, where on one device it is one contraction.
+Tensor piece_on(const Tensor& t, int32_t axis, int64_t lo, int64_t hi, const Device& device) {
+  const Node& n = *t.node();
+  if (n.kind == NodeKind::View && n.move == MoveOp::Expand && n.parent) {
+    const Tensor source(n.parent);
+    const int64_t added = t.ndim() - source.ndim();
+    if (axis < added || source.shape()[axis - added] == 1) {
+      Shape local = t.shape();
+      local[axis] = hi - lo;
+      return source.to(device).expand(local);
+    }
+  }
+  return cut(t, axis, lo, hi).to(device);
+}
+
 }  // namespace
 
 std::vector<Tensor> parts_in(const Tensor& t, const Layout& l, const Shape& global) {
@@ -105,13 +125,13 @@ std::vector<Tensor> parts_in(const Tensor& t, const Layout& l, const Shape& glob
     if (have.axis >= 0) return parts_in(gathered(t), l, global);
     std::vector<Tensor> replicas = parts_of(t);  // replicas on the right devices: cut locally
     if (l.axis < 0) return replicas;
-    for (size_t i = 0; i < replicas.size(); ++i) replicas[i] = cut(replicas[i], l.axis, l.bounds[i], l.bounds[i + 1]);
+    for (size_t i = 0; i < replicas.size(); ++i)
+      replicas[i] = piece_on(replicas[i], l.axis, l.bounds[i], l.bounds[i + 1], l.devices[i]);
     return replicas;
   }
   std::vector<Tensor> out;
   for (size_t i = 0; i < l.devices.size(); ++i) {
-    Tensor piece = l.axis < 0 ? t : cut(t, l.axis, l.bounds[i], l.bounds[i + 1]);
-    out.push_back(piece.to(l.devices[i]));
+    out.push_back(l.axis < 0 ? t.to(l.devices[i]) : piece_on(t, l.axis, l.bounds[i], l.bounds[i + 1], l.devices[i]));
   }
   (void)global;
   return out;
