@@ -39,6 +39,8 @@ class Engine {
   virtual void download(const DeviceBuffer& buffer, void* dst, uint64_t bytes) = 0;
   // Ensures every target (or, for a View, its base) has a buffer: schedules and runs kernels.
   virtual void realize(const std::vector<NodePtr>& targets) = 0;
+  // RAVEL_DEBUG as the runtime read it (0 when unset): the tensor layer prints shardings.
+  virtual int debug_level() = 0;
 };
 
 // The installed engine; InternalError if none is (libravel_core's runtime installs one at load).

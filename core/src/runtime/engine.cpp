@@ -36,6 +36,7 @@ class RuntimeEngine final : public Engine {
     std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
     buffer.read(dst, bytes);
   }
+  int debug_level() override { return Runtime::get().settings().debug; }
   void realize(const std::vector<NodePtr>& targets) override {
     std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
     realize_nodes(Runtime::get(), targets);

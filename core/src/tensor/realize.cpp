@@ -1,4 +1,5 @@
 // Tensor::realize and reading results back to the host.
+#include <cstdio>
 #include <cstring>
 #include <new>
 
@@ -20,6 +21,9 @@ void realize(const std::vector<Tensor>& tensors) {
   std::vector<NodePtr> nodes;
   for (const auto& t : tensors) {
     check_defined(t, "realize");
+    if (is_multi(t) && engine().debug_level() >= 1)  // docs/sharding.md, "Debugging"
+      std::fprintf(stderr, "ravel: realize %s %s %s\n", shape_str(t.shape()).c_str(), dtype_name(t.dtype()),
+                   t.sharding()->str().c_str());
     for (const auto& p : parts_of(t)) nodes.push_back(p.node());  // a sharded tensor: every part
   }
   engine().realize(nodes);
