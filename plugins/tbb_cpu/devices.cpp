@@ -3,6 +3,9 @@
 
 #include "block_cache.hpp"
 
+#include <tbb/info.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -18,13 +21,14 @@ std::string env(const char* name) {
 
 // A decimal integer in [lo, hi] and nothing else (no sign, no spaces, no suffix), or throws
 // naming the variable: a typo must not silently give one device, or 64.
-int64_t parse_int(const char* name, const std::string& text, int64_t lo, int64_t hi, const char* meaning) {
+int64_t parse_int(const char* name, const std::string& text, int64_t lo, int64_t hi, const char* meaning,
+                  const char* alternative = "") {
   bool digits = !text.empty() && text.size() <= 18;
   for (char c : text) digits = digits && c >= '0' && c <= '9';
   const int64_t v = digits ? std::strtoll(text.c_str(), nullptr, 10) : -1;
   if (!digits || v < lo || v > hi)
     rvl::invalid(std::string(name) + "='" + text + "' is not " + meaning + ": expected an integer from " +
-                 std::to_string(lo) + " to " + std::to_string(hi));
+                 std::to_string(lo) + " to " + std::to_string(hi) + alternative);
   return v;
 }
 
@@ -33,8 +37,15 @@ int64_t parse_int(const char* name, const std::string& text, int64_t lo, int64_t
 Config read_config() {
   Config c;
   const std::string devices = env("RAVEL_TBB_DEVICES");
-  if (!devices.empty())
-    c.devices = static_cast<int32_t>(parse_int("RAVEL_TBB_DEVICES", devices, 1, kMaxDevices, "a device count"));
+  if (devices == "numa") {
+    const std::vector<tbb::numa_node_id> nodes = tbb::info::numa_nodes();
+    if (nodes.size() > 1)  // a single node (or none known: {-1}) is one unbound device
+      for (size_t i = 0; i < nodes.size() && i < static_cast<size_t>(kMaxDevices); ++i) c.numa_nodes.push_back(nodes[i]);
+    c.devices = std::max<int32_t>(1, static_cast<int32_t>(c.numa_nodes.size()));
+  } else if (!devices.empty()) {
+    c.devices = static_cast<int32_t>(
+        parse_int("RAVEL_TBB_DEVICES", devices, 1, kMaxDevices, "a device count", " or numa (one per NUMA node)"));
+  }
   c.async = c.devices > 1;
   const std::string async = env("RAVEL_TBB_ASYNC");
   if (!async.empty()) {
@@ -45,6 +56,12 @@ Config read_config() {
   const std::string fault = env("RAVEL_TBB_TEST_FAULT");
   if (!fault.empty()) c.fault_at = parse_int("RAVEL_TBB_TEST_FAULT", fault, 1, INT64_MAX / 2, "a kernel number");
   return c;
+}
+
+int threads_for(const Config& c, int32_t i) {
+  if (!c.numa_nodes.empty()) return std::max(1, tbb::info::default_concurrency(c.numa_nodes[static_cast<size_t>(i)]));
+  const int cores = std::max(1, tbb::info::default_concurrency());
+  return c.devices == 1 ? cores : std::max(1, cores / c.devices);
 }
 
 State& state() {

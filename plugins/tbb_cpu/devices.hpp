@@ -1,7 +1,8 @@
 // Note [Devices]
 // tbb_cpu exposes RAVEL_TBB_DEVICES=N devices (1..64, default 1; JAX's
 // --xla_force_host_platform_device_count), so that sharded programs and transfers between devices
-// run on any machine. The plugin has no other configuration channel (the ABI passes no config),
+// run on any machine; RAVEL_TBB_DEVICES=numa gives one device per NUMA node, each arena bound to
+// its node (one device where oneTBB sees one node, or cannot see the topology). The plugin has no other configuration channel (the ABI passes no config),
 // so the environment is it: read by probe() and device_count() until initialize(), which fixes
 // the configuration until shutdown() (a test may change the variable and initialise again).
 // Each device has
@@ -35,16 +36,23 @@ constexpr int32_t kMaxDevices = 64;
 
 struct Config {
   int32_t devices = 1;
+  // RAVEL_TBB_DEVICES=numa: one device per NUMA node, its arena bound to the node (oneTBB's
+  // tbbbind); the node of each device, empty when devices are not bound.
+  std::vector<int> numa_nodes;
   bool async = false;
   int64_t fault_at = 0;  // RAVEL_TBB_TEST_FAULT: the n-th queued kernel fails (tests only); 0: never
 };
 // Reads RAVEL_TBB_DEVICES, RAVEL_TBB_ASYNC and RAVEL_TBB_TEST_FAULT strictly; throws
 // rvl::Error(INVALID_ARGUMENT) naming the variable, its value and what is expected.
 Config read_config();
+// The threads of device `i`: all the cores for one device, the node's cores for a NUMA device,
+// else max(1, cores / N).
+int threads_for(const Config& c, int32_t i);
 
 struct Device {
   int32_t index = 0;
   int threads = 1;
+  int numa_node = -1;  // -1: not bound
   uint64_t memory_limit = 0;
   std::atomic<uint64_t> used{0};             // bytes held by live buffers (as requested)
   std::unique_ptr<tbb::task_arena> arena;    // its share of the cores; NULL with one device

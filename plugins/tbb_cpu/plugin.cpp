@@ -35,11 +35,6 @@ uint64_t physical_memory() {
   return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
 }
 
-// A device's share of the cores: all of them for one device, else cores / N, at least 1.
-int threads_for(int32_t devices) {
-  const int cores = std::max(1, tbb::info::default_concurrency());
-  return devices == 1 ? cores : std::max(1, cores / devices);
-}
 
 }  // namespace
 
@@ -73,21 +68,29 @@ rvl_error* device_count(int32_t* out) {
 rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
   return rvl::guard([&] {
     rvl::require_struct(out, "device properties", RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0);
-    const int32_t n = current_device_count();
-    if (device < 0 || device >= n)
-      rvl::invalid("device " + std::to_string(device) + " does not exist: this plugin has " + std::to_string(n) +
-                   " device(s) (RAVEL_TBB_DEVICES)");
-    const int threads = threads_for(n);
+    Config config;
     uint64_t used = 0;
-    bool async = false;
+    bool async = false, initialized = false;
     {
       State& s = state();
       std::lock_guard<std::mutex> lock(s.mu);
-      if (s.initialized && device < static_cast<int32_t>(s.devices.size())) {
-        used = s.devices[static_cast<size_t>(device)]->used.load();
-        async = s.devices[static_cast<size_t>(device)]->queue != nullptr;
+      if (s.initialized) {
+        initialized = true;
+        config = s.config;
+        if (device >= 0 && device < static_cast<int32_t>(s.devices.size())) {
+          used = s.devices[static_cast<size_t>(device)]->used.load();
+          async = s.devices[static_cast<size_t>(device)]->queue != nullptr;
+        }
       }
     }
+    if (!initialized) config = read_config();  // before initialize: what it would configure
+    const int32_t n = config.devices;
+    if (device < 0 || device >= n)
+      rvl::invalid("device " + std::to_string(device) + " does not exist: this plugin has " + std::to_string(n) +
+                   " device(s) (RAVEL_TBB_DEVICES)");
+    const int threads = threads_for(config, device);
+    const std::string numa =
+        config.numa_nodes.empty() ? "" : "; numa_node=" + std::to_string(config.numa_nodes[static_cast<size_t>(device)]);
     const std::string t = std::to_string(threads);
     set_chars(out->name, sizeof out->name,
               n == 1 ? "CPU (oneTBB, " + t + " threads)"
@@ -103,7 +106,7 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
       // threads and the memory in use first: the details are cut at 255 characters.
       set_chars(out->details, sizeof out->details,
                 "threads=" + t + "; devices=" + std::to_string(n) + "; queue=" + (async ? "async" : "sync") +
-                    "; used_bytes=" + std::to_string(used) + "; gemm=" + gemm::isa_name() + "; " +
+                    "; used_bytes=" + std::to_string(used) + numa + "; gemm=" + gemm::isa_name() + "; " +
                     block_cache().details());
     }
     // ABI 1.3: buffers are host memory (kDLCPU, device id 0) on every tbb_cpu device.
@@ -131,9 +134,13 @@ rvl_error* initialize() {
     for (int32_t i = 0; i < config.devices; ++i) {
       auto d = std::make_unique<Device>();
       d->index = i;
-      d->threads = threads_for(config.devices);
+      d->threads = threads_for(config, i);
       d->memory_limit = share;
-      if (config.devices > 1) {
+      if (!config.numa_nodes.empty()) {  // RAVEL_TBB_DEVICES=numa: bound to its node
+        d->numa_node = config.numa_nodes[static_cast<size_t>(i)];
+        d->arena = std::make_unique<tbb::task_arena>(tbb::task_arena::constraints(d->numa_node, d->threads));
+        d->arena->initialize();
+      } else if (config.devices > 1) {
         d->arena = std::make_unique<tbb::task_arena>(d->threads);
         // Initialised here, not lazily by the queue's worker on its first task: oneTBB's arena
         // initialisation racing with another arena's teardown (a shutdown and re-initialise, as

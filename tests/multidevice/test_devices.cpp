@@ -74,7 +74,7 @@ BOOST_AUTO_TEST_CASE(memory_is_accounted_per_device) {
 }
 
 BOOST_AUTO_TEST_CASE(bad_device_counts_are_refused) {
-  const std::string expected = "expected an integer from 1 to 64";
+  const std::string expected = "expected an integer from 1 to 64 or numa (one per NUMA node)";
   for (const char* bad : {"0", "65", "abc", "-1", "+2", " 2", "2 ", "2x", "1e1", "99999999999999999999"}) {
     BOOST_TEST_CONTEXT("RAVEL_TBB_DEVICES='" << bad << "'") {
       EnvVar env("RAVEL_TBB_DEVICES", bad);
@@ -96,6 +96,29 @@ BOOST_AUTO_TEST_CASE(bad_device_counts_are_refused) {
   int32_t count = 0;
   ok(api().device_count(&count), "device_count");
   BOOST_TEST(count == 1);
+}
+
+// One device per NUMA node: as many as oneTBB sees (one where it sees one node, or cannot tell),
+// each bound to its node and saying so.
+BOOST_AUTO_TEST_CASE(numa_gives_a_device_per_node) {
+  EnvVar env("RAVEL_TBB_DEVICES", "numa");
+  int32_t count = 0;
+  ok(api().device_count(&count), "device_count");
+  BOOST_TEST_REQUIRE(count >= 1);
+  ok(api().initialize(), "initialize");
+  for (int32_t d = 0; d < count; ++d) {
+    BOOST_TEST(detail(d, "threads") >= 1);
+    if (count == 1) BOOST_TEST(detail(d, "numa_node") == -1);  // not bound: not stated
+    else BOOST_TEST(detail(d, "numa_node") >= 0);
+  }
+  BOOST_TEST_MESSAGE("RAVEL_TBB_DEVICES=numa: " << count << " device(s) on this machine");
+  {
+    Buf b(count - 1, 64);
+    std::vector<float> v(16, 2.5f);
+    b.write(v.data(), 64);
+    BOOST_TEST(b.read_as<float>(16)[15] == 2.5f);
+  }
+  api().shutdown();
 }
 
 BOOST_AUTO_TEST_CASE(work_and_buffers_of_different_devices_do_not_mix) {
