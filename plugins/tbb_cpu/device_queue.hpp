@@ -27,6 +27,7 @@
 
 #include <tbb/task_arena.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -43,7 +44,9 @@ class DeviceQueue {
 
   // Starts the worker, which runs every task inside `arena` (the device's share of the cores),
   // or in its own default arena when `arena` is NULL (one device: all the cores).
-  DeviceQueue(int32_t device, tbb::task_arena* arena);
+  // `spin`: poll before sleeping (Note [Spinning]); only where the workers and the host thread
+  // do not outnumber the cores.
+  DeviceQueue(int32_t device, tbb::task_arena* arena, bool spin);
   ~DeviceQueue();
   DeviceQueue(const DeviceQueue&) = delete;
   DeviceQueue& operator=(const DeviceQueue&) = delete;
@@ -63,14 +66,22 @@ class DeviceQueue {
   uint64_t push_locked(Task&& task);
   void record(rvl_status code, const std::string& message);
 
+  void loop();
+
   const int32_t device_;
   tbb::task_arena* const arena_;
+  const int spin_rounds_;
   std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
   std::deque<Task> tasks_;
   uint64_t pushed_ = 0, done_ = 0;
   int waiters_ = 0;
   bool stop_ = false;
+  bool sleeping_ = false;  // the worker waits on work_cv_: a push must wake it
+  // Note [Spinning]: copies of pushed_ and done_ (and stop_) that the worker and waiters poll
+  // without the lock for a few microseconds before they sleep.
+  std::atomic<uint64_t> pushed_seen_{0}, done_seen_{0};
+  std::atomic<bool> stop_seen_{false};
   rvl_status error_code_ = RVL_STATUS_OK;
   std::string error_message_;
   std::thread worker_;  // last: started once everything above exists

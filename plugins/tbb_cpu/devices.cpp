@@ -46,7 +46,12 @@ Config read_config() {
     c.devices = static_cast<int32_t>(
         parse_int("RAVEL_TBB_DEVICES", devices, 1, kMaxDevices, "a device count", " or numa (one per NUMA node)"));
   }
-  c.async = c.devices > 1;
+  // Queues by default only where every device has at least two threads of its own. Below that
+  // the worker threads outnumber the cores and every hand-off is a sleep and a wake-up: on 2
+  // cores, makemore's data-parallel step over 2 devices took 6.3 ms with queues and 0.29 ms
+  // without, over 4 devices 15.6 ms against 0.32 ms (bench_data_parallel, docs/performance.md).
+  const int cores = std::max(1, tbb::info::default_concurrency());
+  c.async = c.devices > 1 && cores >= 2 * c.devices;
   const std::string async = env("RAVEL_TBB_ASYNC");
   if (!async.empty()) {
     if (async != "0" && async != "1")

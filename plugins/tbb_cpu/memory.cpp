@@ -5,6 +5,7 @@
 #include "devices.hpp"
 #include "members.hpp"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <memory>
@@ -52,27 +53,37 @@ rvl_buffer* register_buffer(rvl_buffer* b) {
 // and may overwrite the source. DeviceQueue::push_pair queues both tasks atomically, so any two
 // barriers are queued in the same order on every queue they share, and tasks that wait for
 // earlier tasks of other queues can never wait in a cycle.
+// The two sides meet on atomics (C++20 wait/notify, which spin briefly before a futex): a
+// condition variable made every copy of a training step's small tensors two sleeps and two
+// wake-ups (Note [Spinning] in device_queue.cpp). Below kSplitBytes one side copies everything:
+// splitting a few kilobytes over two threads costs more than it saves.
 struct PeerCopy {
+  static constexpr uint64_t kSplitBytes = 256 * 1024;
   const std::byte* src;
   std::byte* dst;
   uint64_t bytes;
-  std::mutex mu;
-  std::condition_variable cv;
-  int arrived = 0, finished = 0;
+  std::atomic<int> arrived{0}, finished{0};
 
-  void meet(std::unique_lock<std::mutex>& lock, int& count) {
-    if (++count == 2) cv.notify_all();
-    else cv.wait(lock, [&] { return count == 2; });
+  static void meet(std::atomic<int>& count) {
+    if (count.fetch_add(1, std::memory_order_acq_rel) + 1 == 2) {
+      count.notify_all();
+      return;
+    }
+    for (int round = 0; round < 4000; ++round) {
+      if (count.load(std::memory_order_acquire) == 2) return;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    for (int seen = count.load(std::memory_order_acquire); seen != 2; seen = count.load(std::memory_order_acquire))
+      count.wait(seen, std::memory_order_acquire);
   }
   void side(int half) {
-    std::unique_lock<std::mutex> lock(mu);
-    meet(lock, arrived);
-    lock.unlock();
-    const uint64_t mid = (bytes / 2) & ~uint64_t{63};  // cache-line aligned split
+    meet(arrived);
+    const uint64_t mid = bytes < kSplitBytes ? 0 : (bytes / 2) & ~uint64_t{63};  // cache-line aligned split
     if (half == 0) std::memcpy(dst, src, mid);
     else std::memcpy(dst + mid, src + mid, bytes - mid);
-    lock.lock();
-    meet(lock, finished);
+    meet(finished);
   }
 };
 
