@@ -6,9 +6,9 @@ set -eu
 makemore="$1"; shift
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-args=(--steps 400 --out "$work/one")
+args=(--steps 200 --out "$work/one")
 env -u OMPI_COMM_WORLD_SIZE -u PMI_SIZE "$makemore" "${args[@]}" >"$work/one.txt" 2>&1
-"$@" -np 2 "$makemore" --steps 400 --out "$work/two" >"$work/two.txt" 2>&1
+"$@" -np 2 "$makemore" --steps 200 --out "$work/two" >"$work/two.txt" 2>&1
 one="$(grep '^final loss' "$work/one.txt")"
 two="$(grep '^final loss' "$work/two.txt" || true)"
 fail=0

@@ -34,7 +34,8 @@ Tensor all_reduce(const Tensor& t, ReduceOp op) {
   if (!comm) return t;
   const std::string what = std::string("all_reduce (") + op_name(op) + ")";
   if (world_options().check_arguments) check_headers(*comm, header_of(kAllReduce, t, static_cast<int>(abi_op(op))), what);
-  auto buf = to_host(t);
+  auto buf = comm->staging(0, 0);  // Note [Reused staging buffers]
+  copy_to_host(t, *buf);
   const uint64_t n = static_cast<uint64_t>(t.numel());
   comm->run([&](rvl_coll_request** r) {
     return comm->plugin().api().all_reduce(comm->handle(), buf->data(), buf->data(), n, abi_dtype(t.dtype()), abi_op(op), r);
@@ -49,8 +50,9 @@ Tensor all_gather(const Tensor& t) {
   if (out_shape.empty()) out_shape = {1};
   if (!comm) return t.reshape(out_shape);
   if (world_options().check_arguments) check_headers(*comm, header_of(kAllGather, t), "all_gather");
-  auto send = to_host(t);
-  auto recv = std::make_shared<Bytes>(send->size() * static_cast<size_t>(comm->size()));
+  auto send = comm->staging(0, 0);
+  copy_to_host(t, *send);
+  auto recv = comm->staging(1, send->size() * static_cast<size_t>(comm->size()));
   const uint64_t n = static_cast<uint64_t>(t.numel());
   comm->run([&](rvl_coll_request** r) {
     return comm->plugin().api().all_gather(comm->handle(), send->data(), recv->data(), n, abi_dtype(t.dtype()), r);
@@ -69,11 +71,12 @@ Tensor reduce_scatter(const Tensor& t, ReduceOp op) {
   if (!comm) return t;
   const std::string what = std::string("reduce_scatter (") + op_name(op) + ")";
   if (world_options().check_arguments) check_headers(*comm, header_of(kReduceScatter, t, static_cast<int>(abi_op(op))), what);
-  auto send = to_host(t);
+  auto send = comm->staging(0, 0);
+  copy_to_host(t, *send);
   Shape out_shape = t.shape();
   out_shape[0] /= size;
   const uint64_t n = static_cast<uint64_t>(t.numel() / size);
-  auto recv = std::make_shared<Bytes>(send->size() / static_cast<size_t>(size));
+  auto recv = comm->staging(1, send->size() / static_cast<size_t>(size));
   comm->run([&](rvl_coll_request** r) {
     return comm->plugin().api().reduce_scatter(comm->handle(), send->data(), recv->data(), n, abi_dtype(t.dtype()),
                                                abi_op(op), r);
@@ -91,8 +94,8 @@ Tensor broadcast(const Tensor& t, int root) {
   const std::string what = "broadcast from rank " + std::to_string(root);
   if (world_options().check_arguments) check_headers(*comm, header_of(kBroadcast, t, -1, root), what);
   // Only the root's values are read: the other ranks receive into an unwritten buffer.
-  auto buf = comm->rank() == root ? to_host(t)
-                                  : std::make_shared<Bytes>(static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
+  auto buf = comm->staging(0, static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
+  if (comm->rank() == root) copy_to_host(t, *buf);
   const uint64_t n = static_cast<uint64_t>(t.numel());
   comm->run([&](rvl_coll_request** r) {
     return comm->plugin().api().broadcast(comm->handle(), buf->data(), n, abi_dtype(t.dtype()), root, r);

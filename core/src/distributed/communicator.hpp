@@ -68,6 +68,9 @@ class Communicator {
   // Both at once.
   void run(const std::function<rvl_coll_error*(rvl_coll_request**)>& start, const std::string& what,
            std::shared_ptr<void> keep_alive);
+  // Note [Reused staging buffers]: host buffer number `slot`, resized to `bytes` (contents
+  // undefined), the same memory from call to call while it is large enough.
+  std::shared_ptr<std::vector<uint8_t>> staging(size_t slot, size_t bytes);
   // comm_destroy (MPI_Finalize when healthy); an error is returned as text ("" when fine).
   std::string shut();
 
@@ -75,6 +78,7 @@ class Communicator {
   std::shared_ptr<LoadedCommunicator> plugin_;
   rvl_communicator* comm_ = nullptr;
   int rank_ = 0, size_ = 1;
+  std::vector<std::shared_ptr<std::vector<uint8_t>>> staging_;
 };
 
 }  // namespace ravel::detail

@@ -34,7 +34,7 @@ uint64_t fnv(uint64_t h, int64_t v) {
 
 struct Bucket {
   std::vector<size_t> members;  // indices into grads
-  std::shared_ptr<Bytes> data = std::make_shared<Bytes>();
+  std::shared_ptr<Bytes> data;  // a reused staging buffer (Note [Reused staging buffers])
   rvl_coll_request* request = nullptr;
 };
 
@@ -95,6 +95,8 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
         }, "DataParallel bucket all_reduce");
       }
       buckets.emplace_back();
+      buckets.back().data = comm->staging(2 + buckets.size(), 0);  // slots 0, 1: the tensor collectives
+      buckets.back().data->clear();
     }
     buckets.back().members.push_back(k);
     append_host(g, *buckets.back().data);

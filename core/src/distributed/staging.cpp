@@ -59,6 +59,11 @@ void append_host(const Tensor& t, Bytes& out) {
   throw InternalError("distributed: unknown dtype");
 }
 
+void copy_to_host(const Tensor& t, Bytes& out) {
+  out.clear();  // keeps the capacity: the same memory as last time
+  append_host(t, out);
+}
+
 std::shared_ptr<Bytes> to_host(const Tensor& t) {
   auto b = std::make_shared<Bytes>();
   append_host(t, *b);

@@ -16,6 +16,8 @@ using Bytes = std::vector<uint8_t>;
 
 // The tensor's elements, row-major, in host memory (bool as bytes 0/1). Realizes it.
 std::shared_ptr<Bytes> to_host(const Tensor& t);
+// The same into `out` (resized), e.g. a reused staging buffer (Note [Reused staging buffers]).
+void copy_to_host(const Tensor& t, Bytes& out);
 // Appends them to `out` instead.
 void append_host(const Tensor& t, Bytes& out);
 // A tensor of `dtype` and `shape` on `device` from `count` elements at `data`.
