@@ -3,6 +3,7 @@
 // zero-size parts, and the errors of bad meshes.
 #include "../core/expect_error.hpp"
 #include "sharding_common.hpp"
+#include "test_support.hpp"
 
 using namespace stest;
 
@@ -101,4 +102,17 @@ BOOST_AUTO_TEST_CASE(bad_meshes_are_refused_with_what_was_wrong) {
   rtest::expect_error<ravel::AxisError>("axis", [&] { x.shard({d0, d1}, 2); }, {"shard", "2"});
   rtest::expect_error<ravel::AxisError>("scalar", [&] { Tensor::scalar(1.0).shard({d0, d1}); }, {"shard"});
   rtest::expect_error<ravel::ValueError>("undefined", [&] { Tensor().shard({d0, d1}); }, {"shard"});
+}
+
+BOOST_AUTO_TEST_CASE(printing_files_and_dlpack_of_a_sharded_tensor) {
+  Tensor x = data({4, 3});
+  Tensor s = x.shard(mesh(2), 0);
+  BOOST_TEST(s.to_string() == x.to_string());
+  ravel::PrintOptions meta;
+  meta.show_meta = true;
+  BOOST_TEST(s.to_string(meta).find("device=split axis 0 over tbb_cpu:0 [0, 2), tbb_cpu:1 [2, 4)") != std::string::npos);
+  const auto path = (scratch_dir() / "sharded.npy").string();
+  ravel::save_npy(path, s);  // gathered
+  check_exact(ravel::load_npy(path), x);
+  rtest::expect_error<ravel::DeviceError>("dlpack", [&] { ravel::to_dlpack(s); }, {"to_dlpack", "sharded", "to(device)"});
 }

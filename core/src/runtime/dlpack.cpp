@@ -6,7 +6,9 @@
 // buffer_address and buffer_wrap; a plugin without them can neither export nor share on import.
 // What kind of memory those addresses are (host, CUDA, ROCm, oneAPI USM) the plugin states in
 // device_properties (ABI 1.3 dlpack_device_type/id), so no backend is known here by name.
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -110,6 +112,9 @@ struct Export {
 std::shared_ptr<DeviceBuffer> describe(const Tensor& input, dl::DLTensor& out, Shape& shape,
                                        std::vector<int64_t>& strides, bool* copied) {
   RAVEL_CHECK(input.defined(), ValueError, "to_dlpack: the tensor is undefined");
+  // DLPack describes one buffer on one device; a sharded tensor has one per device.
+  RAVEL_CHECK(!input.sharding(), DeviceError, "to_dlpack: the tensor is sharded (", input.sharding()->str(),
+              "); DLPack shares one device's buffer: gather it with to(device) or export its shards()");
   Tensor t = input;
   *copied = view_of(t).has_mask();
   if (*copied) t = t.contiguous();  // padding has no strided form
@@ -148,18 +153,60 @@ std::shared_ptr<DeviceBuffer> describe(const Tensor& input, dl::DLTensor& out, S
   return buffer;
 }
 
-// The elements a strided tensor addresses, as [lo, hi] in elements relative to its first one.
-std::pair<int64_t, int64_t> extent(const dl::DLTensor& t) {
-  int64_t lo = 0, hi = 0;
-  for (int32_t d = 0; d < t.ndim; ++d) {
-    const int64_t step = t.strides[d];
-    RAVEL_CHECK(step > -(int64_t{1} << 40) && step < (int64_t{1} << 40), ValueError, "from_dlpack: stride ", step,
-                " on axis ", d, " is implausible");
-    const int64_t reach = (t.shape[d] - 1) * step;
-    (reach < 0 ? lo : hi) += reach;
+// Sizes from another library are checked before any arithmetic on them (Note [Checked sizes] in
+// graph/view.hpp): a product or extent that overflowed would be undefined behaviour, and one that
+// wrapped to 0 would take the empty-tensor path with a shape the core then refuses.
+constexpr int64_t kMaxExtent = int64_t{1} << 40;  // elements on an axis, in all, and of a stride
+
+// The element count of `shape`: every size in [0, 2^40), and the product of the non-zero sizes
+// below 2^40 too (an empty tensor of shape {0, 2^62, 2^62} is no more plausible than a full one).
+int64_t outside_numel(const Shape& shape) {
+  int64_t nonzero = 1;
+  bool empty = false;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const int64_t s = shape[d];
+    RAVEL_CHECK(s >= 0 && s < kMaxExtent, ShapeError, "from_dlpack: size ", s, " on axis ", d, " of shape ",
+                shape_str(shape), " is outside [0, 2^40)");
+    if (s == 0) {
+      empty = true;
+      continue;
+    }
+    RAVEL_CHECK(!__builtin_mul_overflow(nonzero, s, &nonzero) && nonzero < kMaxExtent, ShapeError,
+                "from_dlpack: shape ", shape_str(shape), " has 2^40 or more elements");
   }
+  return empty ? 0 : nonzero;
+}
+
+// The elements a strided tensor addresses, as [lo, hi] in elements relative to its first one;
+// `numel` > 0. Each |stride| and each axis' reach are below 2^40, so (size - 1) * stride is
+// below 2^80 only in theory: it is computed with an overflow check and the sums are bounded.
+std::pair<int64_t, int64_t> extent(const Shape& shape, const std::vector<int64_t>& strides) {
+  int64_t lo = 0, hi = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const int64_t step = strides[d];
+    RAVEL_CHECK(step > -kMaxExtent && step < kMaxExtent, ValueError, "from_dlpack: stride ", step, " on axis ", d,
+                " is outside (-2^40, 2^40) elements");
+    int64_t reach = 0;
+    RAVEL_CHECK(!__builtin_mul_overflow(shape[d] - 1, step, &reach) && reach > -kMaxExtent && reach < kMaxExtent,
+                ValueError, "from_dlpack: axis ", d, " (size ", shape[d], ", stride ", step,
+                ") reaches 2^40 or more elements from the first one");
+    (reach < 0 ? lo : hi) += reach;  // at most 8 terms below 2^40 each: no overflow
+  }
+  RAVEL_CHECK(hi - lo < kMaxExtent, ValueError, "from_dlpack: the strides span ", hi - lo + 1,
+              " elements, 2^40 or more");
   return {lo, hi};
 }
+
+// What buffer_wrap releases: the producer's deleter, once the import has succeeded (`built`).
+struct ReleaseGuard {
+  void (*release)(void*);
+  void* ctx;
+  bool built;
+  static void run(void* self) {
+    std::unique_ptr<ReleaseGuard> g(static_cast<ReleaseGuard*>(self));
+    if (g->built) g->release(g->ctx);
+  }
+};
 
 // Shares or copies `t`; `release` gives the managed tensor back to its owner (exactly once).
 // Host memory is shared with a CPU device that can wrap it, else copied on the host. Device
@@ -175,12 +222,7 @@ Tensor import(const dl::DLTensor& t, std::optional<Device> device, void (*releas
   Shape shape(t.shape, t.shape + t.ndim);
   std::vector<int64_t> strides = t.strides ? std::vector<int64_t>(t.strides, t.strides + t.ndim)
                                            : StridedView::contiguous_strides(shape);
-  int64_t numel = 1;
-  for (int64_t s : shape) {
-    RAVEL_CHECK(s >= 0 && s < (int64_t{1} << 40), ShapeError, "from_dlpack: implausible shape ", shape_str(shape));
-    numel *= s;
-    RAVEL_CHECK(numel < (int64_t{1} << 40), ShapeError, "from_dlpack: implausible shape ", shape_str(shape));
-  }
+  const int64_t numel = outside_numel(shape);
   // Without a target, device memory stays on the device that owns it (as torch.from_dlpack
   // keeps a CUDA tensor on its GPU); host memory goes to the default device.
   const std::optional<Device> owner = host ? std::nullopt : device_holding(t.device);
@@ -200,25 +242,48 @@ Tensor import(const dl::DLTensor& t, std::optional<Device> device, void (*releas
                                    : std::string("no Ravel device here owns that memory")));
   }
   const int64_t es = dtype_size(dtype);
-  const char* first = static_cast<const char*>(t.data) + t.byte_offset;
   RAVEL_CHECK(numel == 0 || t.data != nullptr, ValueError, "from_dlpack: data is NULL for shape ", shape_str(shape));
-  if (numel == 0) {
+  if (numel == 0) {  // built first: the deleter is called only once nothing can fail any more
+    Tensor empty = Tensor::zeros(shape, dtype, target);
     release(ctx);
-    return Tensor::zeros(shape, dtype, target);
+    return empty;
   }
-  const auto [lo, hi] = extent(dl::DLTensor{t.data, t.device, t.ndim, t.dtype, shape.data(), strides.data(), 0});
-  const bool aligned = reinterpret_cast<uintptr_t>(first) % static_cast<uintptr_t>(es) == 0;
+  const auto [lo, hi] = extent(shape, strides);
+  // byte_offset and the extent are added to a pointer we cannot bound (the producer's buffer has
+  // no size in DLPack): refuse what would wrap the address space or start before address 0, and
+  // an offset beyond any tensor Ravel could read (2^40 elements of 8 bytes).
+  RAVEL_CHECK(t.byte_offset < (uint64_t{1} << 43), ValueError, "from_dlpack: byte_offset ", t.byte_offset,
+              " is implausible (expected fewer than 2^43 bytes past data)");
+  const uintptr_t base = reinterpret_cast<uintptr_t>(t.data);
+  uintptr_t first_at = 0, lo_at = 0, hi_at = 0;
+  RAVEL_CHECK(!__builtin_add_overflow(base, static_cast<uintptr_t>(t.byte_offset), &first_at) &&
+                  static_cast<uintptr_t>(-lo * es) <= first_at &&
+                  !__builtin_sub_overflow(first_at, static_cast<uintptr_t>(-lo * es), &lo_at) &&
+                  !__builtin_add_overflow(first_at, static_cast<uintptr_t>((hi + 1) * es), &hi_at),
+              ValueError, "from_dlpack: data ", t.data, " + byte_offset ", t.byte_offset, " with strides reaching ",
+              lo, "..", hi, " elements wraps around the address space");
+  const char* first = static_cast<const char*>(t.data) + t.byte_offset;
+  const bool aligned = first_at % static_cast<uintptr_t>(es) == 0;
   if (same && RAVEL_API_HAS(api, buffer_wrap) && aligned) {
     const uint64_t bytes = static_cast<uint64_t>(hi - lo + 1) * static_cast<uint64_t>(es);
+    // The plugin calls the release when the buffer is freed, which may happen before the tensor is
+    // built (an allocation fails): the producer's deleter may run only once the import succeeded,
+    // because on an error the caller still owns the managed tensor and calls it itself.
+    auto guard = std::make_unique<ReleaseGuard>(ReleaseGuard{release, ctx, false});
     rvl_buffer* handle = nullptr;
-    plugin->check(api->buffer_wrap(target.index(), const_cast<char*>(first) + lo * es, bytes, release, ctx, &handle),
+    plugin->check(api->buffer_wrap(target.index(), const_cast<char*>(first) + lo * es, bytes,
+                                   &ReleaseGuard::run, guard.get(), &handle),
                   "buffer_wrap");
+    ReleaseGuard* armed = guard.release();  // the plugin calls run() exactly once, which deletes it
     // From here the plugin owns the release: the DeviceBuffer frees the handle, whatever happens.
     auto buffer = std::make_shared<DeviceBuffer>(plugin, target.index(), bytes, handle);
-    Tensor base(make_buffer_node(dtype, {hi - lo + 1}, target, std::move(buffer)));
+    Tensor base_tensor(make_buffer_node(dtype, {hi - lo + 1}, target, std::move(buffer)));
     StridedView view{shape, strides, -lo, std::nullopt};
-    if (view.is_contiguous() && lo == 0 && hi + 1 == numel) return base.reshape(shape);
-    return make_view(base, MoveOp::Identity, {}, std::move(view));
+    Tensor out = view.is_contiguous() && lo == 0 && hi + 1 == numel
+                     ? base_tensor.reshape(shape)
+                     : make_view(base_tensor, MoveOp::Identity, {}, std::move(view));
+    armed->built = true;
+    return out;
   }
   RAVEL_CHECK(host, DeviceError, "from_dlpack: ", target.str(), " cannot share this ", where_str(t.device),
               " memory (", RAVEL_API_HAS(api, buffer_wrap) ? "its first element is not aligned to its size" :

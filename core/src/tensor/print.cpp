@@ -106,7 +106,8 @@ std::string Tensor::to_string(PrintOptions opts) const {
   if (n == 0) p.out << "[]";
   else p.print(0, 0);
   if (opts.show_meta)
-    p.out << "\nshape=" << shape_str(shape()) << " dtype=" << dtype_name(dtype()) << " device=" << device().str();
+    p.out << "\nshape=" << shape_str(shape()) << " dtype=" << dtype_name(dtype()) << " device="
+          << (sharding() ? sharding()->str() : device().str());
   return p.out.str();
 }
 
