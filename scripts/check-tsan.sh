@@ -16,7 +16,7 @@ B="${1:-build-tsan}"
 jobs="$(nproc)"
 cmake -S . -B "$B" -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-O1 -g1" -DCMAKE_CXX_FLAGS="-O1 -g1" \
   -DRAVEL_TSAN=ON -DRAVEL_BUILD_BENCH=OFF -DRAVEL_HIP_PLATFORM=OFF -DRAVEL_LEVEL_ZERO=OFF >/dev/null
-cmake --build "$B" -j"$jobs" --target runtime_threads ravel_backend_tbb_cpu multidevice_abi
+cmake --build "$B" -j"$jobs" --target runtime_threads ravel_backend_tbb_cpu multidevice_abi sharding
 # tests/tsan.supp: intercepted libc calls made by libtbb itself (uninstrumented; see there).
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
 for cache in 1 0; do
@@ -28,4 +28,9 @@ done
 # devices, errors of queued work, shutdown with work queued (tests/multidevice, Note [Device queues]).
 echo "tsan: multidevice_abi"
 taskset -c 0 "$B/bin/multidevice_abi" --report_level=short
+# Sharded programs over 8 devices with queues: a data-parallel step eager and replayed by the Jit,
+# and tensor-parallel matmuls (every part's kernels on its own device's worker thread).
+echo "tsan: sharding (queues on)"
+RAVEL_CONFIG= RAVEL_PLUGIN_PATH= RAVEL_TBB_DEVICES=8 RAVEL_TBB_ASYNC=1 taskset -c 0 "$B/bin/sharding" --report_level=short \
+  --run_test=data_parallel_sgd_matches_one_device,a_captured_data_parallel_step_replays_like_the_eager_one,matmul_data_and_tensor_parallel
 echo "tsan: no data races reported"
