@@ -130,3 +130,31 @@ BOOST_AUTO_TEST_CASE(data_parallel_sgd_matches_one_device) {
     for (size_t s = 0; s < one.size(); ++s) BOOST_TEST(std::fabs(many[s] - one[s]) <= 1e-5, "step " << s << ", " << n << " devices: " << many[s] << " vs " << one[s]);
   }
 }
+
+BOOST_AUTO_TEST_CASE(user_custom_derivatives_hold_on_sharded_inputs) {
+  // Rules that differ from the primitives' derivative (a straight-through estimator scaled by 3,
+  // and a reduction whose rule spreads the cotangent unevenly): the sharded gradient must be the
+  // rule's, exactly as on one device, whatever the layout.
+  auto ste = [](const std::vector<Tensor>& a) {
+    Tensor y = ravel::custom_vjp((a[0] * 4.0).trunc() / 4.0, {a[0]},
+                                 [](const std::vector<Tensor>&, const Tensor&, const Tensor& g) {
+                                   return std::vector<Tensor>{g * 3.0};
+                                 });
+    return (y * a[0]).sum();
+  };
+  auto spread = [](const std::vector<Tensor>& a) {
+    Tensor s = ravel::custom_vjp(a[0].sum(), {a[0]}, [](const std::vector<Tensor>& in, const Tensor&, const Tensor& g) {
+      return std::vector<Tensor>{(ravel::Tensor::arange(0, double(in[0].numel()), 1, DType::F64) * g)
+                                     .reshape(in[0].shape())};
+    });
+    return s * 2.0;
+  };
+  Tensor x = data({6}, 3, DType::F64);
+  const Tensor want_ste = ravel::grad(ste, 0)({x}), want_spread = ravel::grad(spread, 0)({x});
+  for (size_t n : {2u, 3u}) {
+    Tensor xs = x.shard(mesh(n), 0);
+    check_close(ravel::grad(ste, 0)({xs}), want_ste, 1e-12);
+    check_close(ravel::grad(spread, 0)({xs}), want_spread, 1e-12);
+    check_close(ravel::grad(spread, 0)({x.replicate(mesh(n))}), want_spread, 1e-12);
+  }
+}

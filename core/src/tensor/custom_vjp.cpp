@@ -24,13 +24,21 @@ Tensor with_custom_vjp(const Tensor& y, const std::vector<Tensor>& inputs, std::
 // Note [Sharded custom derivatives]
 // An elementwise rule (tanh, sigmoid, relu: the output's element depends on the inputs' elements
 // at the same index) holds part by part, so each part gets the rule on its own slices. Any other
-// rule (a user's custom_vjp may reduce or mix elements) cannot be split safely: the result then
-// keeps no custom rule and is differentiated through the primitives that computed it, which is
-// the same derivative, only computed the long way.
+// rule (a user's custom_vjp may reduce or mix elements, or replace a derivative the primitives
+// do not have) is applied once, to whole tensors: the output and the inputs are gathered on the
+// mesh's first device, the rule is attached there, and the result is split again like y. Its
+// gradient then flows back through the gathers to every part.
 Tensor sharded_custom_vjp(const Tensor& y, const std::vector<Tensor>& inputs, std::shared_ptr<const CustomRule> rule) {
   bool same_shape = true;
   for (const auto& x : inputs) same_shape = same_shape && x.shape() == y.shape();
-  if (!rule->elementwise || !same_shape || !is_multi(y)) return y;
+  if (!rule->elementwise || !same_shape || !is_multi(y)) {
+    const Device home = y.device();
+    std::vector<Tensor> whole;
+    for (const auto& x : inputs) whole.push_back(x.to(home));  // to() gathers a sharded tensor
+    Tensor attached = with_custom_vjp(y.to(home), whole, rule);
+    if (!is_multi(y)) return attached;
+    return make_multi(parts_in(attached, layout_of(y), y.shape()), layout_of(y));
+  }
   const Layout l = layout_of(y);
   const std::vector<Tensor> ys = parts_of(y);
   std::vector<std::vector<Tensor>> xs;
