@@ -147,3 +147,13 @@ BOOST_AUTO_TEST_CASE(collectives_are_differentiable) {
   BOOST_TEST(g.sharding().value() == x.sharding().value());
   check_values(g, {1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4}, 0);
 }
+
+// Run by its own CTest entry with RAVEL_TBB_TEST_FAULT set (disabled in the suite): a device whose
+// kernel fails inside a collective, with every device on its own queue, surfaces as a DeviceError
+// on the caller when the result is read, and nothing waits forever.
+BOOST_AUTO_TEST_CASE(a_failing_device_inside_a_collective_is_a_device_error, *boost::unit_test::disabled()) {
+  BOOST_TEST_REQUIRE(std::getenv("RAVEL_TBB_TEST_FAULT") != nullptr);
+  Tensor s = stacked(4, 1000, DType::F32);
+  rtest::expect_error<ravel::DeviceError>("fault", [&] { ravel::all_reduce(s).to_vector<float>(); },
+                                          {"queued work failed"});
+}
