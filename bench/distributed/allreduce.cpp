@@ -22,8 +22,8 @@ int main(int argc, char** argv) try {
   for (int64_t bytes : {int64_t{4} << 10, int64_t{64} << 10, int64_t{1} << 20, int64_t{16} << 20, int64_t{64} << 20}) {
     const int64_t n = bytes / 4;
     const int reps = bytes <= (64 << 10) ? 200 : bytes <= (1 << 20) ? 40 : 8;
-    ravel::Tensor x = ravel::Tensor::full({n}, 1.0f + dist::rank());
-    x.realize();
+    // A tensor with a buffer of its own (a realized `full` is a constant, computed on each read).
+    ravel::Tensor x = ravel::Tensor::from_vector(std::vector<float>(n, 1.0f + dist::rank()), {n});
     std::vector<double> us;
     for (int r = 0; r < reps + 2; ++r) {
       dist::barrier();

@@ -1,20 +1,25 @@
 #!/usr/bin/env bash
-# bench/distributed/run.sh BUILD_DIR [NP...]: Ravel's all-reduce against a plain MPI_Allreduce
-# on the same bytes, in one run, for each rank count (default 2 4); prints a table with
-# ravel/mpi time ratios (issue 22 asks for <= 1.1 from 4 KiB to 64 MiB). docs/distributed.md.
+# bench/distributed/run.sh BUILD_DIR [NP...]: Ravel's all-reduce against plain MPI on the same
+# bytes, in one run, for each rank count (default 2 4). Columns (median µs, rank 0):
+#   mpi      MPI_Allreduce                      mpi-nb   MPI_Iallreduce polled with MPI_Test
+#   plugin   the communicator plugin alone      tensor   ravel::distributed::all_reduce on a tensor
+#   tensor-nc  the same without the argument header (Options::check_arguments = false)
+# and the plugin's and the tensor path's time over MPI_Allreduce's. docs/distributed.md.
 set -eu
 build="${1:?usage: bench/distributed/run.sh BUILD_DIR [NP...]}"; shift
 nps=("$@"); [ ${#nps[@]} -gt 0 ] || nps=(2 4)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+plugin="$build/lib/ravel/plugins/libravel_comm_mpi.so"
 for np in "${nps[@]}"; do
   run() { mpirun --oversubscribe --bind-to none -np "$np" "$@"; }
-  out="$( { run "$build/bin/bench_mpi_allreduce_peer"; run "$build/bin/bench_allreduce"; run "$build/bin/bench_allreduce" --no-check; } 2>/dev/null)"
-  echo "== $np ranks: median µs per all-reduce of f32 (rank 0)"
-  printf '%10s %12s %12s %14s %9s %9s\n' bytes mpi ravel ravel-nocheck ratio ratio-nc
+  out="$( { run "$build/bin/bench_mpi_allreduce_peer"; run "$build/bin/bench_comm_plugin" "$plugin";
+            run "$build/bin/bench_allreduce"; run "$build/bin/bench_allreduce" --no-check; } 2>/dev/null)"
+  echo "== $np ranks: median µs per f32 all-reduce (rank 0; $(uptime | sed 's/.*load/load/'))"
+  printf '%10s %11s %11s %11s %11s %11s %8s %8s\n' bytes mpi mpi-nb plugin tensor tensor-nc plugin/mpi tensor/mpi
+  get() { echo "$out" | awk -v k="$1" -v b="$2" '$1==k&&$2==b{print $3}'; }
   for b in $(echo "$out" | awk '$1=="mpi"{print $2}'); do
-    m=$(echo "$out" | awk -v b="$b" '$1=="mpi"&&$2==b{print $3}')
-    r=$(echo "$out" | awk -v b="$b" '$1=="ravel"&&$2==b{print $3}')
-    c=$(echo "$out" | awk -v b="$b" '$1=="ravel-nocheck"&&$2==b{print $3}')
-    printf '%10s %12s %12s %14s %9.2f %9.2f\n' "$b" "$m" "$r" "$c" "$(echo "$r / $m" | bc -l)" "$(echo "$c / $m" | bc -l)"
+    m=$(get mpi "$b"); p=$(get plugin "$b"); t=$(get ravel "$b")
+    printf '%10s %11s %11s %11s %11s %11s %8.2f %8.2f\n' "$b" "$m" "$(get mpi-nb "$b")" "$p" "$t" "$(get ravel-nocheck "$b")" \
+      "$(echo "$p / $m" | bc -l)" "$(echo "$t / $m" | bc -l)"
   done
 done

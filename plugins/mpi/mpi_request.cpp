@@ -5,12 +5,14 @@
 // forever, and Open MPI 4 without ULFM never reports the loss on shared memory. So the plugin
 // never calls MPI_Wait: request_wait polls MPI_Test under the library lock and reads a steady
 // clock between polls. MPI makes progress only inside its calls (a large all-reduce is many
-// fragments, each waiting for a poll on both sides), so the first 100 ms are polled back to back, as
-// MPI_Wait would (Open MPI itself yields inside MPI_Test when the node is oversubscribed); only
-// then does the poll sleep, 50 µs doubling up to 1 ms, so a wait of seconds costs no CPU.
-// Measured (bench/distributed/run.sh): sleeping from the start (20 µs doubling) made a 1 MiB
-// all-reduce ~100x slower than MPI_Allreduce, and a sched_yield between polls still ~50x on a
-// loaded machine (each yield can hand the core to another process for a whole time slice).
+// fragments, each waiting for a poll on both sides), so the first second is polled back to back,
+// as MPI_Wait would (Open MPI itself yields inside MPI_Test when the node is oversubscribed); only
+// then does the poll sleep, 20 µs doubling up to 200 µs: a hang of minutes costs a few thousand
+// wake-ups a second, and a transfer that is merely long still progresses. Measured
+// (bench/distributed/run.sh): sleeping from the start (20 µs doubling to 1 ms) made a 1 MiB
+// all-reduce ~100x slower than MPI_Allreduce; a sched_yield between polls still ~50x on a loaded
+// machine (a yield can hand the core away for a whole time slice); sleeping after 100 ms made a
+// 64 MiB all-reduce ~20x slower than the same MPI_Iallreduce polled without pause.
 //
 // Note [Who is late]
 // At start-up every rank gathers the pid and host name of every other rank. When a deadline
@@ -168,7 +170,7 @@ rvl_coll_error* request_wait(rvl_coll_request* r, int64_t timeout_ms) {
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const auto deadline = start + std::chrono::milliseconds(timeout_ms);
-  auto nap = std::chrono::microseconds(50);
+  auto nap = std::chrono::microseconds(20);
   for (;;) {
     test_once(r);
     if (r->done) return error_of(r);
@@ -176,9 +178,9 @@ rvl_coll_error* request_wait(rvl_coll_request* r, int64_t timeout_ms) {
     if (process().broken.load()) return broken_error();
     const auto now = clock::now();
     if (now >= deadline) return deadline_error(r, timeout_ms);
-    if (now - start < std::chrono::milliseconds(100)) continue;  // Note [Deadlines by polling]
+    if (now - start < std::chrono::seconds(1)) continue;  // Note [Deadlines by polling]
     std::this_thread::sleep_for(std::min<clock::duration>(nap, deadline - now));
-    nap = std::min(nap * 2, std::chrono::microseconds(1000));
+    nap = std::min(nap * 2, std::chrono::microseconds(200));
   }
 }
 

@@ -34,13 +34,16 @@ Tensor all_reduce(const Tensor& t, ReduceOp op) {
   if (!comm) return t;
   const std::string what = std::string("all_reduce (") + op_name(op) + ")";
   if (world_options().check_arguments) check_headers(*comm, header_of(kAllReduce, t, static_cast<int>(abi_op(op))), what);
-  auto buf = comm->staging(0, 0);  // Note [Reused staging buffers]
-  copy_to_host(t, *buf);
+  // Out of place: Open MPI 4.1's MPI_IN_PLACE all-reduce of 64 MiB took 1.7 s where the same
+  // bytes out of place took 0.16 s (2 ranks, bench/distributed).
+  auto send = comm->staging(0, 0);  // Note [Reused staging buffers]
+  copy_to_host(t, *send);
+  auto recv = comm->staging(1, send->size());
   const uint64_t n = static_cast<uint64_t>(t.numel());
   comm->run([&](rvl_coll_request** r) {
-    return comm->plugin().api().all_reduce(comm->handle(), buf->data(), buf->data(), n, abi_dtype(t.dtype()), abi_op(op), r);
-  }, what, buf);
-  return from_host(buf->data(), t.dtype(), t.shape(), t.device());
+    return comm->plugin().api().all_reduce(comm->handle(), send->data(), recv->data(), n, abi_dtype(t.dtype()), abi_op(op), r);
+  }, what, std::make_shared<std::pair<decltype(send), decltype(recv)>>(send, recv));
+  return from_host(recv->data(), t.dtype(), t.shape(), t.device());
 }
 
 Tensor all_gather(const Tensor& t) {

@@ -34,7 +34,8 @@ uint64_t fnv(uint64_t h, int64_t v) {
 
 struct Bucket {
   std::vector<size_t> members;  // indices into grads
-  std::shared_ptr<Bytes> data;  // a reused staging buffer (Note [Reused staging buffers])
+  std::shared_ptr<Bytes> data;    // reused staging buffers (Note [Reused staging buffers]):
+  std::shared_ptr<Bytes> result;  // out of place (collectives.cpp says why)
   rvl_coll_request* request = nullptr;
 };
 
@@ -89,14 +90,16 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
         Bucket& b = buckets.back();
         const Tensor& first = grads[b.members.front()];
         const uint64_t n = b.data->size() / dtype_size(first.dtype());
+        b.result->resize(b.data->size());
         b.request = comm->start([&](rvl_coll_request** r) {
-          return comm->plugin().api().all_reduce(comm->handle(), b.data->data(), b.data->data(), n,
+          return comm->plugin().api().all_reduce(comm->handle(), b.data->data(), b.result->data(), n,
                                                  abi_dtype(first.dtype()), RVL_COLL_SUM, r);
         }, "DataParallel bucket all_reduce");
       }
       buckets.emplace_back();
-      buckets.back().data = comm->staging(2 + buckets.size(), 0);  // slots 0, 1: the tensor collectives
-      buckets.back().data->clear();
+      const size_t slot = 2 * buckets.size();  // slots 0, 1: the tensor collectives
+      buckets.back().data = comm->staging(slot, 0);
+      buckets.back().result = comm->staging(slot + 1, 0);
     }
     buckets.back().members.push_back(k);
     append_host(g, *buckets.back().data);
@@ -107,8 +110,9 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
       if (b.request) continue;
       const Tensor& first = grads[b.members.front()];
       const uint64_t n = b.data->size() / dtype_size(first.dtype());
+      b.result->resize(b.data->size());
       b.request = comm->start([&](rvl_coll_request** r) {
-        return comm->plugin().api().all_reduce(comm->handle(), b.data->data(), b.data->data(), n,
+        return comm->plugin().api().all_reduce(comm->handle(), b.data->data(), b.result->data(), n,
                                                abi_dtype(first.dtype()), RVL_COLL_SUM, r);
       }, "DataParallel bucket all_reduce");
     }
@@ -116,17 +120,19 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
       Bucket& b = buckets[next_wait];
       rvl_coll_request* r = b.request;
       b.request = nullptr;
-      comm->wait(r, "DataParallel bucket all_reduce (" + std::to_string(b.data->size()) + " bytes)", b.data);
+      comm->wait(r, "DataParallel bucket all_reduce (" + std::to_string(b.data->size()) + " bytes)",
+                 std::make_shared<std::pair<std::shared_ptr<Bytes>, std::shared_ptr<Bytes>>>(b.data, b.result));
       size_t at = 0;
       for (size_t k : b.members) {
         const Tensor& g = grads[k];
-        out[k] = scaled(from_host(b.data->data() + at, g.dtype(), g.shape(), g.device()));
+        out[k] = scaled(from_host(b.result->data() + at, g.dtype(), g.shape(), g.device()));
         at += static_cast<size_t>(g.numel()) * dtype_size(g.dtype());
       }
     }
   } catch (...) {
     for (Bucket& b : buckets)
-      if (b.request) comm->abandon(b.request, b.data);
+      if (b.request)
+        comm->abandon(b.request, std::make_shared<std::pair<std::shared_ptr<Bytes>, std::shared_ptr<Bytes>>>(b.data, b.result));
     throw;
   }
   buckets_ = static_cast<int>(buckets.size());
