@@ -152,8 +152,8 @@ int main(int argc, char** argv) try {
   if (world.rank != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;
   const int64_t lo = o.batch * world.rank / world.size, hi = o.batch * (world.rank + 1) / world.size;
   if (parallel)
-    std::printf("data-parallel: %d ranks over %s %s, launched by %s; global batch %lld split %lld..%lld per rank\n",
-                world.size, world.communicator.c_str(), world.version.c_str(), world.launcher.c_str(),
+    std::printf("data-parallel: %d rank%s over %s %s, launched by %s; global batch %lld split %lld..%lld per rank\n",
+                world.size, world.size == 1 ? "" : "s", world.communicator.c_str(), world.version.c_str(), world.launcher.c_str(),
                 static_cast<long long>(o.batch), static_cast<long long>(o.batch / world.size),
                 static_cast<long long>((o.batch + world.size - 1) / world.size));
   // A mesh in the config (its "parallel" section, e.g. configs/data-parallel.json): the same
