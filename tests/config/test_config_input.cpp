@@ -8,7 +8,10 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
+
+#include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
 
@@ -102,13 +105,14 @@ BOOST_AUTO_TEST_CASE(duplicate_keys_are_errors) {
 }
 
 BOOST_AUTO_TEST_CASE(files_are_read_with_a_bound) {
-  // /dev/zero never ends: the reader stops at 16 MiB and says so, within seconds.
+  // /dev/zero never ends: refused before a byte is read, as a device (issue 27 §2; the 16 MiB
+  // bound stopped it before, after 16 MiB).
   auto t0 = std::chrono::steady_clock::now();
   try {
     load_config("/dev/zero");
     BOOST_FAIL("expected a ConfigError");
   } catch (const ConfigError& e) {
-    BOOST_TEST(contains(e.what(), "larger than 16 MiB"), e.what());
+    BOOST_TEST(contains(e.what(), "/dev/zero: it is a character device, not a regular file"), e.what());
   }
   BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(20)));
   try {
@@ -117,6 +121,41 @@ BOOST_AUTO_TEST_CASE(files_are_read_with_a_bound) {
   } catch (const ConfigError& e) {
     BOOST_TEST(contains(e.what(), "it is a folder"), e.what());
   }
+  // A regular file over 16 MiB is refused from its size, without reading it.
+  const auto big = temp_dir() / "big.json";
+  fs::resize_file((std::ofstream(big), big), (std::uintmax_t{16} << 20) + 1);
+  try {
+    load_config(big.string());
+    BOOST_FAIL("expected a ConfigError");
+  } catch (const ConfigError& e) {
+    BOOST_TEST(contains(e.what(), "larger than 16 MiB"), e.what());
+  }
+}
+
+// Issue 27 §2: a FIFO as RAVEL_CONFIG hung start-up in open() (no writer) or read() (a writer
+// that never closes). It is refused at once, and the message says what to do instead. The test
+// runs the read on a thread and gives up after 20 s, so a regression fails rather than hangs.
+BOOST_AUTO_TEST_CASE(a_fifo_config_is_refused_without_blocking) {
+  const auto fifo = temp_dir() / "config.fifo";
+  fs::remove(fifo);
+  BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto result = std::async(std::launch::async, [&] {
+    try {
+      load_config(fifo.string());
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  });
+  if (result.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    // Unblock the reader so the test can end: open the FIFO for writing and close it.
+    std::ofstream(fifo.string()).close();
+    BOOST_FAIL("reading a FIFO config blocked for 20 s");
+  }
+  const std::string what = result.get();
+  BOOST_TEST(contains(what, "it is a FIFO, not a regular file"), what);
+  BOOST_TEST(contains(what, "write the config to a file first"), what);
+  fs::remove(fifo);
 }
 
 BOOST_AUTO_TEST_CASE(environment_switches_are_strict) {
@@ -205,3 +244,4 @@ BOOST_AUTO_TEST_CASE(ravel_bench_quotes_only_the_tail_of_a_peers_stderr) {
   BOOST_TEST(seen);
   fs::remove_all(dir);
 }
+

@@ -211,3 +211,77 @@ BOOST_AUTO_TEST_CASE(bad_imports_are_typed_errors_and_keep_ownership) {
   BOOST_CHECK_THROW(ravel::from_dlpack(static_cast<dl::DLManagedTensorVersioned*>(nullptr)), ravel::ValueError);
   BOOST_CHECK_THROW(ravel::to_dlpack(Tensor()), ravel::ValueError);
 }
+
+// Issue 27, class 1: sizes, strides and byte_offset from the producer are checked before any
+// arithmetic on them, and every refusal leaves the managed tensor with its owner (no deleter call:
+// a caller following the ownership rule calls it itself, so a call here would be a double free).
+BOOST_AUTO_TEST_CASE(hostile_sizes_strides_and_offsets_keep_ownership) {
+  constexpr int64_t k39 = int64_t{1} << 39, k32 = int64_t{1} << 32;
+  struct Case { std::vector<int64_t> shape, strides; uint64_t byte_offset; const char* says; };
+  const uint64_t near_top = ~uint64_t{0} - 7;  // data + this wraps to 8 bytes before data
+  const Case cases[] = {
+      {{k32, k32}, {}, 0, "2^40 or more elements"},        // the product wraps to exactly 0 in int64
+      {{k32, k32, 4}, {}, 0, "2^40 or more elements"},
+      {{k39, k39, 0}, {}, 0, "2^40 or more elements"},     // empty, but no more plausible
+      {{int64_t{1} << 40}, {1}, 0, "outside [0, 2^40)"},
+      {{-2}, {1}, 0, "outside [0, 2^40)"},
+      {{3, 1 << 20}, {k39, 1}, 0, "reaches 2^40"},         // (3-1) * 2^39 reaches 2^40
+      {{1 << 30}, {k39}, 0, "reaches 2^40"},               // (size-1)*stride overflows the bound
+      {{2}, {int64_t{1} << 62}, 0, "outside (-2^40, 2^40)"},
+      {{2}, {1}, uint64_t{1} << 50, "byte_offset"},
+      {{2}, {1}, near_top, "byte_offset"},
+  };
+  for (const Case& c : cases) {
+    Producer p({1, 2}, c.shape, c.strides);
+    p.managed.dl_tensor.byte_offset = c.byte_offset;
+    try {
+      Tensor t = ravel::from_dlpack(&p.managed);
+      BOOST_ERROR("accepted shape of rank " << c.shape.size() << ", byte_offset " << c.byte_offset);
+    } catch (const ravel::Error& e) {
+      BOOST_TEST_MESSAGE(e.what());
+      BOOST_TEST(std::string(e.what()).find(c.says) != std::string::npos, e.what() << " lacks " << c.says);
+    }
+    BOOST_TEST(p.deleted == 0);
+  }
+  // A data pointer near the top of the address space with a negative stride reaching below 0.
+  Producer low({1, 2}, {4}, {-4});
+  low.managed.dl_tensor.data = reinterpret_cast<void*>(uintptr_t{8});
+  BOOST_CHECK_THROW(ravel::from_dlpack(&low.managed), ravel::ValueError);
+  BOOST_TEST(low.deleted == 0);
+}
+
+// An empty tensor is built before the deleter runs, and a valid byte_offset is still honoured.
+BOOST_AUTO_TEST_CASE(empty_and_offset_imports_release_once) {
+  {
+    Producer p({}, {0, 3}, {});
+    Tensor t = ravel::from_dlpack(&p.managed);
+    BOOST_TEST((t.shape() == ravel::Shape{0, 3}));
+    BOOST_TEST(p.deleted == 1);
+  }
+  Producer p({1, 2, 3, 4}, {2}, {1});
+  p.managed.dl_tensor.byte_offset = 2 * sizeof(double);
+  {
+    Tensor t = ravel::from_dlpack(&p.managed);
+    BOOST_TEST(t.to_vector<double>() == (std::vector<double>{3, 4}));
+  }
+  BOOST_TEST(p.deleted == 1);
+}
+
+// A producer's bool may hold any non-zero byte for true; Ravel's kernels rely on 0 or 1, so host
+// bools are copied and normalised (fuzz_dlpack found 0x40 shared and read as 64 by a cast).
+BOOST_AUTO_TEST_CASE(host_bools_are_normalised_on_import) {
+  uint8_t bytes[3] = {0, 0x40, 2};
+  int64_t shape[1] = {3};
+  int deleted = 0;
+  dl::DLManagedTensorVersioned m{};
+  m.version = {1, 0};
+  m.manager_ctx = &deleted;
+  m.deleter = [](dl::DLManagedTensorVersioned* self) { ++*static_cast<int*>(self->manager_ctx); };
+  m.dl_tensor = {bytes, {dl::kDLCPU, 0}, 1, {dl::kDLBool, 8, 1}, shape, nullptr, 0};
+  {
+    Tensor t = ravel::from_dlpack(&m);
+    BOOST_TEST(t.cast(DType::I64).to_vector<int64_t>() == (std::vector<int64_t>{0, 1, 1}));
+    BOOST_TEST(t.sum().item<int64_t>() == 2);
+  }
+  BOOST_TEST(deleted == 1);
+}

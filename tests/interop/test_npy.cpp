@@ -8,11 +8,13 @@
 #include <fstream>
 #include <iterator>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ravel/io.hpp"
 #include "ravel/nn.hpp"
 #include "ravel/ravel.hpp"
+#include "tensor/zip.hpp"
 
 #include "test_support.hpp"
 
@@ -212,4 +214,131 @@ BOOST_AUTO_TEST_CASE(nn_parameters_as_npz) {
   arrays.emplace_back("extra", Tensor::zeros({1}));
   ravel::save_npz(path, arrays);
   BOOST_CHECK_EXCEPTION(nn::load_parameters(b, path), ravel::ValueError, [](const auto& e) { return says(e, "'extra'"); });
+}
+
+namespace {
+// A version 1.0 .npy file with `header` as its dict and `data` after it.
+std::vector<char> npy_with(const std::string& dict, size_t data_bytes = 0) {
+  std::string header = dict;
+  header.append((64 - (10 + header.size() + 1) % 64) % 64, ' ');
+  header += '\n';
+  std::vector<char> b = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<char>(header.size() & 0xFF),
+                         static_cast<char>(header.size() >> 8)};
+  b.insert(b.end(), header.begin(), header.end());
+  b.resize(b.size() + data_bytes, 0);
+  return b;
+}
+}  // namespace
+
+// Issue 27, class 1: a shape whose product overflows int64 (or wraps to 0) is refused before
+// anything is multiplied or allocated; an honest empty shape still loads.
+BOOST_AUTO_TEST_CASE(npy_shapes_are_checked_before_multiplying) {
+  for (const char* shape : {"(4294967296, 4294967296)", "(4294967296, 4294967296, 3)", "(549755813888, 549755813888, 0)",
+                            "(1099511627776,)"}) {
+    const auto b = npy_with(std::string("{'descr': '<f4', 'fortran_order': False, 'shape': ") + shape + ", }");
+    BOOST_CHECK_EXCEPTION(ravel::from_npy_bytes(b, "hostile.npy"), ravel::ValueError,
+                          [](const ravel::ValueError& e) { return says(e, "hostile.npy: implausible shape"); });
+  }
+  const Tensor empty = ravel::from_npy_bytes(npy_with("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 7), }"));
+  BOOST_TEST((empty.shape() == ravel::Shape{0, 7}));
+}
+
+namespace {
+namespace zip = ravel::detail::zip;
+const std::vector<char> kSmallNpy = ravel::to_npy_bytes(Tensor::from_vector<float>({1, 2, 3}, {3}));
+
+template <class F>
+std::string value_error(F&& f) {
+  try {
+    f();
+  } catch (const ravel::ValueError& e) {
+    BOOST_TEST_MESSAGE(e.what());
+    return e.what();
+  }
+  BOOST_ERROR("expected a ValueError");
+  return {};
+}
+bool has(const std::string& s, const std::string& part) {
+  const bool ok = s.find(part) != std::string::npos;
+  if (!ok) BOOST_TEST_MESSAGE("'" << s << "' lacks '" << part << "'");
+  return ok;
+}
+}  // namespace
+
+// Issue 27, class 2: only regular files are read, and nothing blocks: a directory was a
+// std::ios_failure, a FIFO blocked in open(), /dev/zero never ended. Each error names the file.
+BOOST_AUTO_TEST_CASE(only_regular_files_are_read) {
+  const auto dir = temp("ravel_npy_dir");
+  fs::create_directories(dir);
+  BOOST_TEST(has(value_error([&] { ravel::load_npy(dir); }), dir + " is a directory"));
+  BOOST_TEST(has(value_error([&] { ravel::load_npz(dir); }), dir + " is a directory"));
+  BOOST_TEST(has(value_error([] { ravel::load_npy("/dev/zero"); }), "/dev/zero is not a regular file but a character device"));
+  const auto fifo = temp("ravel_npy.fifo");
+  fs::remove(fifo);
+  BOOST_TEST_REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // No writer ever comes: a blocking open would hang here (CTest's timeout would end the test).
+  BOOST_TEST(has(value_error([&] { ravel::load_npy(fifo); }), fifo + " is not a regular file but a FIFO"));
+  namespace nn = ravel::nn;
+  nn::Linear lin(2, 2, 0);
+  BOOST_TEST(has(value_error([&] { nn::load_parameters(lin, fifo); }), "parameter file " + fifo + " is not a regular file"));
+  BOOST_TEST(has(value_error([&] { nn::load_parameters(lin, dir); }), "parameter file " + dir + " is a directory"));
+  fs::remove(fifo);
+}
+
+// Directory entries that share bytes (one deflate bomb counted many times), two members of one
+// name, and names that leave the extraction folder are refused; so is more inflated data than the
+// bound (here a small bound over a real np.savez_compressed file).
+BOOST_AUTO_TEST_CASE(hostile_archives_are_refused) {
+  const auto path = temp("ravel_hostile.npz");
+  auto archive = zip::write_archive({{"a.npy", kSmallNpy}, {"b.npy", kSmallNpy}});
+  // Point b's directory entry at a's local header: both members are the same bytes.
+  const size_t end = archive.size() - 22;
+  const auto le32 = [&](size_t at) {
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(archive[at + static_cast<size_t>(i)]);
+    return v;
+  };
+  const size_t second = le32(end + 16) + 46 + 5;  // the directory, then a's entry (46 + "a.npy")
+  for (int i = 0; i < 4; ++i) archive[second + 42 + static_cast<size_t>(i)] = 0;
+  write_bytes(path, archive);
+  BOOST_TEST(has(value_error([&] { ravel::load_npz(path); }), "belong to two members"));
+
+  write_bytes(path, zip::write_archive({{"w.npy", kSmallNpy}, {"w.npy", kSmallNpy}}));
+  BOOST_TEST(has(value_error([&] { ravel::load_npz(path); }), path + " holds two members named 'w.npy'"));
+  write_bytes(path, zip::write_archive({{"w.npy", kSmallNpy}, {"w", kSmallNpy}}));
+  BOOST_TEST(has(value_error([&] { ravel::load_npz(path); }), path + " holds two arrays named 'w'"));
+
+  for (const char* name : {"../evil.npy", "/etc/evil.npy", "a/../../b.npy", "a\\b.npy", "a//b.npy"}) {
+    write_bytes(path, zip::write_archive({{name, kSmallNpy}}));
+    BOOST_TEST(has(value_error([&] { ravel::load_npz(path); }), "is refused"));
+  }
+  const Tensor x = Tensor::from_vector<float>({1}, {1});
+  for (const char* name : {"../evil", "/abs", "a/./b", "x\\y", ".."})
+    BOOST_TEST(has(value_error([&] { ravel::save_npz(path, {{name, x}}); }), "is refused"));
+  ravel::save_npz(path, {{"layers.0/weight", x}});  // a '/' inside a name is a plain name
+  BOOST_TEST(ravel::load_npz(path).at(0).first == "layers.0/weight");
+
+  // A directory claiming more members than its bytes can hold is refused before the loop.
+  auto lying = zip::write_archive({{"a.npy", kSmallNpy}});
+  lying[lying.size() - 22 + 10] = '\xFF', lying[lying.size() - 22 + 11] = '\x7F';
+  BOOST_TEST(has(value_error([&] { zip::read_archive(lying, "lying.npz"); }), "claims 32767 members"));
+#ifdef RAVEL_TEST_HAVE_ZLIB
+  BOOST_TEST(has(value_error([&] { zip::read_archive(bytes_of(data("compressed.npz")), "c.npz", 100); }),
+                 "a deflate bomb?"));
+  BOOST_CHECK_NO_THROW(zip::read_archive(bytes_of(data("compressed.npz")), "c.npz"));
+#endif
+}
+
+// Bytes after the last parameter of a Ravel-format file are refused, naming the file.
+BOOST_AUTO_TEST_CASE(parameter_files_with_trailing_bytes_are_refused) {
+  namespace nn = ravel::nn;
+  const auto path = temp("ravel_params.bin");
+  nn::Linear a(3, 2, 1), b(3, 2, 2);
+  nn::save_parameters(a, path);
+  nn::load_parameters(b, path);  // the clean file loads
+  auto bytes = bytes_of(path);
+  bytes.push_back('\0');
+  write_bytes(path, bytes);
+  BOOST_TEST(has(value_error([&] { nn::load_parameters(b, path); }),
+                 "parameter file " + path + " has 1 trailing bytes after its last parameter"));
 }

@@ -1,5 +1,5 @@
 // Reading JSON the user hands us (config files, ravel-bench configs) without trusting it: a
-// bounded read (RAVEL_CONFIG=/dev/zero must fail fast, not eat memory), a nesting limit checked by
+// bounded read of a regular file (RAVEL_CONFIG=/dev/zero or a FIFO must fail fast, not eat memory or hang), a nesting limit checked by
 // a flat scan before nlohmann's parser sees the text (so nothing downstream — dump(), the checker —
 // can recurse deeply over input), duplicate keys rejected (JSON allows them, nlohmann keeps the last
 // one silently, which hides typos in long configs), and echoed values capped (a 50 MB bad value
@@ -7,13 +7,17 @@
 // reads its files through exactly the same checks.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
-#include <filesystem>
-#include <fstream>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -55,22 +59,42 @@ inline std::string brief_json(const nlohmann::json& v, size_t max = kMaxEchoChar
   return out->head + "... (" + std::to_string(out->total) + " bytes)";
 }
 
-// Reads at most kMaxJsonBytes of `path` (a pipe or /dev/stdin works too); more is a ConfigError.
+// Reads at most kMaxJsonBytes of `path`, a regular file; more is a ConfigError. Anything else is
+// refused before a byte is read: a FIFO as RAVEL_CONFIG blocked start-up (in open, waiting for a
+// writer, then in read), /dev/zero never ended. O_NONBLOCK keeps the open itself from waiting.
 inline std::string read_json_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    throw ConfigError("cannot read config file " + cap_text(path) + ": " + std::strerror(errno) +
+                      " (expected a readable JSON file)");
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) throw ConfigError("cannot read config file " + cap_text(path) + ": " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode))
     throw ConfigError("cannot read config file " + cap_text(path) + ": it is a folder (expected a JSON file)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError("cannot read config file " + cap_text(path) + " (expected a readable JSON file)");
+  if (!S_ISREG(st.st_mode))
+    throw ConfigError("cannot read config file " + cap_text(path) + ": it is a " +
+                      (S_ISFIFO(st.st_mode) ? "FIFO" : S_ISCHR(st.st_mode) ? "character device" :
+                       S_ISSOCK(st.st_mode) ? "socket" : "special file") +
+                      ", not a regular file (expected a JSON file; write the config to a file first)");
+  if (static_cast<uint64_t>(st.st_size) > kMaxJsonBytes)
+    throw ConfigError("config file " + cap_text(path) + " is larger than " + std::to_string(kMaxJsonBytes >> 20) +
+                      " MiB (expected a JSON config file)");
   std::string text;
   char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() > kMaxJsonBytes)
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw ConfigError("cannot read config file " + cap_text(path) + " (" + std::strerror(errno) + ")");
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxJsonBytes)  // it grew while we read
       throw ConfigError("config file " + cap_text(path) + " is larger than " + std::to_string(kMaxJsonBytes >> 20) +
                         " MiB (expected a JSON config file)");
   }
-  if (in.bad()) throw ConfigError("cannot read config file " + cap_text(path) + " (read error)");
   return text;
 }
 

@@ -6,6 +6,7 @@
 //   (row-major, little-endian, numel x dtype size).
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 #include "ravel/io.hpp"
@@ -27,7 +28,16 @@ struct Reader {
   std::string path;
   int64_t size = 0;
 
-  explicit Reader(const std::string& p) : in(p, std::ios::binary), path(p) {
+  explicit Reader(const std::string& p) : path(p) {
+    // Checked before opening: a FIFO would block the open itself, /dev/zero would never end, and
+    // a directory opens but fails at the first read with std::ios_failure.
+    std::error_code ec;
+    const auto st = std::filesystem::status(p, ec);
+    RAVEL_CHECK(!ec, ValueError, "cannot read parameter file ", path, ": ", ec.message());
+    RAVEL_CHECK(std::filesystem::is_regular_file(st), ValueError, "parameter file ", path, " is ",
+                std::filesystem::is_directory(st) ? "a directory" : "not a regular file (a FIFO, device or socket)",
+                "; expected a file written by save_parameters");
+    in.open(p, std::ios::binary);
     RAVEL_CHECK(in.good(), ValueError, "cannot read parameter file ", path);
     in.seekg(0, std::ios::end);
     size = static_cast<int64_t>(in.tellg());
@@ -154,6 +164,12 @@ void load_parameters(Module& module, const std::string& path) {
     r.bytes(e.data.data(), static_cast<int64_t>(e.data.size()), "the data of parameter " + e.name);
     entries.push_back(std::move(e));
   }
+  // Bytes after the last parameter are a different or damaged file (a concatenation, a failed
+  // rewrite), not padding: refused as a truncation is.
+  const int64_t end = static_cast<int64_t>(r.in.tellg());
+  RAVEL_CHECK(end == r.size, ValueError, "parameter file ", path, " has ", r.size - end,
+              " trailing bytes after its last parameter (byte ", end, " of ", r.size,
+              "); expected the file to end there (corrupt or concatenated file?)");
   for (size_t i = 0; i < entries.size(); ++i)
     params[i].second->assign(Tensor::from_data(entries[i].data.data(), entries[i].dtype, entries[i].shape, params[i].second->device()));
 }

@@ -264,7 +264,11 @@ Tensor import(const dl::DLTensor& t, std::optional<Device> device, void (*releas
               lo, "..", hi, " elements wraps around the address space");
   const char* first = static_cast<const char*>(t.data) + t.byte_offset;
   const bool aligned = first_at % static_cast<uintptr_t>(es) == 0;
-  if (same && RAVEL_API_HAS(api, buffer_wrap) && aligned) {
+  // Host bools are copied: Ravel's kernels rely on a bool being the byte 0 or 1 (from_data
+  // normalises), and a producer's byte may be any non-zero value for true (fuzz_dlpack found a
+  // shared 0x40 read as 64 by a cast). Device memory cannot be normalised here and stays shared.
+  const bool normalise = host && dtype == DType::Bool;
+  if (same && RAVEL_API_HAS(api, buffer_wrap) && aligned && !normalise) {
     const uint64_t bytes = static_cast<uint64_t>(hi - lo + 1) * static_cast<uint64_t>(es);
     // The plugin calls the release when the buffer is freed, which may happen before the tensor is
     // built (an allocation fails): the producer's deleter may run only once the import succeeded,

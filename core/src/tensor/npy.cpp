@@ -10,6 +10,11 @@
 #include <iterator>
 #include <set>
 
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "ravel/io.hpp"
 #include "tensor/zip.hpp"
 
@@ -32,11 +37,34 @@ const char* descr_of(DType t) {
   return "";
 }
 
+// The whole of a regular file. Anything else is refused before a byte is read: a directory (a
+// std::ios_failure before), a FIFO (blocks forever, or until a writer comes), /dev/zero or another
+// device (never ends). O_NONBLOCK keeps even the open of a FIFO from waiting for a writer.
 std::vector<char> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  RAVEL_CHECK(in.good(), ValueError, "cannot open ", path, " for reading");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  RAVEL_CHECK(!in.bad(), ValueError, "reading ", path, " failed");
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  RAVEL_CHECK(fd >= 0, ValueError, "cannot open ", path, " for reading: ", std::strerror(errno));
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st{};
+  RAVEL_CHECK(::fstat(fd, &st) == 0, ValueError, "cannot read ", path, ": ", std::strerror(errno));
+  RAVEL_CHECK(!S_ISDIR(st.st_mode), ValueError, path, " is a directory (expected a .npy or .npz file)");
+  RAVEL_CHECK(S_ISREG(st.st_mode), ValueError, path, " is not a regular file but a ",
+              S_ISFIFO(st.st_mode) ? "FIFO" : S_ISCHR(st.st_mode) ? "character device" : S_ISBLK(st.st_mode) ?
+              "block device" : S_ISSOCK(st.st_mode) ? "socket" : "special file",
+              " (expected a .npy or .npz file; its size must be known before reading)");
+  // The size fstat gave bounds the read: a file that grows meanwhile is read up to that size.
+  std::vector<char> bytes(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    RAVEL_CHECK(n >= 0, ValueError, "reading ", path, " failed: ", std::strerror(errno));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  bytes.resize(got);  // a file truncated meanwhile: the readers report what is missing
   return bytes;
 }
 
@@ -200,12 +228,19 @@ Tensor from_npy_bytes(const std::vector<char>& bytes, const std::string& what, s
   const std::string text(bytes.data() + start, hl);  // latin-1 or UTF-8 (3.0): ASCII in practice
   const Header h = HeaderParser{text, what}.parse();
   const auto [dtype, swap] = dtype_of_descr(h.descr, what);
+  // Sizes come from the file: each below 2^40 and so is the product of the non-zero ones, checked
+  // before multiplying (a product that overflowed was undefined behaviour, one that wrapped to 0
+  // an empty array).
   int64_t numel = 1;
+  bool empty = false;
   for (int64_t s : h.shape) {
-    RAVEL_CHECK(s < (int64_t{1} << 40), ValueError, what, ": implausible shape ", shape_str(h.shape));
-    numel *= s;
-    RAVEL_CHECK(numel < (int64_t{1} << 40), ValueError, what, ": implausible shape ", shape_str(h.shape));
+    RAVEL_CHECK(s < (int64_t{1} << 40), ValueError, what, ": implausible shape ", shape_str(h.shape), " (a size of ",
+                s, ", expected sizes below 2^40)");
+    if (s == 0) { empty = true; continue; }
+    RAVEL_CHECK(!__builtin_mul_overflow(numel, s, &numel) && numel < (int64_t{1} << 40), ValueError, what,
+                ": implausible shape ", shape_str(h.shape), " (2^40 or more elements)");
   }
+  if (empty) numel = 0;
   const uint64_t data_at = start + hl, need = static_cast<uint64_t>(numel) * static_cast<uint64_t>(dtype_size(dtype));
   RAVEL_CHECK(bytes.size() - data_at >= need, ValueError, what, " is truncated: ", shape_str(h.shape), " ",
               dtype_name(dtype), " needs ", need, " bytes of data, the file has ", bytes.size() - data_at);
@@ -235,8 +270,12 @@ void save_npz(const std::string& path, const NamedTensors& arrays) {
   std::vector<detail::zip::Member> members;
   std::set<std::string> seen;
   for (const auto& [name, t] : arrays) {
-    RAVEL_CHECK(!name.empty() && seen.insert(name).second, ValueError, "save_npz(", path,
-                "): names must be non-empty and unique, got '", name, "' twice or empty");
+    // np.load would read a name with '/' or '..' back, but unzip would write it outside its folder.
+    const std::string bad = detail::zip::path_like_name(name);
+    RAVEL_CHECK(bad.empty(), ValueError, "save_npz(", path, "): array name '", name, "' is refused: ", bad,
+                " (expected a plain name such as 'layers.0.weight')");
+    RAVEL_CHECK(seen.insert(name).second, ValueError, "save_npz(", path, "): the name '", name,
+                "' is given twice (expected unique names)");
     members.push_back({name + ".npy", to_npy_bytes(t)});
   }
   write_file(path, detail::zip::write_archive(members));
@@ -244,9 +283,13 @@ void save_npz(const std::string& path, const NamedTensors& arrays) {
 
 NamedTensors load_npz(const std::string& path, std::optional<Device> device) {
   NamedTensors out;
+  std::set<std::string> keys;
   for (auto& m : detail::zip::read_archive(read_file(path), path)) {
     std::string key = m.name;
     if (key.size() > 4 && key.compare(key.size() - 4, 4, ".npy") == 0) key.resize(key.size() - 4);
+    // "w" and "w.npy" are two members but one key for np.load, which keeps the later one.
+    RAVEL_CHECK(keys.insert(key).second, ValueError, path, " holds two arrays named '", key,
+                "' (members '", key, "' and '", key, ".npy'; NumPy would silently take the last)");
     out.emplace_back(key, from_npy_bytes(m.data, path + ", member " + m.name, device));
   }
   return out;

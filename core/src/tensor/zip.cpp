@@ -1,8 +1,10 @@
 // ZIP reading and writing for .npz (see zip.hpp for the subset and why).
 #include "tensor/zip.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <set>
 
 #include "ravel/error.hpp"
 
@@ -72,29 +74,74 @@ void apply_zip64(const Cursor& c, uint64_t extra, uint64_t extra_len, uint64_t& 
   }
 }
 
-std::vector<char> inflate_raw(const char* data, uint64_t csize, uint64_t usize, const std::string& where) {
+// Inflates into memory that grows with what zlib actually produces, so a header claiming a huge
+// size costs nothing; `budget` is what the archive may still inflate to (kMaxInflatedBytes).
+std::vector<char> inflate_raw(const char* data, uint64_t csize, uint64_t usize, const std::string& where,
+                              uint64_t& budget) {
 #ifdef RAVEL_HAVE_ZLIB
-  std::vector<char> out(usize);
+  RAVEL_CHECK(usize <= budget, ValueError, where, " inflates to ", usize, " bytes, more than the ", budget,
+              " bytes left of the ", kMaxInflatedBytes, " an archive may inflate to (a deflate bomb?)");
+  RAVEL_CHECK(csize <= 0xFFFFFFFFu, ValueError, where, ": ", csize,
+              " deflated bytes in one member are not supported (at most 4 GiB)");
+  std::vector<char> out;
   z_stream z{};
   RAVEL_CHECK(inflateInit2(&z, -MAX_WBITS) == Z_OK, ValueError, where, ": zlib failed to start");
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data));
   z.avail_in = static_cast<uInt>(csize);
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(usize);
-  const int rc = inflate(&z, Z_FINISH);
-  const uint64_t produced = z.total_out;
+  int rc = Z_OK;
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  while (rc == Z_OK) {
+    // One more byte than claimed may be asked for, so that a stream longer than its header is seen.
+    const uint64_t room = std::min<uint64_t>(kChunk, usize + 1 - out.size());
+    if (room == 0) break;
+    const size_t at = out.size();
+    out.resize(at + room);
+    z.next_out = reinterpret_cast<Bytef*>(out.data() + at);
+    z.avail_out = static_cast<uInt>(room);
+    rc = inflate(&z, Z_NO_FLUSH);
+    out.resize(at + room - z.avail_out);
+    if (rc == Z_BUF_ERROR && z.avail_in == 0) break;  // the input ended before the stream did
+  }
+  const uint64_t produced = out.size();
   inflateEnd(&z);
   RAVEL_CHECK(rc == Z_STREAM_END && produced == usize, ValueError, where,
-              ": the deflated data is corrupt (zlib status ", rc, ", ", produced, " of ", usize, " bytes)");
+              ": the deflated data is corrupt (zlib status ", rc, ", ", produced, " bytes, the header says ", usize, ")");
+  budget -= usize;
   return out;
 #else
-  (void)data, (void)csize, (void)usize;
+  (void)data, (void)csize, (void)usize, (void)budget;
   throw ValueError(where + " is deflated (np.savez_compressed), and this build of Ravel has no zlib: "
                    "save it with np.savez, or rebuild Ravel with zlib1g-dev installed");
 #endif
 }
 
 }  // namespace
+
+// A member name for a message: at most 200 bytes, control characters as '?'.
+static std::string cap_name(const std::string& name) {
+  std::string out = name.substr(0, 200);
+  for (char& ch : out)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) ch = '?';
+  return name.size() > 200 ? out + "..." : out;
+}
+
+std::string path_like_name(const std::string& name) {
+  if (name.empty()) return "it is empty";
+  if (name.front() == '/') return "it is an absolute path";
+  for (char ch : name) {
+    if (ch == '\\') return "it holds a backslash";
+    if (ch == '\0') return "it holds a NUL byte";
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7F) return "it holds a control character";
+  }
+  for (size_t at = 0; at <= name.size();) {
+    const size_t end = std::min(name.find('/', at), name.size());
+    const std::string part = name.substr(at, end - at);
+    if (part == "." || part == "..") return "it has a '" + part + "' path component";
+    if (part.empty() && end < name.size()) return "it has an empty path component ('//')";
+    at = end + 1;
+  }
+  return "";
+}
 
 uint32_t crc32(const void* data, size_t n, uint32_t crc) {
   const auto& t = crc_table();
@@ -154,7 +201,7 @@ std::vector<char> write_archive(const std::vector<Member>& members) {
   return out;
 }
 
-std::vector<Member> read_archive(const std::vector<char>& bytes, const std::string& what) {
+std::vector<Member> read_archive(const std::vector<char>& bytes, const std::string& what, uint64_t max_inflated) {
   Cursor c{bytes, what};
   // The end record is the last 22 bytes plus a comment of up to 65535: search backwards.
   RAVEL_CHECK(bytes.size() >= 22, ValueError, what, " is not a ZIP archive (", bytes.size(), " bytes)");
@@ -172,7 +219,21 @@ std::vector<Member> read_archive(const std::vector<char>& bytes, const std::stri
     count = c.le(z64 + 32, 8, "the ZIP64 member count");
     cd_offset = c.le(z64 + 48, 8, "the ZIP64 directory offset");
   }
-  std::vector<Member> members;
+  // Every directory entry takes at least 46 bytes of the file: a count beyond that is a lie, refused
+  // before it drives the loop.
+  RAVEL_CHECK(cd_offset <= bytes.size() && count <= (bytes.size() - cd_offset) / 46, ValueError, what,
+              " is not a valid ZIP archive: its directory at byte ", cd_offset, " claims ", count,
+              " members, more than the file's ", bytes.size(), " bytes can hold");
+  struct Entry {
+    std::string name;
+    uint64_t method, csize, usize, data;
+    uint32_t crc;
+  };
+  std::vector<Entry> entries;
+  std::set<std::string> names;
+  // [first, last) byte ranges of each member (local header and data) and of the directory: a ZIP
+  // writer never overlaps them; an archive that does makes one deflate bomb count many times.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
   uint64_t p = cd_offset;
   for (uint64_t i = 0; i < count; ++i) {
     RAVEL_CHECK(c.le(p, 4, "a directory entry") == kCentralSig, ValueError, what,
@@ -184,30 +245,46 @@ std::vector<Member> read_archive(const std::vector<char>& bytes, const std::stri
     const uint64_t comment_len = c.le(p + 32, 2, "the comment length");
     uint64_t local = c.le(p + 42, 4, "the member offset");
     c.need(p + 46, name_len + extra_len + comment_len, "a directory entry's name");
-    Member m;
-    m.name.assign(bytes.data() + p + 46, name_len);
+    std::string name(bytes.data() + p + 46, name_len);
     apply_zip64(c, p + 46 + name_len, extra_len, usize, csize, &local);
-    const std::string where = what + ", member " + m.name;
+    const std::string where = what + ", member " + name;
+    const std::string bad_name = path_like_name(name);
+    RAVEL_CHECK(bad_name.empty(), ValueError, what, ": member name '", cap_name(name), "' is refused: ", bad_name,
+                " (expected a plain name such as 'weight.npy')");
+    RAVEL_CHECK(names.insert(name).second, ValueError, what, " holds two members named '", cap_name(name),
+                "' (NumPy would silently take the last; Ravel refuses the archive, which np.savez never writes)");
     RAVEL_CHECK((flags & 1) == 0, ValueError, where, " is encrypted, which is not supported");
     RAVEL_CHECK(method == 0 || method == 8, ValueError, where, " uses compression method ", method,
                 ", expected 0 (stored) or 8 (deflated)");
     RAVEL_CHECK(c.le(local, 4, "a local header") == kLocalSig, ValueError, where, ": bad local header at byte ", local);
     const uint64_t data = local + 30 + c.le(local + 26, 2, "a name length") + c.le(local + 28, 2, "an extra length");
     c.need(data, csize, "member data");
-    if (method == 0) {
+    if (method == 0)
       RAVEL_CHECK(csize == usize, ValueError, where, ": stored with ", csize, " bytes but says it holds ", usize);
-      m.data.assign(bytes.data() + data, bytes.data() + data + csize);
-    } else {
-      // Deflate expands at most 1032:1: a larger claimed size is a corrupt header, refused before
-      // anything is allocated for it.
+    else  // deflate expands at most 1032:1: a larger claimed size is a corrupt header
       RAVEL_CHECK(usize <= csize * 1032 + 64, ValueError, where, ": implausible size ", usize, " for ", csize,
                   " deflated bytes");
-      m.data = inflate_raw(bytes.data() + data, csize, usize, where);
-    }
-    const uint32_t got = crc32(m.data.data(), m.data.size());
-    RAVEL_CHECK(got == crc, ValueError, where, " is corrupt: CRC-32 ", got, ", the archive says ", crc);
-    members.push_back(std::move(m));
+    ranges.emplace_back(local, data + csize);
+    entries.push_back(Entry{std::move(name), method, csize, usize, data, crc});
     p += 46 + name_len + extra_len + comment_len;
+  }
+  ranges.emplace_back(cd_offset, p);
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t k = 1; k < ranges.size(); ++k)
+    RAVEL_CHECK(ranges[k].first >= ranges[k - 1].second, ValueError, what, " is not a valid ZIP archive: bytes ",
+                ranges[k].first, " to ", ranges[k - 1].second - 1,
+                " belong to two members (or a member and the directory); a ZIP writer never overlaps them");
+  // Only now, with every entry checked, is anything copied or inflated.
+  std::vector<Member> members;
+  uint64_t budget = max_inflated;
+  for (Entry& e : entries) {
+    const std::string where = what + ", member " + e.name;
+    Member m{std::move(e.name), {}};
+    if (e.method == 0) m.data.assign(bytes.data() + e.data, bytes.data() + e.data + e.csize);
+    else m.data = inflate_raw(bytes.data() + e.data, e.csize, e.usize, where, budget);
+    const uint32_t got = crc32(m.data.data(), m.data.size());
+    RAVEL_CHECK(got == e.crc, ValueError, where, " is corrupt: CRC-32 ", got, ", the archive says ", e.crc);
+    members.push_back(std::move(m));
   }
   return members;
 }

@@ -25,8 +25,21 @@ struct Member {
 
 // The bytes of a ZIP archive holding `members` stored, in this order.
 std::vector<char> write_archive(const std::vector<Member>& members);
+// What an archive may inflate to, all deflated members together: far above what
+// np.savez_compressed is used for, far below what a deflate bomb (1032:1) or directory entries
+// sharing one bomb would demand. Stored members are bounded by the file's own size.
+inline constexpr uint64_t kMaxInflatedBytes = uint64_t{4} << 30;
+
 // Every member of the archive in `bytes`, in central-directory order, CRC-checked. `what` names
-// the archive in error messages. ValueError for anything malformed or unsupported.
-std::vector<Member> read_archive(const std::vector<char>& bytes, const std::string& what);
+// the archive in error messages. ValueError for anything malformed or unsupported, and for what
+// a ZIP writer never makes: members whose bytes overlap each other or the directory, two members
+// of one name, and names that are paths out of the archive (see path_like_name).
+std::vector<Member> read_archive(const std::vector<char>& bytes, const std::string& what,
+                                 uint64_t max_inflated = kMaxInflatedBytes);
+
+// Why `name` must not be a member name ("" if it may): empty, absolute, a '.' or '..' component,
+// a backslash, a NUL or another control character. Such names escape the folder an unzip tool
+// extracts into (zip-slip) or mean different files to different tools.
+std::string path_like_name(const std::string& name);
 
 }  // namespace ravel::detail::zip
