@@ -169,3 +169,64 @@ BOOST_AUTO_TEST_CASE(expressions_realized_outside_are_recomputed) {
   BOOST_TEST(f.kernels_per_call() == 1);
   check_close(y.to_vector<float>(), {2, 4, 6}, 0);
 }
+
+// Issue 27, class 6: misuse that segfaulted or replayed a wrong capture silently.
+BOOST_AUTO_TEST_CASE(a_moved_from_jit_is_a_typed_error) {
+  ravel::Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0}; });
+  ravel::Jit g = std::move(f);
+  const Tensor x = Tensor::from_vector<float>({1, 2}, {2});
+  BOOST_TEST(g({x})[0].to_vector<float>() == (std::vector<float>{2, 4}));
+  auto moved = [](const ravel::ValueError& e) {
+    BOOST_TEST_MESSAGE(e.what());
+    return std::string(e.what()).find("this Jit was moved from") != std::string::npos;
+  };
+  BOOST_CHECK_EXCEPTION(f({x}), ravel::ValueError, moved);  // NOLINT(bugprone-use-after-move): the point
+  BOOST_CHECK_EXCEPTION(f.captures(), ravel::ValueError, moved);
+  BOOST_CHECK_EXCEPTION(f.replays(), ravel::ValueError, moved);
+  BOOST_CHECK_EXCEPTION(f.kernels_per_call(), ravel::ValueError, moved);
+  BOOST_CHECK_EXCEPTION(f.clear(), ravel::ValueError, moved);
+  f = std::move(g);  // a moved-from Jit can be assigned again
+  BOOST_TEST(f({x})[0].to_vector<float>() == (std::vector<float>{2, 4}));
+}
+
+BOOST_AUTO_TEST_CASE(a_function_calling_its_own_jit_is_refused) {
+  ravel::Jit* self = nullptr;
+  int depth = 0;
+  ravel::Jit f([&](const std::vector<Tensor>& in) {
+    ++depth;
+    if (depth == 1) return (*self)({in[0] + 1.0});  // the recursion
+    return std::vector<Tensor>{in[0] * 3.0};
+  });
+  self = &f;
+  const Tensor x = Tensor::from_vector<float>({1, 2}, {2});
+  BOOST_CHECK_EXCEPTION(f({x}), ravel::ValueError, [](const ravel::ValueError& e) {
+    BOOST_TEST_MESSAGE(e.what());
+    return std::string(e.what()).find("its function calls the Jit itself") != std::string::npos;
+  });
+  BOOST_TEST(f.captures() == 0);  // nothing half-captured was kept...
+  depth = 5;                      // ...and the Jit works after the refusal
+  BOOST_TEST(f({x})[0].to_vector<float>() == (std::vector<float>{3, 6}));
+  BOOST_TEST(f({x})[0].to_vector<float>() == (std::vector<float>{3, 6}));
+  BOOST_TEST(f.replays() == 1);
+}
+
+// A tensor the function closed over (not state) and then assigned: the capture's constant is the
+// old buffer; replaying it would give the old value. The Jit notices and runs the function again.
+BOOST_AUTO_TEST_CASE(assigning_a_closed_over_tensor_recaptures) {
+  Tensor w = Tensor::from_vector<float>({1, 2}, {2});
+  int ran = 0;
+  ravel::Jit f([&](const std::vector<Tensor>& in) {
+    ++ran;
+    return std::vector<Tensor>{in[0] * w};
+  });
+  const Tensor x = Tensor::from_vector<float>({10, 10}, {2});
+  BOOST_TEST(f({x})[0].to_vector<float>() == (std::vector<float>{10, 20}));
+  BOOST_TEST(f({x})[0].to_vector<float>() == (std::vector<float>{10, 20}));
+  BOOST_TEST(ran == 1);  // replayed while w is unchanged
+  w.assign(Tensor::from_vector<float>({3, 4}, {2}));
+  BOOST_TEST(f({x})[0].to_vector<float>() == (std::vector<float>{30, 40}));
+  BOOST_TEST(ran == 2);
+  BOOST_TEST(f({x})[0].to_vector<float>() == (std::vector<float>{30, 40}));
+  BOOST_TEST(ran == 2);  // and the new capture replays
+  BOOST_TEST(f.captures() == 2);
+}

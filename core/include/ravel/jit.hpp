@@ -57,6 +57,7 @@ class Jit {
 
  private:
   struct Impl;
+  Impl& checked_impl(const char* member) const;  // ValueError on a moved-from Jit
   std::unique_ptr<Impl> impl_;
 };
 

@@ -17,6 +17,7 @@
 // after every kernel ran, so a replay that fails leaves the state as it was.
 #include "ravel/jit.hpp"
 
+#include <atomic>
 #include <string>
 #include <utility>
 #include <unordered_map>
@@ -40,6 +41,7 @@ struct Slot {
   enum class Kind : uint8_t { Input, State, Result, Constant } kind = Kind::Constant;
   int32_t index = -1;                      // Input / State: which one
   std::shared_ptr<DeviceBuffer> constant;  // Constant: the buffer, kept
+  bool external = false;                   // Constant: someone besides the capture held it then
   std::shared_ptr<LoadedPlugin> plugin;    // Result: where it is allocated
   Device device;
   uint64_t bytes = 0;
@@ -152,6 +154,7 @@ void rebind(Tensor& t, NodePtr fresh) {
 
 struct Jit::Impl {
   Function fn;
+  std::atomic<bool> running{false};  // a call is under way: a second one is recursion (or a race)
   std::vector<Tensor*> state;
   std::vector<Capture> captures;  // one per input signature
   int64_t n_captures = 0, n_replays = 0, last_kernels = 0;
@@ -169,21 +172,49 @@ Jit::Jit(Function fn, std::vector<Tensor*> state) : impl_(std::make_unique<Impl>
   impl_->state = std::move(state);
 }
 Jit::~Jit() = default;
+
+// A moved-from Jit has no Impl: every member says so instead of dereferencing null (as a
+// moved-from Tensor gives a clean error).
+Jit::Impl& Jit::checked_impl(const char* member) const {
+  RAVEL_CHECK(impl_ != nullptr, ValueError, "Jit::", member,
+              ": this Jit was moved from and holds no function; call the Jit it was moved to");
+  return *impl_;
+}
+
 Jit::Jit(Jit&&) noexcept = default;
 Jit& Jit::operator=(Jit&&) noexcept = default;
 
-int64_t Jit::captures() const { return impl_->n_captures + (impl_->sharded ? impl_->sharded->inner().captures() : 0); }
-int64_t Jit::replays() const { return impl_->n_replays + (impl_->sharded ? impl_->sharded->inner().replays() : 0); }
+int64_t Jit::captures() const {
+  const Impl& m = checked_impl("captures");
+  return m.n_captures + (m.sharded ? m.sharded->inner().captures() : 0);
+}
+int64_t Jit::replays() const {
+  const Impl& m = checked_impl("replays");
+  return m.n_replays + (m.sharded ? m.sharded->inner().replays() : 0);
+}
 int64_t Jit::kernels_per_call() const {
-  return impl_->sharded ? impl_->sharded->inner().kernels_per_call() : impl_->last_kernels;
+  const Impl& m = checked_impl("kernels_per_call");
+  return m.sharded ? m.sharded->inner().kernels_per_call() : m.last_kernels;
 }
 void Jit::clear() {
-  impl_->captures.clear();
-  if (impl_->sharded) impl_->sharded->inner().clear();
+  Impl& m = checked_impl("clear");
+  RAVEL_CHECK(!m.running, ValueError, "Jit::clear: called while the Jit's own call is running (from its function)");
+  m.captures.clear();
+  if (m.sharded) m.sharded->inner().clear();
 }
 
 std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
-  Impl& m = *impl_;
+  Impl& m = checked_impl("operator()");
+  // A function that calls its own Jit would capture the inner call first and the outer one after
+  // it, both under one signature, and every later call would replay the inner capture: refused.
+  RAVEL_CHECK(!m.running.exchange(true), ValueError,
+              "Jit: called again while a call of the same Jit is running (its function calls the Jit itself, or "
+              "two threads share it); a capture cannot contain itself: call the plain function inside, or give "
+              "each thread its own Jit");
+  struct Done {
+    std::atomic<bool>& running;
+    ~Done() { running = false; }
+  } done{m.running};
   bool sharded = m.sharded != nullptr || any_multi(inputs);
   for (Tensor* s : m.state) sharded = sharded || is_multi(*s);
   if (sharded) {  // Note [Sharded Jit]
@@ -206,6 +237,11 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
     if (!matches(*it, in, m.state)) continue;
     bool current = true;  // Runtime::reset reloads plugins: a capture is bound to the old ones
     for (const auto& [plugin, device] : it->plugins) current = current && Runtime::get().plugin_for(device).get() == plugin;
+    // A tensor the function closed over and that was assigned since (Tensor::assign makes a new
+    // buffer) no longer holds the capture's constant: its last holder is the capture. A replay
+    // would use the old value, so the function runs again instead (Note [Jit]).
+    for (const Slot& slot : it->slots)
+      current = current && !(slot.external && slot.constant.use_count() == 1);
     if (current) return m.replay(*it, in);
     m.captures.erase(it);
     break;
@@ -283,7 +319,12 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
   }
   for (size_t s = 0; s < rec.slots.size(); ++s) {
     Slot& slot = rec.slots[s];
-    if (slot.kind == Slot::Kind::Constant) slot.constant = rec.held[s];
+    if (slot.kind == Slot::Kind::Constant) {
+      // Held outside the capture now (besides the recorder's reference): a tensor the function
+      // closed over. When the capture becomes its only holder, that tensor was assigned.
+      slot.external = rec.held[s].use_count() > 1;
+      slot.constant = rec.held[s];
+    }
     if (slot.kind == Slot::Kind::Result && !kept[s]) rec.steps[last[s]].release.push_back(static_cast<int32_t>(s));
     if (slot.kind == Slot::Kind::Result) {
       bool seen = false;
