@@ -245,3 +245,30 @@ BOOST_AUTO_TEST_CASE(ravel_bench_quotes_only_the_tail_of_a_peers_stderr) {
   fs::remove_all(dir);
 }
 
+// Issue 27, class 8: plugins.load and plugins.skip list backend names; a file name or path there
+// matched nothing and skipped every plugin without a word. A NUL inside any string is refused.
+BOOST_AUTO_TEST_CASE(plugin_name_lists_and_nul_bytes_say_what_to_fix) {
+  std::string m = config_error(R"({"plugins": {"load": ["tbb_cpu", "build/libravel_backend_hip.so"]}})");
+  BOOST_TEST(contains(m, "$.plugins.load[1]"), m);
+  BOOST_TEST(contains(m, "is not a plugin name"), m);
+  BOOST_TEST(contains(m, "write \"hip\" and add its folder to plugins.search_paths"), m);
+  m = config_error(R"({"plugins": {"skip": ["TBB CPU"]}})");
+  BOOST_TEST(contains(m, "$.plugins.skip[0]"), m);
+  BOOST_TEST(contains(m, "lower-case letters, digits and '_'"), m);
+  BOOST_CHECK_NO_THROW(parse_config(R"({"plugins": {"load": ["tbb_cpu", "level_zero"]}})", "t", "/"));
+  m = config_error(R"({"plugins": {"search_paths": ["plugins\u0000/evil"]}})");
+  BOOST_TEST(contains(m, "$.plugins.search_paths[0]"), m);
+  BOOST_TEST(contains(m, "NUL character (\\u0000) at position 7; remove it"), m);
+}
+
+// A search path that is a loop of symbolic links was reported as "does not exist".
+BOOST_AUTO_TEST_CASE(a_search_path_symlink_loop_is_named_as_such) {
+  const auto dir = temp_dir();
+  fs::remove(dir / "loop");
+  fs::create_directory_symlink(dir / "loop", dir / "loop");
+  Environment env;
+  env.plugin_path = (dir / "loop").string();
+  Settings s = load_settings("", true, env);
+  BOOST_TEST_REQUIRE(s.warnings.size() == 1u);
+  BOOST_TEST(contains(s.warnings[0], "is a loop of symbolic links; point it at the plugin folder itself"), s.warnings[0]);
+}

@@ -196,3 +196,17 @@ BOOST_AUTO_TEST_CASE(randn_standard_normal) {
   BOOST_TEST((Tensor::randn({5}, 3).to_vector<float>() != Tensor::randn({5}, 4).to_vector<float>()));
   BOOST_TEST((Tensor::randn({2}, 3, DType::F64).dtype() == DType::F64));
 }
+
+// Issue 27, class 8: from_data checks its arguments at the API; a null pointer or a dtype code
+// outside the enum failed later inside the plugin, in the plugin's words.
+#include "expect_error.hpp"
+BOOST_AUTO_TEST_CASE(from_data_checks_pointer_and_dtype_at_the_api) {
+  expect_error<ravel::ValueError>("null data", [] { Tensor::from_data(nullptr, DType::F32, {2, 3}); },
+                                  {"from_data: data is a null pointer for shape [2, 3]", "6 elements of f32"});
+  expect_error<ravel::DTypeError>("dtype 42", [] {
+    const float v[1] = {1};
+    Tensor::from_data(v, static_cast<DType>(42), {1});
+  }, {"from_data: dtype code 42 is not a Ravel dtype"});
+  // An empty tensor needs no data.
+  BOOST_TEST(Tensor::from_data(nullptr, DType::F32, {0, 3}).numel() == 0);
+}

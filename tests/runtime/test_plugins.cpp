@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "ravel/ravel.hpp"
 
 namespace fs = std::filesystem;
@@ -194,4 +196,23 @@ BOOST_AUTO_TEST_CASE(same_name_loaded_twice_keeps_the_first) {
   BOOST_TEST(rt.plugins()[0].loaded);
   BOOST_TEST(!rt.plugins()[1].loaded);
   BOOST_TEST(rt.devices().size() == 1u);
+}
+
+// Issue 27, class 8: a plugin file that is a loop of symbolic links resolved to "" and was handed
+// to dlopen (which opens the program itself). It is recorded, not loaded, with what to fix.
+BOOST_AUTO_TEST_CASE(a_plugin_symlink_loop_is_recorded_with_the_fix) {
+  const fs::path dir = fs::temp_directory_path() / ("ravel_plugin_loop_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::create_symlink("libravel_backend_loop.so", dir / "libravel_backend_loop.so");
+  {
+    Runtime rt(only({dir.string()}, false));
+    BOOST_TEST_REQUIRE(rt.plugins().size() == 1u);
+    const PluginRecord& r = rt.plugins().front();
+    BOOST_TEST(!r.loaded);
+    BOOST_TEST(r.path.find("libravel_backend_loop.so") != std::string::npos, r.path);
+    BOOST_TEST(r.status.find("loop of symbolic links") != std::string::npos, r.status);
+    BOOST_TEST(rt.devices().empty());
+  }
+  fs::remove_all(dir);
 }

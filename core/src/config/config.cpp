@@ -15,6 +15,31 @@ using nlohmann::json;
 
 namespace {
 
+// plugins.skip and plugins.load list backend names, as devices spell them ("tbb_cpu" in
+// "tbb_cpu:0"); a file name or path there matched no plugin and filtered everything out silently.
+std::vector<std::string> plugin_names(const JsonChecker& ck, const json& v, const std::string& path) {
+  std::vector<std::string> names = ck.strings(v, path);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& n = names[i];
+    bool ok = !n.empty();
+    for (char ch : n) ok = ok && ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_');
+    if (ok) continue;
+    std::string hint;
+    const size_t slash = n.find_last_of('/');
+    std::string file = slash == std::string::npos ? n : n.substr(slash + 1);
+    if (file.rfind("libravel_backend_", 0) == 0) {
+      file = file.substr(17);
+      file = file.substr(0, file.find('.'));
+      hint = " (for " + cap_text(n, 64) + " write \"" + cap_text(file, 64) + "\"" +
+             (slash == std::string::npos ? "" : " and add its folder to plugins.search_paths") + ")";
+    }
+    ck.fail(path + "[" + std::to_string(i) + "]",
+            "\"" + cap_text(n, 64) + "\" is not a plugin name; expected a backend name as devices spell it: lower-case "
+            "letters, digits and '_', e.g. \"tbb_cpu\" or \"hip\"" + hint);
+  }
+  return names;
+}
+
 void parse_plugins(const JsonChecker& ck, const json& p, const std::string& base_dir, Config& c) {
   ck.keys(p, "$.plugins", {"search_paths", "skip", "load"});
   if (p.contains("search_paths"))
@@ -23,8 +48,8 @@ void parse_plugins(const JsonChecker& ck, const json& p, const std::string& base
       if (path.is_relative()) path = std::filesystem::path(base_dir) / path;
       c.plugin_paths.push_back(path.lexically_normal().string());
     }
-  if (p.contains("skip")) c.plugin_skip = ck.strings(p["skip"], "$.plugins.skip");
-  if (p.contains("load")) c.plugin_load = ck.strings(p["load"], "$.plugins.load");
+  if (p.contains("skip")) c.plugin_skip = plugin_names(ck, p["skip"], "$.plugins.skip");
+  if (p.contains("load")) c.plugin_load = plugin_names(ck, p["load"], "$.plugins.load");
 }
 
 void check_device_name(const JsonChecker& ck, const std::string& name, const std::string& path) {

@@ -72,7 +72,12 @@ class JsonChecker {
   }
   std::string string(const nlohmann::json& v, const std::string& path) const {
     if (!v.is_string()) fail(path, "expected a string, got " + brief_json(v));
-    return v.get<std::string>();
+    std::string s = v.get<std::string>();
+    // JSON allows "\u0000"; a name or path holding it would be cut there by every C API it reaches.
+    if (const size_t nul = s.find('\0'); nul != std::string::npos)
+      fail(path, "the string holds a NUL character (\\u0000) at position " + std::to_string(nul) +
+                     "; remove it (names and paths cannot contain NUL)");
+    return s;
   }
   // A string that must be one of `choices` (with a "did you mean" for near misses).
   std::string choice(const nlohmann::json& v, const std::string& path, const std::vector<std::string>& choices) const {

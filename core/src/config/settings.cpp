@@ -30,8 +30,12 @@ void check_search_path(const std::string& dir, const char* from, std::vector<std
   std::error_code ec;
   const auto st = std::filesystem::status(dir, ec);
   if (st.type() == std::filesystem::file_type::directory) return;
-  warnings.push_back("plugin search path " + cap_text(dir) + " (" + from + ") " +
-                     (std::filesystem::exists(st) ? "is not a folder" : "does not exist"));
+  std::string why = std::filesystem::exists(st) ? "is not a folder" : "does not exist";
+  if (ec == std::errc::too_many_symbolic_link_levels)  // "does not exist" sent people looking for a typo
+    why = "is a loop of symbolic links; point it at the plugin folder itself";
+  else if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    why = "cannot be read (" + ec.message() + ")";
+  warnings.push_back("plugin search path " + cap_text(dir) + " (" + from + ") " + why);
 }
 
 }  // namespace

@@ -91,6 +91,17 @@ void Runtime::discover(const std::string& folder) {
   std::sort(files.begin(), files.end());  // deterministic order
   for (const auto& f : files) {
     auto canonical = std::filesystem::weakly_canonical(f, ec).string();
+    if (ec) {  // a symlink loop or a dangling link: canonical is "", and dlopen("") is the program
+      PluginRecord rec;
+      rec.path = f.string();
+      rec.status = ec == std::errc::too_many_symbolic_link_levels
+                       ? "skipped: the file is a loop of symbolic links; point the link at the plugin library itself"
+                       : "skipped: cannot resolve the path (" + ec.message() + ")";
+      records_.push_back(rec);
+      log_skip(records_.back(), settings_->log_plugins);
+      ec.clear();
+      continue;
+    }
     bool seen = false;
     for (const auto& r : records_) seen = seen || r.path == canonical;
     if (seen) continue;
@@ -109,6 +120,16 @@ void Runtime::discover(const std::string& folder) {
   }
 }
 
+namespace {
+// plugins.load as a message lists it: a typo there ("tbbcpu") skips every plugin, and each
+// skipped record then shows what was asked for.
+std::string join_load_names(const std::vector<std::string>& names) {
+  std::string out = "it lists";
+  for (size_t i = 0; i < names.size() && i < 8; ++i) out += (i ? ", \"" : " \"") + names[i] + "\"";
+  return names.size() > 8 ? out + ", ..." : out;
+}
+}  // namespace
+
 void Runtime::load_plugin(const std::string& path) {
   PluginRecord rec;
   rec.path = path;
@@ -120,7 +141,8 @@ void Runtime::load_plugin(const std::string& path) {
     if (std::find(skip.begin(), skip.end(), name) != skip.end())
       return "skipped: listed in the config's plugins.skip";
     if (!load_only.empty() && std::find(load_only.begin(), load_only.end(), name) == load_only.end())
-      return "skipped: not listed in the config's plugins.load";
+      return "skipped: not listed in the config's plugins.load (" + join_load_names(load_only) +
+             "); add \"" + name + "\" there to load it";
     return "";
   };
   try {

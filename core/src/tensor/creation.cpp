@@ -80,7 +80,14 @@ Tensor from_doubles(const std::vector<double>& v, Shape shape, DType dtype, cons
 }  // namespace
 
 Tensor Tensor::from_data(const void* data, DType dtype, Shape shape, std::optional<Device> dev) {
+  // Checked here, at the API: a bad dtype or a null pointer failed later inside the plugin, in
+  // the plugin's words (or read address 0).
+  const auto code = static_cast<int>(dtype);
+  RAVEL_CHECK(code >= 0 && code < kDTypeCount, DTypeError, "from_data: dtype code ", code,
+              " is not a Ravel dtype (expected one of bool, uint8, int32, int64, float32, float64)");
   int64_t n = creation_numel(shape, "from_data", dtype);
+  RAVEL_CHECK(data != nullptr || n == 0, ValueError, "from_data: data is a null pointer for shape ", shape_str(shape),
+              " (", n, " elements of ", dtype_name(dtype), "); pass the address of the values");
   Device device = pick(dev);
   uint64_t bytes = static_cast<uint64_t>(n) * dtype_size(dtype);  // fits: checked above
   std::shared_ptr<DeviceBuffer> buffer;
