@@ -86,6 +86,8 @@ BOOST_AUTO_TEST_CASE(bench_keys_name_path_value_and_expectation) {
   expect_error(b(R"("peers": [{"name": "np"}])"), {"$.bench.peers[0].command", "missing"}, true);
   expect_error(b(R"("peers": [{"name": "np", "comand": ["x"]}])"), {"$.bench.peers[0].comand", "did you mean \"command\""}, true);
   expect_error(b(R"("peers": [{"name": "np", "command": []}])"), {"$.bench.peers[0].command", "non-empty"}, true);
+  expect_error(b(R"("peers": [{"name": "np", "command": ["a"]}, {"name": "np", "command": ["b"]}])"),
+               {"$.bench.peers[1].name", "\"np\" names an earlier peer too"}, true);  // issue 27 §3
   expect_error(b(R"("peers": [{"name": "numpy", "command": ["x"]}], "baseline": {"runner": "numpi"})"), {"$.bench.baseline.runner", "did you mean \"numpy\""}, true);
   expect_error(b(R"("baseline": {"polcy": "none"})"), {"$.bench.baseline.polcy", "did you mean \"policy\""}, true);
   expect_error(b(R"("output": {"name": "a/b"})"), {"$.bench.output.name", "a/b"}, true);

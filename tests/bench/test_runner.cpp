@@ -4,13 +4,16 @@
 // while the rest still runs; a missing peer is "unavailable" and not a failure.
 #include <boost/test/unit_test.hpp>
 
+#include <signal.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -199,4 +202,77 @@ BOOST_AUTO_TEST_CASE(shipped_configs_parse) {
       if (has(f, "bench/")) BOOST_CHECK_NO_THROW(load_bench_config(p.string()));
     }
   }
+}
+
+// Issue 27, class 3: hostile peers. Every result line is checked field by field; a bad one fails
+// its row with a message naming the field (a wrong type threw nlohmann's type_error out of the
+// whole run, a negative time went into the report).
+namespace {
+Row peer_row(const fs::path& dir, const std::string& script, int timeout_s = 60) {
+  std::ofstream(dir / "peer.sh") << "#!/bin/sh\n" << script;
+  fs::permissions(dir / "peer.sh", fs::perms::owner_all);
+  BenchConfig c;
+  c.config_dir = dir.string();
+  c.peer_timeout_s = timeout_s;
+  return run_peer(c, PeerSpec{"hostile", {"./peer.sh"}}, "matmul", {5, 7, 3}, 0, 1, dir.string());
+}
+std::string line_with(const std::string& fields) {
+  return "echo '{\"workload\": \"matmul\", \"size\": [5, 7, 3], " + fields + "}'\n";
+}
+bool alive(pid_t pid) {  // a zombie waiting for init to reap it counts as gone
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] != 'Z';
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(peer_result_lines_are_validated_field_by_field) {
+  const fs::path dir = scratch("hostile_lines");
+  const std::string good = R"("median_ms": 2.0, "min_ms": 1.0, "max_ms": 3.0, "reps": 1)";
+  struct Case { std::string script, field; };
+  const Case cases[] = {
+      {"echo '{\"workload\": \"matmul\", \"size\": \"5x7x3\", \"median_ms\": 1}'\n", "field \"size\" is \"5x7x3\""},
+      {"echo '{\"workload\": 7, \"size\": [5, 7, 3]}'\n", "field \"workload\" is 7"},
+      {"echo '{\"workload\": \"matmul\", \"size\": [5, \"7\", 3]}'\n", "field \"size\""},
+      {line_with(R"("median_ms": -2.0, "min_ms": 1.0, "max_ms": 3.0, "reps": 1)"), "field \"median_ms\" is -2.0"},
+      {line_with(R"("median_ms": "2", "min_ms": 1.0, "max_ms": 3.0, "reps": 1)"), "field \"median_ms\" is \"2\""},
+      {line_with(R"("median_ms": 2.0, "min_ms": 1.0, "max_ms": 3.0, "reps": 0)"), "field \"reps\" is 0"},
+      {line_with(R"("median_ms": 2.0, "min_ms": 1.0, "max_ms": 3.0, "reps": 1.5)"), "field \"reps\" is 1.5"},
+      {line_with(R"("median_ms": 5.0, "min_ms": 1.0, "max_ms": 3.0, "reps": 1)"), "field \"median_ms\" is 5.0, expected a time between min_ms and max_ms"},
+      {line_with(R"("median_ms": 2.0, "min_ms": 1.0, "reps": 1)"), "field \"max_ms\" is missing"},
+      {line_with(good + R"(, "mean_ms": -1)"), "field \"mean_ms\" is -1"},
+      {line_with(good + R"(, "checked": "yes")"), "field \"checked\" is \"yes\""},
+      {line_with(good + R"(, "threads": 4)"), "field \"threads\" is 4"},
+  };
+  for (const Case& c : cases) {
+    Row r = peer_row(dir, c.script);
+    BOOST_TEST(r.status == "failed", c.script);
+    BOOST_TEST(has(r.message, "malformed result line (" + c.field), r.message);
+  }
+  Row ok = peer_row(dir, line_with(good + R"(, "checked": true, "threads": "4")"));
+  BOOST_TEST(ok.status == "ok", ok.message);
+  BOOST_TEST((ok.median_ms == 2.0 && ok.checked == "yes" && ok.threads == "4"));
+  // A valid line for another size is not this row's result.
+  Row other = peer_row(dir, "echo '{\"workload\": \"matmul\", \"size\": [1, 1, 1], " + good + "}'\n");
+  BOOST_TEST(has(other.message, "peer printed no result"), other.message);
+}
+
+// A peer that exits but leaves a child holding its stdout: the run stopped at the pipe's EOF,
+// which never came. Now it stops when the peer has exited; a child left in the peer's session
+// is killed, one that left it (setsid) is only no longer waited for.
+BOOST_AUTO_TEST_CASE(a_peer_that_leaves_children_behind_does_not_hang_the_run) {
+  const fs::path dir = scratch("hostile_children");
+  const std::string result = line_with(R"("median_ms": 2.0, "min_ms": 1.0, "max_ms": 3.0, "reps": 1)");
+  const auto t0 = std::chrono::steady_clock::now();
+  Row r = peer_row(dir, result + "sleep 300 &\necho $! > bg.pid\n");
+  BOOST_TEST(r.status == "ok", r.message);
+  Row s = peer_row(dir, result + "setsid sleep 300 &\nsleep 0.2\npgrep -n -f 'sleep 300' > setsid.pid || true\n");
+  BOOST_TEST(s.status == "ok", s.message);
+  BOOST_TEST((std::chrono::steady_clock::now() - t0 < std::chrono::seconds(30)));
+  const pid_t bg = std::stoi("0" + slurp(dir / "bg.pid"));
+  BOOST_TEST_REQUIRE(bg > 0);
+  for (int i = 0; i < 100 && alive(bg); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  BOOST_TEST(!alive(bg), "the background child " << bg << " of the peer was left running");
+  if (const pid_t escaped = std::atoi(slurp(dir / "setsid.pid").c_str()); escaped > 0) kill(escaped, SIGKILL);
 }

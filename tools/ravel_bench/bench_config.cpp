@@ -111,6 +111,8 @@ BenchConfig parse_bench_config(const std::string& text, const std::string& sourc
       if (!ps[i].contains("command")) ck.fail(path + ".command", "missing: expected the peer's command as an array of strings");
       p.name = ck.string(ps[i]["name"], path + ".name");
       if (p.name == "ravel" || p.name.empty()) ck.fail(path + ".name", "expected a name other than \"ravel\" and \"\", got \"" + p.name + "\"");
+      for (const auto& q : c.peers)  // rows are keyed by runner name: two peers of one name mix their rows
+        if (q.name == p.name) ck.fail(path + ".name", "\"" + p.name + "\" names an earlier peer too; expected unique peer names");
       p.command = ck.strings(ps[i]["command"], path + ".command");
       if (p.command.empty()) ck.fail(path + ".command", "expected a non-empty array of strings (the program and its arguments), got []");
       c.peers.push_back(p);

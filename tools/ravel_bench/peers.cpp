@@ -1,12 +1,18 @@
 // Running a peer (docs/bench.md, "Peers"): a program that times one workload at one size and
 // prints one JSON object per result line. A peer that is not installed is "unavailable", which
 // is not a failure: a run on a bare machine still gives Ravel's rows.
+#include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cmath>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -56,6 +62,113 @@ std::string missing(const std::vector<std::string>& argv, const std::string& dir
 // Stdout kept from a peer; the rest is read and dropped (a runaway peer cannot exhaust memory).
 constexpr size_t kOutputCap = size_t{1} << 20;
 
+std::string cap(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n) + "..."; }
+
+// A result line's fields, checked one by one into `row` (true), or false with `bad` naming the
+// field, what it held and what was expected; false with `bad` empty for a well-formed line about
+// another workload or size. Only the fields docs/bench.md lists are read; others are ignored.
+bool parse_result_line(const nlohmann::json& j, Row& row, std::string& bad) {
+  auto fail = [&](const char* field, const std::string& expected) {
+    bad = std::string("field \"") + field + "\" is " + (j.contains(field) ? cap(j[field].dump(), 80) : "missing") +
+          ", expected " + expected;
+    return false;
+  };
+  if (!j.contains("workload") || !j["workload"].is_string()) return fail("workload", "the workload's name as a string");
+  if (!j.contains("size") || !j["size"].is_array() || j["size"].empty() || j["size"].size() > 8)
+    return fail("size", "an array of 1 to 8 non-negative integers");
+  Size size;
+  for (const auto& v : j["size"]) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0) return fail("size", "an array of 1 to 8 non-negative integers");
+    size.push_back(v.get<int64_t>());
+  }
+  if (j["workload"].get<std::string>() != row.workload || size_str(size) != row.size) return false;
+  double ms[4] = {0, 0, 0, 0};
+  const char* names[4] = {"median_ms", "min_ms", "max_ms", "mean_ms"};
+  for (int k = 0; k < 4; ++k) {
+    if (k == 3 && !j.contains("mean_ms")) {
+      ms[3] = ms[0];  // optional: the median stands in
+      continue;
+    }
+    const char* f = names[k];
+    if (!j.contains(f) || !j[f].is_number() || !std::isfinite(j[f].get<double>()) || j[f].get<double>() < 0)
+      return fail(f, "a finite number of milliseconds >= 0");
+    ms[k] = j[f].get<double>();
+  }
+  if (!(ms[1] <= ms[0] && ms[0] <= ms[2])) return fail("median_ms", "a time between min_ms and max_ms");
+  if (!j.contains("reps") || !j["reps"].is_number_integer() || j["reps"].get<int64_t>() < 1 ||
+      j["reps"].get<int64_t>() > 1000000000)
+    return fail("reps", "a positive integer (the repetitions timed)");
+  if (j.contains("checked") && !j["checked"].is_boolean()) return fail("checked", "true or false");
+  if (j.contains("threads") && !j["threads"].is_string()) return fail("threads", "a string (the threads it used)");
+  row.median_ms = ms[0], row.min_ms = ms[1], row.max_ms = ms[2], row.mean_ms = ms[3];
+  row.reps = static_cast<int>(j["reps"].get<int64_t>());
+  row.checked = j.value("checked", false) ? "yes" : "no";
+  if (j.contains("threads")) row.threads = cap(j["threads"].get<std::string>(), 100);
+  return true;
+}
+
+struct PeerOutput {
+  bool started = false;
+  std::string out;  // stdout, at most kOutputCap bytes
+  int code = 0;     // exit status, or 128 + signal
+};
+
+// Runs `cmd` under /bin/sh in a session of its own and reads its stdout until the shell (the
+// peer, after its execs) has exited, not until EOF: a background or setsid child of the peer
+// may hold the pipe open forever. Once it exited, what is already in the pipe is read, and
+// whatever it left in its session is killed. A deadline (the time limit plus 10 s, for a
+// machine without coreutils' timeout) kills the session too.
+PeerOutput run_command(const std::string& cmd, int timeout_s) {
+  PeerOutput r;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return r;
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]), close(fds[1]);
+    return r;
+  }
+  if (pid == 0) {
+    setsid();  // its own session and process group (pgid = pid): killed as one below
+    dup2(fds[1], STDOUT_FILENO);
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  r.started = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s + 10);
+  std::array<char, 4096> buf;
+  auto drain = [&](int wait_ms) {  // reads what arrives within wait_ms; false at EOF
+    pollfd p{fds[0], POLLIN, 0};
+    while (poll(&p, 1, wait_ms) > 0) {
+      const ssize_t got = read(fds[0], buf.data(), buf.size());
+      if (got <= 0) return false;
+      if (r.out.size() < kOutputCap) r.out.append(buf.data(), std::min(static_cast<size_t>(got), kOutputCap - r.out.size()));
+      wait_ms = 0;
+    }
+    return true;
+  };
+  bool exited = false, open = true;
+  while (!exited) {
+    if (open) open = drain(100);
+    else std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // WNOWAIT: seen, not reaped, so the pid (and the session's id) cannot be reused before the
+    // kill below.
+    siginfo_t info{};
+    exited = waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 && info.si_pid == pid;
+    if (!exited && std::chrono::steady_clock::now() > deadline) {
+      kill(-pid, SIGKILL);
+      exited = true;
+    }
+  }
+  if (open) drain(50);  // what the peer wrote just before it exited
+  kill(-pid, SIGKILL);  // background children left in its session (a setsid one has left it)
+  int status = 0;
+  waitpid(pid, &status, 0);
+  close(fds[0]);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return r;
+}
+
 }  // namespace
 
 int peer_thread_count(const BenchConfig& config) {
@@ -98,18 +211,14 @@ Row run_peer(const BenchConfig& config, const PeerSpec& peer, const std::string&
     cmd += " /usr/bin/timeout -k 5 " + std::to_string(config.peer_timeout_s);
   for (const auto& a : argv) cmd += " " + shell_quote(a);
   cmd += " 2>" + shell_quote(err_file);
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) {
+  const PeerOutput result = run_command(cmd, config.peer_timeout_s);
+  if (!result.started) {
     row.status = "failed";
     row.message = "cannot start peer: " + cmd;
     return row;
   }
-  std::string out;
-  std::array<char, 4096> buf;
-  for (size_t got; (got = fread(buf.data(), 1, buf.size(), pipe)) > 0;)
-    if (out.size() < kOutputCap) out.append(buf.data(), std::min(got, kOutputCap - out.size()));
-  int status = pclose(pipe);
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  const std::string& out = result.out;
+  int code = result.code;
   std::string err;
   {
     // Only its last 400 bytes are shown, so only they are read: a peer that floods stderr until
@@ -146,23 +255,18 @@ Row run_peer(const BenchConfig& config, const PeerSpec& peer, const std::string&
       row.message = "peer unavailable: " + (j["unavailable"].is_string() ? j["unavailable"].get<std::string>() : j.dump());
       return row;
     }
-    if (j.value("workload", "") != workload || !j.contains("size") || !j["size"].is_array() ||
-        j["size"].get<std::vector<int64_t>>() != size)
-      continue;
-    try {
-      row.median_ms = j.at("median_ms").get<double>();
-      row.min_ms = j.at("min_ms").get<double>();
-      row.max_ms = j.at("max_ms").get<double>();
-      row.mean_ms = j.value("mean_ms", row.median_ms);
-      row.reps = j.at("reps").get<int>();
-      row.checked = j.value("checked", false) ? "yes" : "no";
-      if (j.contains("threads") && j["threads"].is_string()) row.threads = j["threads"].get<std::string>();
-      found = true;
-    } catch (const nlohmann::json::exception& e) {
+    // Every field is checked for its type and range before it is used: a wrong type threw
+    // nlohmann's type_error out of the whole run, a negative or NaN time went into the report.
+    std::string bad;
+    Row parsed = row;
+    if (!parse_result_line(j, parsed, bad)) {
+      if (bad.empty()) continue;  // a valid line for another workload or size
       row.status = "failed";
-      row.message = "peer printed a malformed result line (" + std::string(e.what()) + "): " + line;
+      row.message = "peer printed a malformed result line (" + bad + "): " + cap(line, 300);
       return row;
     }
+    row = parsed;
+    found = true;
   }
   if (code != 0) {
     row.status = "failed";
