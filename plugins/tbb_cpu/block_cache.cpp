@@ -1,5 +1,6 @@
 // The caching host allocator: Note [Block cache] in block_cache.hpp.
 #include "block_cache.hpp"
+#include "tuning_env.hpp"
 
 #include <sys/mman.h>
 
@@ -25,11 +26,8 @@ constexpr uint64_t kDefaultCap = kSanitized ? 0 : uint64_t{1024} << 20;
 constexpr int kClasses = kSmallClasses + 4 * 54;
 
 uint64_t cap_from_env() {
-  const char* env = std::getenv("RAVEL_TBB_CACHE_MB");
-  if (!env || !*env) return kDefaultCap;
-  char* end = nullptr;
-  const unsigned long long mb = std::strtoull(env, &end, 10);
-  if (end == env || *end) return kDefaultCap;  // not a number: the default
+  // At most 1 TiB idle; a larger number (2^44 MiB wrapped the shift) is clamped, with a warning.
+  const int64_t mb = tuning_int("RAVEL_TBB_CACHE_MB", static_cast<int64_t>(kDefaultCap >> 20), 0, int64_t{1} << 20);
   return static_cast<uint64_t>(mb) << 20;
 }
 

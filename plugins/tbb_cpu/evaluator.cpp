@@ -1,5 +1,6 @@
 // Evaluator: geometry normalisation, per-block instruction evaluation, strided loads/stores.
 #include "evaluator.hpp"
+#include "tuning_env.hpp"
 
 #include "array_ops.hpp"
 #include "dtype_ops.hpp"
@@ -22,8 +23,7 @@ namespace {
 // (tuning).
 int64_t choose_block(int32_t n_slots) {
   static const int64_t bound = [] {
-    const char* v = std::getenv("RAVEL_TBB_BLOCK_SLOTS");
-    const int64_t x = v && *v ? std::strtoll(v, nullptr, 10) : 0;
+    const int64_t x = tuning_int("RAVEL_TBB_BLOCK_SLOTS", 0, 0, int64_t{1} << 30);
     return x > 0 ? x : int64_t{1} << 16;
   }();
   int64_t b = 1024;

@@ -26,6 +26,7 @@
 // A pool rather than thread_local: the calling thread holds its panels across parallel_for,
 // where oneTBB may run another contraction's task on it.
 #include "gemm_blocked.hpp"
+#include "tuning_env.hpp"
 
 #include "dtype_ops.hpp"
 #include "gemm_kernels.hpp"
@@ -53,10 +54,8 @@ namespace {
 inline int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 inline int64_t ceil_div(int64_t x, int64_t q) { return (x + q - 1) / q; }
 
-int64_t env_int(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::strtoll(v, nullptr, 10) : 0;
-}
+// A block-size override, 0 (unset) for the computed default; tuning_env.hpp says why bounded.
+int64_t env_int(const char* name, int64_t hi) { return tuning_int(name, 0, 0, hi); }
 
 // ---- block sizes ----------------------------------------------------------------------------
 struct Blocking {
@@ -76,11 +75,13 @@ Blocking blocking(int64_t mr, int64_t nr, int64_t elem) {
     const long v = sysconf(_SC_LEVEL2_CACHE_SIZE);
     return std::clamp<int64_t>(v > 0 ? v : 262144, 131072, 8 << 20);
   }();
-  static const int64_t kc_env = env_int("RAVEL_TBB_GEMM_KC"), mc_env = env_int("RAVEL_TBB_GEMM_MC"),
-                       nc_env = env_int("RAVEL_TBB_GEMM_NC");
+  // Bounds far above any useful block (KC 512, MC 1024, NC 4096 by default) that keep the packed
+  // panels' sizes and the index arithmetic well inside int64.
+  static const int64_t kc_env = env_int("RAVEL_TBB_GEMM_KC", 16384), mc_env = env_int("RAVEL_TBB_GEMM_MC", 16384),
+                       nc_env = env_int("RAVEL_TBB_GEMM_NC", 65536);
   static const int order_env = [] {
-    const char* v = std::getenv("RAVEL_TBB_GEMM_ORDER");
-    return v && *v == 'a' ? 1 : v && *v == 'b' ? 2 : 0;
+    const std::string v = tuning_choice("RAVEL_TBB_GEMM_ORDER", "", {"a", "b"});
+    return v == "a" ? 1 : v == "b" ? 2 : 0;
   }();
   Blocking b;
   // The resident sliver fills half of L1 (the streamed slivers take the rest), so KC is as long
@@ -286,7 +287,7 @@ struct Gemm {
     const int64_t panels = ceil_div(K, blk.kc), KC = round_up(ceil_div(K, panels), 8);
     // Rows in chunks, so that the packed A panel and the accumulation buffer stay bounded
     // (~16 MiB) whatever M is; B is packed again per chunk, a small cost at that size.
-    static const int64_t rows_env = env_int("RAVEL_TBB_GEMM_CHUNK_ROWS");
+    static const int64_t rows_env = env_int("RAVEL_TBB_GEMM_CHUNK_ROWS", int64_t{1} << 24);
     const int64_t per_row = static_cast<int64_t>(sizeof(T)) * (KC + (direct ? 0 : NC));
     const int64_t rows = rows_env > 0 ? round_up(rows_env, MR)
                                       : std::max<int64_t>(8 * blk.mc, ((int64_t{16} << 20) / per_row) / MR * MR);
@@ -428,10 +429,7 @@ bool gemm_blocked_parallel(int64_t work) {
   // one core) the two parallel phases per k-panel cost more than the second core saves
   // (measured on the makemore shapes, 64x30 @ 30x200 and 64x200 @ 200x27, and their transposes).
   // RAVEL_TBB_GEMM_SERIAL_WORK overrides the floor (tests set 0 to run small shapes in parallel).
-  static const int64_t floor = [] {
-    const char* v = std::getenv("RAVEL_TBB_GEMM_SERIAL_WORK");
-    return v && *v ? std::strtoll(v, nullptr, 10) : int64_t{1} << 20;
-  }();
+  static const int64_t floor = tuning_int("RAVEL_TBB_GEMM_SERIAL_WORK", int64_t{1} << 20, 0, int64_t{1} << 62);
   return !run_inline(work) && work >= floor;
 }
 

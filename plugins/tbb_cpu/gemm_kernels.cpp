@@ -1,5 +1,6 @@
 // Micro-kernels (see gemm_kernels.hpp for the contract).
 #include "gemm_kernels.hpp"
+#include "tuning_env.hpp"
 
 #include <cstdlib>
 #include <string>
@@ -194,11 +195,9 @@ Isa isa() {
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
     const Isa best = avx512 ? Isa::Avx512 : avx2 ? Isa::Avx2 : Isa::Portable;
-    const char* old = std::getenv("RAVEL_TBB_GEMM_PORTABLE");
-    if (old && old[0] == '1') return Isa::Portable;
-    const char* env = std::getenv("RAVEL_TBB_GEMM");
-    if (!env || !*env) return best;
-    const std::string want = env;
+    if (tuning_choice("RAVEL_TBB_GEMM_PORTABLE", "0", {"0", "1"}) == "1") return Isa::Portable;
+    const std::string want = tuning_choice("RAVEL_TBB_GEMM", "", {"portable", "avx2", "avx512", "avx512-tiles"});
+    if (want.empty()) return best;
     if (want == "portable") return Isa::Portable;
     if (want == "avx2") return avx2 ? Isa::Avx2 : best;
     if (want == "avx512") return best;

@@ -30,6 +30,7 @@
 // Buffers are thread_local and grow only: this path never enters oneTBB, so nothing else runs
 // on this thread while they are in use.
 #include "gemm_small.hpp"
+#include "tuning_env.hpp"
 
 #include "dtype_ops.hpp"
 #include "gemm_blocked.hpp"
@@ -50,10 +51,7 @@ inline int64_t round_up(int64_t x, int64_t q) { return (x + q - 1) / q * q; }
 // makemore shapes: the small path is 2-4x faster there. RAVEL_TBB_GEMM_SMALL_WORK overrides it
 // (tests: 0 disables the path, a huge value forces it for every serial shape).
 int64_t gemm_small_work() {
-  static const int64_t w = [] {
-    const char* v = std::getenv("RAVEL_TBB_GEMM_SMALL_WORK");
-    return v && *v ? static_cast<int64_t>(std::strtoll(v, nullptr, 10)) : int64_t{1} << 20;
-  }();
+  static const int64_t w = tuning_int("RAVEL_TBB_GEMM_SMALL_WORK", int64_t{1} << 20, 0, int64_t{1} << 62);
   return w;
 }
 

@@ -19,14 +19,12 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "tuning_env.hpp"
+
 namespace tbbcpu {
 
 inline int64_t inline_work() {
-  static const int64_t w = [] {
-    const char* env = std::getenv("RAVEL_TBB_INLINE_WORK");
-    if (env && *env) return static_cast<int64_t>(std::strtoll(env, nullptr, 10));
-    return int64_t{1} << 19;
-  }();
+  static const int64_t w = tuning_int("RAVEL_TBB_INLINE_WORK", int64_t{1} << 19, 0, int64_t{1} << 62);
   return w;
 }
 
