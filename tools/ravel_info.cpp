@@ -2,20 +2,25 @@
 // device with its properties; then the effective configuration and where each placement rule
 // resolved to (so a config can be checked before a long run); the communicator plugins found
 // and the launcher environment (docs/distributed.md).
-//   ravel-info [--config FILE] [--no-isolate]
+//   ravel-info [--config FILE] [--no-isolate] [--examine-seconds S] [--examine-memory-mb M]
 //
 // Each plugin is first examined in a child process (loaded, probed, initialised, its devices
 // listed): one that crashes, aborts or hangs there is reported with the signal and is not loaded
 // again; the others are then loaded here for the report. A plugin that crashes inside a host
 // application takes the host down (docs/abi.md §13) — the tool that examines plugins must not.
+#include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <cstdlib>
 #include <iostream>
 #include <map>
+#include <new>
 #include <sstream>
+#include <thread>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,40 +31,88 @@
 
 namespace {
 
-constexpr unsigned kExamineSeconds = 120;  // a plugin that takes longer to start is reported
+// Limits of one plugin's examination (--examine-seconds, --examine-memory-mb): a plugin that
+// takes longer to start, or maps more memory, is reported and not loaded. The time is enforced
+// by the parent (SIGKILL at the deadline: a plugin may block or ignore SIGALRM), the memory by
+// RLIMIT_DATA in the child (heap and private writable mappings; a GPU runtime's address-space
+// reservations are PROT_NONE and do not count). Not under a sanitizer, whose shadow memory
+// would count.
+struct ExamineLimits {
+  unsigned seconds = 120;
+  uint64_t memory_mb = 16384;
+};
+constexpr int kOutOfMemoryStatus = 87;  // the child's exit status after a std::bad_alloc
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kLimitMemory = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kLimitMemory = false;
+#else
+constexpr bool kLimitMemory = true;
+#endif
+#else
+constexpr bool kLimitMemory = true;
+#endif
 
 // Examines one plugin file in a child process. Returns "" if the child finished (whatever the
 // plugin's own verdict, which the real load records again), else why it did not.
-std::string examine_in_child(const ravel::RuntimeOptions& base, const std::string& path) {
+std::string examine_in_child(const ravel::RuntimeOptions& base, const std::string& path, const ExamineLimits& limits) {
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t pid = fork();
   if (pid < 0) return "";  // cannot isolate: fall back to loading it here
   if (pid == 0) {
-    alarm(kExamineSeconds);
+    if (kLimitMemory) {
+      const rlim_t bytes = static_cast<rlim_t>(limits.memory_mb) << 20;
+      const rlimit lim{bytes, bytes};
+      setrlimit(RLIMIT_DATA, &lim);
+    }
     try {
       ravel::RuntimeOptions o = base;
       o.load_plugins = false;
       ravel::Runtime rt(o);
       try {
         rt.load_plugin(path);
-      } catch (const ravel::Error&) {
+      } catch (const ravel::OutOfMemoryError&) {
+        _exit(kOutOfMemoryStatus);
+      } catch (const ravel::Error& e) {
+        if (std::strstr(e.what(), "std::bad_alloc")) _exit(kOutOfMemoryStatus);  // thrown through the ABI
       }
       (void)rt.devices();
+    } catch (const std::bad_alloc&) {
+      _exit(kOutOfMemoryStatus);
     } catch (...) {
     }
     _exit(0);  // skip static destructors: the plugin's state is the child's to drop
   }
   int status = 0;
-  if (waitpid(pid, &status, 0) < 0) return "";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limits.seconds);
+  bool timed_out = false;
+  for (;;) {
+    const pid_t got = waitpid(pid, &status, WNOHANG);
+    if (got == pid) break;
+    if (got < 0) return "";
+    if (std::chrono::steady_clock::now() >= deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::string memory = kLimitMemory ? " (the examination may use " + std::to_string(limits.memory_mb) + " MiB)" : "";
+  if (timed_out)
+    return "not loaded: examining it in a child process took longer than " + std::to_string(limits.seconds) +
+           " s (--examine-seconds)";
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kOutOfMemoryStatus)
+    return "not loaded: it ran out of memory while being examined in a child process" + memory +
+           " (--examine-memory-mb)";
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
-    if (sig == SIGALRM)
-      return "not loaded: examining it in a child process took longer than " +
-             std::to_string(kExamineSeconds) + " s";
     return std::string("not loaded: it crashed while being examined in a child process (signal ") +
-           std::to_string(sig) + ", " + strsignal(sig) + ")";
+           std::to_string(sig) + ", " + strsignal(sig) + ")" + (kLimitMemory && (sig == SIGSEGV || sig == SIGABRT || sig == SIGBUS) ? memory : "");
   }
   return "not loaded: while being examined in a child process it ended the process with status " +
          std::to_string(WEXITSTATUS(status));
@@ -67,13 +120,13 @@ std::string examine_in_child(const ravel::RuntimeOptions& base, const std::strin
 
 // The plugin files the runtime would load, each examined in a child; the ones that did not
 // survive, with the reason.
-std::map<std::string, std::string> examine_plugins(const ravel::RuntimeOptions& opts) {
+std::map<std::string, std::string> examine_plugins(const ravel::RuntimeOptions& opts, const ExamineLimits& limits) {
   ravel::RuntimeOptions find_only = opts;
   find_only.load_plugins = false;
   ravel::Runtime finder(find_only);
   std::map<std::string, std::string> excluded;
   for (const auto& r : finder.plugins())
-    if (std::string why = examine_in_child(opts, r.path); !why.empty()) excluded[r.path] = why;
+    if (std::string why = examine_in_child(opts, r.path, limits); !why.empty()) excluded[r.path] = why;
   return excluded;
 }
 
@@ -81,17 +134,35 @@ std::map<std::string, std::string> examine_plugins(const ravel::RuntimeOptions& 
 
 int main(int argc, char** argv) {
   bool isolate = true;
+  ExamineLimits limits;
   ravel::RuntimeOptions opts;
+  // A positive integer argument in [1, hi], or a usage error naming the option.
+  auto positive = [&](int& i, const char* option, uint64_t hi) -> uint64_t {
+    const char* v = i + 1 < argc ? argv[++i] : "";
+    char* end = nullptr;
+    const unsigned long long x = std::strtoull(v, &end, 10);
+    if (!*v || *end || *v == '-' || x < 1 || x > hi) {
+      std::fprintf(stderr, "ravel-info: %s takes an integer from 1 to %llu, got '%s'\n", option,
+                   static_cast<unsigned long long>(hi), v);
+      std::exit(2);
+    }
+    return x;
+  };
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
       opts.config_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--examine-seconds") == 0) {
+      limits.seconds = static_cast<unsigned>(positive(i, "--examine-seconds", 86400));
+    } else if (std::strcmp(argv[i], "--examine-memory-mb") == 0) {
+      limits.memory_mb = positive(i, "--examine-memory-mb", uint64_t{1} << 30);
     } else if (std::strcmp(argv[i], "--no-isolate") == 0) {
       isolate = false;
     } else if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) {
-      std::puts("usage: ravel-info [--config FILE] [--no-isolate]\n"
+      std::puts("usage: ravel-info [--config FILE] [--no-isolate] [--examine-seconds S] [--examine-memory-mb M]\n"
                 "Lists the backend plugins Ravel finds and the devices they offer. Each plugin is\n"
-                "first examined in a child process (--no-isolate: not), so one that crashes is\n"
-                "reported instead of taking ravel-info down.\n"
+                "first examined in a child process (--no-isolate: not), so one that crashes, hangs\n"
+                "past S seconds (default 120) or needs more than M MiB (default 16384) is reported\n"
+                "instead of taking ravel-info down.\n"
                 "Environment: RAVEL_CONFIG (a config file), RAVEL_PLUGIN_PATH (':'-separated folders).");
       return 0;
     } else {
@@ -100,7 +171,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    if (isolate) opts.excluded_plugins = examine_plugins(opts);
+    if (isolate) opts.excluded_plugins = examine_plugins(opts, limits);
     ravel::Runtime& rt = ravel::Runtime::reset(opts);
     std::cout << "Ravel " << "core, plugin ABI " << RVL_ABI_MAJOR << "." << RVL_ABI_MINOR << "\n\nsearch paths:\n";
     for (const auto& p : rt.search_paths()) std::cout << "  " << p << "\n";

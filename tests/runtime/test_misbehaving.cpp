@@ -101,3 +101,22 @@ BOOST_AUTO_TEST_CASE(excluded_plugins_are_recorded_not_loaded) {
   BOOST_TEST(sum_on_default_device() == 6.5f);
   Runtime::reset(RuntimeOptions{});
 }
+
+// Issue 27 §5: a plugin reporting INT32_MAX devices made every program allocate per-device
+// records without bound; a backend name no device name can spell loaded but was unreachable.
+// Both are refused, with the rule in the message, and the other backends work.
+BOOST_AUTO_TEST_CASE(device_counts_are_capped_and_names_must_be_spellable) {
+  struct Case { const char* dir; const char* what; };
+  for (const Case& c : {Case{"many_devices", "reports 2147483647 devices, more than the 1024 Ravel accepts"},
+                        Case{"bad_name", "names the backend \"Bad Name:0\", which no device name can spell: "
+                                         "expected 1 to 64 lower-case letters, digits and '_'"}})
+    BOOST_TEST_CONTEXT(c.dir) {
+      Runtime& rt = Runtime::reset(with({kDir + "/" + c.dir}));
+      const PluginRecord* r = record_under(rt, c.dir);
+      BOOST_TEST_REQUIRE(r != nullptr);
+      BOOST_TEST(!r->loaded);
+      BOOST_TEST(r->status.find(c.what) != std::string::npos, r->status);
+      BOOST_TEST(sum_on_default_device() == 6.5f);
+    }
+  Runtime::reset(RuntimeOptions{});
+}

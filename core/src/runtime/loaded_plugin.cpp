@@ -1,7 +1,9 @@
 #include "runtime/loaded_plugin.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <map>
+#include <string>
 #include <mutex>
 
 #include "ravel/error.hpp"
@@ -100,6 +102,15 @@ std::shared_ptr<LoadedPlugin> LoadedPlugin::open(const std::string& path) {
   info.struct_size = sizeof info;
   if (rvl_error* e = api->get_info(&info)) throw fail("get_info failed: " + message_of(api, e));
   if (info.name == nullptr || *info.name == '\0') throw fail("get_info returned no name");
+  // The name is what device names are spelled with ("tbb_cpu:0", Device::parse): one that no
+  // device name can spell (spaces, capitals, a colon) would load but never be reachable.
+  const std::string name(info.name, strnlen(info.name, 65));
+  bool spelled = name.size() <= 64;
+  for (char ch : name) spelled = spelled && ((ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '_');
+  if (!spelled)
+    throw fail("get_info names the backend \"" + name.substr(0, 64) + (name.size() > 64 ? "...\"" : "\"") +
+               ", which no device name can spell: expected 1 to 64 lower-case letters, digits and '_' "
+               "(as in \"tbb_cpu:0\")");
   p->name_ = info.name;
   p->version_ = info.version ? info.version : "";
   return p;
@@ -125,6 +136,12 @@ void LoadedPlugin::start() {
   if (rvl_error* e = api->device_count(&device_count_))
     throw fail("device_count failed: " + message_of(api, e));
   if (device_count_ <= 0) throw fail("no devices after initialize; skipped");
+  // The core keeps per-device records (capabilities here, device lists in the runtime and
+  // ravel-info): a count of INT32_MAX allocated without bound. No machine has this many devices
+  // of one kind, so a larger count is a broken plugin, refused.
+  if (device_count_ > kMaxDevices)
+    throw fail("reports " + std::to_string(device_count_) + " devices, more than the " + std::to_string(kMaxDevices) +
+               " Ravel accepts from one plugin (a broken plugin?); skipped");
   // Device capabilities, once: the composites ask for them while building graphs (logsumexp
   // picks RVL_REDUCE_LOGSUMEXP or its fallback), too often to call into the plugin each time.
   // reduce_ops (ABI 1.4) is 0 when a plugin does not state it, which every 1.0-1.3 plugin is:
