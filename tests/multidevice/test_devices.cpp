@@ -101,6 +101,12 @@ BOOST_AUTO_TEST_CASE(bad_device_counts_are_refused) {
 // One device per NUMA node: as many as oneTBB sees (one where it sees one node, or cannot tell),
 // each bound to its node and saying so.
 BOOST_AUTO_TEST_CASE(numa_gives_a_device_per_node) {
+#ifdef RAVEL_SANITIZED
+  // oneTBB reads the topology through tbbbind, which it dlopens with RTLD_DEEPBIND: the sanitizer
+  // runtimes refuse that and end the process (google/sanitizers#611). The release build runs it.
+  BOOST_TEST_MESSAGE("skipped under sanitizers: tbbbind is loaded with RTLD_DEEPBIND");
+  return;
+#endif
   EnvVar env("RAVEL_TBB_DEVICES", "numa");
   int32_t count = 0;
   ok(api().device_count(&count), "device_count");
