@@ -53,7 +53,7 @@ std::vector<ReduceRow> rows() {
       // Bool sums count the trues, as i64 (NumPy).
       {"sum", kAllDTypes, Domain::Any, [](const Tensor& x, ravel::Axes a, bool k) { return x.sum(a, k); },
        [](const Vals& v, DType) { return vsum(v); },
-       [](DType t) { return t == DType::Bool ? DType::I64 : t; }},
+       [](DType t) { return t == DType::Bool || t == DType::U8 || t == DType::I32 ? DType::I64 : t; }},  // NumPy's accumulator
       // bool max = any, bool min = all.
       {"max", kAllDTypes, Domain::Any, [](const Tensor& x, ravel::Axes a, bool k) { return x.max(a, k); },
        [](const Vals& v, DType) { return *std::max_element(v.begin(), v.end()); }},
@@ -66,7 +66,7 @@ std::vector<ReduceRow> rows() {
          for (double x : v) p *= x;
          return p;
        },
-       [](DType t) { return t == DType::Bool ? DType::I64 : t; }},
+       [](DType t) { return t == DType::Bool || t == DType::U8 || t == DType::I32 ? DType::I64 : t; }},  // NumPy's accumulator
       // mean and var of integers (and bools) give f32 (docs/dtypes.md).
       {"mean(int/bool -> f32)", kBoolInts, Domain::Any, [](const Tensor& x, ravel::Axes a, bool k) { return x.mean(a, k); },
        [](const Vals& v, DType) { return vmean(v); }, [](DType) { return DType::F32; }},
@@ -138,4 +138,44 @@ BOOST_AUTO_TEST_CASE(max_propagates_nan) {
   // np.max([1., nan, 3.]) -> nan (the ABI's MAX reduce: "NaN propagates")
   auto x = Tensor::from_vector<float>({1.f, std::nanf(""), 3.f}, {3});
   BOOST_TEST(std::isnan(x.max().item<float>()));
+}
+
+// Issue 27, class 7: integer sums and products accumulate in i64 (NumPy's and PyTorch's
+// accumulator); an i32 sum past 2^31 wrapped silently before.
+BOOST_AUTO_TEST_CASE(integer_sums_accumulate_in_i64) {
+  const Tensor big = Tensor::full({3}, 2147483647.0, DType::I32);
+  const Tensor s = big.sum();
+  BOOST_TEST((s.dtype() == DType::I64));
+  BOOST_TEST(s.item<int64_t>() == int64_t{3} * 2147483647);
+  BOOST_TEST(big.sum({0}, true).shape() == (Shape{1}));
+  BOOST_TEST(Tensor::full({2}, 65536.0, DType::I32).prod().item<int64_t>() == int64_t{1} << 32);
+  BOOST_TEST(Tensor::full({4}, 200.0, DType::U8).sum().item<int64_t>() == 800);  // u8 no longer wraps at 256
+  BOOST_TEST((Tensor::full({3}, 1.0, DType::Bool).sum().dtype() == DType::I64));
+  const Tensor c = Tensor::full({3}, 2147483647.0, DType::I32).cumsum(0);
+  BOOST_TEST((c.dtype() == DType::I64));
+  BOOST_TEST(c.to_vector<int64_t>() == (std::vector<int64_t>{2147483647, 4294967294, 6442450941}));
+  BOOST_TEST((Tensor::full({2}, 1.5, DType::F32).sum().dtype() == DType::F32));  // floats keep theirs
+}
+
+// A C++ scalar an integer tensor cannot hold is a float scalar (PyTorch: i32 + 3e9 is f32), not
+// a wrapped integer; one it can hold keeps the tensor's dtype.
+BOOST_AUTO_TEST_CASE(out_of_range_scalars_promote_to_float) {
+  const Tensor i = Tensor::from_vector<int32_t>({1, -2}, {2});
+  const Tensor a = i + 3e9;
+  BOOST_TEST((a.dtype() == DType::F32));
+  BOOST_TEST(a.to_vector<float>() == (std::vector<float>{3e9f + 1, 3e9f - 2}));
+  BOOST_TEST(((i + 2147483647.0).dtype() == DType::I32));
+  BOOST_TEST(((i * -2147483648.0).dtype() == DType::I32));
+  BOOST_TEST(((i - 2147483649.0).dtype() == DType::F32));
+  const Tensor l = Tensor::from_vector<int64_t>({1}, {1});
+  BOOST_TEST(((l + 9223372036854775808.0).dtype() == DType::F32));  // 2^63
+  BOOST_TEST(((l + 4611686018427387904.0).dtype() == DType::I64));  // 2^62
+  const Tensor u = Tensor::from_vector<uint8_t>({5}, {1});
+  BOOST_TEST(((u - 1.0).dtype() == DType::U8));   // wraps as PyTorch's u8 does
+  BOOST_TEST(((u + -1.0).dtype() == DType::U8));
+  BOOST_TEST(((u + 256.0).dtype() == DType::F32));
+  BOOST_TEST((u + 256.0).item<float>() == 261.0f);
+  const Tensor b = Tensor::from_vector<bool>({true}, {1});
+  BOOST_TEST(((b + 1e19).dtype() == DType::F32));
+  BOOST_TEST(((b + 2.0).dtype() == DType::I64));
 }

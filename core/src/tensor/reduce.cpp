@@ -35,12 +35,19 @@ int64_t reduced_count(const Tensor& t, const Axes& axes, const char* name) {
 Tensor bit_not(const Tensor& t) { return t.logical_xor(Tensor::full_like(t, t.dtype() == DType::U8 ? 255 : -1)); }
 }  // namespace
 
+// Integer sums and products accumulate in i64 and give i64, as NumPy's and PyTorch's do: an i32
+// sum of 2^31 wrapped silently before (and a bool sum counts, as in NumPy).
+static Tensor widen_integers(const Tensor& t, const char* op) {
+  check_defined(t, op);
+  const DType d = t.dtype();
+  return d == DType::Bool || d == DType::U8 || d == DType::I32 ? t.cast(DType::I64) : t;
+}
 Tensor Tensor::sum(Axes axes, bool keepdim) const {
-  Tensor x = dtype() == DType::Bool ? cast(DType::I64) : *this;  // NumPy: sum of bools counts
+  Tensor x = widen_integers(*this, "sum");
   return reduce(x, ReduceOp::Sum, axes, keepdim, "sum");
 }
 Tensor Tensor::prod(Axes axes, bool keepdim) const {
-  Tensor x = dtype() == DType::Bool ? cast(DType::I64) : *this;
+  Tensor x = widen_integers(*this, "prod");
   return reduce(x, ReduceOp::Prod, axes, keepdim, "prod");
 }
 Tensor Tensor::max(Axes axes, bool keepdim) const {

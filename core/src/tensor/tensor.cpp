@@ -210,7 +210,18 @@ Tensor scalar_like(const Tensor& t, double value) {
   check_defined(t, "scalar operand");
   DType d = t.dtype();
   bool integral = std::isfinite(value) && value == std::trunc(value);
-  if (!is_float(d)) d = !integral ? DType::F32 : (d == DType::Bool ? DType::I64 : d);
+  if (!is_float(d)) {
+    // An integral value the integer dtype cannot hold (i32 + 3e9, i64 + 2^63) would wrap: it is a
+    // float scalar to PyTorch's promotion, which gives the default float dtype. u8 takes
+    // -128..255, as PyTorch lets x - 1 on a u8 tensor wrap (c10's overflows<uint8_t>).
+    const DType target = d == DType::Bool ? DType::I64 : d;
+    const auto [lo, hi] = target == DType::U8    ? std::pair{-128.0, 255.0}
+                          : target == DType::I32 ? std::pair{-2147483648.0, 2147483647.0}
+                                                 : std::pair{-9223372036854775808.0, 9223372036854775807.0};
+    // hi for i64 is 2^63 as a double: a value equal to it does not fit, hence `<` there.
+    const bool fits = integral && value >= lo && (target == DType::I64 ? value < hi : value <= hi);
+    d = fits ? target : DType::F32;
+  }
   return make_scalar(value, d, t.device());
 }
 
