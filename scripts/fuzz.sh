@@ -28,7 +28,7 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_config fuzz_view fuzz_validate fuzz_params)
+[[ ${#targets[@]} -gt 0 ]] || targets=(fuzz_config fuzz_view fuzz_validate fuzz_params fuzz_npy fuzz_dlpack)
 
 # clang-15 brings libFuzzer (libclang-common-15-dev); Debian's hipcc already depends on it.
 cxx=$(command -v clang++-15 || command -v clang++ || true)
