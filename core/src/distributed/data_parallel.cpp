@@ -80,6 +80,17 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
 
   // Note [Gradient buckets]: reverse order, one dtype per bucket, started as soon as packed.
   std::vector<Bucket> buckets;
+  // Starts a staged bucket's non-blocking all-reduce (a full bucket at once, the last one after
+  // the loop).
+  auto start = [&](Bucket& b) {
+    const Tensor& first = grads[b.members.front()];
+    const uint64_t n = b.data->size() / dtype_size(first.dtype());
+    b.result->resize(b.data->size());
+    b.request = comm->start([&](rvl_coll_request** r) {
+      return comm->plugin().api().all_reduce(comm->handle(), b.data->data(), b.result->data(), n,
+                                             abi_dtype(first.dtype()), RVL_COLL_SUM, r);
+    }, "DataParallel bucket all_reduce");
+  };
   for (size_t k = grads.size(); k-- > 0;) {
     const Tensor& g = grads[k];
     const size_t bytes = static_cast<size_t>(g.numel()) * dtype_size(g.dtype());
@@ -87,14 +98,7 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
                       buckets.back().data->size() + bytes <= config_.bucket_bytes;
     if (!fits) {
       if (!buckets.empty() && buckets.back().request == nullptr) {  // start the full bucket
-        Bucket& b = buckets.back();
-        const Tensor& first = grads[b.members.front()];
-        const uint64_t n = b.data->size() / dtype_size(first.dtype());
-        b.result->resize(b.data->size());
-        b.request = comm->start([&](rvl_coll_request** r) {
-          return comm->plugin().api().all_reduce(comm->handle(), b.data->data(), b.result->data(), n,
-                                                 abi_dtype(first.dtype()), RVL_COLL_SUM, r);
-        }, "DataParallel bucket all_reduce");
+        start(buckets.back());
       }
       buckets.emplace_back();
       const size_t slot = 2 * buckets.size();  // slots 0, 1: the tensor collectives
@@ -107,14 +111,7 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
   size_t next_wait = 0;
   try {
     for (Bucket& b : buckets) {
-      if (b.request) continue;
-      const Tensor& first = grads[b.members.front()];
-      const uint64_t n = b.data->size() / dtype_size(first.dtype());
-      b.result->resize(b.data->size());
-      b.request = comm->start([&](rvl_coll_request** r) {
-        return comm->plugin().api().all_reduce(comm->handle(), b.data->data(), b.result->data(), n,
-                                               abi_dtype(first.dtype()), RVL_COLL_SUM, r);
-      }, "DataParallel bucket all_reduce");
+      if (!b.request) start(b);
     }
     for (; next_wait < buckets.size(); ++next_wait) {
       Bucket& b = buckets[next_wait];

@@ -33,6 +33,8 @@ Tensor combine2(const Tensor& a, const Tensor& b, ReduceOp op, bool min) {
   throw InternalError("combine2: unknown reduction");
 }
 
+}  // namespace
+
 // All parts folded on `device` in mesh order (the same order on every device, so that replicas
 // of a floating-point sum are bitwise equal).
 Tensor fold_on(const std::vector<Tensor>& parts, const Device& device, ReduceOp op, bool min) {
@@ -40,6 +42,8 @@ Tensor fold_on(const std::vector<Tensor>& parts, const Device& device, ReduceOp 
   for (size_t j = 1; j < parts.size(); ++j) acc = combine2(acc, parts[j].to(device), op, min);
   return acc;
 }
+
+namespace {
 
 // Above this many elements a combine over more than two devices goes in chunks (tinygrad's
 // threshold for its ring all-reduce): below it, latency dominates and one step is best.
@@ -187,15 +191,9 @@ Tensor reduce_scatter(const Tensor& t, CollectiveOp op) {
   for (size_t k = 0; k < parts.size(); ++k) {
     std::vector<std::pair<int64_t, int64_t>> r;
     for (int64_t d = 0; d < parts[0].ndim(); ++d) r.emplace_back(d == axis ? b[k] : 0, d == axis ? b[k + 1] : parts[0].shape()[d]);
-    Tensor acc;
-    for (const auto& p : parts) {
-      Tensor slice = p.shrink(r).to(l.devices[k]);
-      acc = !acc.defined() ? slice
-            : op == CollectiveOp::Sum ? acc.add(slice)
-            : op == CollectiveOp::Prod ? acc.mul(slice)
-            : op == CollectiveOp::Max ? acc.maximum(slice) : acc.minimum(slice);
-    }
-    outs.push_back(acc);
+    std::vector<Tensor> slices;
+    for (const auto& p : parts) slices.push_back(p.shrink(r));
+    outs.push_back(fold_on(slices, l.devices[k], reduce_of(op), op == CollectiveOp::Min));
   }
   return make_multi(std::move(outs), Layout{l.devices, axis, b});
 }
@@ -203,15 +201,7 @@ Tensor reduce_scatter(const Tensor& t, CollectiveOp op) {
 Tensor reduce(const Tensor& t, const Device& device, CollectiveOp op) {
   std::vector<Tensor> parts = device_values(t, "reduce");
   engine().check_device(device);
-  Tensor acc;
-  for (const auto& p : parts) {
-    Tensor v = p.to(device);
-    acc = !acc.defined() ? v
-          : op == CollectiveOp::Sum ? acc.add(v)
-          : op == CollectiveOp::Prod ? acc.mul(v)
-          : op == CollectiveOp::Max ? acc.maximum(v) : acc.minimum(v);
-  }
-  return acc;
+  return fold_on(parts, device, reduce_of(op), op == CollectiveOp::Min);
 }
 
 Tensor broadcast(const Tensor& t, const std::vector<Device>& devices) { return t.replicate(devices); }

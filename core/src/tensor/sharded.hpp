@@ -65,6 +65,8 @@ Tensor multi_contiguous(const Tensor& t);
 // The parts combined elementwise across devices by `op` (partial reductions, all_reduce), one
 // result per device of `devices` (parts[i] lives on devices[i]), all equal: replicas.
 std::vector<Tensor> combine_across(const std::vector<Tensor>& parts, ReduceOp op, bool min = false);
+// The parts (on any devices) folded on `device` by `op` (min: Max means minimum), in order.
+Tensor fold_on(const std::vector<Tensor>& parts, const Device& device, ReduceOp op, bool min);
 
 // Note [Sharded gradients]
 // Autodiff runs on the single-device graph. A bundle's derivative rule hands each part its slice
