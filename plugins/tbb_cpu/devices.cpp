@@ -46,21 +46,29 @@ Config read_config() {
     c.devices = static_cast<int32_t>(
         parse_int("RAVEL_TBB_DEVICES", devices, 1, kMaxDevices, "a device count", " or numa (one per NUMA node)"));
   }
-  // Queues by default only where every device has at least two threads of its own. Below that
-  // the worker threads outnumber the cores and every hand-off is a sleep and a wake-up: on 2
-  // cores, makemore's data-parallel step over 2 devices took 6.3 ms with queues and 0.29 ms
-  // without, over 4 devices 15.6 ms against 0.32 ms (bench_data_parallel, docs/performance.md).
+  // Note [Queues by core count] in devices.hpp.
   const int cores = std::max(1, tbb::info::default_concurrency());
-  c.async = c.devices > 1 && cores >= 2 * c.devices;
+  if (c.devices > 1 && cores >= 2 * c.devices) c.queues = Queues::All;
+  else if (c.devices > 1 && c.devices <= cores) c.queues = Queues::Caller;
   const std::string async = env("RAVEL_TBB_ASYNC");
   if (!async.empty()) {
-    if (async != "0" && async != "1")
-      rvl::invalid("RAVEL_TBB_ASYNC='" + async + "' is not a switch: expected 0 or 1");
-    c.async = async == "1";
+    if (async != "0" && async != "1" && async != "caller")
+      rvl::invalid("RAVEL_TBB_ASYNC='" + async + "' is not a mode: expected 0 (no queues), 1 (a queue per device) "
+                   "or caller (device 0 on the launching thread, a queue for each other device)");
+    c.queues = async == "1" ? Queues::All : async == "caller" ? Queues::Caller : Queues::None;
   }
   const std::string fault = env("RAVEL_TBB_TEST_FAULT");
   if (!fault.empty()) c.fault_at = parse_int("RAVEL_TBB_TEST_FAULT", fault, 1, INT64_MAX / 2, "a kernel number");
   return c;
+}
+
+bool has_queue(const Config& c, int32_t i) {
+  return c.queues == Queues::All || (c.queues == Queues::Caller && i > 0);
+}
+
+bool queues_spin(const Config& c) {
+  const int32_t workers = c.queues == Queues::All ? c.devices : c.queues == Queues::Caller ? c.devices - 1 : 0;
+  return workers + 1 <= std::max(1, tbb::info::default_concurrency());
 }
 
 int threads_for(const Config& c, int32_t i) {

@@ -11,9 +11,9 @@
 //    calling thread and the global arena, exactly as before devices existed);
 //  - its own memory accounting: memory_bytes = physical memory / N, a counter of the bytes its
 //    live buffers hold (allocation beyond the share is OUT_OF_MEMORY), both in the properties;
-//  - an in-order queue (Note [Device queues]) when execution is asynchronous: by default when
-//    N > 1; RAVEL_TBB_ASYNC=1 or 0 forces it on or off. With one device the queue buys nothing and
-//    costs a thread hand-off per kernel (docs/performance.md), so one device runs synchronously.
+//  - an in-order queue (Note [Device queues]) when execution is asynchronous (Note [Queues by
+//    core count]). With one device the queue buys nothing and costs a thread hand-off per kernel
+//    (docs/performance.md), so one device runs synchronously.
 // Memory itself comes from the one block cache (Note [Block cache]): host memory is host memory,
 // only its accounting is per device.
 #pragma once
@@ -34,14 +34,32 @@ namespace tbbcpu {
 
 constexpr int32_t kMaxDevices = 64;
 
+// Note [Queues by core count]
+// Two devices compute at once only if launching a kernel returns before it has run: the core
+// launches device 0's kernels, then device 1's, and waits only to read. But a queue's worker is a
+// thread, and where workers and the launching thread outnumber the cores every hand-off is a
+// sleep and a wake-up (6.3 ms for a 2-device makemore step on 2 cores, against 0.24 ms with no
+// queues at all). So, with N devices on C cores (RAVEL_TBB_ASYNC=1, caller or 0 forces a mode):
+//  - C >= 2N: a queue per device (All);
+//  - N <= C < 2N: device 0 runs its kernels on the launching thread, devices 1..N-1 on queues
+//    (Caller): N busy threads on N cores, and while the host computes device 0's kernel the
+//    workers compute the others' (the core interleaves the devices' kernels, Note [Device
+//    interleaving] in core/src/schedule/schedule.cpp);
+//  - C < N: no queues (None), one device after another.
+// Workers and waiters poll before they sleep only where workers + the host fit on the cores.
+enum class Queues { None, All, Caller };
+
 struct Config {
   int32_t devices = 1;
   // RAVEL_TBB_DEVICES=numa: one device per NUMA node, its arena bound to the node (oneTBB's
   // tbbbind); the node of each device, empty when devices are not bound.
   std::vector<int> numa_nodes;
-  bool async = false;
+  Queues queues = Queues::None;
   int64_t fault_at = 0;  // RAVEL_TBB_TEST_FAULT: the n-th queued kernel fails (tests only); 0: never
 };
+// Whether device i has a queue, and whether queue hand-offs poll before sleeping.
+bool has_queue(const Config& c, int32_t i);
+bool queues_spin(const Config& c);
 // Reads RAVEL_TBB_DEVICES, RAVEL_TBB_ASYNC and RAVEL_TBB_TEST_FAULT strictly; throws
 // rvl::Error(INVALID_ARGUMENT) naming the variable, its value and what is expected.
 Config read_config();

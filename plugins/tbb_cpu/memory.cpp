@@ -100,8 +100,18 @@ void copy_between(const rvl_buffer* s, uint64_t so, rvl_buffer* d, uint64_t doff
   const std::byte* from = s->data + so;
   std::byte* to = d->data + doff;
   if (bytes == 0) return;
-  if (&sd == &dd || !sd.queue || !dd.queue) {  // one queue orders it, or nothing is queued
+  if (&sd == &dd || (!sd.queue && !dd.queue)) {  // one queue orders it, or nothing is queued
     submit(dd, [from, to, bytes] { std::memmove(to, from, bytes); });
+    return;
+  }
+  if (!sd.queue || !dd.queue) {
+    // One side runs on the launching thread (Note [Queues by core count]): the queued side's
+    // earlier work must finish first (its writes to the source, or its reads of the destination),
+    // and the copy itself must be done before this returns, since the launching thread's next
+    // call may free or overwrite the source. So: drain that queue, then copy here.
+    DeviceQueue& queued = sd.queue ? *sd.queue : *dd.queue;
+    queued.drain();
+    std::memmove(to, from, bytes);
     return;
   }
   auto pc = std::make_shared<PeerCopy>();

@@ -147,9 +147,7 @@ rvl_error* initialize() {
         // Runtime::reset does) ended in a pure virtual call inside tbb::detail::r1::initialize.
         d->arena->initialize();
       }
-      // Spinning pays only while the workers and the host thread fit on the cores.
-      const bool spin = config.devices + 1 <= std::max(1, tbb::info::default_concurrency());
-      if (config.async) d->queue = std::make_unique<DeviceQueue>(i, d->arena.get(), spin);
+      if (has_queue(config, i)) d->queue = std::make_unique<DeviceQueue>(i, d->arena.get(), queues_spin(config));
       s.devices.push_back(std::move(d));
     }
     s.initialized = true;

@@ -71,15 +71,20 @@ rvl_error* event_record(rvl_stream* stream, rvl_event** out) {
 }
 
 // Work queued on `stream` after this waits for the event: nothing to do on the event's own
-// device (one queue is in order) or when nothing is queued; else the stream's queue gets a task
-// that waits for the event's ticket on the other queue (always an earlier task, so no cycle).
+// device (one queue is in order) or when the event's device has no queue; a waiter without a
+// queue waits here; else the stream's queue gets a task that waits for the event's ticket on the
+// other queue (always an earlier task, so no cycle).
 rvl_error* event_wait(rvl_stream* stream, rvl_event* event) {
   return rvl::guard([&] {
     const rvl_event e = live_event(event, "event_wait");
     const int32_t device = stream_device(stream, -1, "event_wait");
     Device& waiter = device_at(device < 0 ? e.device : device);
     Device& marked = device_at(e.device);
-    if (&waiter == &marked || !waiter.queue || !marked.queue) return;
+    if (&waiter == &marked || !marked.queue) return;  // in order, or the marked work has run
+    if (!waiter.queue) {  // the waiter runs on the launching thread (Note [Queues by core count])
+      marked.queue->wait(e.ticket);
+      return;
+    }
     DeviceQueue* q = marked.queue.get();  // queues live until shutdown, which drains them all first
     waiter.queue->push([q, ticket = e.ticket] { q->wait(ticket); });
   });

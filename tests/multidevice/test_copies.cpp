@@ -40,12 +40,16 @@ BOOST_AUTO_TEST_CASE(copies_between_every_pair_are_exact) {
 
 // Device A writes (a long kernel, still queued), the bytes go to B, and B's kernel and read see
 // them; A then overwrites its source, which must not reach B. No event or synchronize is used.
+// Both modes with queues: every device queued, and device 0 on the launching thread with the others
+// queued (RAVEL_TBB_ASYNC=caller), where a copy goes from the host's device to a queued one or back.
 BOOST_AUTO_TEST_CASE(peer_copies_are_ordered_on_both_devices) {
   constexpr int64_t n = 1 << 16;
-  for (int32_t count : {2, 3, 8}) {
-    BOOST_TEST_CONTEXT("RAVEL_TBB_DEVICES=" << count) {
-      Session s(count);
-      const int32_t a = 0, b = count - 1;
+  for (const char* mode : {"1", "caller"})
+  for (int32_t count : {2, 3, 8})
+  for (bool from_last : {false, true}) {
+    BOOST_TEST_CONTEXT("RAVEL_TBB_ASYNC=" << mode << ", RAVEL_TBB_DEVICES=" << count << (from_last ? ", from the last" : ", to the last")) {
+      Session s(count, mode);
+      const int32_t a = from_last ? count - 1 : 0, b = from_last ? 0 : count - 1;
       Buf src(a, n * 4), dst(b, n * 4), ones(b, n * 4), sum(b, n * 4);
       launch_fill(b, ones.get(), n, 1.0f);
       for (int round = 1; round <= 3; ++round) {
@@ -64,31 +68,40 @@ BOOST_AUTO_TEST_CASE(peer_copies_are_ordered_on_both_devices) {
 }
 
 // buffer_copy between devices follows the same contract; events order work across devices.
-BOOST_AUTO_TEST_CASE(buffer_copy_and_events_across_devices) {
+// Device x writes, device y reads; in both modes with queues and both directions (see above).
+void copy_and_events_between(int32_t x, int32_t y) {
   constexpr int64_t n = 4096;
-  Session s(2);
-  Buf src(0, n * 4), dst(1, n * 4), out(1, n * 4), ones(1, n * 4);
-  launch_fill(1, ones.get(), n, 1.0f);
-  launch_fill(0, src.get(), n, 5.0f, 100);
+  Buf src(x, n * 4), dst(y, n * 4), out(y, n * 4), ones(y, n * 4);
+  launch_fill(y, ones.get(), n, 1.0f);
+  launch_fill(x, src.get(), n, 5.0f, 100);
   ok(api().buffer_copy(nullptr, src.get(), 0, dst.get(), 0, n * 4), "buffer_copy across devices");
   BOOST_TEST(dst.read_as<float>(n)[n - 1] == 5.0f);
   // Device 1 waits for an event of device 0: its kernel reads what device 0 wrote into a buffer
   // that device 0 then copies over (the copy itself is what makes the data reach device 1).
   rvl_stream* s0 = nullptr;
   rvl_stream* s1 = nullptr;
-  ok(api().stream_create(0, &s0), "stream 0");
-  ok(api().stream_create(1, &s1), "stream 1");
-  launch_fill(0, src.get(), n, 7.0f, 100);
+  ok(api().stream_create(x, &s0), "stream x");
+  ok(api().stream_create(y, &s1), "stream y");
+  launch_fill(x, src.get(), n, 7.0f, 100);
   rvl_event* e = nullptr;
   ok(api().event_record(s0, &e), "event_record");
   ok(api().event_wait(s1, e), "event_wait");
   ok(api().event_destroy(e), "destroying the event while work still waits for it");
   ok(api().buffer_copy_peer(s0, src.get(), 0, s1, dst.get(), 0, n * 4), "copy on streams");
-  launch_fma(1, dst.get(), ones.get(), 1.0f, out.get(), n);
+  launch_fma(y, dst.get(), ones.get(), 1.0f, out.get(), n);
   ok(api().stream_synchronize(s1), "stream_synchronize");
   BOOST_TEST(out.read_as<float>(n)[0] == 8.0f);
   ok(api().stream_destroy(s0), "stream_destroy 0");
   ok(api().stream_destroy(s1), "stream_destroy 1");
+}
+
+BOOST_AUTO_TEST_CASE(buffer_copy_and_events_across_devices) {
+  for (const char* mode : {"1", "caller"})
+    for (bool swapped : {false, true})
+      BOOST_TEST_CONTEXT("RAVEL_TBB_ASYNC=" << mode << (swapped ? ", device 1 to 0" : ", device 0 to 1")) {
+        Session s(2, mode);
+        copy_and_events_between(swapped ? 1 : 0, swapped ? 0 : 1);
+      }
 }
 
 BOOST_AUTO_TEST_CASE(shutdown_with_work_queued_on_every_device) {

@@ -89,7 +89,7 @@ BOOST_AUTO_TEST_CASE(bad_device_counts_are_refused) {
   }
   {
     EnvVar env("RAVEL_TBB_ASYNC", "yes");
-    expect_error(api().initialize(), "RAVEL_TBB_ASYNC='yes' is not a switch: expected 0 or 1");
+    expect_error(api().initialize(), "RAVEL_TBB_ASYNC='yes' is not a mode: expected 0 (no queues), 1 (a queue per device) or caller");
   }
   // Unset and empty both mean one device; the refused values changed nothing.
   EnvVar empty("RAVEL_TBB_DEVICES", "");

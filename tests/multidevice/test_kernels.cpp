@@ -83,6 +83,10 @@ BOOST_AUTO_TEST_CASE(queues_can_be_forced_on_or_off) {
     Session s(3, "0");
     check_kernels_on_every_device(3);
   }
+  {  // device 0 on the launching thread, devices 1 and 2 queued: the same results
+    Session s(3, "caller");
+    check_kernels_on_every_device(3);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(a_failure_in_queued_work_surfaces_at_the_next_synchronisation) {

@@ -9,6 +9,7 @@
 #include "runtime/loaded_plugin.hpp"
 #include "runtime/options.hpp"
 #include "runtime/stats.hpp"
+#include "schedule/interleave.hpp"
 #include "schedule/schedule.hpp"
 
 namespace ravel::detail {
@@ -29,7 +30,7 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets) {
     keep.insert(b.get());
     roots.push_back(b);
   }
-  std::vector<NodePtr> order = topo_order(roots);
+  std::vector<NodePtr> order = interleave_devices(topo_order(roots));
   KernelStats stats;
   stats.realizations = 1;
   if (!order.empty()) {
