@@ -155,6 +155,10 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
       out->reduce_ops = RVL_REDUCE_OPS_BASIC | (off && *off && *off != '0' ? 0u : 1u << RVL_REDUCE_LOGSUMEXP);
     }
 #endif
+#if RVL_ABI_MINOR >= 6
+    // Every row (the SPIR-V emitter switches over all of them; a row it misses does not compile).
+    if (RVL_L0_FITS(out, rvl_device_properties, ops)) out->ops = RVL_OPS_ALL;
+#endif
   });
 }
 

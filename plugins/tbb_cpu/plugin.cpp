@@ -119,6 +119,9 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     const char* no_lse = std::getenv("RAVEL_TBB_NO_LOGSUMEXP");
     if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops))
       out->reduce_ops = RVL_REDUCE_OPS_BASIC | (no_lse && *no_lse && *no_lse != '0' ? 0u : 1u << RVL_REDUCE_LOGSUMEXP);
+    // ABI 1.6: every row (array_ops.cpp and evaluator.cpp switch over all of them, and a row
+    // they miss does not compile).
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, ops)) out->ops = RVL_OPS_ALL;
   });
 }
 

@@ -20,6 +20,7 @@ Environment read_environment() {
   e.debug = get("RAVEL_DEBUG");
   e.kernel_cache = get("RAVEL_KERNEL_CACHE");
   e.log_plugins = get("RAVEL_LOG_PLUGINS");
+  e.mask_ops = get("RAVEL_MASK_OPS");
   e.dist_timeout = get("RAVEL_DIST_TIMEOUT_S");
   e.communicator = get("RAVEL_COMMUNICATOR");
   e.ompi_size = get("OMPI_COMM_WORLD_SIZE");

@@ -14,6 +14,7 @@ struct Environment {
   std::string debug;         // RAVEL_DEBUG: 1 prints every kernel, 2 also the graph cut
   std::string kernel_cache;  // RAVEL_KERNEL_CACHE: 0 disables the kernel cache
   std::string log_plugins;   // RAVEL_LOG_PLUGINS: non-empty prints every skipped plugin
+  std::string mask_ops;      // RAVEL_MASK_OPS: ops every device is treated as lacking ("SQRT,MAX")
   std::string tbb_devices;   // RAVEL_TBB_DEVICES: read by the oneTBB plugin; the core only asks
                              // whether it is set (a config mesh sets it when not: runtime/mesh.cpp)
   // Distributed runs (core/src/distributed, docs/distributed.md): read by distributed::init.

@@ -64,6 +64,11 @@ Settings load_settings(const std::string& config_path, bool use_environment, con
   }
   s.kernel_cache = env.kernel_cache.empty() || env_choice("RAVEL_KERNEL_CACHE", env.kernel_cache, {"0", "1"}) == 1;
   s.debug = env.debug.empty() ? 0 : env_choice("RAVEL_DEBUG", env.debug, {"0", "1", "2"});
+  try {
+    s.masked_ops = parse_masked_ops(env.mask_ops);
+  } catch (const ValueError& e) {
+    throw ConfigError(std::string("RAVEL_MASK_OPS: ") + cap_text(e.what(), 4 * kMaxEchoChars));
+  }
   for (const auto& dir : s.env_plugin_paths) check_search_path(dir, "from RAVEL_PLUGIN_PATH", s.warnings);
   for (const auto& dir : s.config.plugin_paths)
     check_search_path(dir, "from plugins.search_paths in the config", s.warnings);

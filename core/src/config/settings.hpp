@@ -14,6 +14,7 @@
 
 #include "config/config.hpp"
 #include "config/environment.hpp"
+#include "graph/ops.hpp"
 #include "ravel/fusion.hpp"
 
 namespace ravel::detail {
@@ -25,6 +26,7 @@ struct Settings {
   FusionOptions fusion;                   // config.fusion with RAVEL_FUSION's policy applied
   bool kernel_cache = true;               // false under RAVEL_KERNEL_CACHE=0
   int debug = 0;                          // RAVEL_DEBUG
+  OpSet masked_ops{0, 0};                 // RAVEL_MASK_OPS (Note [Capabilities] in graph/ops.hpp)
   bool log_plugins = false;               // print skipped plugins (config logging or RAVEL_LOG_PLUGINS)
   bool log_placement = false;             // print how placement resolved when the runtime starts
   std::vector<std::string> warnings;      // e.g. a missing plugin folder; printed unless logging is off/error

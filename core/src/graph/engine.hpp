@@ -29,9 +29,12 @@ class Engine {
   virtual void check_device(const Device& device) = 0;
   // The config's placement.on_mixed_devices: true for "copy", false for "error".
   virtual bool copy_on_mixed_devices() = 0;
-  // Whether `device` implements the reduction `op` (ABI 1.4 rvl_device_properties.reduce_ops;
-  // SUM, MAX and PROD always) and the dtype `t`. DeviceError unless the device exists.
-  virtual bool device_has_reduce(const Device& device, ReduceOp op) = 0;
+  // What `device` runs (Note [Capabilities] in graph/ops.hpp): the op table rows (ABI 1.6) and
+  // reductions (1.4) it states, minus RAVEL_MASK_OPS. DeviceError unless the device exists.
+  virtual OpSet device_ops(const Device& device) = 0;
+  // Whether `device` implements the reduction `op` (device_ops; SUM, MAX and PROD always) and the
+  // dtype `t`. DeviceError unless the device exists.
+  bool device_has_reduce(const Device& device, ReduceOp op) { return device_ops(device).has(op); }
   virtual bool device_has_dtype(const Device& device, DType t) = 0;
   // A new buffer of `bytes` bytes on `device` holding a copy of `data`.
   virtual std::shared_ptr<DeviceBuffer> upload(const Device& device, const void* data, uint64_t bytes) = 0;

@@ -1,8 +1,11 @@
 #include "graph/ops.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <string>
+
+#include <ravel/decompose.hpp>
 
 #include "ravel/error.hpp"
 
@@ -51,6 +54,39 @@ const char* reduce_name(ReduceOp op) {
     case ReduceOp::LogSumExp: return "logsumexp";
   }
   return "?";
+}
+
+OpSet parse_masked_ops(const std::string& text) {
+  OpSet masked{0, 0};
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    std::string name = text.substr(start, end - start);
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    start = end + 1;
+    if (name.empty()) continue;
+    if (name == "LOGSUMEXP") {
+      masked.reduce |= 1u << RVL_REDUCE_LOGSUMEXP;
+      continue;
+    }
+    int32_t op = 0;
+    while (op < RVL_OP_COUNT_ && name != rvl::op_info(op).name) ++op;
+    RAVEL_CHECK(op < RVL_OP_COUNT_, ValueError, "unknown op '", name,
+                "': expected names of the op table (SQRT, MAX, CMPNE, ...) or LOGSUMEXP");
+    RAVEL_CHECK(!((RVL_OPS_REQUIRED >> op) & 1u), ValueError, "op ", name,
+                " cannot be masked: every device has it (RVL_OPS_REQUIRED)");
+    masked.alu |= RVL_OP_BIT(op);
+  }
+  return masked;
+}
+
+std::vector<rvl_instruction> lower_for_device(const std::vector<rvl_instruction>& code, uint64_t ops,
+                                              const std::string& device) {
+  if (std::all_of(code.begin(), code.end(), [&](const rvl_instruction& in) { return rvl::ops_have(ops, in.op); }))
+    return code;
+  rvl::Rewriter r(ops);
+  if (r.rewrite(code.data(), static_cast<int32_t>(code.size()))) return r.result();
+  throw DeviceError("device " + device + ": " + r.error() + "; nothing was run");
 }
 
 }  // namespace ravel::detail

@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <ravel/op_table.hpp>
 
@@ -43,5 +45,30 @@ enum class ReduceOp : uint8_t {
   LogSumExp = RVL_REDUCE_LOGSUMEXP
 };
 const char* reduce_name(ReduceOp op);
+
+// Note [Capabilities]
+// What a device runs: the rows of the op table (ABI 1.6 rvl_device_properties.ops) and the
+// reductions (1.4 reduce_ops), read once per device by the runtime (LoadedPlugin::caps) minus
+// what RAVEL_MASK_OPS masks off. The core sends a device nothing outside its set. An elementwise
+// op it lacks is rewritten when its kernel is lowered (lower_for_device below, with the
+// decomposition table of <ravel/decompose.hpp>, which ravel-conformance shares); a LOGSUMEXP
+// reduction it lacks becomes a max and a sum of exponentials when the graph is built (Note
+// [Online logsumexp], tensor/reduce.cpp), because that decomposition needs two kernels, not
+// more instructions in one. What has no decomposition is refused, naming op, dtype and device,
+// before any kernel of the realization runs.
+struct OpSet {
+  uint64_t alu = RVL_OPS_1_0;                 // bit RVL_OP_BIT(op)
+  uint32_t reduce = RVL_REDUCE_OPS_BASIC;     // bit (1u << rvl_reduce_op)
+  bool has(AluOp op) const { return (alu >> static_cast<uint32_t>(op)) & 1u; }
+  bool has(ReduceOp op) const { return (reduce >> static_cast<uint32_t>(op)) & 1u; }
+};
+// Parses RAVEL_MASK_OPS: op names separated by commas, as the op table spells them, any case
+// ("sqrt,MAX,logsumexp"): the ops to treat every device as lacking. ValueError for an unknown
+// name, or one that cannot be lacked (LOAD, CONST, ACC; SUM, MAX and PROD as reductions).
+OpSet parse_masked_ops(const std::string& text);
+// `code` rewritten so that every instruction is in `ops` (the device's op mask); DeviceError
+// naming the op, its dtype and `device` when an op has no decomposition into them.
+std::vector<rvl_instruction> lower_for_device(const std::vector<rvl_instruction>& code, uint64_t ops,
+                                              const std::string& device);
 
 }  // namespace ravel::detail

@@ -15,10 +15,7 @@ class RuntimeEngine final : public Engine {
  public:
   Device default_device() override { return Runtime::get().default_device(); }
   void check_device(const Device& device) override { Runtime::get().plugin_for(device); }
-  bool device_has_reduce(const Device& device, ReduceOp op) override {
-    const auto& caps = Runtime::get().plugin_for(device)->caps(device.index());
-    return (caps.reduce_ops >> static_cast<uint32_t>(op)) & 1u;
-  }
+  OpSet device_ops(const Device& device) override { return device_op_set(Runtime::get(), device); }
   bool device_has_dtype(const Device& device, DType t) override {
     const auto& caps = Runtime::get().plugin_for(device)->caps(device.index());
     return (caps.dtypes >> static_cast<uint32_t>(t)) & 1u;

@@ -1,12 +1,16 @@
 #include "runtime/loaded_plugin.hpp"
 
+#include <ravel/decompose.hpp>
+
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <string>
 #include <mutex>
 
+#include "config/settings.hpp"
 #include "ravel/error.hpp"
+#include "ravel/runtime.hpp"
 
 namespace ravel::detail {
 
@@ -157,6 +161,8 @@ void LoadedPlugin::start() {
     }
     if (RVL_HAS_MEMBER(&props, rvl_device_properties, reduce_ops) && props.reduce_ops != 0)
       caps_[d].reduce_ops = props.reduce_ops | RVL_REDUCE_OPS_BASIC;
+    // ABI 1.6: likewise 0 (every 1.0-1.5 plugin) is the 1.0 op table.
+    caps_[d].ops = rvl::effective_ops(RVL_HAS_MEMBER(&props, rvl_device_properties, ops) ? props.ops : 0);
     caps_[d].dtypes = props.dtypes;
   }
 }
@@ -188,6 +194,12 @@ void LoadedPlugin::check(rvl_error* err, const std::string& what) const {
   // starts "dtype " (docs/abi.md §5): to the user that is a dtype problem, not a broken device.
   if (code == RVL_STATUS_UNSUPPORTED && plugin_msg.rfind("dtype ", 0) == 0) throw DTypeError(msg);
   throw DeviceError(msg);
+}
+
+OpSet device_op_set(const Runtime& rt, const Device& device) {
+  const LoadedPlugin::DeviceCaps& caps = rt.plugin_for(device)->caps(device.index());
+  const OpSet& masked = rt.settings().masked_ops;
+  return OpSet{caps.ops & ~masked.alu, caps.reduce_ops & ~masked.reduce};
 }
 
 }  // namespace ravel::detail

@@ -15,7 +15,13 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include "graph/ops.hpp"
 #include "ravel/backend.h"
+#include "ravel/device.hpp"
+
+namespace ravel {
+class Runtime;
+}
 
 namespace ravel::detail {
 
@@ -63,6 +69,7 @@ class LoadedPlugin {
   // What the scheduler and the composites may ask of a device, read once when the plugin starts.
   struct DeviceCaps {
     uint32_t reduce_ops = RVL_REDUCE_OPS_BASIC;  // bit (1u << rvl_reduce_op); never 0 (ABI 1.4)
+    uint64_t ops = RVL_OPS_1_0;                  // bit RVL_OP_BIT(rvl_op), as rvl::effective_ops reads it (1.6)
     uint32_t dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
   };
   // The capabilities of `device` (0 .. device_count() - 1; others get the defaults).
@@ -85,5 +92,9 @@ class LoadedPlugin {
   std::vector<DeviceCaps> caps_;
   bool initialized_ = false;
 };
+
+// What `device` of `rt` runs: its plugin's capabilities minus the settings' RAVEL_MASK_OPS
+// (Note [Capabilities] in graph/ops.hpp). DeviceError unless the device exists.
+OpSet device_op_set(const Runtime& rt, const Device& device);
 
 }  // namespace ravel::detail

@@ -39,6 +39,7 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets) {
     req.device_has_contraction = RAVEL_API_HAS(&rt.plugin_for(order.front()->device)->api(), execute_contraction);
     req.use_cache = kernel_cache_enabled(req.fusion) && settings.kernel_cache;
     req.describe = settings.debug != 0;
+    req.device_ops = [&rt](const Device& d) { return device_op_set(rt, d).alu; };
     Schedule s = make_schedule(order, roots, keep, req);
     stats.cache_hits = s.cache == Schedule::Cache::Hit;
     stats.cache_misses = s.cache == Schedule::Cache::Miss;

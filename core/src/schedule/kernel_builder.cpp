@@ -76,13 +76,14 @@ int32_t KernelBuilder::value(const NodePtr& n) {
   return i;
 }
 
-std::string KernelBuilder::describe() const {
+std::string KernelBuilder::describe(const std::vector<rvl_instruction>* code) const {
+  const std::vector<rvl_instruction>& instrs = code ? *code : instrs_;
   std::ostringstream out;
   for (size_t i = 0; i < inputs_.size(); ++i)
     out << "    in" << i << ": " << dtype_name(static_cast<DType>(inputs_[i].dtype)) << " " << views_[i].str()
         << " of node " << bases_[i]->id << "\n";
-  for (size_t i = 0; i < instrs_.size(); ++i) {
-    const auto& in = instrs_[i];
+  for (size_t i = 0; i < instrs.size(); ++i) {
+    const auto& in = instrs[i];
     out << "    %" << i << " = " << rvl::op_info(in.op).name << "." << dtype_name(static_cast<DType>(in.dtype));
     if (in.op == RVL_OP_LOAD) out << " in" << in.arg;
     if (in.op == RVL_OP_CONST) {

@@ -41,8 +41,9 @@ class KernelBuilder {
   void set_accumulator(const Node* contraction) { acc_ = contraction; }
   const std::vector<rvl_operand>& inputs() const { return inputs_; }
   const std::vector<rvl_instruction>& instructions() const { return instrs_; }
-  // One line per instruction and input, for RAVEL_DEBUG.
-  std::string describe() const;
+  // One line per instruction and input, for RAVEL_DEBUG; `code`: the instructions that run
+  // instead of instructions() (the decomposed ones, Note [Capabilities] in graph/ops.hpp).
+  std::string describe(const std::vector<rvl_instruction>* code = nullptr) const;
 
  private:
   Shape shape_;

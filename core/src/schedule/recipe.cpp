@@ -26,17 +26,21 @@ int64_t view_bytes(const StridedView& v, DType t) {
 
 std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
                                           const GraphKey& g, const FusionOptions& options, bool has_contraction,
-                                          bool debug) {
+                                          bool debug, const DeviceOps& ops) {
   KernelPlan plan = plan_kernels(order, keep, options, has_contraction);
   auto r = std::make_shared<Recipe>();
   r->inlined.assign(g.locals.size(), 0);
   for (const Node* n : plan.inlined) r->inlined[g.local(n)] = 1;
   for (const Node* n : keep) r->keep.push_back(g.local(n));
-  auto take_builder = [&](CachedKernel& ck, const KernelBuilder& b) {
+  auto take_builder = [&](CachedKernel& ck, const KernelBuilder& b, const Device& device) {
     ck.inputs = b.inputs();
-    ck.instructions = b.instructions();
+    auto mask = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.first == device; });
+    ck.instructions = mask == ops.end() ? b.instructions() : lower_for_device(b.instructions(), mask->second, device.str());
+    ck.program.n_instructions = static_cast<int32_t>(ck.instructions.size());
+    const bool rewritten = ck.instructions.size() != b.instructions().size();
+    if (debug && rewritten) ck.detail += "    (ops " + device.str() + " lacks are decomposed)\n";
     for (const auto& base : b.bases()) ck.input_nodes.push_back(g.local(base.get()));
-    if (debug) ck.detail += b.describe();
+    if (debug) ck.detail += b.describe(&ck.instructions);
   };
   for (const auto& k : plan.roots) {
     CachedKernel ck;
@@ -66,7 +70,7 @@ std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, con
         for (const auto& s : k->srcs) ins.push_back(b.value(s));
         b.emit(abi_op(k->alu), k->dtype, ins);
         if (debug) ck.detail = "    epilogue:\n";
-        take_builder(ck, b);
+        take_builder(ck, b, k->device);
       }
       for (const auto& rd : plan.reads.at(k.get())) ck.bytes_read += rd->numel() * dtype_size(rd->dtype);
     } else {
@@ -85,7 +89,7 @@ std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, con
                             is_reduce ? k->axes : 0);
       if (debug && is_reduce)  // RAVEL_DEBUG=1 names the reduction (sum, max, prod, logsumexp)
         ck.detail = std::string("    ") + reduce_name(k->reduce) + ", axes mask " + std::to_string(k->axes) + "\n";
-      take_builder(ck, b);
+      take_builder(ck, b, k->device);
       for (int32_t i = 0; i < ck.program.n_inputs; ++i) {
         StridedView v = StridedView::contiguous(space);
         v.strides.assign(ck.program.inputs[i].view.strides, ck.program.inputs[i].view.strides + ck.program.rank);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -47,10 +48,15 @@ struct Recipe {
   size_t bytes = 0;                   // approximate memory held (for the cache's bound)
 };
 
-// Plans `order` (Note [Fusion]) and lowers every kernel of the plan, unbound. `keep`: the
-// targets' bases; `describe`: fill CachedKernel::detail for RAVEL_DEBUG.
+// The op mask of every device of a realization (Note [Capabilities] in graph/ops.hpp).
+using DeviceOps = std::vector<std::pair<Device, uint64_t>>;
+
+// Plans `order` (Note [Fusion]) and lowers every kernel of the plan, unbound, rewriting the ops
+// a kernel's device lacks (`ops`; a device not listed has every op). `keep`: the targets' bases;
+// `describe`: fill CachedKernel::detail for RAVEL_DEBUG. DeviceError, before anything runs, for
+// an op a device lacks that has no decomposition.
 std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
                                           const GraphKey& g, const FusionOptions& options, bool has_contraction,
-                                          bool describe);
+                                          bool describe, const DeviceOps& ops = {});
 
 }  // namespace ravel::detail

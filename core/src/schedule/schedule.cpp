@@ -1,5 +1,6 @@
 #include "schedule/schedule.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <new>
 #include <string>
@@ -35,12 +36,21 @@ Schedule schedule_unchecked(const std::vector<NodePtr>& order, const std::vector
                             const std::unordered_set<const Node*>& keep, const ScheduleRequest& req) {
   Schedule s;
   s.graph = make_graph_key(order, roots, req.fusion, req.device_has_contraction);
+  // The lowered kernels depend on each device's op mask (ops it lacks are decomposed), which
+  // RAVEL_MASK_OPS or a plugin reloaded by Runtime::reset may change: it is part of the key.
+  DeviceOps ops;
+  for (const auto& n : order) {
+    if (std::any_of(ops.begin(), ops.end(), [&](const auto& o) { return o.first == n->device; })) continue;
+    const uint64_t mask = req.device_ops ? req.device_ops(n->device) : RVL_OPS_ALL;
+    ops.emplace_back(n->device, mask);
+    s.graph.key.append(reinterpret_cast<const char*>(&mask), sizeof mask);
+  }
   if (req.use_cache) s.recipe = kernel_cache_find(s.graph.key);
   if (s.recipe) {
     s.cache = Schedule::Cache::Hit;
     return s;
   }
-  s.recipe = make_recipe(order, keep, s.graph, req.fusion, req.device_has_contraction, req.describe);
+  s.recipe = make_recipe(order, keep, s.graph, req.fusion, req.device_has_contraction, req.describe, ops);
   if (req.use_cache) {
     s.cache = Schedule::Cache::Miss;
     kernel_cache_insert(s.graph.key, s.recipe, req.fusion);

@@ -6,6 +6,7 @@
 // Smarter fusion later changes only how many instructions a program holds, not the ABI.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <unordered_set>
 #include <vector>
@@ -27,6 +28,8 @@ struct ScheduleRequest {
   bool device_has_contraction = false;  // the target device implements execute_contraction
   bool use_cache = true;                // look up and insert into the kernel cache
   bool describe = false;                // keep RAVEL_DEBUG text in the kernels
+  // The op mask of a device (Note [Capabilities] in graph/ops.hpp); unset: every op.
+  std::function<uint64_t(const Device&)> device_ops;
 };
 
 struct Schedule {

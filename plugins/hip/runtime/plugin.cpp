@@ -125,6 +125,8 @@ rvl_error* device_properties(int32_t d, rvl_device_properties* out) {
       const char* off = std::getenv("RAVEL_HIP_NO_LOGSUMEXP");
       out->reduce_ops = RVL_REDUCE_OPS_BASIC | (off && *off && *off != '0' ? 0u : 1u << RVL_REDUCE_LOGSUMEXP);
     }
+    // ABI 1.6: every row (the HIP C++ emitter switches over all of them; a row it misses does not compile).
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, ops)) out->ops = RVL_OPS_ALL;
   });
 }
 

@@ -69,6 +69,9 @@ struct RunOptions {
   bool isolate = true;
   int case_timeout_s = 300;  // per case, in isolated mode (SIGALRM in the child)
   int jobs = 1;              // isolated mode: child processes at once (each its own session)
+  // --decompose: ops to treat the device as lacking, so that kernels reach it rewritten by the
+  // host's decompositions (<ravel/decompose.hpp>); "all": every instruction that has one.
+  std::string decompose;
 };
 
 }  // namespace rvl::conformance

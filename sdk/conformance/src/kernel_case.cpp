@@ -189,10 +189,13 @@ std::vector<rvl_operand> host_operands(const std::vector<Input>& ins) {
 }  // namespace
 
 void ProgramCase::run(Measure& m) const {
-  std::vector<int32_t> dts{out.dtype};
-  for (const rvl_instruction& i : code) dts.push_back(i.dtype);
-  require_supported(int(shape.size()), dts);
   const Session& s = session();
+  // What a host sends: `code` with the ops the device lacks (or --decompose masks) rewritten;
+  // the reference runs `code` itself.
+  const std::vector<rvl_instruction> sent = s.lower(code);
+  std::vector<int32_t> dts{out.dtype};
+  for (const rvl_instruction& i : sent) dts.push_back(i.dtype);
+  require_supported(int(shape.size()), dts);
 
   Uploaded up;
   for (const Input& in : inputs) up.add(in);
@@ -203,8 +206,8 @@ void ProgramCase::run(Measure& m) const {
   for (size_t d = 0; d < shape.size(); ++d) p.shape[d] = shape[d];
   p.n_inputs = int32_t(inputs.size());
   p.inputs = up.ops.empty() ? nullptr : up.ops.data();
-  p.n_instructions = int32_t(code.size());
-  p.instructions = code.data();
+  p.n_instructions = int32_t(sent.size());
+  p.instructions = sent.data();
   p.reduce_op = reduce_op;
   p.reduce_axes = reduce_axes;
   p.output = operand_for(ob, out.dtype, out_view);
@@ -217,6 +220,8 @@ void ProgramCase::run(Measure& m) const {
   const std::vector<rvl_operand> hops = host_operands(inputs);
   rvl_program hp = p;
   hp.inputs = hops.empty() ? nullptr : hops.data();
+  hp.n_instructions = int32_t(code.size());
+  hp.instructions = code.data();
   hp.output.view = out_view;
   ref::HostBuffer want = out;
   ref::run_program(hp, host_ptrs(inputs), want);
@@ -227,8 +232,9 @@ void ProgramCase::run(Measure& m) const {
 void ContractionCase::run(Measure& meas) const {
   const Session& s = session();
   if (!s.has_contraction()) throw Skip("execute_contraction is not supported (NULL)");
+  const std::vector<rvl_instruction> sent = s.lower(epilogue);  // as in ProgramCase::run
   std::vector<int32_t> dts{dtype};
-  for (const rvl_instruction& i : epilogue) dts.push_back(i.dtype);
+  for (const rvl_instruction& i : sent) dts.push_back(i.dtype);
   require_supported(int(batch.size()) + 2, dts);
 
   Uploaded up;
@@ -250,8 +256,8 @@ void ContractionCase::run(Measure& meas) const {
   k.c = operand_for(cb, dtype, c_view);
   k.n_epilogue_inputs = int32_t(epilogue_inputs.size());
   k.epilogue_inputs = epi.ops.empty() ? nullptr : epi.ops.data();
-  k.n_epilogue = int32_t(epilogue.size());
-  k.epilogue = epilogue.empty() ? nullptr : epilogue.data();
+  k.n_epilogue = int32_t(sent.size());
+  k.epilogue = sent.empty() ? nullptr : sent.data();
   check_ok(s.api->execute_contraction(s.device, nullptr, &k), "execute_contraction");
   check_ok(s.api->synchronize(s.device), "synchronize");
   up.check_unchanged({a, b}, "operand");
@@ -264,6 +270,8 @@ void ContractionCase::run(Measure& meas) const {
   hk.c.view = c_view;
   const std::vector<rvl_operand> hops = host_operands(epilogue_inputs);
   hk.epilogue_inputs = hops.empty() ? nullptr : hops.data();
+  hk.n_epilogue = int32_t(epilogue.size());
+  hk.epilogue = epilogue.empty() ? nullptr : epilogue.data();
   ref::HostBuffer want = c;
   ref::run_contraction(hk, a.data, b.data, host_ptrs(epilogue_inputs), want);
   meas.threshold = threshold;

@@ -1,11 +1,13 @@
-// ravel-conformance PATH/TO/plugin.so [--device N] [--filter REGEX] [--json REPORT] [--list] [-v]
+// ravel-conformance PATH/TO/plugin.so [--device N] [--filter REGEX] [--json REPORT] [--list] [--decompose OPS] [-v]
 //
 // Loads a backend plugin directly (no core, no configuration) and checks it against the SDK's
 // reference interpreter. Exit status: 0 if every case passed (skips allowed), 1 if any failed
 // (a case in which the plugin crashed or hung counts as failed), 2 for a usage error or a
 // plugin file that cannot be loaded at all.
+#include "plugin.hpp"
 #include "runner.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -20,7 +22,8 @@ void usage(FILE* f) {
   std::fprintf(f,
                "usage: ravel-conformance PATH/TO/plugin.so [--device N] [--filter REGEX]\n"
                "                         [--json REPORT] [--list] [--no-isolate]\n"
-               "                         [--case-timeout SECONDS] [--jobs N] [-v|--verbose]\n"
+               "                         [--case-timeout SECONDS] [--jobs N] [--decompose OPS]\n"
+               "                         [-v|--verbose]\n"
                "Runs the Ravel backend ABI v%d.%d conformance suite against a plugin.\n"
                "  --device N      device index to test (default 0)\n"
                "  --filter REGEX  only cases whose \"group/name\" matches (ECMAScript regex)\n"
@@ -32,6 +35,9 @@ void usage(FILE* f) {
                "  --case-timeout S  a case running longer fails (isolated runs; default 300)\n"
                "  --jobs N        isolated runs: N child processes at once, each with its own\n"
                "                  plugin session (default 1); the report is the same\n"
+               "  --decompose OPS treat the device as lacking OPS (comma-separated op names,\n"
+               "                  or \"all\": every op with a decomposition), so that kernels\n"
+               "                  reach it rewritten as a host rewrites them (ABI 1.6)\n"
                "  -v, --verbose   print every case, not only failures and skips\n",
                RVL_ABI_MAJOR, RVL_ABI_MINOR);
 }
@@ -50,6 +56,30 @@ void register_all() {
 }
 
 }  // namespace
+
+// --decompose OPS: what the session masks off (children of isolated runs inherit it).
+bool set_decompose(const std::string& spec) {
+  Session& s = session();
+  if (spec == "all") {
+    s.decompose_all = true;
+    return true;
+  }
+  size_t start = 0;
+  while (start <= spec.size()) {
+    const size_t end = std::min(spec.find(',', start), spec.size());
+    const std::string name = spec.substr(start, end - start);
+    start = end + 1;
+    int32_t op = 0;
+    while (op < RVL_OP_COUNT_ && name != rvl::op_info(op).name) ++op;
+    if (op == RVL_OP_COUNT_ || ((RVL_OPS_REQUIRED >> op) & 1u)) {
+      std::fprintf(stderr, "ravel-conformance: --decompose takes \"all\" or op names of the op table "
+                           "(e.g. SQRT,MAX; not LOAD, CONST or ACC), got '%s'\n", name.c_str());
+      return false;
+    }
+    s.masked_ops |= RVL_OP_BIT(op);
+  }
+  return true;
+}
 
 bool parse_int(const std::string& text, int min, int max, int& out) {
   char* end = nullptr;
@@ -88,12 +118,14 @@ int main(int argc, char** argv) {
     else if (a == "--no-isolate") opt.isolate = false;
     else if (a == "--case-timeout") opt.case_timeout_s = number(1, 86400);
     else if (a == "--jobs") opt.jobs = number(1, 256);
+    else if (a == "--decompose") opt.decompose = value();
     else if (a == "-v" || a == "--verbose") opt.verbose = true;
     else if (a == "-h" || a == "--help") { usage(stdout); return 0; }
     else if (!a.empty() && a[0] == '-') { usage(stderr); return 2; }
     else if (opt.plugin_path.empty()) opt.plugin_path = a;
     else { usage(stderr); return 2; }
   }
+  if (!opt.decompose.empty() && !set_decompose(opt.decompose)) return 2;
   register_all();
   std::vector<const Case*> selected;
   try {

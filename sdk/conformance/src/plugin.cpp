@@ -37,6 +37,21 @@ void Session::require_dtype(int32_t dt) const {
     throw Skip(std::string("dtype ") + std::to_string(dt) + " not supported by the device");
 }
 
+std::vector<rvl_instruction> Session::lower(const std::vector<rvl_instruction>& code) const {
+  uint64_t mask = ops & ~masked_ops;
+  if (decompose_all)  // every instruction that has a decomposition for its dtype takes it
+    for (size_t i = 0; i < code.size(); ++i) {
+      const rvl_instruction& in = code[i];
+      const int32_t src = in.op == RVL_OP_WHERE ? in.src[1] : in.src[0];
+      const int32_t t = src >= 0 && size_t(src) < i ? code[size_t(src)].dtype : in.dtype;
+      if (rvl::find_decomposition(in.op, t)) mask &= ~RVL_OP_BIT(in.op);
+    }
+  rvl::Rewriter r(mask);
+  if (!r.rewrite(code.data(), int32_t(code.size())))
+    throw Skip("the host cannot send this kernel to the device: " + r.error());
+  return r.result();
+}
+
 const char* status_name(rvl_status s) {
   switch (s) {
     case RVL_STATUS_OK: return "OK";

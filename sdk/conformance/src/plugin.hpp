@@ -3,12 +3,14 @@
 
 #include <ravel/backend.h>
 #include <ravel/backend.hpp>
+#include <ravel/decompose.hpp>
 #include <ravel/op_table.hpp>
 #include <ravel/conformance/reference.hpp>
 
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace rvl::conformance {
 
@@ -48,6 +50,14 @@ struct Session {
   bool supports_dtype(int32_t dt) const { return (props.dtypes >> dt) & 1u; }
   void require_dtype(int32_t dt) const;  // throws Skip
   bool has_contraction() const { return RVL_CONF_HAS(*api, execute_contraction); }
+  // What the device runs (rvl_device_properties.ops as a host reads it, ABI 1.6) minus what
+  // --decompose masks off (`decompose_all`: every op with a decomposition for its dtype).
+  uint64_t ops = RVL_OPS_ALL;
+  uint64_t masked_ops = 0;
+  bool decompose_all = false;
+  // `code` as a host sends it to this device: ops it lacks (or that are masked) rewritten by
+  // the decomposition table. Throws Skip when one has no decomposition.
+  std::vector<rvl_instruction> lower(const std::vector<rvl_instruction>& code) const;
 };
 Session& session();  // the process-wide session, set up by main()
 

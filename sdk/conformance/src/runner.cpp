@@ -71,6 +71,7 @@ PluginIdentity set_up_session(const std::string& path, int32_t device,
     s.props.struct_size = sizeof s.props;
     check_ok(api.device_properties(device, &s.props), "device_properties");
     s.props.name[sizeof s.props.name - 1] = '\0';
+    s.ops = rvl::effective_ops(RVL_HAS_MEMBER(&s.props, rvl_device_properties, ops) ? s.props.ops : 0);
     rvl_backend_info info{};
     info.struct_size = sizeof info;
     check_ok(api.get_info(&info), "get_info");

@@ -1,8 +1,9 @@
-/* Ravel backend C ABI, version 1.5 (1.1 added rvl_device_properties.arch/warp_size/details and
+/* Ravel backend C ABI, version 1.6 (1.1 added rvl_device_properties.arch/warp_size/details and
  * rvl_probe_result.reason; 1.2 the optional members buffer_address/buffer_wrap; 1.3
  * rvl_device_properties.dlpack_device_type/dlpack_device_id; 1.4 the reduction
  * RVL_REDUCE_LOGSUMEXP and rvl_device_properties.reduce_ops; 1.5 the optional member
- * buffer_copy_peer, copies between two devices of one plugin; nothing else changed).
+ * buffer_copy_peer, copies between two devices of one plugin; 1.6 rvl_device_properties.ops,
+ * the instructions a device implements; nothing else changed).
  *
  * Plain C99. A backend plugin is a shared object that exports exactly one symbol,
  * `rvl_backend_entry`, returning a pointer to a static, append-only table of function pointers
@@ -43,7 +44,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 5
+#define RVL_ABI_MINOR 6
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
@@ -145,6 +146,21 @@ typedef enum rvl_op {
 #undef RVL_OP_ENUM_
   RVL_OP_COUNT_
 } rvl_op;
+
+/* Op masks (rvl_device_properties.ops, since 1.6): bit (1ull << rvl_op) stands for a row of
+ * RVL_OP_LIST. How the mask grows: a row appended in minor version 1.N takes the next enum value
+ * and so the next bit; RVL_OPS_1_0 stays the 1.0 table forever, and a plugin sets a bit only for
+ * rows it knows and implements. So a plugin built against an older minor never claims a newer
+ * op, and the host rewrites that op into ones the plugin has (docs/ops.md, "Decompositions").
+ * 64 bits hold 64 rows; the minor version that appends row 65 appends a second mask word. */
+#define RVL_OP_BIT(op) (1ull << (unsigned)(op))
+/* The 22 rows of the 1.0 table (LOAD .. WHERE): what a device that does not state its ops has. */
+#define RVL_OPS_1_0 ((1ull << (RVL_OP_WHERE + 1)) - 1ull)
+/* Every row of the table this code is compiled against: what a plugin whose evaluators switch
+ * exhaustively over rvl_op (so that a new row does not compile until it is implemented) states. */
+#define RVL_OPS_ALL ((1ull << (unsigned)RVL_OP_COUNT_) - 1ull)
+/* The rows no program can do without; the host reads their bits as set in every mask. */
+#define RVL_OPS_REQUIRED (RVL_OP_BIT(RVL_OP_LOAD) | RVL_OP_BIT(RVL_OP_CONST) | RVL_OP_BIT(RVL_OP_ACC))
 
 typedef enum rvl_reduce_op {
   RVL_REDUCE_NONE = 0,
@@ -290,6 +306,16 @@ typedef struct rvl_device_properties {
      plugin gets, since the host zero-initialises the struct. A device that sets it must include
      the basic three; RVL_REDUCE_NONE's bit is ignored. */
   uint32_t reduce_ops;
+  /* since 1.6: the instructions the device implements, bit RVL_OP_BIT(rvl_op) set for each row of
+     RVL_OP_LIST it runs on every dtype the row accepts and the device has. 0 means "not stated",
+     which the host reads as RVL_OPS_1_0: what every 1.0-1.5 plugin gets (the host
+     zero-initialises the struct). RVL_OPS_REQUIRED bits are read as set; bits of rows the host
+     does not know are ignored. The host never sends an instruction whose bit is clear: before
+     anything runs it rewrites it into instructions the device has (the decompositions of
+     <ravel/decompose.hpp>, e.g. MAX(a, b) = WHERE(CMPLT(a, b), b, a) with a NaN guard) or
+     refuses the kernel with an error naming the op, its dtype and the device. A plugin still
+     rejects (RVL_STATUS_UNSUPPORTED) an op it lacks if one arrives (an older host). */
+  uint64_t ops;
 } rvl_device_properties;
 
 typedef struct rvl_probe_result {
@@ -461,6 +487,7 @@ typedef struct rvl_backend_api {
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_1 RVL_STRUCT_SIZE(rvl_device_properties, details)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_3 RVL_STRUCT_SIZE(rvl_device_properties, dlpack_device_id)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_4 RVL_STRUCT_SIZE(rvl_device_properties, reduce_ops)
+#define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_6 RVL_STRUCT_SIZE(rvl_device_properties, ops)
 #define RVL_PROBE_RESULT_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_probe_result, score)
 #define RVL_PROBE_RESULT_STRUCT_SIZE_1_1 RVL_STRUCT_SIZE(rvl_probe_result, reason)
 #define RVL_BACKEND_INFO_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_backend_info, description)

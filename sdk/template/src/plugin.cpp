@@ -30,6 +30,9 @@ struct Hooks : rvl::host::DefaultHooks {
   static void describe_device(rvl_device_properties* out) {
     rvl::host::set_device_name(out, "Template CPU device (scalar, one thread)");
     out->compute_units = 1;
+    // ABI 1.6: the rows execute.cpp implements. Its switch covers every row (a new row does not
+    // compile until it does); a DEVICE lacking an op clears its bit and the host decomposes it.
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, ops)) out->ops = RVL_OPS_ALL;
   }
 
   // Validate against the ABI, with the registry's buffer lookup, then run (execute.cpp).
