@@ -97,17 +97,20 @@ Tensor shift_of(const Tensor& x, const Axes& axes) {
 }  // namespace
 
 // Note [Online logsumexp]
-// A device that implements RVL_REDUCE_LOGSUMEXP (ABI 1.4, Engine::device_has_reduce) computes
-// log sum e^x in one pass (running max and rescaled sum, plugins/tbb_cpu/lse_reduce.cpp), so
-// logsumexp is one kernel and softmax / log_softmax two: the LSE reduction, then one elementwise
-// kernel e^(x - lse) or x - lse. Other devices (HIP and Level Zero today) get the decomposition
-// of Note [Shift without gradient]: a max, then a sum of exponentials (and for softmax a third,
-// normalising kernel). Accuracy: softmax and log_softmax subtract lse from x, so lse must carry
-// more bits than x: for an f32 x the reduction widens (f32 values, f64 result m + log s, where m
-// is exact: ABI 1.4 allows this for LOGSUMEXP only, so the exponentials stay f32) and x - lse is
-// taken in f64, which keeps f32 rounding for |x| up to ~2^28 (beyond that f64's spacing at lse
-// exceeds f32 accuracy in x - lse; the decomposition is exact up to FLT_MAX). logsumexp itself
-// only rounds its result once, so it stays in x's dtype.
+// A device that implements RVL_REDUCE_LOGSUMEXP (ABI 1.4; its OpSet, Note [Capabilities] in
+// graph/ops.hpp) computes log sum e^x in one pass (running max and rescaled sum,
+// plugins/tbb_cpu/lse_reduce.cpp), so logsumexp is one kernel and softmax / log_softmax two: the
+// LSE reduction, then one elementwise kernel e^(x - lse) or x - lse. A device without it (a 1.0-1.3
+// plugin, or RAVEL_MASK_OPS=LOGSUMEXP) gets the reduction's row of the core's decompositions,
+// LseRow below: a max, then a sum of exponentials, lse = m + log s with m under stop_gradient
+// (Note [Shift without gradient]). Unlike the elementwise rows (decomposed when a
+// kernel is lowered, <ravel/decompose.hpp>) it is applied while the graph is built, because it
+// needs two kernels where the reduction is one. Accuracy: softmax and log_softmax subtract lse
+// from x, so lse must carry more bits than x: with the reduction, an f32 x widens (f32 values,
+// f64 result m + log s, where m is exact: ABI 1.4 allows this for LOGSUMEXP only, so the
+// exponentials stay f32) and x - lse is taken in f64, which keeps f32 rounding for |x| up to
+// ~2^28; the decomposition never forms m + log s for them (it normalises e^(x - m), or subtracts
+// m and log s in turn), which is exact up to FLT_MAX. logsumexp itself only rounds its result once, so it stays in x's dtype.
 namespace {
 bool has_lse_reduce(const Tensor& x) { return engine().device_has_reduce(x.device(), ReduceOp::LogSumExp); }
 // Both paths refuse an empty selection, as the decomposition's max always did (the reduction
@@ -116,27 +119,57 @@ void check_nonempty(const Tensor& x, const Axes& axes, const char* op) {
   RAVEL_CHECK(reduced_count(x, axes, op) > 0, ValueError, op, " of an empty selection (shape ", shape_str(x.shape()),
               "): it needs at least one element");
 }
-// The reduction with keepdim; f32 input widened to f64 where the device has f64.
-Tensor lse_reduce(const Tensor& x, uint32_t mask, bool widen) {
-  if (widen && x.dtype() == DType::F32 && engine().device_has_dtype(x.device(), DType::F64))
-    return make_reduce_widening(ReduceOp::LogSumExp, x, mask, DType::F64);
-  return make_reduce(ReduceOp::LogSumExp, x, mask);
-}
+// The LOGSUMEXP row: logsumexp, softmax and log_softmax of x over `axes` (kept as size 1) through
+// the reduction where the device has it, else through the decomposition, chosen once from the
+// device's OpSet. The decomposed softmax normalises e^(x - max) by its sum (three kernels, and
+// no inf guard: a row with +inf is NaN either way), log_softmax is (x - m) - log sum e^(x - m)
+// (never adds m back, so logits of ±1000 keep f32 accuracy).
+class LseRow {
+ public:
+  LseRow(const Tensor& x, Axes axes, const char* op)
+      : x_(x), axes_(std::move(axes)), mask_(axes_mask(axes_, x.ndim(), op)), reduce_(has_lse_reduce(x)) {}
+  Tensor logsumexp() const {
+    if (reduce_) return lse(false);
+    Tensor m = shift_of(x_, axes_);
+    return x_.sub(m).exp().sum(axes_, true).log().add(m);
+  }
+  Tensor softmax() const {
+    if (reduce_) return centered().exp();
+    Tensor e = x_.sub(x_.max(axes_, true).detach()).exp();
+    return e.div(e.sum(axes_, true));
+  }
+  Tensor log_softmax() const {
+    if (reduce_) return centered();
+    Tensor z = x_.sub(shift_of(x_, axes_));
+    return z.sub(z.exp().sum(axes_, true).log());
+  }
+
+ private:
+  // The reduction with keepdim; `widen`: an f32 x reduced into f64 where the device has f64.
+  Tensor lse(bool widen) const {
+    if (widen && x_.dtype() == DType::F32 && engine().device_has_dtype(x_.device(), DType::F64))
+      return make_reduce_widening(ReduceOp::LogSumExp, x_, mask_, DType::F64);
+    return make_reduce(ReduceOp::LogSumExp, x_, mask_);
+  }
+  // x - lse, taken in the widened dtype (two kernels: the reduction, then this).
+  Tensor centered() const {
+    Tensor y = lse(true);
+    return x_.cast(y.dtype()).sub(y).cast(x_.dtype());
+  }
+  const Tensor& x_;
+  Axes axes_;
+  uint32_t mask_;
+  bool reduce_;
+};
 }  // namespace
 
 Tensor Tensor::logsumexp(Axes axes, bool keepdim) const {
   check_defined(*this, "logsumexp");
-  const uint32_t mask = axes_mask(axes, ndim(), "logsumexp");  // axis errors name logsumexp
+  axes_mask(axes, ndim(), "logsumexp");  // axis errors name logsumexp
   Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
   check_nonempty(x, axes, "logsumexp");
-  if (has_lse_reduce(x)) {
-    Tensor r = lse_reduce(x, mask, false);
-    return keepdim ? r : r.squeeze(axes);
-  }
-  Tensor m = shift_of(x, axes);
-  Tensor r = x.sub(m).exp().sum(axes, true).log().add(m);
-  if (keepdim) return r;
-  return r.squeeze(axes);
+  Tensor r = LseRow(x, axes, "logsumexp").logsumexp();
+  return keepdim ? r : r.squeeze(axes);
 }
 
 Tensor Tensor::softmax(int64_t axis) const {
@@ -144,15 +177,7 @@ Tensor Tensor::softmax(int64_t axis) const {
   normalize_axis(axis, ndim(), "softmax");  // axis errors name softmax, not the max inside it
   Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
   check_nonempty(x, Axes{axis}, "softmax");
-  if (has_lse_reduce(x)) {  // Note [Online logsumexp]: two kernels
-    const uint32_t mask = 1u << normalize_axis(axis, ndim(), "softmax");
-    Tensor y = lse_reduce(x, mask, true);
-    return x.cast(y.dtype()).sub(y).cast(x.dtype()).exp();
-  }
-  // A plain max as the shift (no inf guard: a row with +inf is NaN either way) keeps the row
-  // softmax in the kernels tests/schedule pins.
-  Tensor e = x.sub(x.max(axis, true).detach()).exp();
-  return e.div(e.sum(axis, true));
+  return LseRow(x, Axes{axis}, "softmax").softmax();
 }
 
 Tensor Tensor::log_softmax(int64_t axis) const {
@@ -160,14 +185,7 @@ Tensor Tensor::log_softmax(int64_t axis) const {
   normalize_axis(axis, ndim(), "log_softmax");
   Tensor x = is_float(dtype()) ? *this : cast(DType::F32);
   check_nonempty(x, Axes{axis}, "log_softmax");
-  if (has_lse_reduce(x)) {  // Note [Online logsumexp]: two kernels
-    const uint32_t mask = 1u << normalize_axis(axis, ndim(), "log_softmax");
-    Tensor y = lse_reduce(x, mask, true);
-    return x.cast(y.dtype()).sub(y).cast(x.dtype());
-  }
-  // (x - m) - log sum e^(x - m): never adds m back, so logits of ±1000 keep f32 accuracy.
-  Tensor z = x.sub(shift_of(x, axis));
-  return z.sub(z.exp().sum(axis, true).log());
+  return LseRow(x, Axes{axis}, "log_softmax").log_softmax();
 }
 
 namespace {
