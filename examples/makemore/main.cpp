@@ -253,7 +253,7 @@ int main(int argc, char** argv) try {
     std::printf("jit: %lld steps replayed, %lld captured\n", static_cast<long long>(train_step.replays()),
                 static_cast<long long>(train_step.captures()));
   if (o.jit && ddp_step)
-    std::printf("jit: %lld half-steps replayed, %lld captured (the all-reduce between them runs eagerly)\n",
+    std::printf("jit: %lld steps replayed, %lld captured (the all-reduce inside)\n",
                 static_cast<long long>(ddp_step->replays()), static_cast<long long>(ddp_step->captures()));
   if (world.rank != 0) return 0;  // the model is the same on every rank: rank 0 evaluates and writes
 

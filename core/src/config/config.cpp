@@ -125,6 +125,16 @@ void parse_parallel(const JsonChecker& ck, const json& p, Config& c) {
   if (p.contains("batch_axis")) c.parallel.batch_axis = ck.integer(p["batch_axis"], "$.parallel.batch_axis", 0, 31);
 }
 
+// RAVEL_DIST_TIMEOUT_S overrides it, and Options::timeout both (core/src/distributed/world.cpp).
+void parse_distributed(const JsonChecker& ck, const json& d, Config& c) {
+  ck.keys(d, "$.distributed", {"timeout_s"});
+  if (!d.contains("timeout_s")) return;
+  const json& v = d["timeout_s"];
+  if (!v.is_number() || !(v.get<double>() > 0 && v.get<double>() < 1e7))
+    ck.fail("$.distributed.timeout_s", "expected a positive number of seconds below 1e7, got " + brief_json(v));
+  c.distributed.timeout_s = v.get<double>();
+}
+
 }  // namespace
 
 Config parse_config(const std::string& text, const std::string& source, const std::string& base_dir) {
@@ -134,12 +144,13 @@ Config parse_config(const std::string& text, const std::string& source, const st
   json j = parse_json_text(text, source);  // bounded depth, no duplicate keys
   // "bench" is read (and checked) by ravel-bench; the core accepts it so that one file can
   // configure both the runtime and a benchmark run.
-  ck.keys(j, "$", {"plugins", "placement", "fusion", "logging", "parallel", "bench", "comment"});
+  ck.keys(j, "$", {"plugins", "placement", "fusion", "logging", "parallel", "distributed", "bench", "comment"});
   if (j.contains("plugins")) parse_plugins(ck, j["plugins"], base_dir, c);
   if (j.contains("placement")) parse_placement(ck, j["placement"], c);
   if (j.contains("fusion")) parse_fusion(ck, j["fusion"], c);
   if (j.contains("logging")) parse_logging(ck, j["logging"], c);
   if (j.contains("parallel")) parse_parallel(ck, j["parallel"], c);
+  if (j.contains("distributed")) parse_distributed(ck, j["distributed"], c);
   return c;
 }
 
@@ -164,6 +175,8 @@ std::string config_to_json(const Config& c) {
                  {"max_recompute_instructions", c.fusion.max_recompute_instructions}};
   j["logging"] = {{"level", c.logging.level}, {"plugins", c.logging.plugins}, {"placement", c.logging.placement}};
   j["parallel"] = {{"mesh", c.parallel.mesh}, {"batch_axis", c.parallel.batch_axis}};
+  j["distributed"] = json::object();
+  if (c.distributed.timeout_s > 0) j["distributed"]["timeout_s"] = c.distributed.timeout_s;
   return j.dump(2);
 }
 

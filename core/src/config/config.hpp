@@ -21,6 +21,11 @@ struct ParallelConfig {
   int64_t batch_axis = 0;         // the axis of inputs that shard_batch splits
 };
 
+// "distributed": ravel::distributed (docs/distributed.md).
+struct DistributedConfig {
+  double timeout_s = 0;  // the deadline of every wait on another rank; 0: not set (default 60)
+};
+
 struct Config {
   std::string source = "<built-in default>";   // the file it came from
   std::vector<std::string> plugin_paths;       // absolute (relative ones resolved against the file)
@@ -32,6 +37,7 @@ struct Config {
   FusionOptions fusion;                        // "fusion" section
   LoggingConfig logging;                       // "logging" section
   ParallelConfig parallel;                     // "parallel" section
+  DistributedConfig distributed;               // "distributed" section
 };
 
 // Parses the file at `path`; throws ConfigError on I/O errors, malformed JSON or bad values.

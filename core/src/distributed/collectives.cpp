@@ -1,8 +1,9 @@
-// Collectives on tensors: realize, stage through host memory (the MPI plugin reads host memory
-// only; collectives.h's device_kinds lets a device-aware plugin skip this later), check the
-// ranks' arguments (Note [Argument headers]), communicate with the deadline, upload the result
-// to the tensor's device. A world of one returns its input (Note [World of one]).
-#include "distributed/staging.hpp"
+// Collectives on tensors: realize, check the ranks' arguments (Note [Argument headers]), stage
+// through host memory (the MPI plugin reads host memory only; collectives.h's device_kinds lets a
+// device-aware plugin skip this later), communicate with the deadline, write the result to the
+// tensor's device; as host operations a Jit captures (collective_op.hpp). A world of one returns
+// its input (Note [World of one]).
+#include "distributed/collective_op.hpp"
 #include "distributed/world.hpp"
 #include "ravel/error.hpp"
 
@@ -26,24 +27,39 @@ void check_defined(const Tensor& t, const char* what) {
   RAVEL_CHECK(t.defined(), ValueError, "distributed::", what, ": the tensor is undefined");
 }
 
+
+// Note [Collectives are host operations]: each call is one CollectiveOp begun and ended at once,
+// through the eager path that reports both phases to an active Jit recorder, so a Jit that
+// captures a function calling all_reduce replays the all-reduce with each call's new values.
+Tensor run_collective(const Tensor& t, CollectiveCall call) {
+  const Device device = t.device();
+  const DType dtype = call.dtype;
+  Shape out_shape = call.out_shape;
+  auto op = make_collective_op(std::move(call));
+  begin_host_op(op, {t});
+  return end_host_op(op, {HostOutput{dtype, std::move(out_shape), device}})[0];
+}
+
+CollectiveCall call_of(Kind kind, const Tensor& t, std::string what) {
+  CollectiveCall c;
+  c.kind = kind;
+  c.dtype = t.dtype();
+  c.in_shape = c.out_shape = t.shape();
+  RAVEL_CHECK(c.in_shape.size() <= 8, ShapeError, "distributed::", what, ": tensors of rank ", c.in_shape.size(),
+              " (at most 8)");
+  c.what = std::move(what);
+  return c;
+}
+
 }  // namespace
 
 Tensor all_reduce(const Tensor& t, ReduceOp op) {
   check_defined(t, "all_reduce");
   Communicator* comm = world_communicator();
   if (!comm) return t;
-  const std::string what = std::string("all_reduce (") + op_name(op) + ")";
-  if (world_options().check_arguments) check_headers(*comm, header_of(kAllReduce, t, static_cast<int>(abi_op(op))), what);
-  // Out of place: Open MPI 4.1's MPI_IN_PLACE all-reduce of 64 MiB took 1.7 s where the same
-  // bytes out of place took 0.16 s (2 ranks, bench/distributed).
-  auto send = comm->staging(0, 0);  // Note [Reused staging buffers]
-  copy_to_host(t, *send);
-  auto recv = comm->staging(1, send->size());
-  const uint64_t n = static_cast<uint64_t>(t.numel());
-  comm->run([&](rvl_coll_request** r) {
-    return comm->plugin().api().all_reduce(comm->handle(), send->data(), recv->data(), n, abi_dtype(t.dtype()), abi_op(op), r);
-  }, what, std::make_shared<std::pair<decltype(send), decltype(recv)>>(send, recv));
-  return from_host(recv->data(), t.dtype(), t.shape(), t.device());
+  CollectiveCall c = call_of(kAllReduce, t, std::string("all_reduce (") + op_name(op) + ")");
+  c.op = abi_op(op);
+  return run_collective(t, std::move(c));
 }
 
 Tensor all_gather(const Tensor& t) {
@@ -52,16 +68,10 @@ Tensor all_gather(const Tensor& t) {
   Shape out_shape = t.shape();
   if (out_shape.empty()) out_shape = {1};
   if (!comm) return t.reshape(out_shape);
-  if (world_options().check_arguments) check_headers(*comm, header_of(kAllGather, t), "all_gather");
-  auto send = comm->staging(0, 0);
-  copy_to_host(t, *send);
-  auto recv = comm->staging(1, send->size() * static_cast<size_t>(comm->size()));
-  const uint64_t n = static_cast<uint64_t>(t.numel());
-  comm->run([&](rvl_coll_request** r) {
-    return comm->plugin().api().all_gather(comm->handle(), send->data(), recv->data(), n, abi_dtype(t.dtype()), r);
-  }, "all_gather", std::make_shared<std::pair<decltype(send), decltype(recv)>>(send, recv));
+  CollectiveCall c = call_of(kAllGather, t, "all_gather");
   out_shape[0] *= comm->size();
-  return from_host(recv->data(), t.dtype(), out_shape, t.device());
+  c.out_shape = out_shape;
+  return run_collective(t, std::move(c));
 }
 
 Tensor reduce_scatter(const Tensor& t, ReduceOp op) {
@@ -72,19 +82,10 @@ Tensor reduce_scatter(const Tensor& t, ReduceOp op) {
               "a tensor of shape ", t.shape().empty() ? std::string("[]") : std::to_string(t.shape()[0]) + " x ...",
               " is not divisible by the world size ", size);
   if (!comm) return t;
-  const std::string what = std::string("reduce_scatter (") + op_name(op) + ")";
-  if (world_options().check_arguments) check_headers(*comm, header_of(kReduceScatter, t, static_cast<int>(abi_op(op))), what);
-  auto send = comm->staging(0, 0);
-  copy_to_host(t, *send);
-  Shape out_shape = t.shape();
-  out_shape[0] /= size;
-  const uint64_t n = static_cast<uint64_t>(t.numel() / size);
-  auto recv = comm->staging(1, send->size() / static_cast<size_t>(size));
-  comm->run([&](rvl_coll_request** r) {
-    return comm->plugin().api().reduce_scatter(comm->handle(), send->data(), recv->data(), n, abi_dtype(t.dtype()),
-                                               abi_op(op), r);
-  }, what, std::make_shared<std::pair<decltype(send), decltype(recv)>>(send, recv));
-  return from_host(recv->data(), t.dtype(), out_shape, t.device());
+  CollectiveCall c = call_of(kReduceScatter, t, std::string("reduce_scatter (") + op_name(op) + ")");
+  c.op = abi_op(op);
+  c.out_shape[0] /= size;
+  return run_collective(t, std::move(c));
 }
 
 Tensor broadcast(const Tensor& t, int root) {
@@ -94,16 +95,9 @@ Tensor broadcast(const Tensor& t, int root) {
   RAVEL_CHECK(root >= 0 && root < size, ValueError, "distributed::broadcast: root ", root, " is not a rank of [0, ",
               size, ")");
   if (!comm) return t;
-  const std::string what = "broadcast from rank " + std::to_string(root);
-  if (world_options().check_arguments) check_headers(*comm, header_of(kBroadcast, t, -1, root), what);
-  // Only the root's values are read: the other ranks receive into an unwritten buffer.
-  auto buf = comm->staging(0, static_cast<size_t>(t.numel()) * dtype_size(t.dtype()));
-  if (comm->rank() == root) copy_to_host(t, *buf);
-  const uint64_t n = static_cast<uint64_t>(t.numel());
-  comm->run([&](rvl_coll_request** r) {
-    return comm->plugin().api().broadcast(comm->handle(), buf->data(), n, abi_dtype(t.dtype()), root, r);
-  }, what, buf);
-  return from_host(buf->data(), t.dtype(), t.shape(), t.device());
+  CollectiveCall c = call_of(kBroadcast, t, "broadcast from rank " + std::to_string(root));
+  c.root = root;
+  return run_collective(t, std::move(c));
 }
 
 void barrier() {

@@ -8,12 +8,17 @@
 // computed. What overlaps here is the rest: gradients are taken in reverse parameter order (the
 // order backward finishes them, as DDP does), packed bucket by bucket into host memory, and each
 // bucket's non-blocking all-reduce starts as soon as it is packed, while the next bucket is
-// read back and packed; the waits come after the last one started. Overlap with the backward
-// pass itself needs gradients that are realized per bucket (a later change: the scheduler
-// would have to emit them in bucket order). One argument header covers the whole call.
+// read back and packed; the waits come after the last one started. Each bucket is a host
+// operation (collective_op.hpp), so a Jit capturing the step replays exactly this order. Overlap
+// with the backward pass itself needs gradients realized per bucket without recomputing what
+// the buckets share (realizing bucket by bucket today would recompute the shared backward and
+// forward intermediates, which are not kept between realizations): a scheduler change. One
+// argument header covers the whole call (it includes the bucket count, so ranks configured
+// with different bucket_bytes fail the check instead of exchanging different counts).
 #include <cstring>
+#include <utility>
 
-#include "distributed/staging.hpp"
+#include "distributed/collective_op.hpp"
 #include "distributed/world.hpp"
 #include "ravel/autodiff.hpp"
 #include "ravel/error.hpp"
@@ -31,13 +36,6 @@ uint64_t fnv(uint64_t h, int64_t v) {
   }
   return h;
 }
-
-struct Bucket {
-  std::vector<size_t> members;  // indices into grads
-  std::shared_ptr<Bytes> data;    // reused staging buffers (Note [Reused staging buffers]):
-  std::shared_ptr<Bytes> result;  // out of place (collectives.cpp says why)
-  rvl_coll_request* request = nullptr;
-};
 
 }  // namespace
 
@@ -63,73 +61,55 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
     buckets_ = 0;
     return out;
   }
-  if (world_options().check_arguments) {
-    ArgHeader h;
-    h.kind = kReduceGradients;
-    h.count = static_cast<int32_t>(grads.size());
-    uint64_t sig = 14695981039346656037ull;
-    for (const Tensor& g : grads) {
-      sig = fnv(fnv(sig, static_cast<int64_t>(g.dtype())), static_cast<int64_t>(g.shape().size()));
-      for (int64_t d : g.shape()) sig = fnv(sig, d);
-      h.dims[0] += g.numel() * dtype_size(g.dtype());
-    }
-    h.signature = sig;
-    check_headers(*comm, h, "DataParallel::reduce_gradients");
-  }
-  realize(grads);  // one scheduling pass for all of them (the backward graph is shared)
-
-  // Note [Gradient buckets]: reverse order, one dtype per bucket, started as soon as packed.
-  std::vector<Bucket> buckets;
-  // Starts a staged bucket's non-blocking all-reduce (a full bucket at once, the last one after
-  // the loop).
-  auto start = [&](Bucket& b) {
-    const Tensor& first = grads[b.members.front()];
-    const uint64_t n = b.data->size() / dtype_size(first.dtype());
-    b.result->resize(b.data->size());
-    b.request = comm->start([&](rvl_coll_request** r) {
-      return comm->plugin().api().all_reduce(comm->handle(), b.data->data(), b.result->data(), n,
-                                             abi_dtype(first.dtype()), RVL_COLL_SUM, r);
-    }, "DataParallel bucket all_reduce");
-  };
+  // Note [Gradient buckets]: reverse order, one dtype per bucket.
+  std::vector<std::vector<size_t>> buckets;
+  size_t filled = 0;
   for (size_t k = grads.size(); k-- > 0;) {
-    const Tensor& g = grads[k];
-    const size_t bytes = static_cast<size_t>(g.numel()) * dtype_size(g.dtype());
-    const bool fits = !buckets.empty() && grads[buckets.back().members.front()].dtype() == g.dtype() &&
-                      buckets.back().data->size() + bytes <= config_.bucket_bytes;
-    if (!fits) {
-      if (!buckets.empty() && buckets.back().request == nullptr) {  // start the full bucket
-        start(buckets.back());
-      }
+    const size_t bytes = static_cast<size_t>(grads[k].numel()) * dtype_size(grads[k].dtype());
+    if (buckets.empty() || grads[buckets.back().front()].dtype() != grads[k].dtype() ||
+        filled + bytes > config_.bucket_bytes) {
       buckets.emplace_back();
-      const size_t slot = 2 * buckets.size();  // slots 0, 1: the tensor collectives
-      buckets.back().data = comm->staging(slot, 0);
-      buckets.back().result = comm->staging(slot + 1, 0);
+      filled = 0;
     }
-    buckets.back().members.push_back(k);
-    append_host(g, *buckets.back().data);
+    buckets.back().push_back(k);
+    filled += bytes;
   }
-  size_t next_wait = 0;
+  ArgHeader h;  // Note [Argument headers]: one for the whole call, checked by the first bucket
+  h.kind = kReduceGradients;
+  h.count = static_cast<int32_t>(grads.size());
+  uint64_t sig = 14695981039346656037ull;
+  for (const Tensor& g : grads) {
+    sig = fnv(fnv(sig, static_cast<int64_t>(g.dtype())), static_cast<int64_t>(g.shape().size()));
+    for (int64_t d : g.shape()) sig = fnv(sig, d);
+    h.dims[0] += g.numel() * dtype_size(g.dtype());
+  }
+  h.dims[1] = static_cast<int64_t>(buckets.size());  // ranks with other bucket_bytes would send other counts
+  h.signature = sig;
+
+  realize(grads);  // one scheduling pass for all of them (the backward graph is shared)
+  std::vector<std::shared_ptr<HostOp>> ops;
   try {
-    for (Bucket& b : buckets) {
-      if (!b.request) start(b);
+    for (size_t b = 0; b < buckets.size(); ++b) {  // each started as soon as it is packed
+      BucketCall call;
+      call.dtype = grads[buckets[b].front()].dtype();
+      std::vector<Tensor> members;
+      for (size_t k : buckets[b]) call.shapes.push_back(grads[k].shape()), members.push_back(grads[k]);
+      call.slot = 2 + 2 * b;  // slots 0, 1: the tensor collectives
+      call.check = b == 0 && world_options().check_arguments;
+      call.header = h;
+      ops.push_back(make_bucket_op(std::move(call)));
+      begin_host_op(ops.back(), members);
     }
-    for (; next_wait < buckets.size(); ++next_wait) {
-      Bucket& b = buckets[next_wait];
-      rvl_coll_request* r = b.request;
-      b.request = nullptr;
-      comm->wait(r, "DataParallel bucket all_reduce (" + std::to_string(b.data->size()) + " bytes)",
-                 std::make_shared<std::pair<std::shared_ptr<Bytes>, std::shared_ptr<Bytes>>>(b.data, b.result));
-      size_t at = 0;
-      for (size_t k : b.members) {
-        const Tensor& g = grads[k];
-        out[k] = scaled(from_host(b.result->data() + at, g.dtype(), g.shape(), g.device()));
-        at += static_cast<size_t>(g.numel()) * dtype_size(g.dtype());
-      }
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      std::vector<HostOutput> outs;
+      for (size_t k : buckets[b]) outs.push_back(HostOutput{grads[k].dtype(), grads[k].shape(), grads[k].device()});
+      std::shared_ptr<HostOp> op = std::exchange(ops[b], nullptr);  // ended (or given up) from here on
+      const std::vector<Tensor> summed = end_host_op(op, outs);
+      for (size_t i = 0; i < buckets[b].size(); ++i) out[buckets[b][i]] = scaled(summed[i]);
     }
   } catch (...) {
-    for (Bucket& b : buckets)
-      if (b.request)
-        comm->abandon(b.request, std::make_shared<std::pair<std::shared_ptr<Bytes>, std::shared_ptr<Bytes>>>(b.data, b.result));
+    for (auto& op : ops)
+      if (op) op->cancel();  // begun and not ended (cancel of one never begun does nothing)
     throw;
   }
   buckets_ = static_cast<int>(buckets.size());

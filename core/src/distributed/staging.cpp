@@ -17,14 +17,6 @@ namespace ravel::detail {
 
 namespace {
 
-template <class T>
-void append_as(const Tensor& t, Bytes& out) {
-  const std::vector<T> v = t.to_vector<T>();
-  const size_t at = out.size();
-  out.resize(at + v.size() * sizeof(T));
-  if (!v.empty()) std::memcpy(out.data() + at, v.data(), v.size() * sizeof(T));
-}
-
 std::string shape_text(const ArgHeader& h) {
   std::string s = "[";
   for (int i = 0; i < h.ndim && i < 8; ++i) s += (i ? ", " : "") + std::to_string(h.dims[i]);
@@ -36,7 +28,8 @@ std::string describe(const ArgHeader& h) {
   static const char* kOps[] = {"sum", "prod", "max", "min"};
   std::string s = kKinds[h.kind >= 1 && h.kind <= 5 ? h.kind : 0];
   if (h.kind == kReduceGradients)
-    return s + " of " + std::to_string(h.count) + " tensors, " + std::to_string(h.dims[0]) + " bytes";
+    return s + " of " + std::to_string(h.count) + " tensors, " + std::to_string(h.dims[0]) + " bytes in " +
+           std::to_string(h.dims[1]) + " bucket(s)";
   s += " of ";
   s += h.dtype >= 0 && h.dtype < kDTypeCount ? dtype_name(static_cast<DType>(h.dtype)) : "?";
   s += " " + shape_text(h);
@@ -46,34 +39,6 @@ std::string describe(const ArgHeader& h) {
 }
 
 }  // namespace
-
-void append_host(const Tensor& t, Bytes& out) {
-  switch (t.dtype()) {
-    case DType::Bool: return append_as<uint8_t>(t, out);  // bytes 0/1
-    case DType::U8: return append_as<uint8_t>(t, out);
-    case DType::I32: return append_as<int32_t>(t, out);
-    case DType::I64: return append_as<int64_t>(t, out);
-    case DType::F32: return append_as<float>(t, out);
-    case DType::F64: return append_as<double>(t, out);
-  }
-  throw InternalError("distributed: unknown dtype");
-}
-
-void copy_to_host(const Tensor& t, Bytes& out) {
-  out.clear();  // keeps the capacity: the same memory as last time
-  append_host(t, out);
-}
-
-std::shared_ptr<Bytes> to_host(const Tensor& t) {
-  auto b = std::make_shared<Bytes>();
-  append_host(t, *b);
-  return b;
-}
-
-Tensor from_host(const uint8_t* data, DType dtype, const Shape& shape, const Device& device) {
-  static const uint8_t kNone = 0;
-  return Tensor::from_data(data ? data : &kNone, dtype, shape, device);
-}
 
 rvl_dtype abi_dtype(DType t) { return static_cast<rvl_dtype>(static_cast<int>(t)); }  // decision 12
 
@@ -85,18 +50,6 @@ rvl_coll_op abi_op(distributed::ReduceOp op) {
     case distributed::ReduceOp::Min: return RVL_COLL_MIN;
   }
   throw InternalError("distributed: unknown reduce op");
-}
-
-ArgHeader header_of(Kind kind, const Tensor& t, int op, int root) {
-  ArgHeader h;
-  h.kind = kind;
-  h.op = op;
-  h.root = root;
-  h.dtype = static_cast<int32_t>(t.dtype());
-  h.ndim = static_cast<int32_t>(t.shape().size());
-  RAVEL_CHECK(h.ndim <= 8, ShapeError, "distributed: tensors of rank ", h.ndim, " (at most 8)");
-  for (int i = 0; i < h.ndim; ++i) h.dims[i] = t.shape()[i];
-  return h;
 }
 
 void check_headers(Communicator& comm, const ArgHeader& mine, const std::string& what) {
@@ -114,6 +67,7 @@ void check_headers(Communicator& comm, const ArgHeader& mine, const std::string&
                             std::to_string(r) + " called " + describe(h) + " (seen on rank " +
                             std::to_string(comm.rank()) + ")";
     if (h.kind != first.kind || h.op != first.op || h.root != first.root || h.count != first.count) throw ValueError(msg);
+    if (h.kind == kReduceGradients && h.dims[1] != first.dims[1]) throw ValueError(msg);  // bucket_bytes differ
     if (h.dtype != first.dtype) throw DTypeError(msg);
     throw ShapeError(msg);
   }

@@ -1,5 +1,5 @@
-// What the tensor collectives and DataParallel share: host staging of tensors and the argument
-// header every rank exchanges before a collective (Note [Argument headers]).
+// What the tensor collectives and DataParallel share: ABI codes and the argument header every
+// rank exchanges before a collective (Note [Argument headers]).
 #pragma once
 
 #include <cstdint>
@@ -14,15 +14,6 @@ namespace ravel::detail {
 
 using Bytes = std::vector<uint8_t>;
 
-// The tensor's elements, row-major, in host memory (bool as bytes 0/1). Realizes it.
-std::shared_ptr<Bytes> to_host(const Tensor& t);
-// The same into `out` (resized), e.g. a reused staging buffer (Note [Reused staging buffers]).
-void copy_to_host(const Tensor& t, Bytes& out);
-// Appends them to `out` instead.
-void append_host(const Tensor& t, Bytes& out);
-// A tensor of `dtype` and `shape` on `device` from `count` elements at `data`.
-Tensor from_host(const uint8_t* data, DType dtype, const Shape& shape, const Device& device);
-
 rvl_dtype abi_dtype(DType t);
 rvl_coll_op abi_op(distributed::ReduceOp op);
 
@@ -34,11 +25,10 @@ struct ArgHeader {
   int32_t dtype = -1;
   int32_t ndim = -1;
   int32_t count = 0;       // DataParallel: the number of tensors
-  int64_t dims[8] = {};    // the shape (ndim <= 8), or DataParallel's total bytes in dims[0]
+  int64_t dims[8] = {};    // the shape (ndim <= 8); DataParallel: total bytes, bucket count
   uint64_t signature = 0;  // DataParallel: a hash of every tensor's dtype and shape
 };
 enum Kind : int32_t { kAllReduce = 1, kAllGather, kReduceScatter, kBroadcast, kReduceGradients };
-ArgHeader header_of(Kind kind, const Tensor& t, int op = -1, int root = -1);
 
 // All-gathers every rank's header and throws the same error on every rank when they differ:
 // DTypeError (dtypes), ShapeError (shapes), ValueError (kind, op, root, tensor count).

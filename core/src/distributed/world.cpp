@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "config/environment.hpp"
+#include "config/settings.hpp"
 #include "ravel/runtime.hpp"
 
 namespace ravel::detail {
@@ -61,8 +62,14 @@ int parse_int(const std::string& v, const char* name) {
   return x;
 }
 
+// Options::timeout set explicitly, else RAVEL_DIST_TIMEOUT_S, else the config's
+// distributed.timeout_s (checked when the config was read), else the default.
 std::chrono::milliseconds timeout_from(const distributed::Options& o, const Environment& env) {
-  if (o.timeout != distributed::Options{}.timeout || env.dist_timeout.empty()) return o.timeout;
+  if (o.timeout != distributed::Options{}.timeout) return o.timeout;
+  if (env.dist_timeout.empty()) {
+    const double config_s = Runtime::get().settings().config.distributed.timeout_s;
+    return config_s > 0 ? std::chrono::milliseconds(static_cast<int64_t>(config_s * 1000 + 0.5)) : o.timeout;
+  }
   size_t used = 0;
   double s = -1;
   try {

@@ -7,12 +7,15 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "graph/node.hpp"
 #include "runtime/execute.hpp"
 #include "schedule/recipe.hpp"
 
 namespace ravel::detail {
+
+class HostOp;
 
 class KernelRecorder {
  public:
@@ -21,6 +24,11 @@ class KernelRecorder {
   // result in `out.buffer`. May throw; the realization then fails like a failing kernel.
   virtual void kernel_ran(const std::shared_ptr<const Recipe>& recipe, const CachedKernel& kernel,
                           const BufferOf& buffer_of, const Node& out) = 0;
+  // A host operation (runtime/host_op.hpp) began on `inputs` / ended writing `outputs` (fresh
+  // buffers). May throw, as kernel_ran.
+  virtual void host_op_begun(const std::shared_ptr<HostOp>& op, const std::vector<std::shared_ptr<DeviceBuffer>>& inputs) = 0;
+  virtual void host_op_ended(const std::shared_ptr<HostOp>& op, const std::vector<std::shared_ptr<DeviceBuffer>>& outputs,
+                             const std::vector<Device>& devices) = 0;
 };
 
 // This thread's active recorder, or null.

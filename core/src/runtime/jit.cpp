@@ -15,6 +15,9 @@
 // (2) a replay never writes a buffer that exists outside it (results are fresh, as in every
 // realization), so outputs of earlier calls stay valid; (3) the state tensors are rebound only
 // after every kernel ran, so a replay that fails leaves the state as it was.
+// Host operations (collectives over ranks; Note [Host operations] in runtime/host_op.hpp) are
+// steps too, one per phase: a begin reads its inputs' slots, an end writes fresh Result slots.
+// A replay that fails cancels every operation it began and did not end.
 #include "ravel/jit.hpp"
 
 #include <atomic>
@@ -26,6 +29,7 @@
 #include "ravel/runtime.hpp"
 #include "runtime/capture.hpp"
 #include "runtime/device_buffer.hpp"
+#include "runtime/host_op.hpp"
 #include "runtime/jit_sharded.hpp"
 #include "runtime/loaded_plugin.hpp"
 #include "runtime/stats.hpp"
@@ -47,12 +51,27 @@ struct Slot {
   uint64_t bytes = 0;
 };
 
-struct Step {                            // one recorded kernel
+struct Step {                            // one recorded kernel, or one phase of a host operation
   std::shared_ptr<const Recipe> recipe;  // keeps `kernel` alive
   const CachedKernel* kernel = nullptr;
   std::vector<std::pair<int32_t, int32_t>> binding;  // (recipe local, slot) of every operand
   int32_t out = -1;                                  // the result's slot
   std::vector<int32_t> release;                      // Result slots read for the last time here
+  std::shared_ptr<HostOp> host;  // set: this step is host->begin (reads host_slots) or host->end
+  bool host_end = false;         // (writes host_slots, fresh Results) instead of a kernel
+  std::vector<int32_t> host_slots;
+  // The slots the step reads, and those it writes.
+  std::vector<int32_t> reads() const {
+    if (host) return host_end ? std::vector<int32_t>{} : host_slots;
+    std::vector<int32_t> r;
+    for (auto [local, slot] : binding) r.push_back(slot);
+    return r;
+  }
+  std::vector<int32_t> writes() const {
+    if (host) return host_end ? host_slots : std::vector<int32_t>{};
+    return {out};
+  }
+  std::string label() const { return host ? host->label() : kernel->label; }
 };
 
 struct Leaf {  // an output, or a state tensor's value after the call
@@ -93,15 +112,33 @@ class Recorder final : public KernelRecorder {
     };
     for (int32_t l : k.input_nodes) bind(l);
     if (k.kind != CachedKernel::Kind::Program) bind(k.a_node), bind(k.b_node);
-    if (slot_of.count(out.buffer.get()))
-      throw InternalError("ravel: Jit: a kernel wrote a buffer that already existed (please report it)");
-    s.out = slot(out.buffer);
-    Slot& o = slots[s.out];
-    o.kind = Slot::Kind::Result;
-    o.plugin = Runtime::get().plugin_for(out.device);
-    o.device = out.device;
-    o.bytes = out.buffer->bytes();
+    s.out = result(out.buffer, out.device);
     steps.push_back(std::move(s));
+  }
+  void host_op_begun(const std::shared_ptr<HostOp>& op, const std::vector<std::shared_ptr<DeviceBuffer>>& in) override {
+    Step s;
+    s.host = op;
+    for (const auto& b : in) s.host_slots.push_back(slot(b));
+    steps.push_back(std::move(s));
+  }
+  void host_op_ended(const std::shared_ptr<HostOp>& op, const std::vector<std::shared_ptr<DeviceBuffer>>& out,
+                     const std::vector<Device>& devices) override {
+    Step s;
+    s.host = op;
+    s.host_end = true;
+    for (size_t i = 0; i < out.size(); ++i) s.host_slots.push_back(result(out[i], devices[i]));
+    steps.push_back(std::move(s));
+  }
+  int32_t result(const std::shared_ptr<DeviceBuffer>& b, const Device& device) {
+    if (slot_of.count(b.get()))
+      throw InternalError("ravel: Jit: a kernel wrote a buffer that already existed (please report it)");
+    const int32_t k = slot(b);
+    Slot& o = slots[k];
+    o.kind = Slot::Kind::Result;
+    o.plugin = Runtime::get().plugin_for(device);
+    o.device = device;
+    o.bytes = b->bytes();
+    return k;
   }
   int32_t slot(const std::shared_ptr<DeviceBuffer>& b) {
     auto [it, fresh] = slot_of.emplace(b.get(), static_cast<int32_t>(slots.size()));
@@ -116,6 +153,32 @@ class Recorder final : public KernelRecorder {
   std::vector<Slot> slots;
   std::vector<Step> steps;
 };
+
+// One phase of a host operation in a replay (Note [Host operations]).
+void run_host_step(const Step& step, const std::vector<Slot>& slots, std::vector<std::shared_ptr<DeviceBuffer>>& bufs,
+                   std::vector<HostOp*>& in_flight) {
+  if (!step.host_end) {
+    std::vector<const DeviceBuffer*> in;
+    for (int32_t s : step.host_slots) in.push_back(bufs[s].get());
+    step.host->begin(in);
+    in_flight.push_back(step.host.get());
+    return;
+  }
+  std::vector<DeviceBuffer*> out;
+  for (int32_t s : step.host_slots) {
+    const Slot& o = slots[s];
+    bufs[s] = std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes);
+    out.push_back(bufs[s].get());
+  }
+  std::erase(in_flight, step.host.get());  // an end() that throws has given up by itself
+  step.host->end(out);
+}
+
+int64_t kernel_count(const Capture& c) {  // host operations are not kernels
+  int64_t n = 0;
+  for (const Step& s : c.steps) n += s.host ? 0 : 1;
+  return n;
+}
 
 bool is_leaf(const Tensor& t) { return t.node()->kind == NodeKind::Buffer && t.node()->buffer; }
 const std::shared_ptr<DeviceBuffer>& buffer_of_leaf(const Tensor& t) { return t.node()->buffer; }
@@ -306,7 +369,8 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
   int64_t hidden = 0;
   std::string example;
   for (const Step& s : rec.steps)
-    if (!kept[s.out] && rec.held[s.out].use_count() > 1 && hidden++ == 0) example = s.kernel->label;
+    for (int32_t w : s.writes())
+      if (!kept[w] && rec.held[w].use_count() > 1 && hidden++ == 0) example = s.label();
   RAVEL_CHECK(hidden == 0, ValueError, "Jit: the function keeps ", hidden, " tensor(s) it computed alive besides its "
               "outputs and state (the first made by a ", example, " kernel), e.g. a gradient in Tensor::grad or an "
               "optimizer's moment; a replay would not update them. Return them, list them as state, or drop them "
@@ -314,8 +378,8 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
 
   std::vector<int32_t> last(rec.slots.size(), -1);
   for (size_t i = 0; i < rec.steps.size(); ++i) {
-    last[rec.steps[i].out] = static_cast<int32_t>(i);
-    for (auto [local, slot] : rec.steps[i].binding) last[slot] = static_cast<int32_t>(i);
+    for (int32_t w : rec.steps[i].writes()) last[w] = static_cast<int32_t>(i);
+    for (int32_t r : rec.steps[i].reads()) last[r] = static_cast<int32_t>(i);
   }
   for (size_t s = 0; s < rec.slots.size(); ++s) {
     Slot& slot = rec.slots[s];
@@ -334,7 +398,7 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
   }
   c.slots = std::move(rec.slots);
   c.steps = std::move(rec.steps);
-  last_kernels = static_cast<int64_t>(c.steps.size());
+  last_kernels = kernel_count(c);
   ++n_captures;
   captures.push_back(std::move(c));
   return outs;
@@ -351,22 +415,33 @@ std::vector<Tensor> Jit::Impl::replay(const Capture& c, const std::vector<Tensor
   }
   KernelStats stats;
   stats.realizations = 1;
-  for (const Step& step : c.steps) {
-    const Slot& o = c.slots[step.out];
-    bufs[step.out] = std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes);
-    const BufferOf buffer_of = [&](int32_t local) -> const std::shared_ptr<DeviceBuffer>& {
-      for (auto [l, s] : step.binding)
-        if (l == local) return bufs[s];
-      throw InternalError("ravel: Jit: a replayed kernel reads an operand the capture did not record");
-    };
-    stats.execute_seconds += launch_kernel(*step.kernel, buffer_of, *bufs[step.out]);
-    const CachedKernel& k = *step.kernel;
-    ++(k.kind == CachedKernel::Kind::Program ? stats.programs
-       : k.kind == CachedKernel::Kind::Contraction ? stats.contractions : stats.transfers);
-    stats.bytes_read += k.bytes_read;
-    stats.bytes_written += static_cast<int64_t>(o.bytes);
-    stats.bytes_allocated += static_cast<int64_t>(o.bytes);
-    for (int32_t r : step.release) bufs[r].reset();
+  std::vector<HostOp*> in_flight;  // begun, not ended: cancelled if the replay fails
+  try {
+    for (const Step& step : c.steps) {
+      if (step.host) {
+        run_host_step(step, c.slots, bufs, in_flight);
+        for (int32_t r : step.release) bufs[r].reset();
+        continue;
+      }
+      const Slot& o = c.slots[step.out];
+      bufs[step.out] = std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes);
+      const BufferOf buffer_of = [&](int32_t local) -> const std::shared_ptr<DeviceBuffer>& {
+        for (auto [l, s] : step.binding)
+          if (l == local) return bufs[s];
+        throw InternalError("ravel: Jit: a replayed kernel reads an operand the capture did not record");
+      };
+      stats.execute_seconds += launch_kernel(*step.kernel, buffer_of, *bufs[step.out]);
+      const CachedKernel& k = *step.kernel;
+      ++(k.kind == CachedKernel::Kind::Program ? stats.programs
+         : k.kind == CachedKernel::Kind::Contraction ? stats.contractions : stats.transfers);
+      stats.bytes_read += k.bytes_read;
+      stats.bytes_written += static_cast<int64_t>(o.bytes);
+      stats.bytes_allocated += static_cast<int64_t>(o.bytes);
+      for (int32_t r : step.release) bufs[r].reset();
+    }
+  } catch (...) {
+    for (HostOp* op : in_flight) op->cancel();
+    throw;
   }
   record_realization(stats);
   std::vector<Tensor> outs;
@@ -377,7 +452,7 @@ std::vector<Tensor> Jit::Impl::replay(const Capture& c, const std::vector<Tensor
     rebind(*state[j], make_buffer_node(l.dtype, l.shape, l.device, bufs[l.slot]));
   }
   ++n_replays;
-  last_kernels = static_cast<int64_t>(c.steps.size());
+  last_kernels = kernel_count(c);
   return outs;
 }
 

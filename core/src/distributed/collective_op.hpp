@@ -1,0 +1,40 @@
+// Collectives over ranks as host operations (Note [Host operations] in runtime/host_op.hpp), so
+// that a Jit captures and replays them: one object per call, reused by every replay of a capture.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "distributed/staging.hpp"
+#include "runtime/host_op.hpp"
+
+namespace ravel::detail {
+
+// One tensor collective (all-reduce, all-gather, reduce-scatter, broadcast) of one input.
+// begin: the argument check (Note [Argument headers]; every call, replays included), the input
+// read straight into a reused staging buffer, the non-blocking operation started; end: the wait
+// under the deadline and the result written to the output buffer.
+struct CollectiveCall {
+  Kind kind = kAllReduce;
+  rvl_coll_op op = RVL_COLL_SUM;
+  int root = -1;
+  DType dtype = DType::F32;
+  Shape in_shape, out_shape;
+  std::string what;  // for messages: "all_reduce (sum)"
+};
+std::shared_ptr<HostOp> make_collective_op(CollectiveCall call);
+
+// One DataParallel bucket: the sum over ranks of its gradients (one dtype), packed into one
+// staging buffer (slot `slot`, its result in slot + 1). `header`, when set, is checked first
+// (the first bucket of a reduce_gradients call carries the call's header).
+struct BucketCall {
+  DType dtype = DType::F32;
+  std::vector<Shape> shapes;
+  size_t slot = 2;
+  bool check = false;
+  ArgHeader header;
+};
+std::shared_ptr<HostOp> make_bucket_op(BucketCall call);
+
+}  // namespace ravel::detail

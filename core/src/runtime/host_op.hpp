@@ -1,0 +1,57 @@
+// Host operations: work a realization cannot express as a kernel (a collective over other
+// processes: core/src/distributed) that still belongs in a Jit capture.
+//
+// Note [Host operations]
+// A collective reads realized tensors, talks to other ranks and produces new tensors. It is not
+// a kernel (no plugin runs it), so before host operations a Jit captured the kernels on either
+// side of one and saw its result as data uploaded inside the function: a constant of the
+// capture, stale at every replay. A HostOp is the collective as an object the Jit can keep and
+// run again: two phases, so that a non-blocking collective started by `begin` overlaps whatever
+// runs before its `end` (later buckets, later kernels), in the eager call as in a replay.
+//   begin(inputs)  reads the realized input buffers (it must copy what it needs: a replay frees
+//                  an input after its last reader, and `begin` is that reader) and starts;
+//   end(outputs)   finishes and writes every output buffer (fresh, of the recorded sizes);
+//   cancel()       gives up on a begun operation after a failure elsewhere; never throws.
+// The eager path (begin_host_op / end_host_op) reports both phases to the thread's active
+// KernelRecorder (runtime/capture.hpp); the Jit records them as steps between the kernels,
+// binds their buffers to slots like a kernel's operands and result, and replays them in the
+// recorded order (runtime/jit.cpp). An operation is one object per call site of a capture, reused
+// by every replay: it may keep state between calls (reused staging buffers), and begin/end of
+// one object never nest (a Jit is not re-entrant).
+// Not lazy graph nodes: the scheduler never sees a host operation, so its inputs are realized
+// (in one pass) when it begins, and it is never fused or reordered. docs/distributed.md.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ravel/tensor.hpp"
+#include "runtime/device_buffer.hpp"
+
+namespace ravel::detail {
+
+class HostOp {
+ public:
+  virtual ~HostOp() = default;
+  virtual std::string label() const = 0;
+  virtual void begin(const std::vector<const DeviceBuffer*>& inputs) = 0;
+  virtual void end(const std::vector<DeviceBuffer*>& outputs) = 0;
+  virtual void cancel() noexcept = 0;
+};
+
+// What an output of a host operation is: its dtype, shape and device.
+struct HostOutput {
+  DType dtype;
+  Shape shape;
+  Device device;
+};
+
+// Realizes `inputs` (one scheduling pass, contiguous), runs op->begin on their buffers and
+// reports it to the active recorder. Every input must be on a single device (not sharded).
+void begin_host_op(const std::shared_ptr<HostOp>& op, const std::vector<Tensor>& inputs);
+// Allocates the outputs, runs op->end on them and reports it; returns them as realized leaves.
+// If end throws, the operation is over (the op has given up itself) and nothing is reported.
+std::vector<Tensor> end_host_op(const std::shared_ptr<HostOp>& op, const std::vector<HostOutput>& outputs);
+
+}  // namespace ravel::detail
