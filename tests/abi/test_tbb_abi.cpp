@@ -306,3 +306,22 @@ BOOST_AUTO_TEST_CASE(shutdown_frees_and_reinitialize) {
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+// ABI 1.6 rvl_device_properties.ops: a host built against 1.4/1.5 passes the 1.4 size (1.5 added
+// no member to the struct) and gets nothing written past it; a 1.6 host gets every row.
+BOOST_AUTO_TEST_CASE(op_mask_respects_the_hosts_struct_size) {
+  constexpr unsigned char kGuard = 0x5A;
+  rvl_device_properties p;
+  std::memset(&p, kGuard, sizeof p);
+  p.struct_size = RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_4;
+  ok(api().device_properties(0, &p));
+  BOOST_TEST(p.reduce_ops != 0u);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&p);
+  for (size_t i = RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_4; i < sizeof p; ++i)
+    BOOST_TEST_REQUIRE(int(bytes[i]) == int(kGuard), "byte " << i << " past the 1.4 struct was written");
+  rvl_device_properties q{};
+  q.struct_size = sizeof q;
+  ok(api().device_properties(0, &q));
+  BOOST_TEST(q.ops == RVL_OPS_ALL);
+  BOOST_TEST((q.ops & RVL_OPS_1_0) == RVL_OPS_1_0);
+}

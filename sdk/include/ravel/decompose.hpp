@@ -173,9 +173,9 @@ inline int32_t trunc_float(Rewriter& r, const rvl_instruction& in, int32_t, cons
 }
 }  // namespace decompose_detail
 
-// THE table. Ops without a row (CAST, ADD, MUL, CMPLT, WHERE, RECIP, EXP2, LOG2, SIN, MOD, IDIV,
-// and AND/OR/XOR on integers) cannot be lacked: a kernel using one on a device without it is
-// refused. Polynomial transcendentals (tinygrad's xexp2/xlog2/xsin) are the obvious next rows.
+// THE table. An (op, dtype) without a row cannot be lacked: a kernel using it on a device
+// without it is refused (docs/ops.md lists which). Polynomial transcendentals (tinygrad's
+// xexp2/xlog2/xsin, over ADD/MUL/CAST) are the obvious next rows.
 inline const std::vector<Decomposition>& decompositions() {
   namespace d = decompose_detail;
   static const std::vector<Decomposition> table = {
