@@ -1,8 +1,9 @@
 // The ravel::Error hierarchy and the RAVEL_CHECK macro.
 //
 // Every user-facing failure is a typed ravel::Error whose message says what was expected and
-// what was got. Internal invariants use assert(); RAVEL_CHECK is for conditions a caller can
-// violate (bad shapes, axes, dtypes, configs, plugins).
+// what was got. RAVEL_CHECK is for conditions a caller can violate (bad shapes, axes, dtypes,
+// configs, plugins); internal invariants use RAVEL_INVARIANT (core/src/graph/invariant.hpp),
+// which throws InternalError and, unlike assert(), stays on in release builds.
 #pragma once
 
 #include <sstream>

@@ -1,9 +1,9 @@
 #include "graph/view.hpp"
 
 #include <algorithm>
-#include <cassert>
 #include <sstream>
 
+#include "graph/invariant.hpp"
 #include "ravel/error.hpp"
 
 namespace ravel::detail {
@@ -101,7 +101,7 @@ StridedView& StridedView::normalize() {
 std::optional<StridedView> StridedView::reshape(const Shape& new_shape) const {
   int64_t n = 1;
   for (int64_t s : new_shape) n *= s;
-  assert(n == numel());
+  RAVEL_INVARIANT(n == numel(), "a reshape keeps the element count (callers check it)");
   if (n == 0) return StridedView::contiguous(new_shape);  // nothing is ever read
   if (mask) {
     // A masked view only reshapes by adding or removing size-1 axes (the mask stays per axis).
@@ -163,7 +163,7 @@ StridedView StridedView::expand(const Shape& new_shape) const {
   StridedView v = *this;
   for (size_t d = 0; d < new_shape.size(); ++d) {
     if (shape[d] == new_shape[d]) continue;
-    assert(shape[d] == 1);
+    RAVEL_INVARIANT(shape[d] == 1, "only size-1 axes expand (callers check it)");
     v.shape[d] = new_shape[d];
     v.strides[d] = 0;
     if (v.mask) {

@@ -1,9 +1,9 @@
 #include "schedule/kernel_builder.hpp"
 
-#include <cassert>
 #include <cstring>
 #include <sstream>
 
+#include "graph/invariant.hpp"
 #include "ravel/error.hpp"
 
 namespace ravel::detail {
@@ -41,7 +41,7 @@ int32_t KernelBuilder::load(const NodePtr& n) {
     // An epilogue runs over the contraction's [batch..., m, n], which may differ from the
     // node's shape by size-1 axes only (Note [Epilogue fusion]); such a reshape always composes.
     auto v = s.view.reshape(shape_);
-    assert(v.has_value() && "iteration space and node shape differ by more than size-1 axes");
+    RAVEL_INVARIANT(v.has_value(), "iteration space and node shape differ by more than size-1 axes");
     s.view = std::move(*v);
   }
   if (s.base->kind == NodeKind::Const && !s.view.has_mask()) {
