@@ -1,4 +1,4 @@
-// Numerics at the edges (issue 14): gradients of the saturating composites stay finite in f32
+// Numerics at the edges: gradients of the saturating composites stay finite in f32
 // where the true derivative is finite, log_softmax keeps f32 accuracy for logits of ±1000, prod's
 // gradient is exact with zeros (first and second order), and the conventions at points where a
 // derivative is not defined follow PyTorch and JAX (docs/autodiff.md, "Conventions").

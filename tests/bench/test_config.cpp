@@ -1,4 +1,4 @@
-// Config keys of issue 6: every bad value names its JSON path, the value and what was expected
+// Config keys (ravel-bench, placement): every bad value names its JSON path, the value and what was expected
 // (unknown keys with "did you mean"); placement falls back along the preference list, while an
 // explicit device that is missing is a DeviceError naming it and the available devices.
 #include <boost/test/unit_test.hpp>
@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE(bench_keys_name_path_value_and_expectation) {
   expect_error(b(R"("peers": [{"name": "np", "comand": ["x"]}])"), {"$.bench.peers[0].comand", "did you mean \"command\""}, true);
   expect_error(b(R"("peers": [{"name": "np", "command": []}])"), {"$.bench.peers[0].command", "non-empty"}, true);
   expect_error(b(R"("peers": [{"name": "np", "command": ["a"]}, {"name": "np", "command": ["b"]}])"),
-               {"$.bench.peers[1].name", "\"np\" names an earlier peer too"}, true);  // issue 27 §3
+               {"$.bench.peers[1].name", "\"np\" names an earlier peer too"}, true);  // results by name
   expect_error(b(R"("peers": [{"name": "numpy", "command": ["x"]}], "baseline": {"runner": "numpi"})"), {"$.bench.baseline.runner", "did you mean \"numpy\""}, true);
   expect_error(b(R"("baseline": {"polcy": "none"})"), {"$.bench.baseline.polcy", "did you mean \"policy\""}, true);
   expect_error(b(R"("output": {"name": "a/b"})"), {"$.bench.output.name", "a/b"}, true);

@@ -1,4 +1,4 @@
-// The oneTBB plugin's tuning variables (plugins/tbb_cpu/tuning_env.hpp, issue 27 §4): strict
+// The oneTBB plugin's tuning variables (plugins/tbb_cpu/tuning_env.hpp): strict
 // parsing, clamping into a range that keeps the kernels correct, and a warning naming the
 // variable for anything ignored or clamped. The kernels' results under hostile values are
 // checked by the tbb_gemm_blocked_hostile_tuning run of tbb_gemm_blocked (CMakeLists.txt).

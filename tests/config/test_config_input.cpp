@@ -1,4 +1,4 @@
-// Hostile config input (issue 13 §4). Each case failed before the fix: deep nesting crashed (a
+// Hostile config input. Each case failed before the fix: deep nesting crashed (a
 // recursive dump() building the error message), /dev/zero never returned, a huge bad value was
 // echoed whole, duplicate keys were silently "last one wins", RAVEL_DEBUG=true read as 0, a missing
 // plugin folder was silent, and `ravel-bench CONFIG --out --quiet` wrote into a folder "--quiet".
@@ -105,7 +105,7 @@ BOOST_AUTO_TEST_CASE(duplicate_keys_are_errors) {
 }
 
 BOOST_AUTO_TEST_CASE(files_are_read_with_a_bound) {
-  // /dev/zero never ends: refused before a byte is read, as a device (issue 27 §2; the 16 MiB
+  // /dev/zero never ends: refused before a byte is read, as a device (the 16 MiB
   // bound stopped it before, after 16 MiB).
   auto t0 = std::chrono::steady_clock::now();
   try {

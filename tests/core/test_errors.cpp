@@ -152,7 +152,7 @@ BOOST_AUTO_TEST_CASE(device_errors) {
       [&] { Tensor::zeros({2}, DType::F32, ravel::Device("tbb_cpu", 99)).to_vector<float>(); }, {{"99"}});
 }
 
-// Composites name the operation the user called, not the primitive inside them (issue 13: softmax(2)
+// Composites name the operation the user called, not the primitive inside them (before, softmax(2)
 // said "max: axis 2", min of an empty selection said "max of an empty selection").
 BOOST_AUTO_TEST_CASE(composite_errors_name_the_users_operation) {
   Tensor x = Tensor::ones({2, 3});

@@ -1,7 +1,7 @@
-// Index tensors outside their bound (issue 13, "Sizes and indices"): gather, one_hot,
+// Index tensors outside their bound (docs/abi.md, "Indices"): gather, one_hot,
 // nn::Embedding and nn::cross_entropy used to select nothing (zeros) silently; now each raises an
 // IndexError naming the index, its position and the bound (Note [Checked indices] in
-// core/src/tensor/indices.cpp). Also one_hot and argmax/argmin with a chosen dtype (issue 14).
+// core/src/tensor/indices.cpp). Also one_hot and argmax/argmin with a chosen index dtype.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

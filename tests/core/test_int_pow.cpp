@@ -1,4 +1,4 @@
-// Integer pow (issue 14, docs/dtypes.md "Integer pow"): exact, wrapping like mul, against exact
+// Integer pow (docs/dtypes.md "Integer pow"): exact, wrapping like mul, against exact
 // integer arithmetic done here in unsigned 64-bit (wrap-around is what two's complement mul
 // gives, as NumPy's integer power: np.int32(3) ** 40 wraps the same way); negative exponents.
 #include <boost/test/unit_test.hpp>

@@ -1,4 +1,4 @@
-// Out of memory under a memory limit (issue 13): with the address space capped (setrlimit
+// Out of memory under a memory limit: with the address space capped (setrlimit
 // RLIMIT_AS, as `ulimit -v` does), allocations that fail are an OutOfMemoryError naming the bytes
 // and the device, never a std::bad_alloc, and the process goes on working. Its own executable,
 // so the limit affects no other test. Skipped under AddressSanitizer, whose shadow memory needs

@@ -1,4 +1,4 @@
-// Sizes that overflow int64 (issue 13, "Sizes and indices"): every place a shape's element count
+// Sizes that overflow int64 (a wrapped count would under-allocate): every place a shape's element count
 // or byte size is formed refuses a product that does not fit, with a ShapeError naming the shape
 // (Note [Checked sizes] in core/src/graph/view.hpp), and host-made values larger than the
 // machine's memory are an OutOfMemoryError before anything is allocated (Note [Host memory]).

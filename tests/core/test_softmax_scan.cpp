@@ -119,7 +119,7 @@ BOOST_AUTO_TEST_CASE(cumsum_every_axis) {
                     " axis=" + std::to_string(axis),
                 [&] {
                   Built x = build(k, kShape, dt, Domain::Any, ++seed);
-                  // Integer cumsums accumulate in i64 (NumPy's and PyTorch's accumulator, issue 27).
+                  // Integer cumsums accumulate in i64 (NumPy's and PyTorch's accumulator).
                   const DType out = dt == DType::U8 || dt == DType::I32 ? DType::I64 : dt;
                   check_tensor(x.t.cumsum(axis), along_axis(x.r, axis, out, [](const Vals& v, int64_t p) {
                                  double s = 0;

@@ -5,7 +5,7 @@
 //   3 THROW_INIT   initialize throws
 //   4 CRASH_PROBE  probe segfaults
 //   5 ABORT_INIT   initialize aborts (a plugin skipped by the config must never get that far)
-//   6 MANY_DEVICES device_count reports INT32_MAX devices (issue 27 §5)
+//   6 MANY_DEVICES device_count reports INT32_MAX devices (the core must not allocate for them)
 //   7 BAD_NAME     get_info names the backend "Bad Name:0", which no device name can spell
 //   8 HANG_INIT    initialize ignores SIGALRM and never returns
 //   9 HOG_INIT     initialize touches memory 64 MiB at a time until malloc fails (then bad_alloc)

@@ -26,7 +26,7 @@
 // neither an output nor state (e.g. a gradient kept in Tensor::grad, an optimizer moment not
 // listed as state): a replay would not update it.
 //
-// Misuse the Jit sees (issue 27): every member of a moved-from Jit throws ValueError; a call of a
+// Misuse the Jit reports: every member of a moved-from Jit throws ValueError; a call of a
 // Jit while its own call is running (its function calls it, or two threads share it) throws
 // ValueError; a tensor the function closed over (not state) that was assigned since the capture
 // makes the next call run the function again (noticed when the capture became the only holder

@@ -100,7 +100,7 @@ class Runtime {
   // fusion.policy unless set_fusion_options was called (ravel-info shows it).
   const std::string& fusion_from_environment() const;
 
-  // ---- placement and configuration (issue 6) -------------------------------------------------
+  // ---- placement and configuration ------------------------------------------------------------
   // The config file in force ("<built-in default>" when none), and the effective configuration
   // written back as JSON with every default filled in.
   const std::string& config_source() const { return config_source_; }

@@ -33,7 +33,7 @@ struct Config {
   std::vector<std::string> plugin_load;        // if non-empty: only these backend names are used
   std::vector<std::string> placement;          // device preference, e.g. {"hip:0", "tbb_cpu"}
   std::string placement_default;               // an explicit device for new tensors (no fallback)
-  std::string on_mixed_devices = "error";      // "error" or "copy" (copy: not implemented yet)
+  std::string on_mixed_devices = "error";      // "error" or "copy" (a Transfer node moves the operand)
   FusionOptions fusion;                        // "fusion" section
   LoggingConfig logging;                       // "logging" section
   ParallelConfig parallel;                     // "parallel" section

@@ -64,7 +64,7 @@ class LoadedPlugin {
   const std::string& path() const { return path_; }
   const std::string& version() const { return version_; }
   int32_t device_count() const { return device_count_; }
-  static constexpr int32_t kMaxDevices = 1024;  // more from one plugin is refused (issue 27)
+  static constexpr int32_t kMaxDevices = 1024;  // more from one plugin is refused (a broken plugin)
   int32_t score() const { return score_; }  // the probe's preference; higher is better
   // What the scheduler and the composites may ask of a device, read once when the plugin starts.
   struct DeviceCaps {
