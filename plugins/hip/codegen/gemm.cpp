@@ -7,37 +7,23 @@
 // contiguous, so both layouts of A and B load coalesced and transposed operands need no copy),
 // then each thread accumulates a TM x TN register block from registers (outer products).
 // Register rows/columns are split in groups of four, half a tile apart, so a warp's shared
-// memory reads hit distinct banks. f32 tiles are 128x128x8 with 8x8 per thread; other dtypes and
-// small problems use 64x64x8 with 4x4. Strides, offsets and batch strides (0 = broadcast) are
+// memory reads hit distinct banks. The tile is lower::gemm_tile's with register blocking:
+// 128x128x8 with 8x8 per thread for big f32 problems, 64x64x8 with 4x4 otherwise. Strides, offsets and batch strides (0 = broadcast) are
 // baked in. Floats accumulate with FMA (docs/hip.md). The epilogue is the program's SSA with ACC =
 // the accumulator, evaluated where each C element is stored; C's view is any non-aliasing view.
 #include "codegen.hpp"
-#include "space.hpp"
 #include "ssa.hpp"
 
 #include <ravel/backend.hpp>
+#include <ravel/lowering/plan.hpp>
 
 #include <algorithm>
 #include <cstdlib>
 
 namespace rvl::hip {
 
-std::string hash_name(const std::string& kind, const std::string& body);
-
 namespace {
-
-struct Tile { int bm, bn, bk, tm, tn; };
-
 std::string S(int64_t x) { return std::to_string(x); }
-
-// |offset| + sum |stride| * (extent - 1) over a view of the given shape.
-long double reach(const validate::View& v, const std::vector<int64_t>& shape) {
-  long double r = std::llabs(v.offset);
-  for (size_t d = 0; d < shape.size(); ++d)
-    r += (long double)std::llabs(v.stride[d]) * (long double)(shape[d] > 0 ? shape[d] - 1 : 0);
-  return r;
-}
-
 }  // namespace
 
 KernelSource generate_contraction(const validate::Contraction& c, const Target& t) {
@@ -55,24 +41,17 @@ KernelSource generate_contraction(const validate::Contraction& c, const Target& 
               S(c.m) + " N " + S(c.n) + " K " + S(c.k) + ", epilogue of " + S(e.n_ins);
   if (batch == 0 || c.m == 0 || c.n == 0) return k;  // nothing is stored
 
-  const int64_t big_tiles = ((c.m + 127) / 128) * ((c.n + 127) / 128);
-  const Tile tl = (T == RVL_DTYPE_F32 && big_tiles >= t.compute_units) ? Tile{128, 128, 8, 8, 8}
-                                                                       : Tile{64, 64, 8, 4, 4};
-  std::vector<int64_t> bshape(c.batch_shape, c.batch_shape + br);
-  auto with = [&](int64_t x, int64_t y) { auto s = bshape; s.push_back(x); s.push_back(y); return s; };
-  const long double kLimit = (long double)(int64_t(1) << 30);
-  bool wide = reach(c.a, with(c.m, c.k)) >= kLimit || reach(c.b, with(c.k, c.n)) >= kLimit ||
-              reach(e.out, with(c.m, c.n)) >= kLimit || c.m + tl.bm >= kLimit ||
-              c.n + tl.bn >= kLimit || c.k + tl.bk >= kLimit || batch >= kLimit;
-  for (const validate::View& v : e.inputs) wide |= !v.empty && reach(v, with(c.m, c.n)) >= kLimit;
-  const std::string I = wide ? "long long" : "int";
+  const lower::GemmTile tl = lower::gemm_tile(T, c.m, c.n, t.compute_units, true);
+  const std::string I = lower::contraction_fits_32(c, tl) ? "int" : "long long";
 
   // Index names shared with the epilogue's views: batch axes i0.., then m and n.
   std::vector<std::string> idx;
   for (int d = 0; d < br; ++d) idx.push_back(index_name(d));
   idx.push_back("m");
   idx.push_back("n");
-  std::vector<int64_t> cext = with(c.m, c.n);
+  std::vector<int64_t> cext(c.batch_shape, c.batch_shape + br);
+  cext.push_back(c.m);
+  cext.push_back(c.n);
 
   const int64_t sam = c.a.stride[br], sak = c.a.stride[br + 1];
   const int64_t sbk = c.b.stride[br], sbn = c.b.stride[br + 1];
@@ -167,7 +146,7 @@ KernelSource generate_contraction(const validate::Contraction& c, const Target& 
     params += std::string("const ") + ctype(e.inputs[a].dtype) + "* __restrict__ in" +
               std::to_string(a) + ", ";
   params += Oy + "* out";
-  k.name = hash_name("gemm", params + b);
+  k.name = lower::hash_name("gemm", params + b);
   k.source = prelude(t) + "extern \"C\" __global__ void __launch_bounds__(256) " + k.name + "(" +
              params + ") {\n" + b + "}\n";
   k.grid[0] = uint64_t((c.n + tl.bn - 1) / tl.bn);

@@ -1,30 +1,31 @@
 // Kernel programs -> HIP C++: the elementwise kernel (grid-stride, vectorised when every view is
-// dense) and the reduction kernel (block-level trees with warp shuffles).
+// dense) and the reduction kernel (block-level trees with warp shuffles). What to generate is
+// decided by the shared lowering (<ravel/lowering/plan.hpp>); this file renders it.
 //
 // Note [Reduction kernels]
-// After simplify(), outputs are the kept index space (O elements) and each output combines R
-// values. A block of 256 threads is TX outputs x TY reducers:
-//  - row mode (TX = 1, TY = 256) when the innermost axis is reduced (softmax rows, sum(-1)): the
-//    block's threads stride over one output's values (coalesced), then a warp-shuffle tree in
-//    each warp, one partial per warp in shared memory, and a last shuffle tree; warp width is the
-//    target's (32 on NVIDIA/RDNA, 64 on CDNA), so the tree needs no 32-bit assumption;
-//  - column mode (TX = 32, TY = 8, or TX = 256 for short reductions) when an outer axis is
-//    reduced (sum(0)): neighbouring threads own neighbouring outputs, so every load is coalesced;
-//    the TY partials meet in a shared-memory tree.
+// lower::plan_reduction (Note [Reduction strategy]) makes a block of 256 threads TX outputs x
+// TY reducers. Rendered here:
+//  - row: the block's threads stride over one output's values (coalesced), then a warp-shuffle
+//    tree in each warp, one partial per warp in shared memory, and a last shuffle tree; warp
+//    width is the target's (32 on NVIDIA/RDNA, 64 on CDNA), so the tree needs no 32-bit
+//    assumption;
+//  - column (TX = 32, TY = 8) and serial (TX = 256, TY = 1): neighbouring threads own
+//    neighbouring outputs, so every load is coalesced; the TY partials meet in a shared-memory
+//    tree.
 // Every thread executes every shuffle and __syncthreads (loops over outputs are block-uniform),
 // which GPUs require and the CPU emulator relies on. Accumulation is in the output dtype
 // (docs/abi.md 8); an empty reduced extent stores the identity.
 #include "codegen.hpp"
-#include "space.hpp"
 #include "ssa.hpp"
 
+#include <ravel/lowering/plan.hpp>
+
 #include <algorithm>
-#include <cmath>
 #include <functional>
 
 namespace rvl::hip {
 
-std::string hash_name(const std::string& kind, const std::string& body);  // kernel_name.cpp
+using lower::hash_name;
 
 namespace {
 
@@ -36,34 +37,6 @@ std::string params(const validate::Program& p) {
     s += std::string("const ") + ctype(p.inputs[k].dtype) + "* __restrict__ in" +
          std::to_string(k) + ", ";
   return s + ctype(p.out.dtype) + "* out";
-}
-
-// "const IDX i2 = t % 7; ..." decomposing `linear` over the listed axes (last fastest).
-std::string decompose(const std::string& idx_t, const std::string& linear,
-                      const std::vector<size_t>& axes, const std::vector<int64_t>& extent,
-                      const std::string& indent) {
-  if (axes.empty()) return "";
-  if (axes.size() == 1)
-    return indent + "const " + idx_t + " " + index_name(axes[0]) + " = " + linear + ";\n";
-  std::string s = indent + "{ " + idx_t + " t_ = " + linear + ";\n";
-  std::string decl;
-  for (size_t j = axes.size(); j-- > 0;) {
-    const std::string e = std::to_string(extent[axes[j]]);
-    const std::string n = index_name(axes[j]);
-    s += indent + "  " + n + "_ = " + (j == 0 ? "t_" : "t_ % " + e) + ";" +
-         (j == 0 ? "" : " t_ /= " + e + ";") + "\n";
-    decl += indent + idx_t + " " + n + "_;\n";
-  }
-  s += indent + "}\n";
-  for (size_t axis : axes)
-    s += indent + "const " + idx_t + " " + index_name(axis) + " = " + index_name(axis) + "_;\n";
-  return decl + s;
-}
-
-std::vector<std::string> index_names(size_t rank) {
-  std::vector<std::string> idx;
-  for (size_t d = 0; d < rank; ++d) idx.push_back(index_name(d));
-  return idx;
 }
 
 SsaInput ssa_for(const validate::Program& p, std::function<std::string(int32_t)> load_fn) {
@@ -80,25 +53,9 @@ std::string header(const std::string& name, const validate::Program& p) {
          name + "(" + params(p) + ") {\n";
 }
 
-// Every input dense (stride 1, no padding, 4-aligned offset), broadcast (stride 0) or empty,
-// and a dense 4-aligned output: four elements per thread and vector loads/stores.
-// Long programs are compute-bound and would be unrolled four times: scalar code for them.
-bool vectorisable(const Space& s, int32_t n_ins) {
-  if (s.extent.size() != 1 || s.extent[0] < 8 || n_ins > 64) return false;
-  const SpaceView& out = s.views.back();
-  if (out.stride[0] != 1 || out.offset % 4 != 0) return false;
-  for (const SpaceView& v : s.views) {
-    if (v.empty) continue;
-    if (v.lo[0] != 0 || v.hi[0] != s.extent[0]) return false;
-    if (v.stride[0] != 0 && (v.stride[0] != 1 || v.offset % 4 != 0))
-      return false;
-  }
-  return true;
-}
-
 void elementwise(KernelSource& k, const validate::Program& p, const Space& s, const Target& t) {
   const std::string I = s.wide ? "long long" : "int";
-  const int64_t n = product(s.extent);
+  const int64_t n = s.n_out;
   const std::vector<std::string> idx = index_names(s.extent.size());
   std::vector<size_t> all(s.extent.size());
   for (size_t d = 0; d < all.size(); ++d) all[d] = d;
@@ -117,7 +74,7 @@ void elementwise(KernelSource& k, const validate::Program& p, const Space& s, co
   };
   std::string body;
   int64_t work = n;
-  if (vectorisable(s, p.n_ins)) {
+  if (lower::vector_width(s, p.n_ins) == 4) {
     const int64_t nq = n / 4;
     work = nq;
     body += "  for (" + I + " q = (" + I + ")blockIdx.x * " + std::to_string(kThreads) +
@@ -153,9 +110,8 @@ void elementwise(KernelSource& k, const validate::Program& p, const Space& s, co
   k.grid[0] = uint64_t(std::min<int64_t>(blocks, int64_t(t.compute_units) * 32));
 }
 
-// What a reduction accumulates: one variable folded by combine() (SUM, MAX, PROD), or for
-// LOGSUMEXP the (m, s) pair merged by rvl_lse_merge (prelude.cpp), kept in the values' dtype (f32
-// values may have an f64 result: only m + log(s) is formed in f64). Every statement below is
+// The accumulator (lower::Accumulator) as text: one variable folded by combine() (SUM, MAX,
+// PROD), or LOGSUMEXP's (m, s) merged by rvl_lse_merge_T (lower::c::helpers). Every statement is
 // emitted once per variable, so the shuffle tree, the shared-memory stage and the column tree
 // are the same code for both.
 struct Accumulator {
@@ -166,41 +122,33 @@ struct Accumulator {
 };
 
 Accumulator accumulator(const validate::Program& p) {
-  const int32_t odt = p.out.dtype, vdt = p.ins[p.n_ins - 1].dtype;
+  const int32_t odt = p.out.dtype, rop = p.reduce_op;
+  const lower::Accumulator plan = lower::accumulator(rop, odt, p.ins[p.n_ins - 1].dtype);
   Accumulator a;
-  if (p.reduce_op == RVL_REDUCE_LOGSUMEXP) {
-    a.type = ctype(vdt);
-    a.vars = {"am", "as"};
-    a.init = {float_bits_literal(vdt, -HUGE_VAL), "(" + a.type + ")0"};
-    a.merge = [](const std::vector<std::string>& l, const std::vector<std::string>& r) {
-      return "rvl_lse_merge(" + l[0] + ", " + l[1] + ", " + r[0] + ", " + r[1] + ");";
-    };
-    a.result = std::string(odt != vdt ? "rvl_lse_result_wide" : "rvl_lse_result") + "(am, as)";
-    return a;
-  }
-  a.type = ctype(odt);
-  a.vars = {"acc"};
-  a.init = {identity(p.reduce_op, odt)};
-  const int32_t rop = p.reduce_op;
-  a.merge = [rop, odt](const std::vector<std::string>& l, const std::vector<std::string>& r) {
-    return l[0] + " = " + combine(rop, odt, l[0], r[0]) + ";";
+  a.type = ctype(plan.dtype);
+  a.vars = plan.lse ? std::vector<std::string>{"am", "as"} : std::vector<std::string>{"acc"};
+  for (int i = 0; i < plan.count(); ++i) a.init.push_back(literal(plan.dtype, plan.init[i]));
+  a.merge = [=](const std::vector<std::string>& l, const std::vector<std::string>& r) {
+    if (!plan.lse) return l[0] + " = " + combine(rop, odt, l[0], r[0]) + ";";
+    const std::string T = ctype(plan.dtype);
+    return "{ const rvl_lse_" + T + " t_ = rvl_lse_merge_" + T + "(" + l[0] + ", " + l[1] + ", " +
+           r[0] + ", " + r[1] + "); " + l[0] + " = t_.m; " + l[1] + " = t_.s; }";
   };
-  a.result = "acc";
+  a.result = !plan.lse ? "acc"
+             : plan.widening(odt) ? "rvl_lse_result_wide(am, as)"
+                                  : "rvl_lse_result_" + a.type + "(am, as)";
   return a;
 }
 
 void reduction(KernelSource& k, const validate::Program& p, const Space& s, const Target& t) {
   const std::string I = s.wide ? "long long" : "int";
-  std::vector<size_t> kept, red;
-  for (size_t d = 0; d < s.extent.size(); ++d) (s.reduced[d] ? red : kept).push_back(d);
-  std::vector<int64_t> ke, re;
-  for (size_t d : kept) ke.push_back(s.extent[d]);
-  for (size_t d : red) re.push_back(s.extent[d]);
-  const int64_t O = product(ke), R = product(re);
+  const std::vector<size_t> kept = s.axes(false), red = s.axes(true);
+  const int64_t O = s.n_out, R = s.n_red;
   const Accumulator A = accumulator(p);
   const std::string& T = A.type;
-  const bool row = !s.reduced.empty() && s.reduced.back() && R >= 32;
-  const int TX = row ? 1 : (R >= 64 ? 32 : kThreads), TY = kThreads / TX;
+  const lower::ReducePlan plan = lower::plan_reduction(s, kThreads, true);
+  const bool row = plan.kind == lower::ReducePlan::Kind::Row;
+  const int TX = plan.tx, TY = plan.ty;
   const int ws = t.warp_size, nw = kThreads / ws;
   const int64_t nob = (O + TX - 1) / TX;
   const std::vector<std::string> idx = index_names(s.extent.size());
@@ -262,7 +210,7 @@ void reduction(KernelSource& k, const validate::Program& p, const Space& s, cons
   b += "    __syncthreads();\n  }\n";
   k.name = hash_name("red", b);
   k.source = prelude(t) + header(k.name, p) + b + "}\n";
-  k.summary += std::string(row ? " row" : " column") + " O=" + std::to_string(O) +
+  k.summary += std::string(" ") + lower::reduce_kind_name(plan.kind) + " O=" + std::to_string(O) +
                " R=" + std::to_string(R);
   k.grid[0] = uint64_t(std::min<int64_t>(std::max<int64_t>(nob, 1), int64_t(t.compute_units) * 16));
 }
@@ -273,16 +221,10 @@ KernelSource generate_program(const validate::Program& p, const Target& t) {
   KernelSource k;
   for (const validate::View& v : p.inputs) k.param_types.push_back(std::string("const ") + ctype(v.dtype) + "*");
   k.param_types.push_back(std::string(ctype(p.out.dtype)) + "*");
-  std::vector<const validate::View*> views;
-  for (const validate::View& v : p.inputs) views.push_back(&v);
-  views.push_back(&p.out);
-  const Space s = simplify(p.rank, p.shape, p.reduce_axes, views);
+  const Space s = lower::simplify(p);
   k.summary = std::to_string(p.n_ins) + " instructions, " + std::to_string(p.inputs.size()) +
               " inputs, rank " + std::to_string(p.rank) + " -> " + std::to_string(s.extent.size());
-  bool kept_empty = false;
-  for (size_t d = 0; d < s.extent.size(); ++d) kept_empty |= !s.reduced[d] && s.extent[d] == 0;
-  for (int32_t d = 0; d < p.rank; ++d) kept_empty |= p.shape[d] == 0 && !((p.reduce_axes >> d) & 1u);
-  if (kept_empty) {  // nothing is stored (not even identities): no launch
+  if (s.n_out == 0) {  // nothing is stored (not even identities): no launch
     k.grid[0] = 0;
     return k;
   }

@@ -1,41 +1,45 @@
-// The SSA instructions of a kernel program as C++ statements, one per instruction, from one
-// exhaustive switch over rvl_op (no default: a new op in RVL_OP_LIST breaks the build under
-// -Werror=switch until it is given code here, see Note [One op table]).
+// Instructions, views and literals as HIP C++: the shared C-family renderer
+// (<ravel/lowering/c_source.hpp>: one exhaustive switch over rvl_op, Note [One op table]; view
+// addresses and validity tests with every constant baked in) in the HIP dialect, over the shared
+// simplified space (<ravel/lowering/space.hpp>). These spellings are the ones the rest of the
+// generator and its tests use.
 #pragma once
 
-#include <ravel/backend.h>
+#include <ravel/lowering/c_source.hpp>
 
-#include <functional>
 #include <string>
 
 namespace rvl::hip {
 
-// C++ spelling of a dtype in generated code (bool is one byte holding 0 or 1).
-const char* ctype(int32_t dtype);
-// The unsigned type integer arithmetic wraps in (signed overflow is undefined in C++).
-const char* utype(int32_t dtype);
-// An exact literal of `dtype` for a CONST value (floats by bit pattern: NaN, inf and -0 survive).
-std::string literal(int32_t dtype, const rvl_scalar& value);
-std::string float_bits_literal(int32_t dtype, double v);
+namespace c = lower::c;
+using c::address;
+using c::decompose;
+using c::index_name;
+using c::index_names;
+using c::normalise;
+using c::SsaInput;
+using c::validity;
+using lower::Space;
+using lower::SpaceView;
 
-struct SsaInput {
-  const rvl_instruction* ins = nullptr;
-  int32_t n = 0;
-  // Expression reading input `arg` (already 0 outside its validity range, bool as 0/1).
-  std::function<std::string(int32_t arg)> load;
-  std::string acc;  // expression for ACC (contraction epilogues only)
-  // Long programs call transcendentals out of line (rvl_ol_*): same results, bounded code size.
-  bool outline = false;
-};
-
-// Appends "const T v<j> = ...;" for every instruction; returns the last value's name.
-std::string emit_ssa(std::string& out, const SsaInput& in, const std::string& indent);
-
-// The reduction's combine of two values of `dtype`, and its identity.
-std::string combine(int32_t reduce_op, int32_t dtype, const std::string& a, const std::string& b);
-std::string identity(int32_t reduce_op, int32_t dtype);
+inline const char* ctype(int32_t dtype) { return c::ctype(c::kHip, dtype); }
+inline const char* utype(int32_t dtype) { return c::utype(c::kHip, dtype); }
+inline std::string literal(int32_t dtype, const rvl_scalar& v) { return c::literal(c::kHip, dtype, v); }
+inline std::string emit_ssa(std::string& out, const SsaInput& in, const std::string& indent) {
+  return c::emit_ssa(c::kHip, out, in, indent);
+}
+inline std::string combine(int32_t rop, int32_t dtype, const std::string& a, const std::string& b) {
+  return c::combine(c::kHip, rop, dtype, a, b);
+}
+inline std::string identity(int32_t rop, int32_t dtype) { return c::identity(c::kHip, rop, dtype); }
+inline std::string load(const SpaceView& v, const std::string& param, const std::vector<std::string>& idx,
+                        const std::vector<int64_t>& extent) {
+  return c::load(c::kHip, v, param, idx, extent);
+}
 // acc + a * b in the contraction's dtype (FMA for floats: docs/hip.md says so).
-std::string multiply_add(int32_t dtype, const std::string& acc, const std::string& a,
-                         const std::string& b);
+inline std::string multiply_add(int32_t dtype, const std::string& acc, const std::string& a,
+                                const std::string& b) {
+  return c::multiply_add(c::kHip, dtype, acc, a, b);
+}
 
 }  // namespace rvl::hip

@@ -1,0 +1,90 @@
+// The scalar semantics of kernel programs rendered as C-family source, for every backend whose
+// device compiler takes C: HIP/CUDA C++ (plugins/hip, through hiprtc/NVRTC) and OpenCL C. One
+// exhaustive switch over rvl_op (no default: under -Werror=switch a new op breaks the build until
+// it is given code here, Note [One op table]), one table of edge-case helpers (the prelude), and
+// exact literals. A Dialect says how the language spells what differs: 64-bit integer types,
+// bit casts, float math names, function qualifiers. Kernel structure (loops, trees, tiles) is
+// the backend's; this renders instructions.
+#pragma once
+
+#include <ravel/backend.h>
+#include <ravel/lowering/space.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace rvl::lower::c {
+
+struct Dialect {
+  const char* i64;          // 64-bit signed type
+  const char* u64;          // 64-bit unsigned type
+  const char* i64_suffix;   // literal suffix of 64-bit integer constants
+  const char* bits_f32;     // int bits -> float
+  const char* bits_f64;     // 64-bit integer bits -> double
+  const char* f32_math;     // suffix of f32 math functions ("f": sqrtf; OpenCL C overloads sqrt)
+  const char* fn;           // qualifiers of an inlined helper
+  const char* fn_noinline;  // qualifiers of a helper called out of line
+};
+// HIP and CUDA C++ (hiprtc, NVRTC, and the CPU emulator's host compiler).
+inline constexpr Dialect kHip{"long long", "unsigned long long", "LL", "__int_as_float",
+                              "__longlong_as_double", "f", "static __device__ __forceinline__",
+                              "static __device__ __noinline__"};
+// OpenCL C 1.2 (long is 64 bits; math functions are overloaded).
+inline constexpr Dialect kOpenCL{"long", "ulong", "L", "as_float", "as_double", "",
+                                 "static inline", "static __attribute__((noinline))"};
+
+// Spelling of a dtype (bool is one byte holding 0 or 1).
+const char* ctype(const Dialect& d, int32_t dtype);
+// The unsigned type integer arithmetic wraps in (signed overflow is undefined in C).
+const char* utype(const Dialect& d, int32_t dtype);
+// An exact literal of `dtype` (floats by bit pattern: NaN, inf and -0 survive).
+std::string literal(const Dialect& d, int32_t dtype, const rvl_scalar& value);
+std::string float_bits_literal(const Dialect& d, int32_t dtype, double v);
+
+struct SsaInput {
+  const rvl_instruction* ins = nullptr;
+  int32_t n = 0;
+  // Expression reading input `arg` (already 0 outside its validity range, bool as 0/1).
+  std::function<std::string(int32_t arg)> load;
+  std::string acc;  // expression for ACC (contraction epilogues only)
+  // Long programs call transcendentals out of line (rvl_ol_*): same results, bounded code size.
+  bool outline = false;
+};
+// Appends "const T v<j> = ...;" for every instruction; returns the last value's name.
+std::string emit_ssa(const Dialect& d, std::string& out, const SsaInput& in, const std::string& indent);
+
+// The reduction's combine of two values of `dtype`, and its identity (lower::reduce_identity).
+std::string combine(const Dialect& d, int32_t reduce_op, int32_t dtype, const std::string& a,
+                    const std::string& b);
+std::string identity(const Dialect& d, int32_t reduce_op, int32_t dtype);
+// acc + a * b in the contraction's dtype (FMA for floats).
+std::string multiply_add(const Dialect& d, int32_t dtype, const std::string& acc,
+                         const std::string& a, const std::string& b);
+
+// ---- views of a simplified space (lower::simplify), every constant baked in ------------------
+// "i3" for axis 3, and the names of axes 0..rank-1.
+std::string index_name(size_t axis);
+std::vector<std::string> index_names(size_t rank);
+// Declarations "const IDX i2 = ...;" decomposing `linear` over the listed axes (last fastest).
+std::string decompose(const std::string& idx_t, const std::string& linear,
+                      const std::vector<size_t>& axes, const std::vector<int64_t>& extent,
+                      const std::string& indent);
+// "(offset + i0 * s0 + ...)" over the named axes (axes with stride 0 or no name are left out).
+std::string address(const SpaceView& v, const std::vector<std::string>& idx);
+// "(i0 >= lo && i0 < hi) && ...", only for axes where the view is padded; "" when always valid.
+std::string validity(const SpaceView& v, const std::vector<std::string>& idx,
+                     const std::vector<int64_t>& extent);
+// Normalises a raw element read of dtype dt: bool bytes become 0/1.
+std::string normalise(int32_t dtype, const std::string& raw);
+// Element idx of `v` through pointer `param`: 0 where invalid (never addressed), bool as 0/1.
+std::string load(const Dialect& d, const SpaceView& v, const std::string& param,
+                 const std::vector<std::string>& idx, const std::vector<int64_t>& extent);
+
+// The helpers every kernel's source starts with: the ABI's edge cases (NaN-propagating max,
+// saturating float->int casts, integer division by 0 and MIN/-1), out-of-line transcendentals,
+// and LOGSUMEXP's merge (rvl_lse_merge, rvl_lse_result, rvl_lse_result_wide). Plain C: no
+// includes, no templates.
+std::string helpers(const Dialect& d);
+
+}  // namespace rvl::lower::c

@@ -1,0 +1,64 @@
+// The iteration space of a kernel after simplification, shared by every GPU code generator
+// (plugins/hip, plugins/level_zero) and the CPU evaluator's geometry: C++ for plugin authors,
+// no core headers (link Ravel::lowering).
+//
+// Note [Space simplification]
+// simplify() drops axes of extent 1 (the index is always 0 there), turns a reduced space with an
+// axis of extent 0 into one reduced axis of extent 0 (nothing to combine: the identity is
+// stored), and merges neighbouring axes of the same kind (kept or reduced, never one of each)
+// that every non-empty view walks densely without padding: stride[d] == stride[d+1] *
+// extent[d+1]. A contiguous tensor of any rank becomes one axis, so a kernel computes one index
+// and, when the views allow it, moves several elements per vector load (plan.hpp). The output
+// view has stride 0 on reduced axes (the validator's invariant), so it never blocks merging two
+// reduced axes. Axes keep their order (Order::Original: the innermost axis stays innermost, which
+// decides coalesced reductions) or are sorted kept-first (Order::KeptFirst: parametric kernels
+// read the kept extents as the first entries of their meta block).
+#pragma once
+
+#include <ravel/validate.hpp>
+
+#include <cstdint>
+#include <vector>
+
+namespace rvl::lower {
+
+struct SpaceView {
+  bool empty = false;  // nothing valid: reads as 0, never addressed
+  int32_t dtype = 0;
+  int64_t offset = 0;
+  std::vector<int64_t> stride, lo, hi;  // per simplified axis; lo/hi clamped to [0, extent]
+
+  bool full(size_t axis, int64_t extent) const { return lo[axis] == 0 && hi[axis] == extent; }
+  // Some axis has a validity range narrower than the extent: loads need a validity test.
+  bool masked(const std::vector<int64_t>& extent) const;
+};
+
+struct Space {
+  std::vector<int64_t> extent;
+  std::vector<bool> reduced;
+  std::vector<SpaceView> views;  // the program's inputs in order, then the output
+  int64_t n_out = 1, n_red = 1;  // outputs, and values combined per output (0: store identities)
+  bool wide = false;             // some index or address needs 64 bits (else 32-bit arithmetic)
+
+  std::vector<size_t> axes(bool reduced_axes) const;  // the kept (false) or reduced (true) axes
+  std::vector<int64_t> extents(const std::vector<size_t>& axes) const;
+  const SpaceView& out() const { return views.back(); }
+};
+
+enum class Order { Original, KeptFirst };
+
+// `views`: inputs then output, all of rank `rank` over `shape`; `reduce_axes` as in rvl_program.
+Space simplify(int32_t rank, const int64_t* shape, uint32_t reduce_axes,
+               const std::vector<const validate::View*>& views, Order order = Order::Original);
+// The program's inputs and output.
+Space simplify(const validate::Program& p, Order order = Order::Original);
+
+// |offset| + sum |stride| * (extent - 1): bounds every partial sum of an address computation,
+// valid or not, whatever order the terms are added in.
+long double reach(int64_t offset, const int64_t* stride, const std::vector<int64_t>& extent);
+// Every index, address and partial sum stays below 2^30, so 32-bit arithmetic is safe (with room
+// for grid-stride increments and tile overshoot).
+constexpr int64_t kNarrowLimit = int64_t(1) << 30;
+bool fits_32(const Space& s);
+
+}  // namespace rvl::lower

@@ -1,0 +1,343 @@
+// Note [One op table]
+// Every op's code is one case of the switch in emit_instruction(). The switch names every
+// rvl_op and has no default, and the library is compiled with -Werror=switch, so appending an op
+// to RVL_OP_LIST breaks this build until the op is given code here. Semantics follow docs/abi.md
+// section 7 exactly (the conformance suite checks them against the SDK's reference interpreter):
+//  - integer ADD/MUL/NEG wrap: computed in the unsigned type (signed overflow is UB in C);
+//  - IDIV/MOD: x/0 == x%0 == 0, MIN/-1 == MIN, MIN%-1 == 0 (helpers below);
+//  - float MAX propagates NaN; float->int CAST truncates and saturates, NaN -> 0;
+//  - bool is a byte 0/1: ADD = or, MUL = and, MAX = or; every result is 0 or 1.
+// Each instruction is rounded on its own: backends compile without FMA contraction
+// (--fmad=false / -ffp-contract=off / no -cl-mad-enable), so a fused program equals the sequence
+// of its ops.
+#include <ravel/backend.hpp>
+#include <ravel/lowering/c_source.hpp>
+#include <ravel/lowering/plan.hpp>
+#include <ravel/op_table.hpp>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+namespace rvl::lower::c {
+namespace {
+
+bool is_float(int32_t dt) { return dt == RVL_DTYPE_F32 || dt == RVL_DTYPE_F64; }
+bool is_bool(int32_t dt) { return dt == RVL_DTYPE_BOOL; }
+std::string v(int32_t j) { return "v" + std::to_string(j); }
+const char* sfx(int32_t dt) { return rvl::dtype_name(dt); }  // helper suffixes: "i32", "f64"
+
+// "(T)((U)a OP (U)b)": wrap-around integer arithmetic.
+std::string wrap2(const Dialect& d, int32_t dt, const std::string& a, const char* op, const std::string& b) {
+  return std::string("(") + ctype(d, dt) + ")((" + utype(d, dt) + ")" + a + " " + op + " (" +
+         utype(d, dt) + ")" + b + ")";
+}
+
+std::string cast_expr(const Dialect& d, int32_t to, int32_t from, const std::string& x) {
+  if (to == RVL_DTYPE_BOOL) return "(unsigned char)(" + x + " != 0)";  // NaN != 0: true
+  if (is_float(from) && !is_float(to))  // truncate toward zero, saturate, NaN -> 0
+    return std::string("rvl_f2") + sfx(to) + "_" + sfx(from) + "(" + x + ")";
+  return std::string("(") + ctype(d, to) + ")" + x;  // int->int wraps, ->float rounds to nearest
+}
+
+// f(a) with the dtype's spelling: sqrtf / sqrt in C++, sqrt for both in OpenCL C.
+std::string math(const Dialect& d, int32_t dt, const char* f, const std::string& a) {
+  return std::string(f) + (dt == RVL_DTYPE_F32 ? d.f32_math : "") + "(" + a + ")";
+}
+// Out of line for long programs: rvl_ol_sin_f32 (helpers()).
+std::string transcendental(const Dialect& d, const SsaInput& in, int32_t dt, const char* f,
+                           const std::string& a) {
+  return in.outline ? std::string("rvl_ol_") + f + "_" + sfx(dt) + "(" + a + ")" : math(d, dt, f, a);
+}
+
+// The expression of instruction j; `sdt` is source 0's dtype.
+std::string emit_instruction(const Dialect& d, const SsaInput& in, int32_t j, int32_t sdt) {
+  const rvl_instruction& I = in.ins[j];
+  const int32_t dt = I.dtype;
+  const int arity = rvl::op_info(I.op).arity;  // the op table says which sources are read
+  const std::string a = arity > 0 ? v(I.src[0]) : "";
+  const std::string b = arity > 1 ? v(I.src[1]) : "";
+  const std::string c = arity > 2 ? v(I.src[2]) : "";
+  switch (static_cast<rvl_op>(I.op)) {
+    case RVL_OP_LOAD: return in.load(I.arg);
+    case RVL_OP_CONST: return literal(d, dt, I.value);
+    case RVL_OP_ACC:
+      if (in.acc.empty()) fail(RVL_STATUS_INTERNAL, "ACC outside a contraction epilogue");
+      return in.acc;
+    case RVL_OP_CAST: return cast_expr(d, dt, sdt, a);
+    case RVL_OP_NEG: return is_float(dt) ? "(-" + a + ")" : wrap2(d, dt, "0", "-", a);
+    case RVL_OP_RECIP: return "((" + std::string(ctype(d, dt)) + ")1 / " + a + ")";
+    case RVL_OP_SQRT: return math(d, dt, "sqrt", a);
+    case RVL_OP_EXP2: return transcendental(d, in, dt, "exp2", a);
+    case RVL_OP_LOG2: return transcendental(d, in, dt, "log2", a);
+    case RVL_OP_SIN: return transcendental(d, in, dt, "sin", a);
+    case RVL_OP_TRUNC: return is_float(dt) ? math(d, dt, "trunc", a) : a;
+    case RVL_OP_ADD: return combine(d, RVL_REDUCE_SUM, dt, a, b);
+    case RVL_OP_MUL: return combine(d, RVL_REDUCE_PROD, dt, a, b);
+    case RVL_OP_MAX: return combine(d, RVL_REDUCE_MAX, dt, a, b);
+    case RVL_OP_MOD:
+      if (is_float(dt)) return math(d, dt, "fmod", a + ", " + b);
+      return std::string("rvl_mod_") + sfx(dt) + "(" + a + ", " + b + ")";
+    case RVL_OP_IDIV:
+      if (is_float(dt)) return math(d, dt, "trunc", a + " / " + b);
+      return std::string("rvl_idiv_") + sfx(dt) + "(" + a + ", " + b + ")";
+    case RVL_OP_CMPLT: return "(unsigned char)(" + a + " < " + b + ")";
+    case RVL_OP_CMPNE: return "(unsigned char)(" + a + " != " + b + ")";
+    case RVL_OP_AND: return "(" + std::string(ctype(d, dt)) + ")(" + a + " & " + b + ")";
+    case RVL_OP_OR: return "(" + std::string(ctype(d, dt)) + ")(" + a + " | " + b + ")";
+    case RVL_OP_XOR: return "(" + std::string(ctype(d, dt)) + ")(" + a + " ^ " + b + ")";
+    case RVL_OP_WHERE: return "(" + a + " ? " + b + " : " + c + ")";
+    case RVL_OP_COUNT_: break;
+  }
+  fail(RVL_STATUS_INTERNAL, "emit_instruction: op " + std::to_string(I.op) + " has no code");
+}
+
+void replace_all(std::string& s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+}
+
+// $FN, $NOINLINE, $I64, $U64, $LL, $F (f32 math suffix), $BITS32, $BITS64 are the dialect's.
+// Every f64 helper sits between $FP64 and $END_FP64: OpenCL C compiles them only where the
+// device has fp64 (the f32 helpers never widen to double for the same reason).
+const char* kHelpers = R"(// MAX propagates NaN (the first NaN operand).
+$FN float rvl_max_f32(float a, float b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
+// float -> integer: truncate toward zero, saturate at the target's range, NaN -> 0. The bounds
+// are powers of two, exact in both float types.
+#define RVL_F2I_ALL(F, N, TRUNC)                                                                \
+  $FN unsigned char rvl_f2u8_##N(F x) {                                                        \
+    if (x != x) return 0;                                                                      \
+    const F t = TRUNC(x);                                                                      \
+    return t <= (F)0 ? (unsigned char)0 : t >= (F)255 ? (unsigned char)255 : (unsigned char)t;  \
+  }                                                                                            \
+  $FN int rvl_f2i32_##N(F x) {                                                                 \
+    if (x != x) return 0;                                                                      \
+    const F t = TRUNC(x);                                                                      \
+    return t <= (F)-2147483648.0 ? (int)(-2147483647 - 1) : t >= (F)2147483648.0 ? 2147483647 : (int)t; \
+  }                                                                                            \
+  $FN $I64 rvl_f2i64_##N(F x) {                                                                \
+    if (x != x) return 0;                                                                      \
+    const F t = TRUNC(x);                                                                      \
+    return t <= (F)-9223372036854775808.0 ? ($I64)(-9223372036854775807$LL - 1)                \
+         : t >= (F)9223372036854775808.0 ? ($I64)9223372036854775807$LL : ($I64)t;              \
+  }
+RVL_F2I_ALL(float, f32, trunc$F)
+// Integer division and remainder: x/0 == x%0 == 0, MIN/-1 == MIN, MIN%-1 == 0.
+$FN int rvl_idiv_i32(int a, int b) { return b == 0 ? 0 : b == -1 ? (int)(0u - (unsigned)a) : a / b; }
+$FN int rvl_mod_i32(int a, int b) { return (b == 0 || b == -1) ? 0 : a % b; }
+// 64-bit division is a long subroutine on GPUs: called, not inlined (compile time of long programs).
+$NOINLINE $I64 rvl_idiv_i64($I64 a, $I64 b) { return b == 0 ? 0 : b == -1 ? ($I64)(($U64)0 - ($U64)a) : a / b; }
+$NOINLINE $I64 rvl_mod_i64($I64 a, $I64 b) { return (b == 0 || b == -1) ? 0 : a % b; }
+$FN unsigned char rvl_idiv_u8(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a / b); }
+$FN unsigned char rvl_mod_u8(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a % b); }
+$FN unsigned char rvl_idiv_bool(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a / b); }
+$FN unsigned char rvl_mod_bool(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a % b); }
+// Transcendentals called out of line by long programs: thousands of inlined sin() slow paths
+// take the device compiler minutes.
+$NOINLINE float rvl_ol_sin_f32(float x) { return sin$F(x); }
+$NOINLINE float rvl_ol_exp2_f32(float x) { return exp2$F(x); }
+$NOINLINE float rvl_ol_log2_f32(float x) { return log2$F(x); }
+// LOGSUMEXP (ABI 1.4): a partial result is (m, s), the running maximum and sum exp(x - m);
+// merging (m2, s2) into (m, s) rescales the side with the smaller maximum. NaN, then +inf, is
+// sticky in m (s no longer matters); m == -inf is the identity (nothing counted yet), so -inf
+// elements contribute nothing and an all -inf or empty reduction gives -inf, never -inf - -inf.
+// The merge returns both halves in a struct (OpenCL C has no references, and a pointer into
+// local memory would need its address space named).
+#define RVL_LSE(V, INF, EXP, LOG)                                                               \
+  typedef struct { V m, s; } rvl_lse_##V;                                                      \
+  $FN rvl_lse_##V rvl_lse_merge_##V(V m, V s, V m2, V s2) {                                    \
+    const V inf = INF;                                                                         \
+    rvl_lse_##V r;                                                                             \
+    if (m != m || m2 != m2) { r.m = m != m ? m : m2; r.s = 0; return r; }                       \
+    const V n = m < m2 ? m2 : m;                                                               \
+    if (n == inf || n == -inf) { r.m = n; r.s = 0; return r; }                                 \
+    r.s = (m == -inf ? (V)0 : s * EXP(m - n)) + (m2 == -inf ? (V)0 : s2 * EXP(m2 - n));         \
+    r.m = n;                                                                                   \
+    return r;                                                                                  \
+  }                                                                                            \
+  $FN V rvl_lse_result_##V(V m, V s) { return m != m || m == INF || m == -INF ? m : m + LOG(s); }
+RVL_LSE(float, $BITS32(0x7f800000), exp$F, log$F)
+$FP64
+$FN double rvl_max_f64(double a, double b) { return a != a ? a : (b != b ? b : (a < b ? b : a)); }
+RVL_F2I_ALL(double, f64, trunc)
+$NOINLINE double rvl_ol_sin_f64(double x) { return sin(x); }
+$NOINLINE double rvl_ol_exp2_f64(double x) { return exp2(x); }
+$NOINLINE double rvl_ol_log2_f64(double x) { return log2(x); }
+RVL_LSE(double, $BITS64(0x7ff0000000000000$LL), exp, log)
+// Widening (f32 values, f64 result): m and s stay f32, only m + log(s) is formed in f64.
+$FN double rvl_lse_result_wide(float m, float s) { return rvl_lse_result_double((double)m, (double)s); }
+$END_FP64
+)";
+
+}  // namespace
+
+const char* ctype(const Dialect& d, int32_t dt) {
+  switch (dt) {
+    case RVL_DTYPE_BOOL: case RVL_DTYPE_U8: return "unsigned char";
+    case RVL_DTYPE_I32: return "int";
+    case RVL_DTYPE_I64: return d.i64;
+    case RVL_DTYPE_F32: return "float";
+    case RVL_DTYPE_F64: return "double";
+    default: fail(RVL_STATUS_INTERNAL, "ctype: dtype " + std::to_string(dt));
+  }
+}
+
+const char* utype(const Dialect& d, int32_t dt) {
+  switch (dt) {
+    case RVL_DTYPE_BOOL: case RVL_DTYPE_U8: case RVL_DTYPE_I32: return "unsigned";
+    case RVL_DTYPE_I64: return d.u64;
+    default: return ctype(d, dt);
+  }
+}
+
+std::string float_bits_literal(const Dialect& d, int32_t dt, double x) {
+  char buf[80];
+  if (dt == RVL_DTYPE_F32) {
+    const float f = static_cast<float>(x);  // round to nearest, like the reference
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    std::snprintf(buf, sizeof buf, "%s(0x%08" PRIx32 ")", d.bits_f32, bits);
+  } else {
+    uint64_t bits;
+    std::memcpy(&bits, &x, 8);
+    std::snprintf(buf, sizeof buf, "%s(0x%016" PRIx64 "%s)", d.bits_f64, bits, d.i64_suffix);
+  }
+  return buf;
+}
+
+std::string literal(const Dialect& d, int32_t dt, const rvl_scalar& value) {
+  if (is_float(dt)) return float_bits_literal(d, dt, value.f);
+  const int64_t x = value.i;  // converted like a CAST from I64: modular, bool is x != 0
+  const std::string i64 = std::string("(") + d.i64 + ")";
+  switch (dt) {
+    case RVL_DTYPE_BOOL: return x != 0 ? "(unsigned char)1" : "(unsigned char)0";
+    case RVL_DTYPE_U8: return "(unsigned char)" + std::to_string(x & 0xff);
+    case RVL_DTYPE_I32:
+      return "(int)" + std::to_string(static_cast<int32_t>(static_cast<uint32_t>(x))) + d.i64_suffix;
+    default:  // INT64_MIN has no literal of its own
+      return x == INT64_MIN ? i64 + "(-9223372036854775807" + d.i64_suffix + " - 1)"
+                            : i64 + std::to_string(x) + d.i64_suffix;
+  }
+}
+
+std::string emit_ssa(const Dialect& d, std::string& out, const SsaInput& in, const std::string& indent) {
+  for (int32_t j = 0; j < in.n; ++j) {
+    const rvl_instruction& I = in.ins[j];
+    const int32_t sdt = rvl::op_info(I.op).arity > 0 ? in.ins[I.src[0]].dtype : I.dtype;
+    out += indent + "const " + ctype(d, I.dtype) + " " + v(j) + " = " +
+           emit_instruction(d, in, j, sdt) + ";\n";
+  }
+  return v(in.n - 1);
+}
+
+std::string combine(const Dialect& d, int32_t rop, int32_t dt, const std::string& a,
+                    const std::string& b) {
+  switch (rop) {
+    case RVL_REDUCE_SUM:
+      if (is_bool(dt)) return "(unsigned char)(" + a + " | " + b + ")";
+      return is_float(dt) ? "(" + a + " + " + b + ")" : wrap2(d, dt, a, "+", b);
+    case RVL_REDUCE_PROD:
+      if (is_bool(dt)) return "(unsigned char)(" + a + " & " + b + ")";
+      return is_float(dt) ? "(" + a + " * " + b + ")" : wrap2(d, dt, a, "*", b);
+    case RVL_REDUCE_MAX:
+      if (is_bool(dt)) return "(unsigned char)(" + a + " | " + b + ")";
+      if (is_float(dt)) return std::string("rvl_max_") + sfx(dt) + "(" + a + ", " + b + ")";
+      return "(" + a + " > " + b + " ? " + a + " : " + b + ")";
+    default: fail(RVL_STATUS_INTERNAL, "combine: reduce op " + std::to_string(rop));
+  }
+}
+
+std::string identity(const Dialect& d, int32_t rop, int32_t dt) {
+  return literal(d, dt, reduce_identity(rop, dt));
+}
+
+std::string multiply_add(const Dialect& d, int32_t dt, const std::string& acc,
+                         const std::string& a, const std::string& b) {
+  if (is_float(dt)) return math(d, dt, "fma", a + ", " + b + ", " + acc);
+  if (is_bool(dt)) return "(unsigned char)(" + acc + " | (" + a + " & " + b + "))";
+  const std::string u = utype(d, dt);
+  return std::string("(") + ctype(d, dt) + ")((" + u + ")" + acc + " + (" + u + ")" + a + " * (" +
+         u + ")" + b + ")";
+}
+
+std::string index_name(size_t axis) { return "i" + std::to_string(axis); }
+
+std::vector<std::string> index_names(size_t rank) {
+  std::vector<std::string> idx;
+  for (size_t d = 0; d < rank; ++d) idx.push_back(index_name(d));
+  return idx;
+}
+
+std::string decompose(const std::string& idx_t, const std::string& linear,
+                      const std::vector<size_t>& axes, const std::vector<int64_t>& extent,
+                      const std::string& indent) {
+  if (axes.empty()) return "";
+  if (axes.size() == 1)
+    return indent + "const " + idx_t + " " + index_name(axes[0]) + " = " + linear + ";\n";
+  // Scratch variables in a block, then the const names: t_ does not leak into the body.
+  std::string s = indent + "{ " + idx_t + " t_ = " + linear + ";\n";
+  std::string decl;
+  for (size_t j = axes.size(); j-- > 0;) {
+    const std::string e = std::to_string(extent[axes[j]]);
+    const std::string n = index_name(axes[j]);
+    s += indent + "  " + n + "_ = " + (j == 0 ? "t_" : "t_ % " + e) + ";" +
+         (j == 0 ? "" : " t_ /= " + e + ";") + "\n";
+    decl += indent + idx_t + " " + n + "_;\n";
+  }
+  s += indent + "}\n";
+  for (size_t axis : axes)
+    s += indent + "const " + idx_t + " " + index_name(axis) + " = " + index_name(axis) + "_;\n";
+  return decl + s;
+}
+
+std::string address(const SpaceView& v, const std::vector<std::string>& idx) {
+  std::string a = "(" + std::to_string(v.offset);  // int or long, as the value needs
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (v.stride[d] == 0 || idx[d].empty()) continue;
+    a += v.stride[d] == 1 ? " + " + idx[d] : " + " + idx[d] + " * (" + std::to_string(v.stride[d]) + ")";
+  }
+  return a + ")";
+}
+
+std::string validity(const SpaceView& v, const std::vector<std::string>& idx,
+                     const std::vector<int64_t>& extent) {
+  std::string c;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    if (v.full(d, extent[d])) continue;
+    if (!c.empty()) c += " && ";
+    c += "(" + idx[d] + " >= " + std::to_string(v.lo[d]) + " && " + idx[d] + " < " +
+         std::to_string(v.hi[d]) + ")";
+  }
+  return c;
+}
+
+std::string normalise(int32_t dt, const std::string& raw) {
+  return dt == RVL_DTYPE_BOOL ? "(unsigned char)(" + raw + " != 0)" : raw;
+}
+
+std::string load(const Dialect& d, const SpaceView& v, const std::string& param,
+                 const std::vector<std::string>& idx, const std::vector<int64_t>& extent) {
+  const std::string zero = std::string("(") + ctype(d, v.dtype) + ")0";
+  if (v.empty) return zero;
+  const std::string read = normalise(v.dtype, param + "[" + address(v, idx) + "]");
+  const std::string c = validity(v, idx, extent);
+  return c.empty() ? read : "((" + c + ") ? " + read + " : " + zero + ")";
+}
+
+std::string helpers(const Dialect& d) {
+  const bool opencl = std::strcmp(d.f32_math, "") == 0;
+  std::string s = kHelpers;
+  replace_all(s, "$FP64", opencl ? "#ifdef cl_khr_fp64\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable" : "");
+  replace_all(s, "$END_FP64", opencl ? "#endif" : "");
+  replace_all(s, "$NOINLINE", d.fn_noinline);
+  replace_all(s, "$FN", d.fn);
+  replace_all(s, "$I64", d.i64);
+  replace_all(s, "$U64", d.u64);
+  replace_all(s, "$LL", d.i64_suffix);
+  replace_all(s, "$F", d.f32_math);
+  replace_all(s, "$BITS32", d.bits_f32);
+  replace_all(s, "$BITS64", d.bits_f64);
+  return s;
+}
+
+}  // namespace rvl::lower::c
