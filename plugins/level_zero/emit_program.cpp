@@ -99,15 +99,15 @@ Words emit_program(const ProgramSig& sig) {
     return e.end_kernel();
   }
 
-  // The accumulator: one value folded by combine() (SUM, MAX, PROD), or LOGSUMEXP's (m, s) pair
-  // in the values' dtype (f32 values may have an f64 result), merged by lse_merge. The serial
-  // loop, the work-group tree and the final store below are the same code for both.
+  // The accumulator (lower::Accumulator): one value folded by combine(), or LOGSUMEXP's (m, s)
+  // merged by lse_merge. The serial loop, the work-group tree and the store are the same code.
   const int32_t dt = sig.out_dtype;
-  const bool lse = sig.reduce_op == RVL_REDUCE_LOGSUMEXP;
-  const int32_t adt = lse ? sig.ins.back().dtype : dt;
+  const lower::Accumulator A = lower::accumulator(sig.reduce_op, dt, sig.ins.back().dtype);
+  const bool lse = A.lse;
+  const int32_t adt = A.dtype;
   const Id tacc = e.ops().type(adt);
-  std::vector<std::pair<Id, Id>> init{{tacc, e.ops().identity(lse ? RVL_REDUCE_MAX : sig.reduce_op, adt)}};
-  if (lse) init.push_back({tacc, e.ops().zero(adt)});
+  std::vector<std::pair<Id, Id>> init;
+  for (int i = 0; i < A.count(); ++i) init.push_back({tacc, e.ops().constant(adt, A.init[i])});
   auto merge = [&](const std::vector<Id>& a, const std::vector<Id>& b) -> std::vector<Id> {
     if (!lse) return {e.ops().combine(sig.reduce_op, dt, a[0], b[0])};
     const auto [m, s] = e.ops().lse_merge(adt, a[0], a[1], b[0], b[1]);

@@ -1,14 +1,13 @@
-// SPIR-V kernels from kernel plans (Note [Generic kernels] in kernel_plan.hpp).
+// SPIR-V kernels from parametric kernel plans (Note [Generic kernels] in
+// <ravel/lowering/parametric.hpp>).
 #pragma once
 
-#include "kernel_plan.hpp"
-#include "spirv_builder.hpp"
+#include "kernel_emitter.hpp"
 
 namespace rvl::l0 {
 
 // Work-group sizes the emitted kernels are compiled for (OpExecutionMode LocalSize).
 constexpr uint32_t kElementwiseGroup = 64;
-constexpr uint32_t kReduceGroup = 64;  // one work-group per output; must be a power of two
 constexpr uint32_t kGemmGroup = uint32_t(kGemmTile * kGemmTile);
 
 // Kernel arguments, in order: output, non-empty inputs, meta.

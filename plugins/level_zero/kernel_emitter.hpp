@@ -9,11 +9,24 @@
 #include <string>
 #include <vector>
 
-#include "kernel_plan.hpp"
+#include <ravel/lowering/parametric.hpp>
+
 #include "scalar_ops.hpp"
-#include "spirv_builder.hpp"
 
 namespace rvl::l0 {
+
+// The parametric lowering is the SDK's (sdk/lowering, Note [Generic kernels]).
+using lower::ContractionLaunch;
+using lower::ContractionMeta;
+using lower::ContractionSig;
+using lower::InputSig;
+using lower::kGemmTile;
+using lower::kReduceGroup;
+using lower::ProgramLaunch;
+using lower::ProgramMeta;
+using lower::ProgramSig;
+using lower::plan_contraction;
+using lower::plan_program;
 
 constexpr const char* kKernelName = "rvl_kernel";
 

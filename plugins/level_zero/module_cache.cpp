@@ -1,6 +1,7 @@
 #include "module_cache.hpp"
 
 #include <ravel/backend.hpp>
+#include <ravel/lowering/plan.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -12,22 +13,13 @@ namespace rvl::l0 {
 
 namespace {
 
-// FNV-1a over the module: a stable file name for dumps.
-uint64_t fnv1a(const std::vector<uint32_t>& w) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint32_t x : w)
-    for (int i = 0; i < 4; ++i) {
-      h ^= (x >> (8 * i)) & 0xff;
-      h *= 1099511628211ull;
-    }
-  return h;
-}
-
+// Named by the FNV-1a hash of the module: a stable file name for dumps.
 void dump(const std::vector<uint32_t>& spirv) {
   const char* dir = std::getenv("RAVEL_L0_DUMP_SPIRV");
   if (!dir || !*dir) return;
   char name[64];
-  std::snprintf(name, sizeof name, "/%016llx.spv", static_cast<unsigned long long>(fnv1a(spirv)));
+  std::snprintf(name, sizeof name, "/%016llx.spv", static_cast<unsigned long long>(
+                    lower::fnv1a(spirv.data(), spirv.size() * 4)));
   if (FILE* f = std::fopen((std::string(dir) + name).c_str(), "wb")) {
     std::fwrite(spirv.data(), 4, spirv.size(), f);
     std::fclose(f);

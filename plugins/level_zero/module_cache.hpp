@@ -1,4 +1,5 @@
-// Compiled kernels, cached by structural key (Note [Generic kernels] in kernel_plan.hpp).
+// Compiled kernels, cached by structural key (Note [Generic kernels] in
+// <ravel/lowering/parametric.hpp>).
 //
 // A miss emits SPIR-V, hands it to the driver (zeModuleCreate, which runs the device compiler)
 // and creates the kernel. Kernel arguments are per-kernel state in Level Zero, so each cached

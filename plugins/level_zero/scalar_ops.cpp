@@ -1,10 +1,10 @@
 #include "scalar_ops.hpp"
 
 #include <ravel/backend.hpp>
+#include <ravel/lowering/plan.hpp>
 
 #include <spirv/unified1/OpenCL.std.h>
 
-#include <limits>
 #include <string>
 
 namespace rvl::l0 {
@@ -27,24 +27,15 @@ Id ScalarOps::zero(int32_t dt) {
   return is_float(dt) ? b_.c_float(bits(dt), 0.0) : b_.c_int(bits(dt), 0);
 }
 
-Id ScalarOps::constant(const rvl_instruction& ins) {
-  const int32_t dt = ins.dtype;
-  if (is_float(dt)) return b_.c_float(bits(dt), ins.value.f);  // binary32: rounded to nearest
-  if (dt == RVL_DTYPE_BOOL) return b_.c_int(8, ins.value.i != 0 ? 1 : 0);
-  return b_.c_int(bits(dt), uint64_t(ins.value.i));  // modular, like CAST from i64
+Id ScalarOps::constant(const rvl_instruction& ins) { return constant(ins.dtype, ins.value); }
+Id ScalarOps::constant(int32_t dt, const rvl_scalar& value) {
+  if (is_float(dt)) return b_.c_float(bits(dt), value.f);  // binary32: rounded to nearest
+  if (dt == RVL_DTYPE_BOOL) return b_.c_int(8, value.i != 0 ? 1 : 0);
+  return b_.c_int(bits(dt), uint64_t(value.i));  // modular, like CAST from i64
 }
 
 Id ScalarOps::identity(int32_t reduce_op, int32_t dt) {
-  switch (reduce_op) {
-    case RVL_REDUCE_SUM: return zero(dt);
-    case RVL_REDUCE_PROD: return is_float(dt) ? b_.c_float(bits(dt), 1.0) : b_.c_int(bits(dt), 1);
-    case RVL_REDUCE_MAX:
-      if (is_float(dt)) return b_.c_float(bits(dt), -std::numeric_limits<double>::infinity());
-      if (is_signed(dt)) return b_.c_int(bits(dt), uint64_t(1) << (bits(dt) - 1));  // MIN
-      return zero(dt);  // u8 and bool: 0 / false
-    default: break;
-  }
-  fail(RVL_STATUS_INTERNAL, "level_zero: no identity for reduce op " + std::to_string(reduce_op));
+  return constant(dt, lower::reduce_identity(reduce_op, dt));
 }
 
 std::pair<Id, Id> ScalarOps::lse_merge(int32_t dt, Id m, Id s, Id m2, Id s2) {

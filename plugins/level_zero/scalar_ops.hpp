@@ -13,9 +13,14 @@
 
 #include <utility>
 
-#include "spirv_builder.hpp"
+#include <ravel/lowering/spirv_builder.hpp>
 
 namespace rvl::l0 {
+
+// The SPIR-V builder is the SDK's (sdk/lowering).
+using lower::Id;
+using lower::SpirvBuilder;
+using lower::Words;
 
 class ScalarOps {
  public:
@@ -24,7 +29,8 @@ class ScalarOps {
   Id type(int32_t dtype);       // register (and storage) type of a dtype
   Id zero(int32_t dtype);       // 0 / false / +0.0
   Id constant(const rvl_instruction& ins);  // CONST: value.f or value.i converted like CAST
-  Id identity(int32_t reduce_op, int32_t dtype);
+  Id constant(int32_t dtype, const rvl_scalar& value);
+  Id identity(int32_t reduce_op, int32_t dtype);  // lower::reduce_identity's value
   Id combine(int32_t reduce_op, int32_t dtype, Id a, Id b);  // ADD / MAX / MUL of the reduction
   // LOGSUMEXP (ABI 1.4): a partial result is (m, s), the running maximum and sum exp(x - m), in
   // the values' float dtype; the identity is (-inf, 0) and one element x is (x, 1). lse_merge
