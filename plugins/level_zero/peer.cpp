@@ -12,19 +12,13 @@
 // Devices of different drivers share no context: the bytes go through host memory.
 #include "peer.hpp"
 
+#include <ravel/plugin_kit.hpp>  // check_range
+
 #include <cstring>
 #include <string>
 #include <vector>
 
 namespace rvl::l0 {
-
-namespace {
-void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size) {
-  if (offset > size || bytes > size - offset)
-    invalid(std::string(what) + ": byte range [" + std::to_string(offset) + ", " + std::to_string(offset) + " + " +
-            std::to_string(bytes) + ") is outside the buffer of " + std::to_string(size) + " bytes");
-}
-}  // namespace
 
 void copy_peer(rvl_stream* src_stream, const rvl_buffer* src, uint64_t so, rvl_stream* dst_stream, rvl_buffer* dst,
                uint64_t dof, uint64_t n) {

@@ -2,6 +2,7 @@
 // Kernels are in kernels.cpp; see docs/level-zero.md for the design.
 #include <cstdlib>
 #include <ravel/backend.hpp>
+#include <ravel/plugin_kit.hpp>  // check_range, the table
 
 #include <cstddef>
 #include <cstring>
@@ -16,6 +17,7 @@
 namespace {
 
 using namespace rvl::l0;
+using rvl::check_range;
 using rvl::guard;
 using rvl::invalid;
 
@@ -26,23 +28,12 @@ void check_out(T* out, const char* what) {
   if (out == nullptr) invalid(std::string(what) + ": output pointer is NULL");
 }
 
-void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size) {
-  if (offset > size || bytes > size - offset)
-    invalid(std::string(what) + ": byte range [" + std::to_string(offset) + ", " +
-            std::to_string(offset) + " + " + std::to_string(bytes) +
-            ") is outside the buffer of " + std::to_string(size) + " bytes");
-}
-
 // Copies a C string into a fixed array, truncated and NUL-terminated, the rest zeroed.
 template <size_t N>
 void set_text(char (&dst)[N], const std::string& s) {
   std::memset(dst, 0, N);
   std::strncpy(dst, s.c_str(), N - 1);
 }
-
-// Whether the host's output struct has room for `member` (fields added in later minor versions).
-#define RVL_L0_FITS(out, type, member) \
-  ((out)->struct_size >= offsetof(type, member) + sizeof((out)->member))
 
 rvl_error* probe(rvl_probe_result* out) {
   return guard([&] {
@@ -53,7 +44,7 @@ rvl_error* probe(rvl_probe_result* out) {
     out->device_count = int32_t(d.devices.size());
     out->score = kProbeScore;
 #if RVL_ABI_MINOR >= 1
-    if (RVL_L0_FITS(out, rvl_probe_result, reason)) set_text(out->reason, d.reason);
+    if (RVL_HAS_MEMBER(out, rvl_probe_result, reason)) set_text(out->reason, d.reason);
 #endif
   });
 }
@@ -137,12 +128,12 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     out->dtypes = ((1u << RVL_DTYPE_COUNT_) - 1u) & ~(dev.fp64 ? 0u : 1u << RVL_DTYPE_F64);
     out->max_rank = RVL_MAX_RANK;
 #if RVL_ABI_MINOR >= 1
-    if (RVL_L0_FITS(out, rvl_device_properties, arch)) set_text(out->arch, dev.arch);
-    if (RVL_L0_FITS(out, rvl_device_properties, warp_size)) out->warp_size = dev.subgroup_size;
-    if (RVL_L0_FITS(out, rvl_device_properties, details)) set_text(out->details, dev.details);
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, arch)) set_text(out->arch, dev.arch);
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, warp_size)) out->warp_size = dev.subgroup_size;
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, details)) set_text(out->details, dev.details);
 #endif
 #if RVL_ABI_MINOR >= 3
-    if (RVL_L0_FITS(out, rvl_device_properties, dlpack_device_id)) {
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, dlpack_device_id)) {
       out->dlpack_device_type = kDLOneAPI;  // buffers are USM device allocations
       out->dlpack_device_id = device;
     }
@@ -150,14 +141,14 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
 #if RVL_ABI_MINOR >= 4
     // The online LOGSUMEXP reduction (emit_program.cpp, ScalarOps::lse_merge).
     // RAVEL_L0_NO_LOGSUMEXP=1 hides it, so the core's max / exp-sum fallback runs instead.
-    if (RVL_L0_FITS(out, rvl_device_properties, reduce_ops)) {
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops)) {
       const char* off = std::getenv("RAVEL_L0_NO_LOGSUMEXP");
       out->reduce_ops = RVL_REDUCE_OPS_BASIC | (off && *off && *off != '0' ? 0u : 1u << RVL_REDUCE_LOGSUMEXP);
     }
 #endif
 #if RVL_ABI_MINOR >= 6
     // Every row (the SPIR-V emitter switches over all of them; a row it misses does not compile).
-    if (RVL_L0_FITS(out, rvl_device_properties, ops)) out->ops = RVL_OPS_ALL;
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, ops)) out->ops = RVL_OPS_ALL;
 #endif
   });
 }
@@ -415,43 +406,8 @@ rvl_error* synchronize(int32_t device) {
   return guard([&] { synchronize_device(device_state(device)); });
 }
 
-constexpr rvl_backend_api make_table() {
-  rvl_backend_api t{};
-  t.struct_size = sizeof(rvl_backend_api);
-  t.abi_major = RVL_ABI_MAJOR;
-  t.abi_minor = RVL_ABI_MINOR;
-  t.error_code = rvl::error_code;
-  t.error_message = rvl::error_message;
-  t.error_destroy = rvl::error_destroy;
-  t.probe = probe;
-  t.initialize = initialize;
-  t.shutdown = shutdown;
-  t.get_info = get_info;
-  t.device_count = device_count;
-  t.device_properties = device_properties;
-  t.buffer_allocate = buffer_allocate;
-  t.buffer_free = buffer_free;
-  t.buffer_size = buffer_size;
-  t.buffer_write = buffer_write;
-  t.buffer_read = buffer_read;
-  t.buffer_copy = buffer_copy;
-  t.stream_create = stream_create;
-  t.stream_destroy = stream_destroy;
-  t.stream_synchronize = stream_synchronize;
-  t.event_record = event_record;
-  t.event_wait = event_wait;
-  t.event_synchronize = event_synchronize;
-  t.event_destroy = event_destroy;
-  t.execute_program = execute_program;
-  t.execute_contraction = execute_contraction;
-  t.synchronize = synchronize;
-  t.buffer_address = buffer_address;
-  t.buffer_wrap = buffer_wrap;
-  t.buffer_copy_peer = buffer_copy_peer;
-  return t;
-}
-
-constexpr rvl_backend_api kTable = make_table();
+// The entry table from the SDK's one list of members (<ravel/plugin_kit.hpp>).
+constexpr rvl_backend_api kTable = RVL_BACKEND_TABLE_OF_FUNCTIONS();
 
 }  // namespace
 

@@ -12,9 +12,10 @@
 // Model (one device, device 0; all work completes before a call returns):
 //  - a buffer is `bytes` of host memory from Hooks::allocate (calloc by default: zero-filled);
 //  - streams and events exist only to be validated, so every synchronise call is a no-op;
-//  - a live-object registry (one mutex, held only for a lookup or an insert/erase) records
-//    every handle handed out. Freeing a buffer while a kernel on another thread uses it is a
-//    host bug (the ABI serialises per stream, and the host owns lifetimes).
+//  - a live-object registry (rvl::LiveSet of <ravel/plugin_kit.hpp> per kind of handle, its
+//    mutex held only for a lookup or an insert/erase) records every handle handed out. Freeing
+//    a buffer while a kernel on another thread uses it is a host bug (the ABI serialises per
+//    stream, and the host owns lifetimes).
 //
 // Use (see sdk/template/src/plugin.cpp for a complete plugin):
 //   struct Hooks : rvl::host::DefaultHooks {   // in an anonymous namespace (see Backend below)
@@ -37,6 +38,8 @@
 //   void  on_initialize(), on_shutdown()       called under the registry lock by initialize() and
 //                                              shutdown() (after every live buffer was given back
 //                                              through deallocate): release what the hooks keep.
+//   bool  available(std::string* reason)       optional: probe reports 0 devices and the reason when
+//                                              it returns false (default: always available)
 //   void  execute_program(const rvl_program*), execute_contraction(const rvl_contraction*)
 //                                              validate and run a kernel; called
 //                                              after the device, stream and initialisation checks.
@@ -55,16 +58,17 @@
 #define RAVEL_HOST_BACKEND_HPP
 
 #include <ravel/backend.hpp>
+#include <ravel/plugin_kit.hpp>
 
 #include <unistd.h>  // sysconf: physical memory
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 
 // Device memory: plain host memory (16-byte aligned with the default calloc hooks).
 struct rvl_buffer {
@@ -99,12 +103,7 @@ void check_out(T* out, const char* what) {
 }
 
 // Checks [offset, offset + bytes) lies inside a buffer of `size` bytes, without overflow.
-inline void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size) {
-  if (offset > size || bytes > size - offset)
-    invalid(std::string(what) + ": byte range [" + std::to_string(offset) + ", " +
-            std::to_string(offset) + " + " + std::to_string(bytes) +
-            ") is outside the buffer of " + std::to_string(size) + " bytes");
-}
+using rvl::check_range;
 
 // Copies a string into a fixed char array (truncated to fit, always NUL-terminated, the rest
 // of the array zeroed).
@@ -150,12 +149,7 @@ class Backend {
 
   // Throws INVALID_ARGUMENT (naming `what`) unless `b` is a live buffer of this plugin.
   static rvl_buffer* lookup_buffer(const rvl_buffer* b, const char* what) {
-    Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (b == nullptr || r.buffers.count(b) == 0)
-      invalid(std::string(what) + ": buffer " +
-              (b ? "is not live (freed or foreign)" : "is NULL"));
-    return const_cast<rvl_buffer*>(b);  // the registry holds what buffer_allocate created
+    return registry().buffers.get(b, what);
   }
 
   // lookup_buffer in the shape of the validator's BufferLookup (<ravel/validate.hpp>):
@@ -169,53 +163,16 @@ class Backend {
 
   // NULL (the default stream) is accepted; anything else must be a live stream.
   static void check_stream(const rvl_stream* s) {
-    if (s == nullptr) return;
-    Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (r.streams.count(s) == 0) invalid("stream is not live (destroyed or foreign)");
+    if (s != nullptr) registry().streams.get(s, "stream");
   }
 
   static void require_initialized() {
-    Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (!r.initialized) invalid("backend not initialized: call initialize() first");
+    if (!registry().initialized) invalid("backend not initialized: call initialize() first");
   }
 
-  // The plugin's entry table: every member filled in (none is NULL).
-  static constexpr rvl_backend_api table() {
-    rvl_backend_api t{};
-    t.struct_size = sizeof(rvl_backend_api);
-    t.abi_major = RVL_ABI_MAJOR;
-    t.abi_minor = RVL_ABI_MINOR;
-    t.error_code = rvl::error_code;
-    t.error_message = rvl::error_message;
-    t.error_destroy = rvl::error_destroy;
-    t.probe = probe;
-    t.initialize = initialize;
-    t.shutdown = shutdown;
-    t.get_info = get_info;
-    t.device_count = device_count;
-    t.device_properties = device_properties;
-    t.buffer_allocate = buffer_allocate;
-    t.buffer_free = buffer_free;
-    t.buffer_size = buffer_size;
-    t.buffer_write = buffer_write;
-    t.buffer_read = buffer_read;
-    t.buffer_copy = buffer_copy;
-    t.stream_create = stream_create;
-    t.stream_destroy = stream_destroy;
-    t.stream_synchronize = stream_synchronize;
-    t.event_record = event_record;
-    t.event_wait = event_wait;
-    t.event_synchronize = event_synchronize;
-    t.event_destroy = event_destroy;
-    t.execute_program = execute_program;
-    t.execute_contraction = execute_contraction;
-    t.synchronize = synchronize;
-    t.buffer_address = buffer_address;
-    t.buffer_wrap = buffer_wrap;
-    return t;
-  }
+  // The plugin's entry table: every member of RVL_BACKEND_MEMBERS this class defines (all but
+  // buffer_copy_peer: a host backend has one device).
+  static constexpr rvl_backend_api table() { return rvl::backend_table<Backend>(); }
 
   // ---- table members ------------------------------------------------------------------------
   // Cheap and side-effect free, as the ABI requires: host memory is always there.
@@ -223,9 +180,11 @@ class Backend {
     return guard([&] {
       // A 1.0 host passes the 1.0 size: accept it, and write 1.1 members only when they fit.
       require_struct(out, "probe result", RVL_PROBE_RESULT_STRUCT_SIZE_1_0);
-      out->device_count = 1;
+      std::string reason;
+      out->device_count = available(&reason) ? 1 : 0;
       out->score = Hooks::probe_score;
-      if (RVL_HAS_MEMBER(out, rvl_probe_result, reason)) out->reason[0] = '\0';
+      if (RVL_HAS_MEMBER(out, rvl_probe_result, reason))
+        set_chars(out->reason, sizeof out->reason, reason);
     });
   }
 
@@ -262,6 +221,7 @@ class Backend {
 
   static rvl_error* initialize() {
     return guard([&] {
+      if (std::string why; !available(&why)) fail(RVL_STATUS_UNSUPPORTED, why);
       Registry& r = registry();
       std::lock_guard<std::mutex> lock(r.mu);
       r.initialized = true;
@@ -274,15 +234,12 @@ class Backend {
     guard_void([&] {
       Registry& r = registry();
       std::lock_guard<std::mutex> lock(r.mu);
-      for (const rvl_buffer* b : r.buffers) {
+      for (rvl_buffer* b : r.buffers.take_all()) {
         give_back(b);
         delete b;
       }
-      for (const rvl_stream* s : r.streams) delete s;
-      for (const rvl_event* e : r.events) delete e;
-      r.buffers.clear();
-      r.streams.clear();
-      r.events.clear();
+      for (rvl_stream* s : r.streams.take_all()) delete s;
+      for (rvl_event* e : r.events.take_all()) delete e;
       r.initialized = false;
       Hooks::on_shutdown();
     });
@@ -308,9 +265,7 @@ class Backend {
       rvl_buffer* b = nullptr;
       try {  // no leak if the handle or the registry entry cannot be allocated
         b = new rvl_buffer{static_cast<std::byte*>(data), bytes};
-        Registry& r = registry();
-        std::lock_guard<std::mutex> lock(r.mu);
-        r.buffers.insert(b);
+        registry().buffers.add(b);
       } catch (...) {
         if (data) Hooks::deallocate(data, bytes);
         delete b;
@@ -322,12 +277,7 @@ class Backend {
 
   static rvl_error* buffer_free(rvl_buffer* buffer) {
     return guard([&] {
-      {  // erase-or-fail is the liveness check: a second free finds nothing
-        Registry& r = registry();
-        std::lock_guard<std::mutex> lock(r.mu);
-        if (r.buffers.erase(buffer) == 0)
-          invalid("buffer_free: not a live buffer (freed twice, or never allocated here)");
-      }
+      registry().buffers.take(buffer, "buffer_free");  // a second free finds nothing
       give_back(buffer);
       delete buffer;
     });
@@ -348,16 +298,9 @@ class Backend {
       check_out(out, "buffer_wrap");
       require_initialized();
       if (address == nullptr || bytes == 0) invalid("buffer_wrap: address is NULL or bytes is 0");
-      auto* b = new rvl_buffer{static_cast<std::byte*>(address), bytes, release, context};
-      try {
-        Registry& r = registry();
-        std::lock_guard<std::mutex> lock(r.mu);
-        r.buffers.insert(b);
-      } catch (...) {
-        delete b;  // release is not called on error (the ABI says so)
-        throw;
-      }
-      *out = b;
+      // adopt() deletes the handle if it cannot be registered; release is not called on error
+      // (the ABI says so).
+      *out = registry().buffers.adopt(new rvl_buffer{static_cast<std::byte*>(address), bytes, release, context});
     });
   }
 
@@ -409,12 +352,12 @@ class Backend {
       check_device(device);
       check_out(out, "stream_create");
       require_initialized();
-      *out = insert(registry().streams, new rvl_stream{device});
+      *out = registry().streams.adopt(new rvl_stream{device});
     });
   }
 
   static rvl_error* stream_destroy(rvl_stream* stream) {
-    return guard([&] { erase(registry().streams, stream, "stream_destroy: not a live stream"); });
+    return guard([&] { delete registry().streams.take(stream, "stream_destroy"); });
   }
 
   static rvl_error* stream_synchronize(rvl_stream* stream) {
@@ -425,7 +368,7 @@ class Backend {
     return guard([&] {
       check_stream(stream);
       check_out(out, "event_record");
-      *out = insert(registry().events, new rvl_event{stream});
+      *out = registry().events.adopt(new rvl_event{stream});
     });
   }
 
@@ -441,7 +384,7 @@ class Backend {
   }
 
   static rvl_error* event_destroy(rvl_event* event) {
-    return guard([&] { erase(registry().events, event, "event_destroy: not a live event"); });
+    return guard([&] { delete registry().events.take(event, "event_destroy"); });
   }
 
   // The checks every kernel launch needs, then the plugin's own validation and execution.
@@ -467,12 +410,19 @@ class Backend {
 
  private:
   struct Registry {
-    std::mutex mu;
-    bool initialized = false;
-    std::unordered_set<const rvl_buffer*> buffers;
-    std::unordered_set<const rvl_stream*> streams;
-    std::unordered_set<const rvl_event*> events;
+    std::mutex mu;  // initialize() and shutdown(), and the hooks they call
+    std::atomic<bool> initialized{false};
+    LiveSet<rvl_buffer> buffers{"buffer"};
+    LiveSet<rvl_stream> streams{"stream"};
+    LiveSet<rvl_event> events{"event"};
   };
+
+  // Whether the device is there: always for host memory; a hook `static bool available(std::string*
+  // reason)` (a driver to find, as in plugins/opencl) decides otherwise, with the reason for 0.
+  static bool available(std::string* reason) {
+    if constexpr (requires { Hooks::available(reason); }) return Hooks::available(reason);
+    return true;
+  }
 
   static Registry& registry() {
     // Never destroyed: the host may call shutdown() from its own static destructors at exit,
@@ -488,30 +438,7 @@ class Backend {
   }
 
   static void check_event(const rvl_event* e, const char* what) {
-    Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
-    if (r.events.count(e) == 0) invalid(std::string(what) + ": not a live event");
-  }
-
-  // Registers a new handle; deletes it if the registry cannot grow (std::bad_alloc propagates).
-  template <class T>
-  static T* insert(std::unordered_set<const T*>& set, T* p) {
-    std::lock_guard<std::mutex> lock(registry().mu);
-    try {
-      set.insert(p);
-    } catch (...) {
-      delete p;
-      throw;
-    }
-    return p;
-  }
-
-  // Unregisters and deletes a handle; erase-or-fail is the liveness check.
-  template <class T>
-  static void erase(std::unordered_set<const T*>& set, T* p, const char* not_live) {
-    std::lock_guard<std::mutex> lock(registry().mu);
-    if (set.erase(p) == 0) invalid(not_live);
-    delete p;
+    registry().events.get(e, what);
   }
 };
 

@@ -1,0 +1,136 @@
+// Plumbing every backend plugin needs, written once (C++ helper, header-only; used by
+// <ravel/host_backend.hpp>, plugins/level_zero, and meant for any new plugin):
+//  - rvl::check_range: a byte range inside a buffer, checked without overflow;
+//  - rvl::LiveSet<T>: the registry of live handles of one kind (buffers, streams, events), so a
+//    stale, foreign or NULL handle from the host is an INVALID_ARGUMENT error, never a crash, and
+//    a second free is caught by erase-or-fail;
+//  - RVL_BACKEND_MEMBERS and rvl::backend_table<Impl>(): the entry table filled from one list of
+//    the ABI's members, taking each from Impl's static member functions where Impl has it (an
+//    optional member Impl leaves out stays NULL).
+// Whether the host's struct has room for a member added in a later minor version is
+// RVL_HAS_MEMBER (backend.h).
+#ifndef RAVEL_PLUGIN_KIT_HPP
+#define RAVEL_PLUGIN_KIT_HPP
+
+#include <ravel/backend.hpp>
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace rvl {
+
+// Checks [offset, offset + bytes) lies inside a buffer of `size` bytes, without overflow.
+inline void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size) {
+  if (offset > size || bytes > size - offset)
+    invalid(std::string(what) + ": byte range [" + std::to_string(offset) + ", " +
+            std::to_string(offset) + " + " + std::to_string(bytes) +
+            ") is outside the buffer of " + std::to_string(size) + " bytes");
+}
+
+// Live handles of one kind. Its mutex is held only for a lookup, an insert or an erase, never
+// while the plugin waits on a device. `kind` names the handles in messages ("buffer").
+template <class T>
+class LiveSet {
+ public:
+  explicit LiveSet(const char* kind) : kind_(kind) {}
+
+  void add(const T* h) {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.insert(h);
+  }
+  bool contains(const T* h) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return h != nullptr && live_.count(h) != 0;
+  }
+  // The live handle, or INVALID_ARGUMENT naming `what`.
+  T* get(const T* h, const char* what) const {
+    if (!contains(h))
+      invalid(std::string(what) + ": not a live " + kind_ + (h ? " (freed, destroyed, or foreign)" : " (NULL)"));
+    return const_cast<T*>(h);  // the set holds what the plugin created
+  }
+  // Erase-or-fail is the liveness check of a free: a second free finds nothing.
+  T* take(const T* h, const char* what) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (h == nullptr || live_.erase(h) == 0)
+      invalid(std::string(what) + ": not a live " + kind_ + " (freed twice, or never created here)");
+    return const_cast<T*>(h);
+  }
+  // Registers a new handle and hands it back; deletes it if the set cannot grow (bad_alloc
+  // propagates), so a failed create leaks nothing.
+  T* adopt(T* h) {
+    try {
+      add(h);
+    } catch (...) {
+      delete h;
+      throw;
+    }
+    return h;
+  }
+  // Everything still live, removed (shutdown frees it).
+  std::vector<T*> take_all() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<T*> out;
+    for (const T* h : live_) out.push_back(const_cast<T*>(h));
+    live_.clear();
+    return out;
+  }
+  size_t size() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return live_.size();
+  }
+
+ private:
+  const char* kind_;
+  mutable std::mutex mu_;
+  std::unordered_set<const T*> live_;
+};
+
+// Every function member of rvl_backend_api after the error members, in ABI order. A member
+// appended in a minor version is appended here, and every plugin filling its table with
+// backend_table() picks it up where it implements it.
+#define RVL_BACKEND_MEMBERS(X)                                                                   \
+  X(probe) X(initialize) X(shutdown) X(get_info) X(device_count) X(device_properties)            \
+  X(buffer_allocate) X(buffer_free) X(buffer_size) X(buffer_write) X(buffer_read) X(buffer_copy) \
+  X(stream_create) X(stream_destroy) X(stream_synchronize) X(event_record) X(event_wait)         \
+  X(event_synchronize) X(event_destroy) X(execute_program) X(execute_contraction) X(synchronize) \
+  X(buffer_address) X(buffer_wrap) X(buffer_copy_peer)
+
+// The entry table: version, the helper's error members, and every member Impl defines as a
+// static member function (each a body wrapped in rvl::guard).
+template <class Impl>
+constexpr rvl_backend_api backend_table() {
+  rvl_backend_api t{};
+  t.struct_size = sizeof(rvl_backend_api);
+  t.abi_major = RVL_ABI_MAJOR;
+  t.abi_minor = RVL_ABI_MINOR;
+  t.error_code = rvl::error_code;
+  t.error_message = rvl::error_message;
+  t.error_destroy = rvl::error_destroy;
+#define RVL_KIT_FILL_(m) \
+  if constexpr (requires { &Impl::m; }) t.m = &Impl::m;
+  RVL_BACKEND_MEMBERS(RVL_KIT_FILL_)
+#undef RVL_KIT_FILL_
+  return t;
+}
+
+// Impl for backend_table when a plugin has no member of its own: version and error members only.
+struct NoMembers {};
+
+}  // namespace rvl
+
+// For a plugin whose members are free functions named like the table's members, all of them
+// (plugins/level_zero): the whole table from the one list, e.g.
+//   constexpr rvl_backend_api kTable = RVL_BACKEND_TABLE_OF_FUNCTIONS();
+// A missing function is a compile error naming the member.
+#define RVL_KIT_ASSIGN_(m) t.m = m;
+#define RVL_BACKEND_TABLE_OF_FUNCTIONS()                                 \
+  [] {                                                                   \
+    rvl_backend_api t = rvl::backend_table<rvl::NoMembers>();            \
+    RVL_BACKEND_MEMBERS(RVL_KIT_ASSIGN_)                                 \
+    return t;                                                            \
+  }()
+
+#endif  // RAVEL_PLUGIN_KIT_HPP
