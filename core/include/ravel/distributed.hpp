@@ -17,9 +17,10 @@
 // should exit with a non-zero status; finalize() then skips MPI_Finalize, which would wait for
 // the lost rank (docs/distributed.md, "Exit after a failure").
 //
-// Collectives run eagerly: the tensor is realized, staged through host memory, communicated, and
-// the result uploaded to the tensor's device. They are not graph nodes, so a Jit captures the
-// code before and after one, not the collective (docs/distributed.md says how makemore does it).
+// A collective realizes its input when called, stages it through host memory, communicates and
+// writes the result to the tensor's device. Inside a ravel::Jit it is captured as a host
+// operation between the kernels and runs again, with the new values and the argument check, at
+// every replay: a whole data-parallel step is one capture (docs/distributed.md).
 #pragma once
 
 #include <chrono>
@@ -53,7 +54,9 @@ struct Options {
   // Every wait on another rank (collectives, start-up, shut-down). RAVEL_DIST_TIMEOUT_S, when
   // set, overrides the default but not a value set here explicitly (see init).
   std::chrono::milliseconds timeout{60000};
-  // Exchange a header (kind, dtype, shape) before each collective to catch mismatched calls.
+  // Exchange a header (kind, dtype, shape) before each collective to catch mismatched calls
+  // (replays of a Jit included). The timeout's default comes from RAVEL_DIST_TIMEOUT_S or the
+  // config's distributed.timeout_s.
   bool check_arguments = true;
 };
 
@@ -108,6 +111,7 @@ std::vector<CommunicatorRecord> find_communicators();
 // bucket_bytes (DDP's 25 MiB default). Each bucket's all-reduce is started as soon as the bucket
 // is staged, so the staging of the next bucket overlaps it; the gradients themselves are computed
 // before (Ravel's backward is one lazy graph, not a per-parameter hook: docs/distributed.md).
+// reduce_gradients may be called inside a Jit (its buckets are replayed like the collectives).
 struct DataParallelConfig {
   size_t bucket_bytes = size_t{25} << 20;
 };
