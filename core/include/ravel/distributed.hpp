@@ -51,12 +51,11 @@ class PeerLostError : public CommunicationError { using CommunicationError::Comm
 enum class ReduceOp { Sum, Prod, Max, Min };  // bool: Sum/Max are or, Prod/Min and
 
 struct Options {
-  // Every wait on another rank (collectives, start-up, shut-down). RAVEL_DIST_TIMEOUT_S, when
-  // set, overrides the default but not a value set here explicitly (see init).
+  // Every wait on another rank (collectives, start-up, shut-down). RAVEL_DIST_TIMEOUT_S, else the
+  // config's distributed.timeout_s, overrides the default but not a value set here explicitly.
   std::chrono::milliseconds timeout{60000};
   // Exchange a header (kind, dtype, shape) before each collective to catch mismatched calls
-  // (replays of a Jit included). The timeout's default comes from RAVEL_DIST_TIMEOUT_S or the
-  // config's distributed.timeout_s.
+  // (replays of a Jit included).
   bool check_arguments = true;
 };
 
