@@ -7,6 +7,11 @@
 // Measures, never asserts.
 //   bench_data_parallel [rounds (3)]
 //   bench_data_parallel --child makemore|mlp|allreduce N   (one measurement, printed as "us X")
+//   bench_data_parallel --peer N|memcpy --workload W --size S --warmup W --reps R
+//       a ravel-bench peer (docs/bench.md, "Peers"; configs/bench/data-parallel.json): W is
+//       makemore or mlp (S = the global batch) or all_reduce (S = f32 elements per device), run
+//       in a child process with RAVEL_TBB_DEVICES=N; "memcpy" times one memcpy of the bytes an
+//       all_reduce reduces per device (4 S), the limit the all_reduce row is compared with.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,9 +41,9 @@ std::vector<Device> mesh_of(int n) {
   return m;
 }
 
-// Median microseconds per call of `body` over `reps` calls after `warmup`.
+// Microseconds per call of `body` over `reps` calls after `warmup`, sorted.
 template <class F>
-double median_us(int warmup, int reps, F&& body) {
+std::vector<double> times_us(int warmup, int reps, F&& body) {
   for (int i = 0; i < warmup; ++i) body();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
@@ -47,12 +52,26 @@ double median_us(int warmup, int reps, F&& body) {
     t.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
   }
   std::sort(t.begin(), t.end());
+  return t;
+}
+
+template <class F>
+double median_us(int warmup, int reps, F&& body) {
+  const std::vector<double> t = times_us(warmup, reps, body);
   return t[t.size() / 2];
+}
+
+// The protocol's result line for times `t` (us, sorted).
+void print_result(const std::string& workload, int64_t size, const std::vector<double>& t, const std::string& threads) {
+  std::printf("{\"workload\": \"%s\", \"size\": [%lld], \"median_ms\": %.6f, \"min_ms\": %.6f, \"max_ms\": %.6f, "
+              "\"reps\": %zu, \"checked\": false, \"threads\": \"%s\"}\n",
+              workload.c_str(), static_cast<long long>(size), t[t.size() / 2] / 1e3, t.front() / 1e3, t.back() / 1e3,
+              t.size(), threads.c_str());
 }
 
 // One Jit-captured SGD step of `model` on a batch split over the mesh; returns us per step.
 template <class Model>
-double step_us(Model& model, int n, const Tensor& x, const Tensor& y, int reps) {
+std::vector<double> step_times(Model& model, int n, const Tensor& x, const Tensor& y, int warmup, int reps) {
   std::vector<Tensor*> params = model.parameters();
   if (n > 1)
     for (Tensor* p : params) p->assign(p->replicate(mesh_of(n)));
@@ -70,7 +89,7 @@ double step_us(Model& model, int n, const Tensor& x, const Tensor& y, int reps) 
   Tensor xs = n > 1 ? x.shard(mesh_of(n), 0) : x, ys = n > 1 ? y.shard(mesh_of(n), 0) : y;
   xs.realize();
   ys.realize();
-  return median_us(10, reps, [&] { step({xs, ys})[0].item<float>(); });
+  return times_us(warmup, reps, [&] { step({xs, ys})[0].item<float>(); });
 }
 
 struct Makemore {
@@ -90,38 +109,54 @@ Tensor labels(int64_t n, int64_t classes) {
   return (Tensor::rand({n}, 9) * double(classes)).cast(DType::I64).realize();
 }
 
-int child(const std::string& what, int n) {
-  double us = 0;
+// The all_reduce of n parts of `elems` f32 elements each (one per device), replicated on every
+// device; times in us.
+std::vector<double> all_reduce_times(int n, int64_t elems, int warmup, int reps) {
+  Tensor parts = Tensor::rand({n * elems}, 7).shard(mesh_of(n), 0);
+  parts.realize();
+  return times_us(warmup, reps, [&] {
+    Tensor r = ravel::all_reduce(parts);
+    r.realize();
+    for (const Device& d : mesh_of(n)) ravel::synchronize(d);
+  });
+}
+
+std::vector<double> memcpy_times(int64_t elems, int warmup, int reps) {
+  std::vector<float> a(static_cast<size_t>(elems), 1.0f), b(static_cast<size_t>(elems));
+  return times_us(warmup, reps, [&] {
+    std::memcpy(b.data(), a.data(), a.size() * sizeof(float));
+    asm volatile("" : : "r"(b.data()) : "memory");
+  });
+}
+
+// One measurement in this process (RAVEL_TBB_DEVICES=n set by the parent): the times in us.
+std::vector<double> measure(const std::string& what, int n, int64_t size, int warmup, int reps) {
   if (what == "makemore") {
     Makemore m;
-    us = step_us(m, n, labels(64 * 3, 27).reshape({64, 3}), labels(64, 27), 301);
-  } else if (what == "mlp") {
+    return step_times(m, n, labels(size * 3, 27).reshape({size, 3}), labels(size, 27), warmup, reps);
+  }
+  if (what == "mlp") {
     Mlp m;
-    us = step_us(m, n, Tensor::rand({256, 784}, 8).realize(), labels(256, 10), 31);
-  } else if (what == "allreduce") {
-    // n parts of 16 MiB each (f32), reduced onto every device, against one memcpy of 16 MiB.
-    const int64_t elems = 4 << 20;
-    Tensor parts = Tensor::rand({n * elems}, 7).shard(mesh_of(n), 0);
-    parts.realize();
-    const double reduce_us = median_us(2, 9, [&] {
-      Tensor r = ravel::all_reduce(parts);
-      r.realize();
-      for (const Device& d : mesh_of(n)) ravel::synchronize(d);
-    });
-    std::vector<float> a(static_cast<size_t>(elems), 1.0f), b(static_cast<size_t>(elems));
-    const double copy_us = median_us(2, 9, [&] {
-      std::memcpy(b.data(), a.data(), a.size() * sizeof(float));
-      asm volatile("" : : "r"(b.data()) : "memory");
-    });
-    std::printf("us %.1f memcpy_us %.1f\n", reduce_us, copy_us);
+    return step_times(m, n, Tensor::rand({size, 784}, 8).realize(), labels(size, 10), warmup, reps);
+  }
+  if (what == "all_reduce") return all_reduce_times(n, size, warmup, reps);
+  throw ravel::ValueError("bench_data_parallel: unknown workload " + what);
+}
+
+int child(const std::string& what, int n) {
+  if (what == "allreduce") {  // n parts of 16 MiB each (f32), against one memcpy of 16 MiB
+    const std::vector<double> r = all_reduce_times(n, 4 << 20, 2, 9), c = memcpy_times(4 << 20, 2, 9);
+    std::printf("us %.1f memcpy_us %.1f\n", r[r.size() / 2], c[c.size() / 2]);
     return 0;
   }
-  std::printf("us %.1f\n", us);
+  const std::vector<double> t = measure(what, n, what == "mlp" ? 256 : 64, 10, what == "mlp" ? 31 : 301);
+  const double steps = 10 + (what == "mlp" ? 31 : 301);
+  std::printf("us %.1f kernels_per_step %.1f\n", t[t.size() / 2], double(ravel::cumulative_stats().kernels()) / steps);
   return 0;
 }
 
-// Runs `--child what n` with RAVEL_TBB_DEVICES=n; returns its output line.
-std::string run_child(const char* self, const std::string& what, int n) {
+// Runs this program with `args` and RAVEL_TBB_DEVICES=n; returns its standard output.
+std::string run_child(const char* self, const std::vector<std::string>& args, int n) {
   int fd[2];
   if (pipe(fd) != 0) return "";
   pid_t pid = fork();
@@ -129,7 +164,10 @@ std::string run_child(const char* self, const std::string& what, int n) {
     dup2(fd[1], 1);
     close(fd[0]);
     setenv("RAVEL_TBB_DEVICES", std::to_string(n).c_str(), 1);
-    execl(self, self, "--child", what.c_str(), std::to_string(n).c_str(), static_cast<char*>(nullptr));
+    std::vector<char*> argv{const_cast<char*>(self)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(self, argv.data());
     _exit(127);
   }
   close(fd[1]);
@@ -143,10 +181,51 @@ std::string run_child(const char* self, const std::string& what, int n) {
   return out;
 }
 
+std::string run_child(const char* self, const std::string& what, int n) {
+  return run_child(self, {"--child", what, std::to_string(n)}, n);
+}
+
+// ravel-bench's peer protocol (docs/bench.md, "Peers"):
+//   --peer N|memcpy --workload W --size S --warmup W --reps R
+int peer(const char* self, int argc, char** argv) {
+  std::map<std::string, std::string> a;
+  for (int i = 1; i + 1 < argc; i += 2) a[argv[i]] = argv[i + 1];
+  const std::string who = a["--peer"], workload = a["--workload"];
+  const int64_t size = std::atoll(a["--size"].c_str());  // one number: "64", or "4194304"
+  const int warmup = std::max(0, std::atoi(a["--warmup"].c_str())), reps = std::max(1, std::atoi(a["--reps"].c_str()));
+  auto unavailable = [&](const std::string& why) {
+    std::printf("{\"workload\": \"%s\", \"size\": [%lld], \"unavailable\": \"%s\"}\n", workload.c_str(),
+                static_cast<long long>(size), why.c_str());
+    return 0;
+  };
+  if (size <= 0) return unavailable("the size must be one positive number");
+  if (who == "memcpy") {
+    if (workload != "all_reduce") return unavailable("the memcpy peer times all_reduce's bytes only");
+    print_result(workload, size, memcpy_times(size, warmup, reps), "1 (glibc memcpy)");
+    return 0;
+  }
+  const int n = std::atoi(who.c_str());
+  if (n < 1 || n > 64) return unavailable("--peer expects a device count from 1 to 64 or memcpy, got " + who);
+  if (workload != "makemore" && workload != "mlp" && workload != "all_reduce")
+    return unavailable("data-parallel peers run makemore, mlp and all_reduce");
+  if (workload == "all_reduce" && n < 2) return unavailable("an all_reduce needs 2 or more devices");
+  std::fputs(run_child(self, {"--measure", workload, std::to_string(n), std::to_string(size), std::to_string(warmup),
+                              std::to_string(reps)}, n).c_str(), stdout);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
   if (argc == 4 && std::string(argv[1]) == "--child") return child(argv[2], std::atoi(argv[3]));
+  if (argc == 7 && std::string(argv[1]) == "--measure") {  // a peer's child (RAVEL_TBB_DEVICES set)
+    const int n = std::atoi(argv[3]);
+    const int64_t size = std::atoll(argv[4]);
+    print_result(argv[2], size, measure(argv[2], n, size, std::atoi(argv[5]), std::atoi(argv[6])),
+                 "RAVEL_TBB_DEVICES=" + std::to_string(n) + " (the cores split over the devices)");
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--peer") return peer(argv[0], argc, argv);
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 3;
   const std::vector<int> counts = {1, 2, 4};
   std::map<std::string, std::map<int, std::vector<double>>> t;  // workload -> devices -> us per round

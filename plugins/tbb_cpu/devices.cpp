@@ -49,7 +49,6 @@ Config read_config() {
   // Note [Queues by core count] in devices.hpp.
   const int cores = std::max(1, tbb::info::default_concurrency());
   if (c.devices > 1 && cores >= 2 * c.devices) c.queues = Queues::All;
-  else if (c.devices > 1 && c.devices <= cores) c.queues = Queues::Caller;
   const std::string async = env("RAVEL_TBB_ASYNC");
   if (!async.empty()) {
     if (async != "0" && async != "1" && async != "caller")

@@ -39,13 +39,16 @@ constexpr int32_t kMaxDevices = 64;
 // launches device 0's kernels, then device 1's, and waits only to read. But a queue's worker is a
 // thread, and where workers and the launching thread outnumber the cores every hand-off is a
 // sleep and a wake-up (6.3 ms for a 2-device makemore step on 2 cores, against 0.24 ms with no
-// queues at all). So, with N devices on C cores (RAVEL_TBB_ASYNC=1, caller or 0 forces a mode):
-//  - C >= 2N: a queue per device (All);
-//  - N <= C < 2N: device 0 runs its kernels on the launching thread, devices 1..N-1 on queues
-//    (Caller): N busy threads on N cores, and while the host computes device 0's kernel the
-//    workers compute the others' (the core interleaves the devices' kernels, Note [Device
-//    interleaving] in core/src/schedule/schedule.cpp);
-//  - C < N: no queues (None), one device after another.
+// queues at all). So, with N devices on C cores:
+//  - C >= 2N: a queue per device (All; RAVEL_TBB_ASYNC=1 forces it);
+//  - else no queues (None; RAVEL_TBB_ASYNC=0), one device after another;
+//  - RAVEL_TBB_ASYNC=caller: device 0 runs its kernels on the launching thread, devices 1..N-1
+//    on queues: N busy threads, and while the host computes device 0's kernel the workers compute
+//    the others' (the core interleaves the devices' kernels, Note [Device interleaving] in
+//    core/src/schedule/interleave.cpp). Meant for N <= C < 2N, but not the default there: on
+//    this shared 2-core VM it measured slower than None (a 2-device makemore step 290-400 us
+//    against 215, docs/performance.md §6): a worker preempted while the host waits for it costs
+//    more than the overlap gains. To be measured again on an idle machine.
 // Workers and waiters poll before they sleep only where workers + the host fit on the cores.
 enum class Queues { None, All, Caller };
 

@@ -58,7 +58,7 @@ const char* kTinyWorkloads = R"([{"name": "matmul", "sizes": [[5, 7, 3]]}, {"nam
 BOOST_AUTO_TEST_CASE(every_workload_matches_the_naive_computation_under_every_policy) {
   ravel::Runtime::reset({.config_path = {}, .extra_paths = {}, .use_environment = false, .use_default_paths = true, .load_plugins = true, .excluded_plugins = {}});
   for (const auto& w : workload_catalog()) {
-    if (!w.unavailable.empty()) continue;
+    if (!w.unavailable.empty() || w.name == "all_reduce") continue;  // all_reduce: below, on several devices
     for (auto p : {ravel::FusionPolicy::None, ravel::FusionPolicy::Elementwise, ravel::FusionPolicy::Reduce, ravel::FusionPolicy::Full}) {
       ravel::set_fusion_options({.policy = p});
       Size s = w.name == "matmul" ? Size{9, 17, 5} : w.name == "mlp" ? Size{3} : w.name == "elementwise" ? Size{1000} : Size{7, 13};
@@ -72,6 +72,57 @@ BOOST_AUTO_TEST_CASE(every_workload_matches_the_naive_computation_under_every_po
   }
   ravel::set_fusion_options({});
 }
+
+// all_reduce runs over every device of the row's plugin; with one device it is unavailable (a
+// row reported as such, not a failure), never a run of nothing.
+BOOST_AUTO_TEST_CASE(all_reduce_reduces_over_every_device_and_is_unavailable_on_one) {
+  // The device count is fixed when the plugin initialises: each count is its own ravel-bench run.
+  const fs::path dir = scratch("all_reduce");
+  std::ofstream(dir / "ar.json") << R"({"placement": {"devices": ["tbb_cpu:0"]}, "bench": {"workloads": )"
+                                 << R"([{"name": "all_reduce", "sizes": [[1001]]}], "warmup": 0, "repetitions": 2}})";
+  for (const char* n : {"1", "2", "3"}) {
+    BOOST_TEST_CONTEXT("RAVEL_TBB_DEVICES=" << n) {
+      setenv("RAVEL_TBB_DEVICES", n, 1);
+      const fs::path out = dir / n;
+      const int status = run_exe(dir / "ar.json", out);
+      unsetenv("RAVEL_TBB_DEVICES");
+      BOOST_TEST(status == 0, slurp(out / "stdout.txt"));  // unavailable is not a failure
+      const json rows = json::parse(slurp(out / "results.json"))["results"];
+      BOOST_TEST_REQUIRE(rows.size() == 1u);
+      if (std::string(n) == "1") {
+        BOOST_TEST(rows[0]["status"] == "unavailable");
+        BOOST_TEST(has(rows[0]["message"].get<std::string>(), "needs 2 or more devices of tbb_cpu, this process has 1"));
+      } else {
+        BOOST_TEST(rows[0]["status"] == "ok", rows[0]["message"].get<std::string>());
+        BOOST_TEST(rows[0]["checked"] == "yes");  // the sum on every device against the host's
+        BOOST_TEST(rows[0]["bytes"].get<double>() == 4 * 1001.0);
+      }
+    }
+  }
+}
+
+#ifdef RAVEL_BENCH_DATA_PARALLEL_EXE
+// The data-parallel peer (configs/bench/data-parallel.json) speaks the protocol: a result line
+// per workload it runs, "unavailable" for what it does not.
+BOOST_AUTO_TEST_CASE(the_data_parallel_peer_speaks_the_protocol) {
+  const fs::path dir = scratch("data_parallel_peer");
+  BenchConfig c;
+  c.config_dir = dir.string();
+  c.peer_timeout_s = 120;
+  const std::string exe = RAVEL_BENCH_DATA_PARALLEL_EXE;
+  Row r = run_peer(c, PeerSpec{"2 devices", {exe, "--peer", "2"}}, "all_reduce", {1000}, 0, 2, dir.string());
+  BOOST_TEST(r.status == "ok", r.message);
+  BOOST_TEST(r.reps == 2);
+  r = run_peer(c, PeerSpec{"2 devices", {exe, "--peer", "2"}}, "makemore", {8}, 0, 2, dir.string());
+  BOOST_TEST(r.status == "ok", r.message);
+  r = run_peer(c, PeerSpec{"memcpy", {exe, "--peer", "memcpy"}}, "all_reduce", {1000}, 0, 3, dir.string());
+  BOOST_TEST(r.status == "ok", r.message);
+  r = run_peer(c, PeerSpec{"memcpy", {exe, "--peer", "memcpy"}}, "mlp", {4}, 0, 1, dir.string());
+  BOOST_TEST(r.status == "unavailable", r.message);
+  r = run_peer(c, PeerSpec{"1 device", {exe, "--peer", "1"}}, "all_reduce", {1000}, 0, 1, dir.string());
+  BOOST_TEST(r.status == "unavailable", r.message);
+}
+#endif
 
 BOOST_AUTO_TEST_CASE(tiny_config_writes_json_csv_and_svg_with_the_expected_rows) {
   fs::path dir = scratch("ok");
@@ -192,7 +243,7 @@ BOOST_AUTO_TEST_CASE(missing_device_and_failing_workload_fail_the_run_but_the_re
 }
 
 BOOST_AUTO_TEST_CASE(shipped_configs_parse) {
-  for (const char* f : {"configs/bench/fusion-policies.json", "configs/bench/cpu-vs-peers.json", "configs/default.json", "configs/cpu.json"}) {
+  for (const char* f : {"configs/bench/fusion-policies.json", "configs/bench/cpu-vs-peers.json", "configs/bench/data-parallel.json", "configs/default.json", "configs/cpu.json"}) {
     fs::path p = fs::path(RAVEL_SOURCE_DIR) / f;
     BOOST_TEST_CONTEXT(f) {
       ravel::RuntimeOptions o;

@@ -144,15 +144,21 @@ RunResult run_bench(const BenchConfig& cfg, const RunOptions& opt) {
       } else {
         for (size_t d = 0; d < devices.size(); ++d) {
           std::shared_ptr<Instance> inst;
-          std::string err = device_error[d];
+          std::string err = device_error[d], unavailable;
           if (err.empty()) try {
               progress.update(head + ": preparing inputs on " + devices[d]);
               inst = make_instance(spec.name, size, Device::parse(devices[d]));
+            } catch (const Unavailable& e) {
+              unavailable = e.what();
             } catch (const std::exception& e) {
               err = std::string("preparing inputs failed: ") + e.what();
             }
           for (FusionPolicy p : policies) {
             size_t row = new_row(devices[d], fusion_policy_name(p));
+            if (!unavailable.empty()) {
+              rows[row].status = "unavailable", rows[row].message = unavailable;
+              continue;
+            }
             if (!err.empty()) {
               fail(rows[row], err);
               continue;

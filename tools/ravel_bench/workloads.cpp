@@ -240,6 +240,45 @@ class MakemoreInstance : public Instance {
   std::unique_ptr<Jit> jit_;  // made once p_ holds the parameters (its state)
 };
 
+// ---- all_reduce over the devices of one plugin ----------------------------------------------------
+// One part of n elements per device (a tensor split along axis 0), summed onto every device;
+// checked on every device against the sum of the parts on the host.
+class AllReduceInstance : public Instance {
+ public:
+  AllReduceInstance(int64_t n, const Device& d) : n_(n) {
+    for (const DeviceRecord& x : Runtime::get().devices())
+      if (x.device.backend() == d.backend()) mesh_.push_back(x.device);
+    if (mesh_.size() < 2)
+      throw Unavailable("an all_reduce needs 2 or more devices of " + d.backend() + ", this process has " +
+                        std::to_string(mesh_.size()) + " (RAVEL_TBB_DEVICES=N for tbb_cpu; configs/bench/data-parallel.json runs it in "
+                        "child processes)");
+    parts_ = uniform({int64_t(mesh_.size()) * n}, 5, mesh_[0]).shard(mesh_, 0).realize();
+  }
+  void run() override {
+    Tensor r = all_reduce(parts_);
+    r.realize();
+    for (const Device& d : mesh_) synchronize(d);
+  }
+  std::string check() override {
+    const std::vector<double> all = to_double(parts_);
+    std::vector<double> want(static_cast<size_t>(n_), 0.0);
+    for (size_t p = 0; p < mesh_.size(); ++p)
+      for (int64_t i = 0; i < n_; ++i) want[size_t(i)] += all[p * size_t(n_) + size_t(i)];
+    const std::vector<Tensor> got = all_reduce(parts_).shards();
+    for (size_t p = 0; p < got.size(); ++p)
+      if (std::string e = compare("the result on " + mesh_[p].str(), got[p].to_vector<float>(), want,
+                                  1e-6 * double(mesh_.size()), 1e-5);
+          !e.empty())
+        return e;
+    return "";
+  }
+
+ private:
+  int64_t n_;
+  std::vector<Device> mesh_;
+  Tensor parts_;
+};
+
 }  // namespace
 
 const std::vector<WorkloadInfo>& workload_catalog() {
@@ -259,6 +298,9 @@ const std::vector<WorkloadInfo>& workload_catalog() {
                    "(ravel::Jit) as the main job runs it", 1, "batch", {{64}}, true, ""},
       {"makemore_eager", "the makemore step without ravel::Jit: graph built, differentiated and scheduled every "
                          "step (kernel cache hits)", 1, "batch", {{64}}, true, ""},
+      {"all_reduce", "sum all_reduce of n f32 elements on each device of the row's plugin (every one of its devices, "
+                     "2 or more: RAVEL_TBB_DEVICES), replicated on all of them; bytes = 4n, the bytes reduced per "
+                     "device (NCCL's algorithm bandwidth)", 1, "n", {{1 << 22}}, false, ""},
   };
   return catalog;
 }
@@ -283,6 +325,7 @@ Work work_of(const std::string& name, const Size& s) {
   if (name == "sum_axis0") return {d(0) * d(1), 4 * d(0) * d(1) + 4 * d(1)};
   if (name == "sum_axis1") return {d(0) * d(1), 4 * d(0) * d(1) + 4 * d(0)};
   if (name == "transpose") return {0, 8 * d(0) * d(1)};
+  if (name == "all_reduce") return {0, 4 * d(0)};
   if (name == "mlp") {
     // Forward: three matmuls; backward: a weight-gradient matmul per layer and an input-gradient
     // matmul for the two upper layers. Elementwise work is small beside these and not counted.
@@ -366,6 +409,7 @@ std::unique_ptr<Instance> make_instance(const std::string& name, const Size& s, 
         [](const std::vector<Tensor>& t) { return t[0].transpose().contiguous(); },
         elementwise_naive([r, c](const V& in, size_t e) { return in[0][(e % size_t(r)) * c + e / size_t(r)]; }), 0, 0,
         size_t(r * c), size_t(r * c));
+  if (name == "all_reduce") return std::make_unique<AllReduceInstance>(s[0], dev);
   if (name == "mlp") return std::make_unique<MlpInstance>(s[0], dev);
   if (name == "makemore") return std::make_unique<MakemoreInstance>(s[0], dev, true);
   if (name == "makemore_eager") return std::make_unique<MakemoreInstance>(s[0], dev, false);

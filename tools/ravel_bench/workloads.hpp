@@ -3,6 +3,8 @@
 // result once, so that a benchmark never times wrong answers.
 #pragma once
 
+#include <stdexcept>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +44,11 @@ class Instance {
   virtual void run() = 0;
   // Runs once and compares with the naive host computation: "" when correct, else what differs.
   virtual std::string check() = 0;
+};
+// make_instance throws this where the workload cannot run on what this process has (an
+// all_reduce over a plugin with one device): the row is reported unavailable, not failed.
+struct Unavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 std::unique_ptr<Instance> make_instance(const std::string& name, const Size& size, const Device& device);
 

@@ -76,18 +76,18 @@ std::vector<Tensor> gradients(const Tensor& output, const std::vector<Tensor>& i
       if (!fresh) slot->second = slot->second + p;
     }
   }
-  std::vector<Tensor> out;
-  for (const auto& x : inputs) {
-    if (is_multi(x) && x.node() != output.node()) {
-      out.push_back(sharded_gradient(x, [&](const Tensor& part) {
-        auto a = adjoint.find(part.node().get());
-        return a != adjoint.end() ? a->second : Tensor();
-      }));
-      continue;
-    }
+  std::vector<Tensor> bundles;  // the gradients of the bundles among the inputs, bucketed
+  for (const auto& x : inputs) bundles.push_back(x.node() != output.node() ? x : Tensor());
+  std::vector<Tensor> out = sharded_gradients(bundles, [&](const Tensor& part) {
+    auto a = adjoint.find(part.node().get());
+    return a != adjoint.end() ? a->second : Tensor();
+  });
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& x = inputs[i];
+    if (out[i].defined()) continue;
     auto a = adjoint.find(x.node().get());
-    out.push_back(a != adjoint.end() && x.node() != output.node() ? a->second
-                  : x.node() == output.node() ? cot.cast(x.dtype()) : Tensor::zeros_like(x));
+    out[i] = a != adjoint.end() && x.node() != output.node() ? a->second
+             : x.node() == output.node() ? cot.cast(x.dtype()) : Tensor::zeros_like(x);
   }
   return out;
 }

@@ -16,7 +16,7 @@ namespace ravel::detail {
 
 namespace {
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 }  // namespace
 
 void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets) {
@@ -45,7 +45,7 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets) {
     stats.cache_misses = s.cache == Schedule::Cache::Miss;
     if (settings.debug >= 2) print_graph_cut(order, s);
     run_recipe(rt, s.recipe, s.graph.locals, stats, settings.debug);
-    stats.schedule_seconds = since(t_start) - stats.execute_seconds;
+    stats.schedule_seconds = seconds_since(t_start) - stats.execute_seconds;
   }
   record_realization(stats);
 }

@@ -246,8 +246,12 @@ Tensor Tensor::to(const Device& dev) const {
   if (is_multi(*this)) return multi_to(*this, dev);  // a gather (Note [Sharded tensors])
   if (device() == dev) return *this;
   // A broadcast constant (zeros, full, ...) is remade on the target device: nothing to copy.
+  // Not where the chain carries an autodiff marker (an argument alias: its gradient must reach
+  // it through the Transfer) — unless gradients are off, when no gradient flows through the
+  // result either (an optimizer's learning rate times a data-parallel gradient: remade on each
+  // device, not copied and transferred every step).
   const Node& base = *base_of(*this);
-  const bool marked = node()->kind == NodeKind::View && node()->marked_chain;
+  const bool marked = node()->kind == NodeKind::View && node()->marked_chain && grad_mode_enabled();
   if (base.kind == NodeKind::Const && !view_of(*this).has_mask() && !marked)
     return make_const(base.value, dtype(), dev).reshape(Shape(ndim(), 1)).expand(shape());
   // Only contiguous data crosses devices: a tensor laid out exactly like its base buffer (a
