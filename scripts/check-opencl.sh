@@ -21,7 +21,7 @@ if ! ls /etc/OpenCL/vendors/*.icd >/dev/null 2>&1; then
   exit 0
 fi
 cmake --build "$B" -j"$jobs" --target ravel_backend_opencl ravel-conformance >/dev/null
-plugin="$B/lib/ravel/plugins/libravel_backend_opencl.so"
+plugin="$B/lib/opencl/libravel_backend_opencl.so"
 mkdir -p "$B/pocl-cache" "$B/opencl"
 export POCL_CACHE_DIR="$B/pocl-cache" RAVEL_CONFIG= RAVEL_PLUGIN_PATH=
 log="$B/opencl/conformance.log"
