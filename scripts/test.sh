@@ -23,7 +23,7 @@ if [ -x scripts/check-sdk.sh ]; then
 fi
 
 # Backend-specific checks that need their own toolchains (scripts/check-<backend>.sh build).
-for check in scripts/check-hip.sh scripts/check-level-zero.sh; do
+for check in scripts/check-hip.sh scripts/check-level-zero.sh scripts/check-opencl.sh; do
   if [ -x "$check" ]; then
     stage "$check"
     "$check" build
@@ -55,7 +55,7 @@ stage "ASan + UBSan build and tests (build-asan/)"
 # test sources are compiled without instrumentation (the code under test is instrumented; see
 # tests/CMakeLists.txt): that cut this stage's compile time by about 40%.
 cmake -S . -B build-asan -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-O1 -g1" -DCMAKE_CXX_FLAGS="-O1 -g1" \
-  -DRAVEL_SANITIZE=ON -DRAVEL_BUILD_BENCH=OFF -DRAVEL_HIP_PLATFORM=OFF -DRAVEL_LEVEL_ZERO=OFF >/dev/null
+  -DRAVEL_SANITIZE=ON -DRAVEL_BUILD_BENCH=OFF -DRAVEL_HIP_PLATFORM=OFF -DRAVEL_LEVEL_ZERO=OFF -DRAVEL_OPENCL=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 # Leaks are checked too; tests/lsan.supp lists the plugins' deliberate never-freed singletons.
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \

@@ -17,7 +17,7 @@ void commit(std::vector<std::pair<Tensor*, Tensor>>& updates, const std::vector<
 }
 
 // Every parameter's stored gradient (Tensor::grad), the replicated ones of a data-parallel model
-// all-reduced together (Note [Gradient buckets] in tensor/gradient_buckets.cpp).
+// all-reduced together (Note [Replica gradient buckets] in tensor/gradient_buckets.cpp).
 std::vector<Tensor> stored_gradients(const std::vector<Tensor*>& params) {
   std::vector<Tensor> bundles;
   for (Tensor* p : params) {

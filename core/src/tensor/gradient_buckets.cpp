@@ -1,5 +1,5 @@
 // Gradients of many bundles at once, the replicated ones summed across devices in one bucket
-// (Note [Gradient buckets]).
+// (Note [Replica gradient buckets]).
 #include <map>
 #include <utility>
 
@@ -8,7 +8,8 @@
 
 namespace ravel::detail {
 
-// Note [Gradient buckets]
+// Note [Replica gradient buckets] (across the devices of one process; across processes:
+// Note [Gradient buckets] in distributed/data_parallel.cpp)
 // The gradient of a replicated parameter is the sum of its replicas' gradients, an all-reduce
 // (Note [Sharded gradients]). Done parameter by parameter, a data-parallel step moves every
 // gradient between devices on its own and adds it on its own: for makemore over two devices, ten

@@ -79,7 +79,7 @@ std::vector<Tensor> split_cotangent(const NodePtr& multi, const Tensor& g);
 // an undefined tensor for a part no gradient reached: zeros).
 Tensor sharded_gradient(const Tensor& x, const std::function<Tensor(const Tensor&)>& part_gradient);
 // sharded_gradient of every bundle in xs at once (undefined for the tensors that are not
-// bundles), the replicated ones reduced across devices together (Note [Gradient buckets]).
+// bundles), the replicated ones reduced across devices together (Note [Replica gradient buckets]).
 std::vector<Tensor> sharded_gradients(const std::vector<Tensor>& xs,
                                       const std::function<Tensor(const Tensor&)>& part_gradient);
 
