@@ -77,6 +77,27 @@ BOOST_AUTO_TEST_CASE(bucketed_gradients_equal_parameter_by_parameter_ones_bitwis
   for (size_t i = 0; i < before.size(); ++i) BOOST_TEST(after[i] == before[i] - g[i] * 0.5f);
 }
 
+// ravel::gradients with respect to replicas built outside the differentiated code: replica k is
+// a Transfer of replica 0's node, and the gradient must not flow from one replica into another
+// (it did: device k's share was counted twice). Realized or not, on 2 and 3 devices.
+BOOST_AUTO_TEST_CASE(gradients_of_replicas_made_outside_count_each_device_once) {
+  Tensor x = data({12, 5}, 1, DType::F64), w = data({5, 3}, 2, DType::F64);
+  auto f = [](const Tensor& a, const Tensor& b) { return a.matmul(b).tanh().sum(); };
+  const Tensor want = ravel::gradients(f(x, w), {w})[0];
+  for (size_t n : {2u, 3u}) {
+    for (bool realized : {false, true}) {
+      BOOST_TEST_CONTEXT(n << " devices, replicas " << (realized ? "realized" : "lazy")) {
+        const auto m = mesh(n);
+        Tensor xs = x.shard(m, 0), wr = w.replicate(m);
+        if (realized) xs.realize(), wr.realize();
+        const Tensor g = ravel::gradients(f(xs, wr), {wr})[0];
+        BOOST_TEST(g.sharding().value().replicated());
+        for (const Tensor& rep : g.shards()) check_close(rep, want, 1e-12);
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(tensor_parallel_gradients) {
   Tensor x = data({5, 6}, 1, DType::F64), w = data({6, 4}, 2, DType::F64);
   auto f = [](const std::vector<Tensor>& a) { return (a[0].matmul(a[1]).tanh() * 1.5).sum(); };

@@ -45,10 +45,16 @@ std::vector<Tensor> gradients(const Tensor& output, const std::vector<Tensor>& i
   }
   // Only nodes on a path to some input need an adjoint.
   std::unordered_set<const Node*> targets, relevant;
+  // The parts of a bundle asked for are leaves here: a replica is made from another (part k is a
+  // Transfer of part 0's node: Tensor::replicate), and the adjoint of part k flowing on into
+  // part 0 would count device k's gradient twice in the sum over replicas.
+  std::unordered_set<const Node*> part_leaves;
   for (const auto& x : inputs) {
     check_defined(x, "gradients");
     targets.insert(x.node().get());
     for (const auto& p : parts_of(x)) targets.insert(p.node().get());  // Note [Sharded gradients]
+    if (is_multi(x))
+      for (const auto& p : parts_of(x)) part_leaves.insert(p.node().get());
   }
   for (const auto& n : order) {  // sources come first in post-order
     bool r = targets.count(n.get()) > 0;
@@ -61,7 +67,7 @@ std::vector<Tensor> gradients(const Tensor& output, const std::vector<Tensor>& i
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     const NodePtr& n = *it;
     auto a = adjoint.find(n.get());
-    if (a == adjoint.end() || !relevant.count(n.get())) continue;
+    if (a == adjoint.end() || !relevant.count(n.get()) || part_leaves.count(n.get())) continue;
     Tensor g = a->second;
     auto ins = diff_inputs(*n);
     bool needed = false;
