@@ -77,7 +77,7 @@ run_step configure 90 "$out/configure.log" cmake -S . -B "$build" "${gen[@]}" -D
 # What the GPU steps need first; the rest of the tree (the test suite) is built at the end.
 run_step build 180 "$out/build.log" cmake --build "$build" -j"$jobs" --target ravel-info ravel-conformance \
   ravel_backend_hip ravel_backend_hip_emu ravel-hip-compile-check ravel_backend_tbb_cpu ravel-bench \
-  makemore ravel-peer-loops || exit 1
+  makemore ravel-peer-loops $(grep -q 'OpenCL backend: built' "$out/configure.log" && echo ravel_backend_opencl) || exit 1
 
 "$build/bin/ravel-info" > "$out/ravel-info.txt" 2>&1
 sed -n '/^devices:/,/^config/p' "$out/ravel-info.txt"
@@ -96,6 +96,15 @@ skipped precompile "precompile kernels" || run_step "precompile kernels" 100 "$o
 
 skipped conformance conformance || run_step conformance 90 "$out/conformance.txt" "$build/bin/ravel-conformance" \
   "$build/lib/ravel/plugins/libravel_backend_hip.so" --json "$out/conformance.json"
+
+# The OpenCL backend on the driver's own OpenCL (NVIDIA's ICD on this machine; no PoCL there):
+# the platform it found, then the whole conformance suite (issue 23, part 4).
+if [ -f "$build/lib/opencl/libravel_backend_opencl.so" ] && ! skipped opencl "opencl conformance"; then
+  RAVEL_PLUGIN_PATH="$build/lib/opencl" "$build/bin/ravel-info" 2>&1 | grep -A2 '^  opencl:' > "$out/opencl-info.txt"
+  cat "$out/opencl-info.txt"
+  run_step "opencl conformance" 90 "$out/opencl-conformance.txt" "$build/bin/ravel-conformance" \
+    "$build/lib/opencl/libravel_backend_opencl.so" --jobs 4 --json "$out/opencl-conformance.json"
+fi
 
 skipped bench "bench vs torch" || run_step "bench vs torch" 200 "$out/bench.txt" env RAVEL_HIP_SYNC=1 "$build/bin/ravel-bench" \
   configs/bench/gpu-vs-torch.json --out "$out/bench"
