@@ -116,6 +116,14 @@ skipped makemore "makemore on hip:0" || run_step "makemore on hip:0" 40 "$out/ma
 skipped cpu "cpu rows (16 cores)" || run_step "cpu rows (16 cores)" 70 "$out/bench-cpu.txt" "$build/bin/ravel-bench" \
   configs/bench/cpu-16core.json --out "$out/bench-cpu"
 
+# Issue 22: the data-parallel makemore step on 1 to 8 ranks of this machine's 16 cores, against
+# PyTorch DDP over Gloo (bench/distributed/dp.sh; one round each), where Open MPI is installed.
+if command -v mpirun >/dev/null && ! skipped dp "data parallel (1-8 ranks)"; then
+  cmake --build "$build" -j"$jobs" --target ravel_comm_mpi >/dev/null 2>&1
+  run_step "data parallel (1-8 ranks)" 100 "$out/data-parallel.txt" env PYTHON=python3 MODELS=makemore \
+    WORDS="$deps/usr/share/dict/american-english" bench/distributed/dp.sh "$build" 1 1 2 4 8
+fi
+
 if command -v compute-sanitizer >/dev/null && ! skipped memcheck "memcheck (conformance)"; then
   run_step "memcheck (conformance)" 60 "$out/memcheck.txt" compute-sanitizer --tool memcheck \
     --error-exitcode 3 "$build/bin/ravel-conformance" "$build/lib/ravel/plugins/libravel_backend_hip.so" \
