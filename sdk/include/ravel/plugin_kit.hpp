@@ -69,6 +69,12 @@ class LiveSet {
     }
     return h;
   }
+  // Calls f(handle) for every live handle, under the set's mutex (f must not call the set).
+  template <class F>
+  void for_each(F&& f) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const T* h : live_) f(const_cast<T*>(h));
+  }
   // Everything still live, removed (shutdown frees it).
   std::vector<T*> take_all() {
     std::lock_guard<std::mutex> lock(mu_);
