@@ -59,3 +59,17 @@ BOOST_AUTO_TEST_CASE(clamp_and_remainder) {
   gradcheck2("remainder(b / 3)", [](const Tensor& a, const Tensor& b) { return a.remainder(b); },
              uniform(s, 22, -5, 5).mul(Tensor::scalar(0.999, DType::F64)), host({2.7, -1.9, 3.3, -4.1}, {4}));
 }
+
+BOOST_AUTO_TEST_CASE(activations) {
+  namespace nn = ravel::nn;
+  const Shape s = {2, 5};
+  // Away from the kinks at 0 and +-3.
+  Tensor x = host({-4.5, -3.4, -2.6, -1.2, -0.4, 0.3, 1.1, 2.2, 2.7, 3.6}, s);
+  gradcheck_twice("softplus", [](const Tensor& v) { return nn::softplus(v); }, x);
+  gradcheck_twice("softplus(beta=3, threshold=4)", [](const Tensor& v) { return nn::softplus(v, 3.0, 4.0); }, x);
+  gradcheck_twice("silu", [](const Tensor& v) { return nn::silu(v); }, x);
+  gradcheck_twice("elu", [](const Tensor& v) { return nn::elu(v, 0.7); }, x);
+  gradcheck_twice("leaky_relu", [](const Tensor& v) { return nn::leaky_relu(v, 0.1); }, x);
+  gradcheck_twice("hardsigmoid", [](const Tensor& v) { return nn::hardsigmoid(v); }, x);
+  gradcheck_twice("hardswish", [](const Tensor& v) { return nn::hardswish(v); }, x);
+}
