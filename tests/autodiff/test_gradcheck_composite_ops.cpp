@@ -73,3 +73,26 @@ BOOST_AUTO_TEST_CASE(activations) {
   gradcheck_twice("hardsigmoid", [](const Tensor& v) { return nn::hardsigmoid(v); }, x);
   gradcheck_twice("hardswish", [](const Tensor& v) { return nn::hardswish(v); }, x);
 }
+
+BOOST_AUTO_TEST_CASE(shape_ops) {
+  Tensor x = normal({3, 4}, 31);
+  gradcheck1("tril(1)", [](const Tensor& v) { return v.tril(1); }, x);
+  gradcheck1("triu(-1)", [](const Tensor& v) { return v.triu(-1); }, x);
+  gradcheck1("tile", [](const Tensor& v) { return v.tile({2, 1, 2}); }, x);
+  gradcheck1("repeat_interleave", [](const Tensor& v) { return v.repeat_interleave(2, 1); }, x);
+  gradcheck1("repeat_interleave(list)", [](const Tensor& v) { return v.repeat_interleave(std::vector<int64_t>{2, 0, 1}, 0); }, x);
+  gradcheck1("split", [](const Tensor& v) {
+    std::vector<Tensor> p = v.split({1, 3}, 1);
+    return p[1].sum(1).add(p[0].squeeze(1).mul(p[0].squeeze(1)));
+  }, x);
+  gradcheck1("chunk", [](const Tensor& v) {
+    std::vector<Tensor> p = v.chunk(2, 1);
+    return p[0].mul(p[1]);
+  }, x);
+  gradcheck1("roll", [](const Tensor& v) { return v.roll({1, -3}, {0, 1}).mul(v); }, x);
+  gradcheck1("roll(flat)", [](const Tensor& v) { return v.roll(5).mul(v); }, x);
+  gradcheck2("meshgrid", [](const Tensor& a, const Tensor& b) {
+    std::vector<Tensor> g = Tensor::meshgrid({a, b}, "xy");
+    return g[0].mul(g[1]).sin();
+  }, normal({3}, 32), normal({2}, 33));
+}
