@@ -96,3 +96,15 @@ BOOST_AUTO_TEST_CASE(shape_ops) {
     return g[0].mul(g[1]).sin();
   }, normal({3}, 32), normal({2}, 33));
 }
+
+BOOST_AUTO_TEST_CASE(interpolate) {
+  namespace nn = ravel::nn;
+  using Mode = nn::InterpolateMode;
+  Tensor x = normal({1, 2, 3, 4}, 51);
+  gradcheck1("bilinear", [](const Tensor& v) { return nn::interpolate(v, {5, 3}, Mode::Bilinear); }, x);
+  gradcheck1("bilinear align_corners", [](const Tensor& v) { return nn::interpolate(v, {5, 7}, Mode::Bilinear, true); }, x);
+  gradcheck1("nearest", [](const Tensor& v) { return nn::interpolate(v, {5, 3}); }, x);
+  gradcheck1("nearest x2 (view)", [](const Tensor& v) { return nn::interpolate_scale(v, {2.0, 2.0}); }, x);
+  gradcheck1("linear, squared", [](const Tensor& v) { return nn::interpolate_scale(v, {1.7}, Mode::Linear).square(); },
+             normal({2, 1, 5}, 52));
+}
