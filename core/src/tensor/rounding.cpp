@@ -13,23 +13,29 @@ using namespace detail;
 // those through), and correct it by one with a comparison: floor = t - 1 where t > x. x - t is
 // exact too (both have the same exponent or t is 0), so round compares the fraction itself with
 // 1/2, never x + 0.5, which rounds up (0.49999997f + 0.5f == 1.0f). NaN and infinities pass
-// through (every comparison with NaN is false, and inf - inf = NaN keeps round's corrections off),
-// and a zero result keeps the sign of x (floor(-0.0) = -0.0, ceil(-0.5) = -0.0, round(-0.4) =
-// -0.0), as IEEE and torch. The corrections are selected by `where`, and the values come from t,
-// so the derivative is TRUNC's: 0, torch's derivative of floor, ceil and round.
+// through (every comparison with NaN is false, and inf - inf = NaN keeps round's corrections off).
+// A zero result has the sign of x (floor(-0.0) = -0.0, ceil(-0.5) = -0.0, round(-0.4) = -0.0), as
+// IEEE and torch: set explicitly as x * 0 (x is finite there), because TRUNC's decomposition, on
+// a device that lacks the row, gives +0 for -1 < x < 0. The values come from t and x * 0, so the
+// derivative is 0 (TRUNC's rule, and 0 through the product): torch's for floor, ceil and round.
+namespace {
+Tensor signed_zero_like_x(const Tensor& x, const Tensor& y) {
+  return Tensor::where(y.eq(scalar_like(y, 0.0)), x.mul(scalar_like(x, 0.0)), y);
+}
+}  // namespace
 
 Tensor Tensor::floor() const {
   check_defined(*this, "floor");
   if (!is_float(dtype())) return *this;  // integers and bools are their own floor (torch)
   Tensor t = trunc();
-  return where(t.gt(*this), t.sub(scalar_like(t, 1.0)), t);
+  return signed_zero_like_x(*this, where(t.gt(*this), t.sub(scalar_like(t, 1.0)), t));
 }
 
 Tensor Tensor::ceil() const {
   check_defined(*this, "ceil");
   if (!is_float(dtype())) return *this;
   Tensor t = trunc();
-  return where(t.lt(*this), t.add(scalar_like(t, 1.0)), t);
+  return signed_zero_like_x(*this, where(t.lt(*this), t.add(scalar_like(t, 1.0)), t));
 }
 
 Tensor Tensor::round() const {
@@ -42,7 +48,7 @@ Tensor Tensor::round() const {
   // Away from zero by one where the fraction is above 1/2, or exactly 1/2 and t is odd (to even).
   Tensor away = frac.gt(half).logical_or(frac.eq(half).logical_and(t_odd));
   Tensor step = where(lt(scalar_like(*this, 0.0)), scalar_like(t, -1.0), scalar_like(t, 1.0));
-  return where(away, t.add(step), t);
+  return signed_zero_like_x(*this, where(away, t.add(step), t));
 }
 
 Tensor Tensor::sign() const {
