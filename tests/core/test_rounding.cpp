@@ -7,6 +7,7 @@
 
 #include <cfenv>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <vector>
 

@@ -72,7 +72,7 @@ std::vector<int64_t> interp_sources(const std::vector<double>& w, int64_t in, in
   return src;
 }
 
-Tensor resample_axis(const Tensor& x, int64_t axis, int64_t out, InterpolateMode mode, bool align_corners,
+Tensor interp_resample_axis(const Tensor& x, int64_t axis, int64_t out, InterpolateMode mode, bool align_corners,
                      std::optional<double> scale_factor) {
   const int64_t in = x.size(axis);
   std::vector<double> w = x.dtype() == DType::F32 ? interp_weights<float>(in, out, mode, align_corners, scale_factor)
@@ -93,7 +93,7 @@ Tensor resample_axis(const Tensor& x, int64_t axis, int64_t out, InterpolateMode
   return x.transpose(axis, -1).matmul(weights).transpose(axis, -1);
 }
 
-Tensor interpolate_impl(const Tensor& x, const Shape& size, InterpolateMode mode, bool align_corners,
+Tensor interp_impl(const Tensor& x, const Shape& size, InterpolateMode mode, bool align_corners,
                         const std::vector<double>& scale_factor) {
   const char* name = interp_mode_name(mode);
   RAVEL_CHECK(x.defined(), ValueError, "interpolate: the input is an undefined tensor");
@@ -115,7 +115,7 @@ Tensor interpolate_impl(const Tensor& x, const Shape& size, InterpolateMode mode
   Tensor y = fp ? x : x.cast(DType::F64);
   for (int64_t a = 0; a < spatial; ++a) {
     std::optional<double> sf = scale_factor.empty() ? std::nullopt : std::optional<double>(scale_factor[size_t(a)]);
-    y = resample_axis(y, a + 2, size[size_t(a)], mode, align_corners, sf);
+    y = interp_resample_axis(y, a + 2, size[size_t(a)], mode, align_corners, sf);
   }
   return fp ? y : y.cast(x.dtype());
 }
@@ -123,7 +123,7 @@ Tensor interpolate_impl(const Tensor& x, const Shape& size, InterpolateMode mode
 }  // namespace
 
 Tensor interpolate(const Tensor& x, const Shape& size, InterpolateMode mode, bool align_corners) {
-  return interpolate_impl(x, size, mode, align_corners, {});
+  return interp_impl(x, size, mode, align_corners, {});
 }
 
 // Output size floor(in * scale) (computed in double, as torch), coordinates from 1 / scale.
@@ -137,7 +137,7 @@ Tensor interpolate_scale(const Tensor& x, const std::vector<double>& scale_facto
                 scale_factor[a]);
     size.push_back(int64_t(std::floor(double(x.size(int64_t(a) + 2)) * scale_factor[a])));
   }
-  return interpolate_impl(x, size, mode, align_corners, scale_factor);
+  return interp_impl(x, size, mode, align_corners, scale_factor);
 }
 
 }  // namespace ravel::nn

@@ -68,7 +68,7 @@ Tensor Tensor::sign() const {
 // through the selected branch reproduces exactly that; the cases no input gets a derivative in
 // take a detached value. A NaN bound makes the result NaN (torch's min/max propagate it).
 namespace {
-Tensor clamp_impl(const Tensor& x0, Tensor lo, Tensor hi) {
+Tensor clamp_by_cases(const Tensor& x0, Tensor lo, Tensor hi) {
   const bool has_lo = lo.defined(), has_hi = hi.defined();
   RAVEL_CHECK(has_lo || has_hi, ValueError, "clamp: at least one of min and max must be given (both are missing)");
   check_defined(x0, "clamp");
@@ -103,11 +103,11 @@ Tensor clamp_impl(const Tensor& x0, Tensor lo, Tensor hi) {
 }
 }  // namespace
 
-Tensor Tensor::clamp(const Tensor& min, const Tensor& max) const { return clamp_impl(*this, min, max); }
+Tensor Tensor::clamp(const Tensor& min, const Tensor& max) const { return clamp_by_cases(*this, min, max); }
 
 Tensor Tensor::clamp(std::optional<double> min, std::optional<double> max) const {
   check_defined(*this, "clamp");
-  return clamp_impl(*this, min ? scalar_like(*this, *min) : Tensor(), max ? scalar_like(*this, *max) : Tensor());
+  return clamp_by_cases(*this, min ? scalar_like(*this, *min) : Tensor(), max ? scalar_like(*this, *max) : Tensor());
 }
 
 // Floor modulo from C's: r = fmod(a, b) has the sign of a; where it is non-zero and its sign

@@ -12,7 +12,7 @@ using namespace detail;
 
 namespace {
 // The lower (tril) or upper (triu) triangle over the last two axes: column - row <= or >= k.
-Tensor triangle(const Tensor& x, int64_t k, bool lower, const char* op) {
+Tensor triangle_of(const Tensor& x, int64_t k, bool lower, const char* op) {
   check_defined(x, op);
   RAVEL_CHECK(x.ndim() >= 2, ShapeError, op, " expects a tensor of at least 2 dimensions (the matrix axes last), got shape ",
               shape_str(x.shape()));
@@ -25,8 +25,8 @@ Tensor triangle(const Tensor& x, int64_t k, bool lower, const char* op) {
 }
 }  // namespace
 
-Tensor Tensor::tril(int64_t diagonal) const { return triangle(*this, diagonal, true, "tril"); }
-Tensor Tensor::triu(int64_t diagonal) const { return triangle(*this, diagonal, false, "triu"); }
+Tensor Tensor::tril(int64_t diagonal) const { return triangle_of(*this, diagonal, true, "tril"); }
+Tensor Tensor::triu(int64_t diagonal) const { return triangle_of(*this, diagonal, false, "triu"); }
 
 // Note [Tile and repeat as expand]
 // tile puts a new axis of size r before each axis and expands it: [1, s0, 1, s1] -> [r0, s0, r1,
@@ -80,7 +80,7 @@ Tensor Tensor::repeat_interleave(const std::vector<int64_t>& repeats, std::optio
     pieces.push_back(slice(a, int64_t(i), int64_t(i) + 1).expand(s));
   }
   if (pieces.empty()) return slice(a, 0, 0);
-  return pieces.size() == 1 ? pieces[0].contiguous() : concatenate(pieces, a);
+  return pieces.size() == 1 ? pieces[0] : concatenate(pieces, a);
 }
 
 std::vector<Tensor> Tensor::split(int64_t size_, int64_t axis) const {
