@@ -98,7 +98,12 @@ Tensor max_pool_any(const std::string& op, size_t k, const Tensor& x, const Pool
         for (size_t i = 0; i < k; ++i) kept.push_back(1);
         Tensor best = out.detach().reshape(kept);
         Tensor none = Tensor::full({}, static_cast<double>(taps), DType::I64, w.device());
-        Tensor first = Tensor::where(w.eq(best), tap, none).min(Axes(kernel_axes(r, k)), true);
+        // Taps on the padding never take the gradient (PyTorch starts from the first element of
+        // the window inside the input, so a window of -inf routes to that one).
+        std::vector<int64_t> in_shape;
+        in_shape.assign(in[0].shape().end() - static_cast<int64_t>(k), in[0].shape().end());
+        Tensor inside = window::view(window::pad_or_cut(Tensor::ones(in_shape, DType::Bool, w.device()), frame), geo);
+        Tensor first = Tensor::where(w.eq(best).logical_and(inside), tap, none).min(Axes(kernel_axes(r, k)), true);
         Tensor last_nan = Tensor::where(w.ne(w), tap, Tensor::full({}, -1.0, DType::I64, w.device()))
                               .max(Axes(kernel_axes(r, k)), true);
         Tensor chosen = Tensor::where(last_nan.ge(Tensor::zeros({}, DType::I64, w.device())), last_nan, first);
