@@ -81,52 +81,46 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups) {
   for (int64_t v : geo.out) positions *= v;
   const int64_t cg = c / g, og = o / g;
   Tensor win = window::view(xp, geo);  // [N, C, out..., k...]
-  Tensor wm = w.reshape({g, og, cg * taps}).transpose(1, 2);  // [G, K, Og]
-  Shape out_shape{n, o};
-  out_shape.insert(out_shape.end(), geo.out.begin(), geo.out.end());
-  // Order [G, N, out..., Cg, k...], then one reshape to [G, N * P, Cg * taps]: the copy that reshape
-  // makes is the im2col matrix, contracted with the weight in one (batched over G) GEMM.
+  // [N, G, Cg, out..., k...] -> [G, Cg, k..., N, out...], then one reshape to [G, Cg * taps, N * P]:
+  // the copy that reshape makes is the (transposed) im2col matrix, contracted with the weight
+  // [G, Og, Cg * taps] in one GEMM (batched over G when there are groups).
   Shape split{n, g, cg};
   split.insert(split.end(), win.shape().begin() + 2, win.shape().end());
-  std::vector<int64_t> order{1, 0};
-  for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
-  order.push_back(2);
+  std::vector<int64_t> order{1, 2};
   for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + k + i));
-  if (g == 1) {
-    order = {0};  // [N, C, out..., k...] -> [N, out..., C, k...]
-    for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(2 + i));
-    order.push_back(1);
-    for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(2 + k + i));
-    Tensor cols = win.permute(order).reshape({n * positions, c * taps});
-    Tensor y = cols.matmul(wm.reshape({c * taps, o}));  // [N * P, O]
-    Shape nhwc{n};
-    nhwc.insert(nhwc.end(), geo.out.begin(), geo.out.end());
-    nhwc.push_back(o);
-    std::vector<int64_t> to_nchw{0, static_cast<int64_t>(k + 1)};
-    for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(1 + i));
-    return y.reshape(nhwc).permute(to_nchw);
+  order.push_back(0);
+  for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
+  Tensor y;
+  if (g == 1) {  // no group axis: [N, C, out..., k...] -> [C, k..., N, out...] (rank 8 for 3-D)
+    for (int64_t& a : order) a = a == 0 ? 0 : a - 1;
+    order.erase(order.begin());
+    Tensor cols = win.permute(order).reshape({c * taps, n * positions});
+    y = w.reshape({o, c * taps}).matmul(cols);  // [O, N * P]
+  } else {
+    Tensor cols = win.reshape(split).permute(order).reshape({g, cg * taps, n * positions});
+    y = w.reshape({g, og, cg * taps}).matmul(cols);  // [G, Og, N * P]
   }
-  Tensor cols = win.reshape(split).permute(order).reshape({g, n * positions, cg * taps});
-  Tensor y = cols.matmul(wm);  // [G, N * P, Og]
-  Shape gnhwc{g, n};
-  gnhwc.insert(gnhwc.end(), geo.out.begin(), geo.out.end());
-  gnhwc.push_back(og);
-  std::vector<int64_t> to_nchw{1, 0, static_cast<int64_t>(k + 2)};
+  Shape onp{o, n};  // [G, Og, N * P] is [O, N, out...] in memory
+  onp.insert(onp.end(), geo.out.begin(), geo.out.end());
+  std::vector<int64_t> to_nchw{1, 0};
   for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
-  return y.reshape(gnhwc).permute(to_nchw).reshape(out_shape);
+  return y.reshape(onp).permute(to_nchw);
 }
 
 // Note [Convolution as one GEMM]
 // out[n, o, p] = sum_{c, t} x[n, c, p * stride + t * dilation] w[o, c, t]: with the window view
-// (Note [Convolution as a window view]) laid out [N * P, C * taps] this is one matmul with the
-// weight [C * taps, O], which the scheduler runs as one GEMM kernel (Note [Matmul as mul + sum]).
-// The contraction kernel takes one summed axis and unpadded operands, so the window view is
-// copied once into that matrix (im2col) by the reshape; feeding the GEMM packer straight from the
-// strided window, with no copy, needs a contraction that sums several axes of a strided operand
-// (docs/performance.md, "Convolution"). The result is [N, P, O] in memory, returned as the
-// permuted view [N, O, P]: the next op reads through the view, nothing is transposed. Groups are
-// the batch axis of the GEMM. Spatial rank 3 with groups > 1 would need a rank-9 view: it runs
-// group by group.
+// (Note [Convolution as a window view]) laid out [C * taps, N * P] this is one matmul of the
+// weight [O, C * taps] with it, which the scheduler runs as one GEMM kernel (Note [Matmul as mul
+// + sum]). The contraction kernel takes one summed axis and unpadded operands, so the window view
+// is copied once into that matrix (im2col) by the reshape; feeding the GEMM packer straight from
+// the strided window, with no copy, needs a contraction that sums several axes of a strided
+// operand (docs/performance.md, "Convolution"). Why [C * taps, N * P] and not PyTorch's [N * P,
+// C * taps]: its rows are runs of the input's rows (the copy reads and writes ow-contiguous runs,
+// not runs of kw = 3), the result [O, N * P] is returned as the permuted view [N, O, P] whose
+// spatial axes stay contiguous for the ops that follow, the output gradient [N, O, P] is brought
+// to [O, N * P] by a copy of contiguous P-runs, and groups are the GEMM's batch axis with the
+// result [G, Og, N * P] already [O, N, P] in memory. Spatial rank 3 with groups > 1 would need a
+// rank-9 view: it runs group by group.
 Tensor conv_any(const std::string& op, size_t k, const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
                 const ConvOptions& o) {
   ConvSetup s = setup(op, k, x, w, o);
