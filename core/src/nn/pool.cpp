@@ -97,16 +97,21 @@ Tensor max_pool_any(const std::string& op, size_t k, const Tensor& x, const Pool
         Shape kept = out.shape();
         for (size_t i = 0; i < k; ++i) kept.push_back(1);
         Tensor best = out.detach().reshape(kept);
-        Tensor none = Tensor::full({}, static_cast<double>(taps), DType::I64, w.device());
-        // Taps on the padding never take the gradient (PyTorch starts from the first element of
-        // the window inside the input, so a window of -inf routes to that one).
-        std::vector<int64_t> in_shape;
-        in_shape.assign(in[0].shape().end() - static_cast<int64_t>(k), in[0].shape().end());
-        Tensor inside = window::view(window::pad_or_cut(Tensor::ones(in_shape, DType::Bool, w.device()), frame), geo);
-        Tensor first = Tensor::where(w.eq(best).logical_and(inside), tap, none).min(Axes(kernel_axes(r, k)), true);
-        Tensor last_nan = Tensor::where(w.ne(w), tap, Tensor::full({}, -1.0, DType::I64, w.device()))
-                              .max(Axes(kernel_axes(r, k)), true);
-        Tensor chosen = Tensor::where(last_nan.ge(Tensor::zeros({}, DType::I64, w.device())), last_nan, first);
+        // Note [Gradient of max pooling]: one max-reduction picks the tap. Score: taps + t for
+        // a NaN at tap t (the last NaN wins), taps - 1 - t for a maximum inside the input (the
+        // first wins), -1 elsewhere.
+        std::vector<int64_t> in_shape(in[0].shape().end() - static_cast<int64_t>(k), in[0].shape().end());
+        bool padded = false;
+        for (auto [b, a] : frame) padded |= b > 0 || a > 0;
+        Tensor hit = w.eq(best);
+        if (padded)
+          hit = hit.logical_and(
+              window::view(window::pad_or_cut(Tensor::ones(in_shape, DType::Bool, w.device()), frame), geo));
+        auto c = [&](double v) { return Tensor::full({}, v, DType::I64, w.device()); };
+        Tensor score = Tensor::where(w.ne(w), tap + c(double(taps)),
+                                     Tensor::where(hit, c(double(taps - 1)) - tap, c(-1)));
+        Tensor top = score.max(Axes(kernel_axes(r, k)), true);
+        Tensor chosen = Tensor::where(top.ge(c(double(taps))), top - c(double(taps)), c(double(taps - 1)) - top);
         Tensor gw = Tensor::where(tap.eq(chosen), g.reshape(kept), Tensor::zeros({}, g.dtype(), g.device()));
         std::vector<int64_t> ext;  // the padded input's extent
         for (size_t i = 0; i < k; ++i)

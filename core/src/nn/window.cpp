@@ -132,7 +132,34 @@ Tensor view(const Tensor& x, const Geometry& g) {
       "window view");
 }
 
+namespace {
+
+// The adjoint of disjoint_windows: [lead..., out..., kernel...] -> [lead..., out_0, kernel_0, ...],
+// each kernel axis padded to its stride, merged, padded or cut to the input. One copy (the
+// merge), where the tap-by-tap sum would make one per tap.
+Tensor gather_disjoint(const Tensor& grad, const Geometry& geo, const std::vector<int64_t>& in) {
+  const size_t k = geo.rank(), lead = static_cast<size_t>(grad.ndim()) - 2 * k;
+  std::vector<int64_t> order;
+  for (size_t d = 0; d < lead; ++d) order.push_back(static_cast<int64_t>(d));
+  std::vector<std::pair<int64_t, int64_t>> fill, fit;
+  Shape merged(grad.shape().begin(), grad.shape().begin() + static_cast<int64_t>(lead));
+  for (size_t i = 0; i < k; ++i) {
+    order.push_back(static_cast<int64_t>(lead + i));
+    order.push_back(static_cast<int64_t>(lead + k + i));
+    fill.emplace_back(0, 0);
+    fill.emplace_back(0, geo.stride[i] - geo.kernel[i]);
+    merged.push_back(geo.out[i] * geo.stride[i]);
+    fit.emplace_back(0, in[i] - geo.out[i] * geo.stride[i]);
+  }
+  return pad_or_cut(pad_or_cut(grad.permute(order), fill).reshape(merged), fit);
+}
+
+}  // namespace
+
 Tensor scatter_windows(const Tensor& grad, const Geometry& geo, const std::vector<int64_t>& in) {
+  bool disjoint = true;
+  for (size_t i = 0; i < geo.rank(); ++i) disjoint &= geo.dilation[i] == 1 && geo.kernel[i] <= geo.stride[i];
+  if (disjoint) return gather_disjoint(grad, geo, in);
   const size_t k = geo.rank(), lead = static_cast<size_t>(grad.ndim()) - 2 * k;
   const Shape& gs = grad.shape();
   bool strided = false;
