@@ -67,6 +67,12 @@ const std::vector<PoolCase> kMaxCases = {
     {{1, 3}, {10}, {4}, {3}, {2}, {1}, true},
     {{1, 2}, {4, 5, 6}, {2, 2, 3}, {2, 1, 2}, {1, 0, 1}, {1, 2, 1}},
     {{1, 1}, {5, 5, 5}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {1, 1, 1}, true},
+    // kernel < stride (disjoint windows with gaps), and more than 16 taps (the reduction path,
+    // Note [Pooling tap by tap]): 5x5 overlapping, 3x3x3, 2x9 disjoint.
+    {{1, 2}, {8, 9}, {2, 2}, {3, 4}, {1, 1}, {1, 1}, true},
+    {{2, 2}, {9, 10}, {5, 5}, {2, 3}, {2, 1}, {1, 1}, true},
+    {{1, 2}, {5, 6, 6}, {3, 3, 3}, {1, 2, 2}, {1, 1, 0}, {1, 1, 2}},
+    {{1, 3}, {4, 18}, {2, 9}, {2, 9}, {0, 0}, {1, 1}},
 };
 
 const std::vector<PoolCase> kAvgCases = {

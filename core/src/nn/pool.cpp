@@ -75,49 +75,138 @@ std::vector<int64_t> kernel_axes(int64_t ndim, size_t k) {
 // scan order (row-major over the window: its loop replaces the running max only when a value is
 // strictly greater), or, when the window holds NaN, the last NaN (its test is `val > max ||
 // isnan(val)`). Ravel's max reduction shares ties equally (Note [Gradient of max]), so max
-// pooling has its own rule: the chosen tap of each window as a one-hot over the window, times the
-// cotangent, scattered back (window::scatter_windows) and cut to the input. The one-hot is
-// piecewise constant in x, so the rule is linear in the cotangent and differentiates again
-// (second order: zero through x, the same routing through the cotangent).
+// pooling has its own rule: the chosen tap of each window, times the cotangent, scattered back
+// and cut to the input. The choice is piecewise constant in x, so the rule is linear in the
+// cotangent and differentiates again (second order: zero through x, the same routing through the
+// cotangent).
+//
+// Note [Pooling tap by tap]
+// With few taps (a 2x2 or 3x3 window: at most kMaxUnrolledTaps) the max and the choice are
+// written tap by tap over the [lead..., out...] output, as elementwise ops on the taps' strided
+// slices (window::tap_view): one fused elementwise kernel each, where a reduction over the
+// window view's short [.., k, k] axes ran 10-20x slower on tbb_cpu (docs/performance.md,
+// "Convolution"). The chosen tap is folded in scan order: a NaN always takes it (the last one
+// wins), a maximum only while none is chosen (the first one wins). Disjoint windows (kernel <=
+// stride, PyTorch's usual 2x2/2) route the gradient in the input's own layout: the input viewed
+// as [lead..., out_0, stride_0, ...] holds each element's window and tap, so the gradient is one
+// elementwise where() over that view (no scatter, no copy).
+constexpr int64_t kMaxUnrolledTaps = 16;
+
+// [lead..., out..., 1...] -> the output broadcast over [lead..., out_0, stride_0, out_1, ...].
+Tensor over_strides(const Tensor& t, const window::Geometry& geo, size_t lead) {
+  Shape unit(t.shape().begin(), t.shape().begin() + static_cast<int64_t>(lead)), full = unit;
+  for (size_t i = 0; i < geo.rank(); ++i) {
+    unit.insert(unit.end(), {geo.out[i], 1});
+    full.insert(full.end(), {geo.out[i], geo.stride[i]});
+  }
+  return t.reshape(unit).expand(full);
+}
+
+// The tap index (row-major over the kernel) of each position of a [stride_0, stride_1, ...]
+// block, -1 past the kernel, shaped to broadcast against over_strides().
+Tensor tap_grid(const window::Geometry& geo, size_t lead, const Device& device) {
+  const size_t k = geo.rank();
+  Shape block, shape(lead, 1);
+  for (size_t i = 0; i < k; ++i) block.push_back(geo.stride[i]), shape.insert(shape.end(), {1, geo.stride[i]});
+  int64_t cells = 1;
+  for (int64_t s : block) cells *= s;
+  std::vector<int64_t> ids;
+  for (int64_t f = 0; f < cells; ++f) {
+    int64_t r = f, id = 0, scale = 1;
+    bool inside = true;
+    for (size_t i = k; i-- > 0;) {
+      const int64_t pos = r % block[i];
+      r /= block[i];
+      inside &= pos < geo.kernel[i];
+      id += pos * scale;
+      scale *= geo.kernel[i];
+    }
+    ids.push_back(inside ? id : -1);
+  }
+  return Tensor::from_vector(ids, block, device).reshape(shape);
+}
+
 Tensor max_pool_any(const std::string& op, size_t k, const Tensor& x, const PoolOptions& o) {
   PoolSetup s = setup(op, k, x, o, true);
   const double lowest = -std::numeric_limits<double>::infinity();
-  Tensor win = window::view(window::pad_or_cut(x.detach(), s.frame, lowest), s.geo);
-  Tensor y = win.max(Axes(kernel_axes(win.ndim(), k)));
+  const window::Geometry geo = s.geo;
+  const bool unrolled = geo.taps() <= kMaxUnrolledTaps;
+  Tensor xp = window::pad_or_cut(x.detach(), s.frame, lowest);
+  Tensor y;
+  if (unrolled) {
+    for (const auto& t : window::taps_in_order(geo)) {
+      Tensor v = window::tap_view(xp, geo, t);
+      y = y.defined() ? y.maximum(v) : v;
+    }
+  } else {
+    Tensor win = window::view(xp, geo);
+    y = win.max(Axes(kernel_axes(win.ndim(), k)));
+  }
   if (!grad_enabled()) return y;
-  window::Geometry geo = s.geo;
   Widths frame = s.frame;
   return custom_vjp(
       y, {x},
-      [geo, frame, k, lowest](const std::vector<Tensor>& in, const Tensor& out, const Tensor& g) {
-        Tensor w = window::view(window::pad_or_cut(in[0].detach(), frame, lowest), geo).detach();
-        const int64_t r = w.ndim(), taps = geo.taps();
-        Shape tap_shape(w.shape().end() - static_cast<int64_t>(k), w.shape().end());
-        Tensor tap = Tensor::arange(0, static_cast<double>(taps), 1, DType::I64, w.device()).reshape(tap_shape);
-        Shape kept = out.shape();
-        for (size_t i = 0; i < k; ++i) kept.push_back(1);
-        Tensor best = out.detach().reshape(kept);
-        // Note [Gradient of max pooling]: one max-reduction picks the tap. Score: taps + t for
-        // a NaN at tap t (the last NaN wins), taps - 1 - t for a maximum inside the input (the
-        // first wins), -1 elsewhere.
-        std::vector<int64_t> in_shape(in[0].shape().end() - static_cast<int64_t>(k), in[0].shape().end());
+      [geo, frame, k, lowest, unrolled](const std::vector<Tensor>& in, const Tensor& out, const Tensor& g) {
+        const Tensor& x0 = in[0];
+        const Device dev = x0.device();
+        const size_t lead = static_cast<size_t>(x0.ndim()) - k;
+        Tensor xpad = window::pad_or_cut(x0.detach(), frame, lowest);
+        std::vector<int64_t> ext(xpad.shape().end() - static_cast<int64_t>(k), xpad.shape().end());
         bool padded = false;
         for (auto [b, a] : frame) padded |= b > 0 || a > 0;
-        Tensor hit = w.eq(best);
-        if (padded)
-          hit = hit.logical_and(
-              window::view(window::pad_or_cut(Tensor::ones(in_shape, DType::Bool, w.device()), frame), geo));
-        auto c = [&](double v) { return Tensor::full({}, v, DType::I64, w.device()); };
-        Tensor score = Tensor::where(w.ne(w), tap + c(double(taps)),
-                                     Tensor::where(hit, c(double(taps - 1)) - tap, c(-1)));
-        Tensor top = score.max(Axes(kernel_axes(r, k)), true);
-        Tensor chosen = Tensor::where(top.ge(c(double(taps))), top - c(double(taps)), c(double(taps - 1)) - top);
-        Tensor gw = Tensor::where(tap.eq(chosen), g.reshape(kept), Tensor::zeros({}, g.dtype(), g.device()));
-        std::vector<int64_t> ext;  // the padded input's extent
-        for (size_t i = 0; i < k; ++i)
-          ext.push_back((geo.out[i] - 1) * geo.stride[i] + geo.dilation[i] * (geo.kernel[i] - 1) + 1);
+        std::vector<int64_t> in_shape(x0.shape().end() - static_cast<int64_t>(k), x0.shape().end());
+        Tensor inside = padded ? window::pad_or_cut(Tensor::ones(in_shape, DType::Bool, dev), frame) : Tensor();
+        auto c = [&](double v) { return Tensor::full({}, v, DType::I64, dev); };
+        Tensor best = out.detach();
+        Tensor zero = Tensor::zeros({}, g.dtype(), dev);
         Widths back;
         for (auto [b, a] : frame) back.emplace_back(-b, -a);
+        Tensor chosen;  // [lead..., out...] (unrolled) or [lead..., out..., 1...]
+        if (unrolled) {
+          chosen = c(-1.0);
+          int64_t id = 0;
+          for (const auto& t : window::taps_in_order(geo)) {
+            Tensor v = window::tap_view(xpad, geo, t);
+            Tensor hit = v.eq(best);
+            if (padded) hit = hit.logical_and(window::tap_view(inside, geo, t));
+            chosen = Tensor::where(v.ne(v), c(double(id)),
+                                   Tensor::where(hit.logical_and(chosen.lt(c(0))), c(double(id)), chosen));
+            ++id;
+          }
+          if (window::disjoint(geo)) {  // Note [Pooling tap by tap]: in the input's layout
+            Tensor gl = Tensor::where(tap_grid(geo, lead, dev).eq(over_strides(chosen, geo, lead)),
+                                      over_strides(g, geo, lead), zero);
+            Shape merged(x0.shape().begin(), x0.shape().begin() + static_cast<int64_t>(lead));
+            Widths fit;
+            for (size_t i = 0; i < k; ++i) {
+              merged.push_back(geo.out[i] * geo.stride[i]);
+              fit.emplace_back(0, ext[i] - geo.out[i] * geo.stride[i]);
+            }
+            return std::vector<Tensor>{window::pad_or_cut(window::pad_or_cut(gl.reshape(merged), fit), back)};
+          }
+          Tensor acc;
+          id = 0;
+          for (const auto& t : window::taps_in_order(geo)) {
+            Tensor part = window::scatter_tap(Tensor::where(chosen.eq(c(double(id++))), g, zero), geo, t, ext);
+            acc = acc.defined() ? acc + part : part;
+          }
+          return std::vector<Tensor>{window::pad_or_cut(acc, back)};
+        }
+        // Many taps: one max-reduction over the window view picks the tap. Score: taps + t for a
+        // NaN at tap t (the last NaN wins), taps - 1 - t for a maximum inside the input (the first
+        // wins), -1 elsewhere.
+        Tensor w = window::view(xpad, geo).detach();
+        const int64_t r = w.ndim(), taps = geo.taps();
+        Shape tap_shape(w.shape().end() - static_cast<int64_t>(k), w.shape().end());
+        Tensor tap = Tensor::arange(0, static_cast<double>(taps), 1, DType::I64, dev).reshape(tap_shape);
+        Shape kept = out.shape();
+        for (size_t i = 0; i < k; ++i) kept.push_back(1);
+        Tensor hit = w.eq(best.reshape(kept));
+        if (padded) hit = hit.logical_and(window::view(inside, geo));
+        Tensor score = Tensor::where(w.ne(w), tap + c(double(taps)), Tensor::where(hit, c(double(taps - 1)) - tap, c(-1)));
+        Tensor top = score.max(Axes(kernel_axes(r, k)), true);
+        chosen = Tensor::where(top.ge(c(double(taps))), top - c(double(taps)), c(double(taps - 1)) - top);
+        Tensor gw = Tensor::where(tap.eq(chosen), g.reshape(kept), zero);
         return std::vector<Tensor>{window::pad_or_cut(window::scatter_windows(gw, geo, ext), back)};
       },
       op);
