@@ -8,6 +8,8 @@
 
 namespace ravel::nn {
 
+namespace window = ravel::detail::window;  // nn/window.hpp: internal, not exported
+
 namespace {
 
 // Note [Adaptive pooling]

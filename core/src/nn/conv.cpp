@@ -6,6 +6,8 @@
 
 namespace ravel::nn {
 
+namespace window = ravel::detail::window;  // nn/window.hpp: internal, not exported
+
 using ravel::detail::concat;
 using window::list_str;
 

@@ -6,7 +6,7 @@
 #include "ravel/autodiff.hpp"
 #include "tensor/internal.hpp"
 
-namespace ravel::nn::window {
+namespace ravel::detail::window {
 
 // Note [Convolution as a window view]
 // Convolution and pooling are written as tinygrad writes them (tensor.py's _pool): pad the input,
@@ -226,4 +226,4 @@ Tensor scatter_windows(const Tensor& grad, const Geometry& geo, const std::vecto
   return acc;
 }
 
-}  // namespace ravel::nn::window
+}  // namespace ravel::detail::window

@@ -9,7 +9,7 @@
 
 #include "ravel/tensor.hpp"
 
-namespace ravel::nn::window {
+namespace ravel::detail::window {
 
 // The geometry of windows over the last kernel.size() axes: window j of an axis starts at
 // j * stride and takes kernel elements dilation apart; `out` windows per axis.
@@ -55,4 +55,4 @@ Tensor pad_or_cut(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>
 // "[a, b]" for messages.
 std::string list_str(const std::vector<int64_t>& v);
 
-}  // namespace ravel::nn::window
+}  // namespace ravel::detail::window
