@@ -65,7 +65,7 @@ ConvSetup setup(const std::string& op, size_t k, const Tensor& x, const Tensor& 
 
 // The GEMM form of a convolution of s.x [N, C, in...] (already checked) with w [O, C/G, k...]:
 // Note [Convolution as one GEMM].
-Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups) {
+Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::optional<Tensor>& bias) {
   const size_t k = s.k;
   const Shape& xs = s.x.shape();
   const int64_t n = xs[0], c = xs[1], o = w.shape()[0], g = groups;
@@ -102,6 +102,9 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups) {
     Tensor cols = win.reshape(split).permute(order).reshape({g, cg * taps, n * positions});
     y = w.reshape({g, og, cg * taps}).matmul(cols);  // [G, Og, N * P]
   }
+  // The bias is added in the GEMM's own layout, so the scheduler runs it as the contraction's
+  // epilogue (Note [Epilogue fusion]); added to the permuted result it was a kernel of its own.
+  if (bias) y = y + (g == 1 ? bias->reshape({o, 1}) : bias->reshape({g, og, 1}));
   Shape onp{o, n};  // [G, Og, N * P] is [O, N, out...] in memory
   onp.insert(onp.end(), geo.out.begin(), geo.out.end());
   std::vector<int64_t> to_nchw{1, 0};
@@ -144,16 +147,13 @@ Tensor conv_any(const std::string& op, size_t k, const Tensor& x, const Tensor& 
     ConvSetup part = s;
     for (int64_t i = 0; i < g; ++i) {
       part.x = s.x.slice(1, i * cg, (i + 1) * cg);
-      parts.push_back(convolve(part, w.slice(0, i * og, (i + 1) * og), 1));
+      std::optional<Tensor> b;
+      if (bias) b = bias->slice(0, i * og, (i + 1) * og);
+      parts.push_back(convolve(part, w.slice(0, i * og, (i + 1) * og), 1, b));
     }
     y = Tensor::concatenate(parts, 1);
   } else {
-    y = convolve(s, w, g);
-  }
-  if (bias) {
-    Shape bs(k + 2, 1);
-    bs[1] = oc;
-    y = y + bias->reshape(bs);
+    y = convolve(s, w, g, bias);
   }
   return s.batched ? y : y.squeeze(0);
 }
