@@ -73,6 +73,7 @@ const std::vector<PoolCase> kMaxCases = {
     {{2, 2}, {9, 10}, {5, 5}, {2, 3}, {2, 1}, {1, 1}, true},
     {{1, 2}, {5, 6, 6}, {3, 3, 3}, {1, 2, 2}, {1, 1, 0}, {1, 1, 2}},
     {{1, 3}, {4, 18}, {2, 9}, {2, 9}, {0, 0}, {1, 1}},
+    {{2, 3}, {11}, {2}, {3}, {1}, {1}, true},  // 1-D disjoint with a gap
 };
 
 const std::vector<PoolCase> kAvgCases = {

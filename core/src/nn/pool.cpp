@@ -89,43 +89,61 @@ std::vector<int64_t> kernel_axes(int64_t ndim, size_t k) {
 // window view's short [.., k, k] axes ran 10-20x slower on tbb_cpu (docs/performance.md,
 // "Convolution"). The chosen tap is folded in scan order: a NaN always takes it (the last one
 // wins), a maximum only while none is chosen (the first one wins). Disjoint windows (kernel <=
-// stride, PyTorch's usual 2x2/2) route the gradient in the input's own layout: the input viewed
-// as [lead..., out_0, stride_0, ...] holds each element's window and tap, so the gradient is one
-// elementwise where() over that view (no scatter, no copy).
+// stride, PyTorch's usual 2x2/2) route the gradient in the input's own layout (Note [Max
+// pooling's gradient in the input's layout]), with no scatter.
 constexpr int64_t kMaxUnrolledTaps = 16;
 
-// [lead..., out..., 1...] -> the output broadcast over [lead..., out_0, stride_0, out_1, ...].
-Tensor over_strides(const Tensor& t, const window::Geometry& geo, size_t lead) {
-  Shape unit(t.shape().begin(), t.shape().begin() + static_cast<int64_t>(lead)), full = unit;
-  for (size_t i = 0; i < geo.rank(); ++i) {
+// Note [Max pooling's gradient in the input's layout]
+// For disjoint windows each input element lies in at most one window, at a known tap: viewed as
+// [lead..., out_0, stride_0, ..., out_last, stride_last] the input holds window (o...) at
+// position (phase...), tap = phase where every phase < kernel. The gradient is then
+// where(tap(phase) == chosen(o), g(o), 0) over that view. Written directly, the innermost axis
+// is stride_last (2) with chosen and g broadcast along it, which tbb_cpu's elementwise kernel
+// runs ~50x slower than a long contiguous row (docs/performance.md, "Convolution"). So the last
+// axis is laid out [.., stride_last, out_last] (out_last innermost, contiguous in chosen and g),
+// and its interleave into out_last * stride_last is one small GEMM with a 0/1 matrix E
+// [stride * out, out * stride] (E[p * out + j, j * stride + p] = 1; 2 * rows * out * stride * out
+// flops, a few ms): linear, so it differentiates like the rest.
+Tensor route_disjoint(const Tensor& chosen, const Tensor& g, const window::Geometry& geo, size_t lead,
+                      const Shape& lead_shape) {
+  const size_t k = geo.rank();
+  const Device dev = g.device();
+  const int64_t ol = geo.out[k - 1], sl = geo.stride[k - 1];
+  Shape unit = lead_shape, full = lead_shape, grid_shape(lead, 1), merged = lead_shape;
+  for (size_t i = 0; i + 1 < k; ++i) {
     unit.insert(unit.end(), {geo.out[i], 1});
     full.insert(full.end(), {geo.out[i], geo.stride[i]});
+    grid_shape.insert(grid_shape.end(), {1, geo.stride[i]});
+    merged.push_back(geo.out[i] * geo.stride[i]);
   }
-  return t.reshape(unit).expand(full);
-}
-
-// The tap index (row-major over the kernel) of each position of a [stride_0, stride_1, ...]
-// block, -1 past the kernel, shaped to broadcast against over_strides().
-Tensor tap_grid(const window::Geometry& geo, size_t lead, const Device& device) {
-  const size_t k = geo.rank();
-  Shape block, shape(lead, 1);
-  for (size_t i = 0; i < k; ++i) block.push_back(geo.stride[i]), shape.insert(shape.end(), {1, geo.stride[i]});
-  int64_t cells = 1;
-  for (int64_t s : block) cells *= s;
+  unit.insert(unit.end(), {1, ol});
+  full.insert(full.end(), {sl, ol});
+  grid_shape.insert(grid_shape.end(), {sl, 1});
+  // Tap ids over the phases (-1 past the kernel), in the order of grid_shape's phase axes.
   std::vector<int64_t> ids;
+  int64_t cells = 1;
+  for (size_t i = 0; i < k; ++i) cells *= geo.stride[i];
   for (int64_t f = 0; f < cells; ++f) {
     int64_t r = f, id = 0, scale = 1;
     bool inside = true;
     for (size_t i = k; i-- > 0;) {
-      const int64_t pos = r % block[i];
-      r /= block[i];
-      inside &= pos < geo.kernel[i];
-      id += pos * scale;
+      const int64_t phase = r % geo.stride[i];
+      r /= geo.stride[i];
+      inside &= phase < geo.kernel[i];
+      id += phase * scale;
       scale *= geo.kernel[i];
     }
     ids.push_back(inside ? id : -1);
   }
-  return Tensor::from_vector(ids, block, device).reshape(shape);
+  Tensor grid = Tensor::from_vector(ids, {cells}, dev).reshape(grid_shape);
+  Tensor a = Tensor::where(grid.eq(chosen.reshape(unit).expand(full)), g.reshape(unit).expand(full),
+                           Tensor::zeros({}, g.dtype(), dev));
+  std::vector<double> e(static_cast<size_t>(sl * ol * ol * sl), 0.0);
+  for (int64_t p = 0; p < sl; ++p)
+    for (int64_t j = 0; j < ol; ++j) e[static_cast<size_t>((p * ol + j) * ol * sl + j * sl + p)] = 1.0;
+  Tensor interleave = Tensor::from_vector(e, {sl * ol, ol * sl}, dev).cast(g.dtype());
+  merged.push_back(ol * sl);
+  return a.reshape({-1, sl * ol}).matmul(interleave).reshape(merged);
 }
 
 Tensor max_pool_any(const std::string& op, size_t k, const Tensor& x, const PoolOptions& o) {
@@ -175,16 +193,12 @@ Tensor max_pool_any(const std::string& op, size_t k, const Tensor& x, const Pool
                                    Tensor::where(hit.logical_and(chosen.lt(c(0))), c(double(id)), chosen));
             ++id;
           }
-          if (window::disjoint(geo)) {  // Note [Pooling tap by tap]: in the input's layout
-            Tensor gl = Tensor::where(tap_grid(geo, lead, dev).eq(over_strides(chosen, geo, lead)),
-                                      over_strides(g, geo, lead), zero);
-            Shape merged(x0.shape().begin(), x0.shape().begin() + static_cast<int64_t>(lead));
+          if (window::disjoint(geo)) {  // Note [Max pooling's gradient in the input's layout]
+            Shape lead_shape(x0.shape().begin(), x0.shape().begin() + static_cast<int64_t>(lead));
+            Tensor gl = route_disjoint(chosen, g, geo, lead, lead_shape);  // [lead..., out * stride...]
             Widths fit;
-            for (size_t i = 0; i < k; ++i) {
-              merged.push_back(geo.out[i] * geo.stride[i]);
-              fit.emplace_back(0, ext[i] - geo.out[i] * geo.stride[i]);
-            }
-            return std::vector<Tensor>{window::pad_or_cut(window::pad_or_cut(gl.reshape(merged), fit), back)};
+            for (size_t i = 0; i < k; ++i) fit.emplace_back(0, ext[i] - geo.out[i] * geo.stride[i]);
+            return std::vector<Tensor>{window::pad_or_cut(window::pad_or_cut(gl, fit), back)};
           }
           Tensor acc;
           id = 0;
