@@ -29,7 +29,7 @@ struct Adaptive {
   bool divisible = true;
 };
 
-Adaptive setup(const std::string& op, size_t k, const Tensor& x, const std::vector<int64_t>& output_size) {
+Adaptive adaptive_setup(const std::string& op, size_t k, const Tensor& x, const std::vector<int64_t>& output_size) {
   RAVEL_CHECK(x.defined(), ValueError, op, ": the input must be a defined tensor");
   RAVEL_CHECK(x.ndim() == static_cast<int64_t>(k + 1) || x.ndim() == static_cast<int64_t>(k + 2), ShapeError, op,
               ": expected an input of rank ", k + 1, " or ", k + 2, " ([N,] C, ", k, " spatial axes), got ",
@@ -84,7 +84,7 @@ Tensor membership(const Adaptive& a, bool average, const Device& device) {
 }
 
 Tensor adaptive_avg(const std::string& op, size_t k, const Tensor& x, const std::vector<int64_t>& output_size) {
-  Adaptive a = setup(op, k, x, output_size);
+  Adaptive a = adaptive_setup(op, k, x, output_size);
   if (a.divisible) return k == 1 ? avg_pool1d(x, as_pooling(a)) : avg_pool2d(x, as_pooling(a));
   Tensor m = membership(a, true, x.device()).cast(x.dtype());  // [O, I]
   Shape flat = a.lead, out = a.lead;
@@ -94,7 +94,7 @@ Tensor adaptive_avg(const std::string& op, size_t k, const Tensor& x, const std:
 }
 
 Tensor adaptive_max(const std::string& op, size_t k, const Tensor& x, const std::vector<int64_t>& output_size) {
-  Adaptive a = setup(op, k, x, output_size);
+  Adaptive a = adaptive_setup(op, k, x, output_size);
   if (a.divisible) return k == 1 ? max_pool1d(x, as_pooling(a)) : max_pool2d(x, as_pooling(a));
   Tensor inside = membership(a, false, x.device()).ne(Tensor::zeros({}, DType::F64, x.device()));  // [O, I]
   const int64_t no = inside.shape()[0], ni = inside.shape()[1];

@@ -25,7 +25,7 @@ struct ConvSetup {
   Widths pad;         // (before, after) per spatial axis, both >= 0
 };
 
-ConvSetup setup(const std::string& op, size_t k, const Tensor& x, const Tensor& w, const ConvOptions& o) {
+ConvSetup conv_setup(const std::string& op, size_t k, const Tensor& x, const Tensor& w, const ConvOptions& o) {
   ConvSetup s;
   s.op = op;
   s.k = k;
@@ -128,7 +128,7 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
 // rank-9 view: it runs group by group.
 Tensor conv_any(const std::string& op, size_t k, const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
                 const ConvOptions& o) {
-  ConvSetup s = setup(op, k, x, w, o);
+  ConvSetup s = conv_setup(op, k, x, w, o);
   const int64_t c = s.x.shape()[1], oc = w.shape()[0], g = o.groups;
   RAVEL_CHECK(c % g == 0, ShapeError, op, ": input channels ", c, " (input ", shape_str(s.x.shape()),
               ") are not divisible by groups ", g);
@@ -165,7 +165,7 @@ Tensor conv_any(const std::string& op, size_t k, const Tensor& x, const Tensor& 
 Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, const Tensor& w,
                           const std::optional<Tensor>& bias, const ConvOptions& o) {
   RAVEL_CHECK(!o.same, ValueError, op, ": padding 'same' is not defined for transposed convolutions (as PyTorch)");
-  ConvSetup s = setup(op, k, x, w, o);
+  ConvSetup s = conv_setup(op, k, x, w, o);
   const int64_t c = s.x.shape()[1], g = o.groups;
   RAVEL_CHECK(w.shape()[0] == c, ShapeError, op, ": the weight ", shape_str(w.shape()), " expects ", w.shape()[0],
               " input channels (its axis 0), but the input ", shape_str(s.x.shape()), " has ", c);

@@ -25,7 +25,7 @@ struct PoolSetup {
   Widths frame;
 };
 
-PoolSetup setup(const std::string& op, size_t k, const Tensor& x, const PoolOptions& o, bool is_max) {
+PoolSetup pool_setup(const std::string& op, size_t k, const Tensor& x, const PoolOptions& o, bool is_max) {
   RAVEL_CHECK(x.defined(), ValueError, op, ": the input must be a defined tensor");
   RAVEL_CHECK(x.ndim() == static_cast<int64_t>(k + 1) || x.ndim() == static_cast<int64_t>(k + 2), ShapeError, op,
               ": expected an input of rank ", k + 1, " or ", k + 2, " ([N,] C, ", k, " spatial axes), got ",
@@ -147,7 +147,7 @@ Tensor route_disjoint(const Tensor& chosen, const Tensor& g, const window::Geome
 }
 
 Tensor max_pool_any(const std::string& op, size_t k, const Tensor& x, const PoolOptions& o) {
-  PoolSetup s = setup(op, k, x, o, true);
+  PoolSetup s = pool_setup(op, k, x, o, true);
   const double lowest = -std::numeric_limits<double>::infinity();
   const window::Geometry geo = s.geo;
   const bool unrolled = geo.taps() <= kMaxUnrolledTaps;
@@ -243,7 +243,7 @@ std::vector<double> divisors(int64_t out, int64_t in, int64_t k, int64_t st, int
 }
 
 Tensor avg_pool_any(const std::string& op, size_t k, const Tensor& x, const PoolOptions& o) {
-  PoolSetup s = setup(op, k, x, o, false);
+  PoolSetup s = pool_setup(op, k, x, o, false);
   if (o.divisor_override)
     RAVEL_CHECK(*o.divisor_override != 0, ValueError, op, ": divisor_override must not be zero");
   Tensor win = window::view(window::pad_or_cut(x, s.frame), s.geo);
