@@ -85,6 +85,8 @@ const std::vector<PoolCase> kAvgCases = {
     {{1, 2}, {6, 6}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, true, 5},
     {{2, 2}, {11}, {3}, {2}, {1}, {1}, true, false},
     {{1, 2}, {4, 5, 6}, {2, 2, 3}, {2, 1, 2}, {1, 0, 1}, {1, 1, 1}, true},
+    {{1, 2}, {9, 10}, {5, 5}, {2, 3}, {2, 1}, {1, 1}, true, false},  // > 16 taps: the reduction
+    {{2, 2}, {8, 9}, {2, 2}, {3, 4}, {1, 1}, {1, 1}, true},          // kernel < stride
 };
 
 }  // namespace

@@ -103,7 +103,8 @@ constexpr int64_t kMaxUnrolledTaps = 16;
 // axis is laid out [.., stride_last, out_last] (out_last innermost, contiguous in chosen and g),
 // and its interleave into out_last * stride_last is one small GEMM with a 0/1 matrix E
 // [stride * out, out * stride] (E[p * out + j, j * stride + p] = 1; 2 * rows * out * stride * out
-// flops, a few ms): linear, so it differentiates like the rest.
+// flops, a few ms): linear, so it differentiates like the rest. With `chosen` undefined every tap
+// takes g (average pooling's gradient).
 Tensor route_disjoint(const Tensor& chosen, const Tensor& g, const window::Geometry& geo, size_t lead,
                       const Shape& lead_shape) {
   const size_t k = geo.rank();
@@ -136,8 +137,9 @@ Tensor route_disjoint(const Tensor& chosen, const Tensor& g, const window::Geome
     ids.push_back(inside ? id : -1);
   }
   Tensor grid = Tensor::from_vector(ids, {cells}, dev).reshape(grid_shape);
-  Tensor a = Tensor::where(grid.eq(chosen.reshape(unit).expand(full)), g.reshape(unit).expand(full),
-                           Tensor::zeros({}, g.dtype(), dev));
+  Tensor take = chosen.defined() ? grid.eq(chosen.reshape(unit).expand(full))
+                                 : grid.ge(Tensor::zeros({}, DType::I64, dev)).expand(full);
+  Tensor a = Tensor::where(take, g.reshape(unit).expand(full), Tensor::zeros({}, g.dtype(), dev));
   std::vector<double> e(static_cast<size_t>(sl * ol * ol * sl), 0.0);
   for (int64_t p = 0; p < sl; ++p)
     for (int64_t j = 0; j < ol; ++j) e[static_cast<size_t>((p * ol + j) * ol * sl + j * sl + p)] = 1.0;
@@ -246,19 +248,57 @@ Tensor avg_pool_any(const std::string& op, size_t k, const Tensor& x, const Pool
   PoolSetup s = pool_setup(op, k, x, o, false);
   if (o.divisor_override)
     RAVEL_CHECK(*o.divisor_override != 0, ValueError, op, ": divisor_override must not be zero");
-  Tensor win = window::view(window::pad_or_cut(x, s.frame), s.geo);
-  Tensor sum = win.sum(Axes(kernel_axes(win.ndim(), k)));
-  if (o.divisor_override) return sum / static_cast<double>(*o.divisor_override);
   // The divisor is separable: a product of one vector per axis, broadcast.
   Tensor div;
-  for (size_t i = 0; i < k; ++i) {
+  if (o.divisor_override) div = Tensor::full({}, static_cast<double>(*o.divisor_override), x.dtype(), x.device());
+  for (size_t i = 0; i < k && !o.divisor_override; ++i) {
     auto d = divisors(s.geo.out[i], s.in[i], s.geo.kernel[i], s.geo.stride[i], s.padding[i], o.count_include_pad);
     Shape shape(k, 1);
     shape[i] = s.geo.out[i];
     Tensor t = Tensor::from_vector(d, {static_cast<int64_t>(d.size())}, x.device()).reshape(shape).cast(x.dtype());
     div = div.defined() ? div * t : t;
   }
-  return sum / div;
+  if (s.geo.taps() > kMaxUnrolledTaps) {
+    Tensor win = window::view(window::pad_or_cut(x, s.frame), s.geo);
+    return win.sum(Axes(kernel_axes(win.ndim(), k))) / div;
+  }
+  // Note [Pooling tap by tap]: the sum over the taps' slices; the gradient g / div goes to every
+  // tap, in the input's layout for disjoint windows, else tap by tap.
+  const window::Geometry geo = s.geo;
+  const Widths frame = s.frame;
+  Tensor xp = window::pad_or_cut(x.detach(), frame), sum;
+  for (const auto& t : window::taps_in_order(geo)) {
+    Tensor v = window::tap_view(xp, geo, t);
+    sum = sum.defined() ? sum + v : v;
+  }
+  Tensor y = sum / div;
+  if (!grad_enabled()) return y;
+  return custom_vjp(
+      y, {x},
+      [geo, frame, k, div](const std::vector<Tensor>& in, const Tensor&, const Tensor& g) {
+        const Tensor& x0 = in[0];
+        const size_t lead = static_cast<size_t>(x0.ndim()) - k;
+        Tensor gs = g / div;
+        std::vector<int64_t> ext;  // the padded input's extent
+        Widths back, fit;
+        for (size_t i = 0; i < k; ++i) {
+          ext.push_back((geo.out[i] - 1) * geo.stride[i] + geo.dilation[i] * (geo.kernel[i] - 1) + 1);
+          fit.emplace_back(0, ext[i] - geo.out[i] * geo.stride[i]);
+          back.emplace_back(-frame[i].first, -frame[i].second);
+        }
+        if (window::disjoint(geo)) {
+          Shape lead_shape(x0.shape().begin(), x0.shape().begin() + static_cast<int64_t>(lead));
+          Tensor gl = route_disjoint(Tensor(), gs, geo, lead, lead_shape);
+          return std::vector<Tensor>{window::pad_or_cut(window::pad_or_cut(gl, fit), back)};
+        }
+        Tensor acc;
+        for (const auto& t : window::taps_in_order(geo)) {
+          Tensor part = window::scatter_tap(gs, geo, t, ext);
+          acc = acc.defined() ? acc + part : part;
+        }
+        return std::vector<Tensor>{window::pad_or_cut(acc, back)};
+      },
+      op);
 }
 
 }  // namespace
