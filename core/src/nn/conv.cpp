@@ -193,18 +193,15 @@ Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, cons
     }
     xs = window::pad_or_cut(s.x.reshape(unit), gaps).reshape(spread);
   }
-  ConvSetup t = s;
-  t.stride.assign(k, 1);
-  t.pad.clear();
   Widths frame;
   for (size_t i = 0; i < k; ++i) {
     const int64_t full = s.dilation[i] * (s.kernel[i] - 1);
     // (in - 1) * stride + 1 elements are data; the spread left stride - 1 zeros after them.
     frame.emplace_back(full - s.pad[i].first, full - s.pad[i].second + out_pad[i] - (s.stride[i] - 1));
   }
-  t.x = window::pad_or_cut(xs, frame);
+  Tensor framed = window::pad_or_cut(xs, frame);
   for (size_t i = 0; i < k; ++i) {
-    const int64_t size = t.x.shape()[2 + i];
+    const int64_t size = framed.shape()[2 + i];
     RAVEL_CHECK(size >= s.dilation[i] * (s.kernel[i] - 1) + 1, ShapeError, op, ": the output would be empty on spatial axis ",
                 i, " (input ", shape_str(in), ", weight ", shape_str(w.shape()), ", padding (", s.pad[i].first, ", ",
                 s.pad[i].second, "))");
@@ -221,7 +218,7 @@ Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, cons
   ConvOptions inner;
   inner.groups = g;
   inner.dilation = s.dilation;
-  Tensor y = conv_any(op, k, t.x, wc, bias, inner);
+  Tensor y = conv_any(op, k, framed, wc, bias, inner);
   return s.batched ? y : y.squeeze(0);
 }
 

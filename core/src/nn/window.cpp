@@ -102,6 +102,10 @@ Tensor view(const Tensor& x, const Geometry& g) {
   const size_t k = g.rank(), lead = static_cast<size_t>(x.ndim()) - k;
   if (disjoint(g)) return disjoint_windows(x, g);
 
+  // One strided map over one buffer: a sharded tensor has several (its parts would each need
+  // their own window view; not built yet).
+  RAVEL_CHECK(!x.sharding(), ValueError, "convolution and pooling windows of a sharded tensor (",
+              x.sharding()->str(), ") are not supported yet; gather it to one device with to() first");
   Tensor base = x;
   detail::StridedView v = detail::view_of(base);
   if (v.has_mask()) {  // Note [Convolution as a window view]: a padded input is copied first
