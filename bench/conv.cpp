@@ -82,6 +82,17 @@ int main(int argc, char** argv) {
     row("max_pool2d 128x32x28x28 k2 fwd+bwd", median_ms(reps, [&] {
           ravel::gradients((nn::max_pool2d(x, p) * cot).sum(), {x})[0].realize();
         }), 0);
+    // The same pooling as a maximum of the four strided quarters with Tensor::maximum (its
+    // gradient splits ties instead of routing them to the first maximum): the lower bound for
+    // max_pool2d's forward and backward on this backend.
+    auto quads = [&] {
+      Tensor v = x.reshape({128, 32, 14, 2, 14, 2});
+      auto q = [&](int64_t i, int64_t j) { return v.select(5, j).select(3, i); };
+      return q(0, 0).maximum(q(0, 1)).maximum(q(1, 0).maximum(q(1, 1)));
+    };
+    row("max of 2x2 quarters (ties split) fwd+bwd", median_ms(reps, [&] {
+          ravel::gradients((quads() * cot).sum(), {x})[0].realize();
+        }), 0);
   }
   {
     // One training step's gradients (no optimizer): conv(1->32)+relu, pool, conv(32->64)+relu,
