@@ -79,6 +79,22 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
                 s.pad[i].second, "))");
     geo.out.push_back((in - span) / s.stride[i] + 1);
   }
+  // Note [Wide rows]: at stride 1 the last axis is computed over the whole padded width, so the
+  // window's last two output axes merge and the im2col copy moves rows of out * width elements
+  // instead of rows of out (tbb_cpu copies short rows slowly: docs/performance.md §7). The
+  // windows of the extra columns run past the end of a row into the next one (and past the
+  // plane's last row into `slack` zero rows added below it); their outputs are cut away, and
+  // since their cotangent is zero the window view's per-axis adjoint may drop what they read.
+  const int64_t width = xp.shape().back(), true_width = geo.out[k - 1];
+  bool wide = k >= 2 && true_width < width;
+  for (int64_t st : s.stride) wide &= st == 1;
+  if (wide) {
+    const int64_t overrun = s.dilation[k - 1] * (s.kernel[k - 1] - 1), slack = (overrun + width - 1) / width;
+    Widths rows(k, {0, 0});
+    rows[k - 2] = {0, slack};
+    xp = window::pad_or_cut(xp, rows);
+    geo.out[k - 1] = width;
+  }
   int64_t positions = 1, taps = geo.taps();
   for (int64_t v : geo.out) positions *= v;
   const int64_t cg = c / g, og = o / g;
@@ -109,7 +125,12 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   onp.insert(onp.end(), geo.out.begin(), geo.out.end());
   std::vector<int64_t> to_nchw{1, 0};
   for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
-  return y.reshape(onp).permute(to_nchw);
+  Tensor out = y.reshape(onp).permute(to_nchw);
+  if (!wide) return out;
+  std::vector<std::pair<int64_t, int64_t>> keep;
+  for (int64_t d : out.shape()) keep.emplace_back(0, d);
+  keep.back() = {0, true_width};
+  return out.shrink(keep);
 }
 
 // Note [Convolution as one GEMM]
