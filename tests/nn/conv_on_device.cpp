@@ -28,7 +28,9 @@ int main(int argc, char** argv) {
     q.stride = {1};
     q.padding = {1};
     Tensor y = nn::max_pool2d(nn::conv2d(x, w, b, o).relu(), p);
-    Tensor z = nn::avg_pool2d(nn::conv2d(x, w, b, o), q);
+    nn::ConvOptions same;  // stride 1: Note [Wide rows]
+    same.same = true;
+    Tensor z = nn::avg_pool2d(nn::conv2d(x, w, b, same), q);
     Tensor loss = y.square().sum() + z.sum();
     auto g = ravel::gradients(loss, {x, w, b});
     std::vector<std::vector<float>> out{y.to(cpu).to_vector<float>(), z.to(cpu).to_vector<float>()};
