@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ravel/autodiff.hpp"
+#include "ravel/conv.hpp"  // conv2d, max_pool2d, ... (functional)
 #include "ravel/tensor.hpp"
 
 namespace ravel::nn {

@@ -1,0 +1,43 @@
+// Sliding windows over the trailing axes of a tensor, as a zero-copy view, and its adjoint:
+// the shared core of convolution and pooling (Note [Convolution as a window view], window.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ravel/tensor.hpp"
+
+namespace ravel::nn::window {
+
+// The geometry of windows over the last kernel.size() axes: window j of an axis starts at
+// j * stride and takes kernel elements dilation apart; `out` windows per axis.
+struct Geometry {
+  std::vector<int64_t> kernel, stride, dilation, out;
+  size_t rank() const { return kernel.size(); }
+  int64_t taps() const;  // the number of elements in one window
+};
+
+// One value broadcast to `n` axes, or one per axis; ValueError naming `what` and `op` otherwise,
+// or when a value is below `min`.
+std::vector<int64_t> per_axis(const std::vector<int64_t>& v, size_t n, int64_t min, const char* what,
+                              const std::string& op);
+
+// x [lead..., in...] -> [lead..., out..., kernel...]: element [.., o.., t..] is x[.., o*stride +
+// t*dilation, ..]. Requires (out - 1) * stride + (kernel - 1) * dilation < in on every axis.
+// Differentiable (to any order): its adjoint is `scatter_windows`.
+Tensor view(const Tensor& x, const Geometry& g);
+
+// The adjoint of view(): windows g [lead..., out..., kernel...] summed back into a tensor of the
+// input's trailing sizes `in` (col2im), built from pad/shrink/reshape and adds.
+Tensor scatter_windows(const Tensor& g, const Geometry& geo, const std::vector<int64_t>& in);
+
+// Pads (positive) or cuts (negative) the last widths.size() axes by (before, after); `value` fills
+// the padding. Its adjoint is pad_or_cut(g, -widths) with zeros.
+Tensor pad_or_cut(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& widths, double value = 0.0);
+
+// "[a, b]" for messages.
+std::string list_str(const std::vector<int64_t>& v);
+
+}  // namespace ravel::nn::window
