@@ -134,6 +134,56 @@ class Flatten : public Module {
   int64_t start, end;
 };
 
+// torch.nn.Conv1d / Conv2d: weight [out, in / groups, k...] and an optional bias [out], around
+// ravel::nn::conv1d / conv2d (ravel/conv.hpp; `options`: stride, padding, dilation, groups, same).
+// Initialised as torch: kaiming_uniform(a = sqrt(5)) for the weight, i.e. U(+-1/sqrt(fan_in)),
+// and U(+-1/sqrt(fan_in)) for the bias, fan_in = in / groups * prod(kernel). `kernel`: one size
+// for every spatial axis or one per axis.
+class ConvNd : public Module {
+ public:
+  std::vector<NamedParameter> named_parameters() override;
+  Tensor weight, bias;
+  ConvOptions options;
+
+ protected:
+  ConvNd(int64_t in, int64_t out, const std::vector<int64_t>& kernel, uint64_t seed, ConvOptions options,
+         bool bias, DType dtype, size_t spatial, const char* name);
+  std::optional<Tensor> optional_bias() const;
+};
+class Conv1d : public ConvNd {
+ public:
+  Conv1d(int64_t in, int64_t out, std::vector<int64_t> kernel, uint64_t seed, ConvOptions options = {},
+         bool bias = true, DType dtype = DType::F32)
+      : ConvNd(in, out, kernel, seed, std::move(options), bias, dtype, 1, "Conv1d") {}
+  Tensor operator()(const Tensor& x) const;  // [N, in, L] -> [N, out, L']
+};
+class Conv2d : public ConvNd {
+ public:
+  Conv2d(int64_t in, int64_t out, std::vector<int64_t> kernel, uint64_t seed, ConvOptions options = {},
+         bool bias = true, DType dtype = DType::F32)
+      : ConvNd(in, out, kernel, seed, std::move(options), bias, dtype, 2, "Conv2d") {}
+  Tensor operator()(const Tensor& x) const;  // [N, in, H, W] -> [N, out, H', W']
+};
+
+// torch.nn.MaxPool2d / AvgPool2d around max_pool2d / avg_pool2d (ravel/conv.hpp's PoolOptions:
+// kernel, stride (default: the kernel), padding, dilation, ceil_mode, count_include_pad, ...).
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(PoolOptions options) : options(std::move(options)) {}
+  explicit MaxPool2d(int64_t kernel) { options.kernel = {kernel}; }
+  Tensor operator()(const Tensor& x) const;
+  std::vector<NamedParameter> named_parameters() override { return {}; }
+  PoolOptions options;
+};
+class AvgPool2d : public Module {
+ public:
+  explicit AvgPool2d(PoolOptions options) : options(std::move(options)) {}
+  explicit AvgPool2d(int64_t kernel) { options.kernel = {kernel}; }
+  Tensor operator()(const Tensor& x) const;
+  std::vector<NamedParameter> named_parameters() override { return {}; }
+  PoolOptions options;
+};
+
 enum class Activation { ReLU, Tanh, Sigmoid, GELU };
 Tensor activate(const Tensor& x, Activation a);
 Tensor gelu(const Tensor& x);  // tanh approximation (as torch.nn.GELU(approximate="tanh"))
