@@ -3,7 +3,7 @@
 // autograd, its nn modules and Adam. Prints progress, the test accuracy after every epoch and a
 // confusion matrix, and writes the loss and accuracy curves as SVG files.
 //   fashion_mnist [--epochs N] [--batch N] [--lr X] [--channels C1,C2] [--seed N] [--steps N]
-//                 [--data DIR] [--out DIR]
+//                 [--data DIR] [--out DIR] [--pool quads|library]
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,19 +29,22 @@ struct Options {
   int64_t epochs = 3, batch = 128, c1 = 16, c2 = 32, steps = 0;  // steps 0: whole epochs
   double lr = 2e-3;
   uint64_t seed = 42;
+  bool library_pool = false;
   std::string data = "/usr/share/datasets/fashion-mnist", out = ".";
 };
 
 [[noreturn]] void usage(int code) {
   std::puts(
       "usage: fashion_mnist [--epochs N] [--batch N] [--lr X] [--channels C1,C2] [--seed N] [--steps N]\n"
-      "                     [--data DIR] [--out DIR]\n"
+      "                     [--data DIR] [--out DIR] [--pool quads|library]\n"
       "Trains a small CNN (two conv + batch norm + max-pool blocks, a linear head) on Fashion-MNIST\n"
       "with Adam and reports the test accuracy and a confusion matrix.\n"
       "  --steps N   stop after N training steps (0: run every epoch)\n"
       "  --data DIR  the IDX files (train-images-idx3-ubyte.gz, ...; package dataset-fashion-mnist)\n"
+      "  --pool      quads: 2x2 max pooling as a maximum of four strided views (fast); library:\n"
+      "              nn::MaxPool2d (first-maximum gradient, as PyTorch; slower)\n"
       "Defaults: --epochs 3 --batch 128 --lr 0.002 --channels 16,32 --seed 42 --steps 0\n"
-      "          --data /usr/share/datasets/fashion-mnist --out .");
+      "          --data /usr/share/datasets/fashion-mnist --out . --pool quads");
   std::exit(code);
 }
 
@@ -60,6 +63,8 @@ Options parse(int argc, char** argv) {
       else if (a == "--steps") o.steps = std::stoll(v);
       else if (a == "--data") o.data = v;
       else if (a == "--out") o.out = v;
+      else if (a == "--pool" && (v == "quads" || v == "library")) o.library_pool = v == "library";
+      else if (a == "--pool") throw std::invalid_argument(v);
       else if (a == "--channels") {
         const size_t comma = v.find(',');
         if (comma == std::string::npos) throw std::invalid_argument(v);
@@ -169,7 +174,7 @@ int main(int argc, char** argv) try {
   const Normalised xtrain = normalise(train.images, mean, sd), xtest = normalise(test.images, mean, sd);
   const double load_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
 
-  Model model(o.c1, o.c2, train.images.rows, train.images.cols, o.seed);
+  Model model(o.c1, o.c2, train.images.rows, train.images.cols, o.seed, o.library_pool);
   const int64_t steps_per_epoch = (xtrain.count + o.batch - 1) / o.batch;
   const int64_t total = o.steps > 0 ? std::min(o.steps, o.epochs * steps_per_epoch) : o.epochs * steps_per_epoch;
   std::printf("fashion_mnist on %s: %lld training and %lld test images of %lldx%lld from %s (read in %.1f s)\n",
@@ -191,6 +196,7 @@ int main(int argc, char** argv) try {
   const int64_t log_every = std::max<int64_t>(1, steps_per_epoch / 4);
   double smooth_loss = 0, smooth_acc = 0;
   Evaluation last;
+  ravel::reset_stats();
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   double eval_secs = 0;
@@ -207,12 +213,13 @@ int main(int argc, char** argv) try {
       Tensor logits = model(images);
       Tensor loss = ravel::nn::cross_entropy(logits, labels);
       Tensor correct = logits.detach().argmax(1).eq(labels).sum();
-      adam.zero_grad();
-      loss.backward();
-      // The loss, the accuracy and the batch-norm running statistics in the update's pass.
-      std::vector<Tensor> also{loss, correct};
+      // The accuracy and the batch-norm running statistics in the gradients' pass: realized
+      // later, they would run the forward pass again (Note [Lazy running statistics]).
+      std::vector<Tensor> also{correct};
       for (Tensor* b : model.buffers()) also.push_back(*b);
-      adam.step(also);
+      adam.zero_grad();
+      loss.backward({}, also);
+      adam.step();
       adam.zero_grad();
       const double l = loss.item<double>(), acc = correct.item<double>() / static_cast<double>(n);
       smooth_loss = step == 1 ? l : 0.98 * smooth_loss + 0.02 * l;
@@ -242,6 +249,10 @@ int main(int argc, char** argv) try {
   std::printf("\ntrained %lld steps in %.1f s (%.1f steps/s, %.0f images/s); evaluation %.1f s\n",
               static_cast<long long>(step), secs - eval_secs, step / (secs - eval_secs),
               step * o.batch / (secs - eval_secs), eval_secs);
+  const ravel::KernelStats st = ravel::cumulative_stats();
+  std::printf("per step (evaluation included): %.1f kernels (%.1f contractions), %.1f ms scheduling, %.1f ms in kernels\n",
+              double(st.kernels()) / step, double(st.contractions) / step, st.schedule_seconds / step * 1e3,
+              st.execute_seconds / step * 1e3);
   std::printf("test accuracy: %.2f%% (%lld of %lld)\n", 100 * last.accuracy,
               static_cast<long long>(std::llround(last.accuracy * xtest.count)), static_cast<long long>(xtest.count));
   print_confusion(last.confusion);

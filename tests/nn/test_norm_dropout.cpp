@@ -233,3 +233,25 @@ BOOST_AUTO_TEST_CASE(flatten_joins_axes_as_torch) {
   BOOST_TEST(ravel::shape_str(nn::Flatten(2, -1)(x).shape()) == "[2, 3, 20]");
   BOOST_TEST(nn::Flatten()(x).to_vector<float>() == x.to_vector<float>());  // row-major order kept
 }
+
+BOOST_AUTO_TEST_CASE(running_statistics_realize_in_the_gradients_pass) {
+  // Note [Lazy running statistics]: passed to backward's `also`, the update runs in the pass that
+  // computes the gradients, and reading it afterwards launches nothing.
+  nn::BatchNorm2d bn(3);
+  Tensor x = Tensor::from_vector(seeded_values(4 * 3 * 2 * 2, 8), {4, 3, 2, 2}).cast(ravel::DType::F32);
+  x.realize();
+  Tensor loss = bn(x).square().sum();
+  BOOST_TEST(!bn.running_mean.is_realized());
+  loss.backward({}, {bn.running_mean, bn.running_var});
+  BOOST_TEST(bn.running_mean.is_realized());
+  BOOST_TEST(bn.running_var.is_realized());
+  const int64_t kernels = ravel::cumulative_stats().kernels();
+  auto rm = bn.running_mean.to_vector<float>();  // in its own dtype: a read, no cast kernel
+  BOOST_TEST(ravel::cumulative_stats().kernels() == kernels);
+  ChannelStats st = channel_stats(x.to_vector<double>(), 4, 3, 4);
+  for (int64_t k = 0; k < 3; ++k) BOOST_TEST(rm[k] == 0.1 * st.mean[k], tt::tolerance(1e-5));
+  // Not realized by anyone: the next training call realizes it before chaining another update.
+  bn(x);
+  bn(x);
+  BOOST_TEST(bn.running_mean.to_vector<double>()[0] == (0.1 * 0.9 * 0.9 + 0.1 * 0.9 + 0.1) * st.mean[0], tt::tolerance(1e-5));
+}
