@@ -80,7 +80,7 @@ class LayerNorm : public Module {
 // (gamma) = 1 and bias (beta) = 0 at the start; without `affine` there are none. The running
 // statistics are buffers (saved with the parameters). Note [Lazy running statistics] in
 // core/src/nn/batchnorm.cpp: the update stays a lazy expression until realized; pass buffers()
-// to Optimizer::step's `also` so it runs in the step's pass (or as Jit state).
+// to Tensor::backward's `also` so it runs in the gradients' pass (or list them as Jit state).
 class BatchNorm : public Module {
  public:
   Tensor operator()(const Tensor& x);

@@ -10,8 +10,8 @@ namespace ravel::nn {
 // expression (the batch's statistics, detached) that replaces the buffers' handles: assign()
 // would realize it at once, which runs the forward pass up to this layer a second time (the
 // loss and the gradients realize it again later). Left lazy, it runs in the same pass as the
-// loss when the caller passes buffers() to Optimizer::step's `also` (or lists them as Jit state,
-// which realizes state after every call). If nobody realized it, the next training call does
+// gradients when the caller passes buffers() to Tensor::backward's `also` (or lists them as Jit
+// state, which realizes state after every call). If nobody realized it, the next training call does
 // before chaining a new update, so the graph behind a buffer never grows past one batch.
 BatchNorm::BatchNorm(int64_t features, double eps_, double momentum_, bool affine, DType dtype,
                      std::vector<int64_t> ranks, const char* name)
