@@ -6,6 +6,8 @@
 
 namespace ravel::nn {
 
+namespace window = ravel::detail::window;  // nn/window.hpp: internal, not exported
+
 using ravel::detail::concat;
 using window::list_str;
 
@@ -23,7 +25,7 @@ struct ConvSetup {
   Widths pad;         // (before, after) per spatial axis, both >= 0
 };
 
-ConvSetup setup(const std::string& op, size_t k, const Tensor& x, const Tensor& w, const ConvOptions& o) {
+ConvSetup conv_setup(const std::string& op, size_t k, const Tensor& x, const Tensor& w, const ConvOptions& o) {
   ConvSetup s;
   s.op = op;
   s.k = k;
@@ -63,7 +65,7 @@ ConvSetup setup(const std::string& op, size_t k, const Tensor& x, const Tensor& 
 
 // The GEMM form of a convolution of s.x [N, C, in...] (already checked) with w [O, C/G, k...]:
 // Note [Convolution as one GEMM].
-Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups) {
+Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::optional<Tensor>& bias) {
   const size_t k = s.k;
   const Shape& xs = s.x.shape();
   const int64_t n = xs[0], c = xs[1], o = w.shape()[0], g = groups;
@@ -77,59 +79,77 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups) {
                 s.pad[i].second, "))");
     geo.out.push_back((in - span) / s.stride[i] + 1);
   }
+  // Note [Wide rows]: at stride 1 the last axis is computed over the whole padded width, so the
+  // window's last two output axes merge and the im2col copy moves rows of out * width elements
+  // instead of rows of out (tbb_cpu copies short rows slowly: docs/performance.md §7). The
+  // windows of the extra columns run past the end of a row into the next one (and past the
+  // plane's last row into `slack` zero rows added below it); their outputs are cut away, and
+  // since their cotangent is zero the window view's per-axis adjoint may drop what they read.
+  const int64_t width = xp.shape().back(), true_width = geo.out[k - 1];
+  bool wide = k >= 2 && true_width < width;
+  for (int64_t st : s.stride) wide &= st == 1;
+  if (wide) {
+    const int64_t overrun = s.dilation[k - 1] * (s.kernel[k - 1] - 1), slack = (overrun + width - 1) / width;
+    Widths rows(k, {0, 0});
+    rows[k - 2] = {0, slack};
+    xp = window::pad_or_cut(xp, rows);
+    geo.out[k - 1] = width;
+  }
   int64_t positions = 1, taps = geo.taps();
   for (int64_t v : geo.out) positions *= v;
   const int64_t cg = c / g, og = o / g;
   Tensor win = window::view(xp, geo);  // [N, C, out..., k...]
-  Tensor wm = w.reshape({g, og, cg * taps}).transpose(1, 2);  // [G, K, Og]
-  Shape out_shape{n, o};
-  out_shape.insert(out_shape.end(), geo.out.begin(), geo.out.end());
-  // Order [G, N, out..., Cg, k...], then one reshape to [G, N * P, Cg * taps]: the copy that reshape
-  // makes is the im2col matrix, contracted with the weight in one (batched over G) GEMM.
+  // [N, G, Cg, out..., k...] -> [G, Cg, k..., N, out...], then one reshape to [G, Cg * taps, N * P]:
+  // the copy that reshape makes is the (transposed) im2col matrix, contracted with the weight
+  // [G, Og, Cg * taps] in one GEMM (batched over G when there are groups).
   Shape split{n, g, cg};
   split.insert(split.end(), win.shape().begin() + 2, win.shape().end());
-  std::vector<int64_t> order{1, 0};
-  for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
-  order.push_back(2);
+  std::vector<int64_t> order{1, 2};
   for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + k + i));
-  if (g == 1) {
-    order = {0};  // [N, C, out..., k...] -> [N, out..., C, k...]
-    for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(2 + i));
-    order.push_back(1);
-    for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(2 + k + i));
-    Tensor cols = win.permute(order).reshape({n * positions, c * taps});
-    Tensor y = cols.matmul(wm.reshape({c * taps, o}));  // [N * P, O]
-    Shape nhwc{n};
-    nhwc.insert(nhwc.end(), geo.out.begin(), geo.out.end());
-    nhwc.push_back(o);
-    std::vector<int64_t> to_nchw{0, static_cast<int64_t>(k + 1)};
-    for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(1 + i));
-    return y.reshape(nhwc).permute(to_nchw);
+  order.push_back(0);
+  for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
+  Tensor y;
+  if (g == 1) {  // no group axis: [N, C, out..., k...] -> [C, k..., N, out...] (rank 8 for 3-D)
+    for (int64_t& a : order) a = a == 0 ? 0 : a - 1;
+    order.erase(order.begin());
+    Tensor cols = win.permute(order).reshape({c * taps, n * positions});
+    y = w.reshape({o, c * taps}).matmul(cols);  // [O, N * P]
+  } else {
+    Tensor cols = win.reshape(split).permute(order).reshape({g, cg * taps, n * positions});
+    y = w.reshape({g, og, cg * taps}).matmul(cols);  // [G, Og, N * P]
   }
-  Tensor cols = win.reshape(split).permute(order).reshape({g, n * positions, cg * taps});
-  Tensor y = cols.matmul(wm);  // [G, N * P, Og]
-  Shape gnhwc{g, n};
-  gnhwc.insert(gnhwc.end(), geo.out.begin(), geo.out.end());
-  gnhwc.push_back(og);
-  std::vector<int64_t> to_nchw{1, 0, static_cast<int64_t>(k + 2)};
+  // The bias is added in the GEMM's own layout, so the scheduler runs it as the contraction's
+  // epilogue (Note [Epilogue fusion]); added to the permuted result it was a kernel of its own.
+  if (bias) y = y + (g == 1 ? bias->reshape({o, 1}) : bias->reshape({g, og, 1}));
+  Shape onp{o, n};  // [G, Og, N * P] is [O, N, out...] in memory
+  onp.insert(onp.end(), geo.out.begin(), geo.out.end());
+  std::vector<int64_t> to_nchw{1, 0};
   for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
-  return y.reshape(gnhwc).permute(to_nchw).reshape(out_shape);
+  Tensor out = y.reshape(onp).permute(to_nchw);
+  if (!wide) return out;
+  std::vector<std::pair<int64_t, int64_t>> keep;
+  for (int64_t d : out.shape()) keep.emplace_back(0, d);
+  keep.back() = {0, true_width};
+  return out.shrink(keep);
 }
 
 // Note [Convolution as one GEMM]
 // out[n, o, p] = sum_{c, t} x[n, c, p * stride + t * dilation] w[o, c, t]: with the window view
-// (Note [Convolution as a window view]) laid out [N * P, C * taps] this is one matmul with the
-// weight [C * taps, O], which the scheduler runs as one GEMM kernel (Note [Matmul as mul + sum]).
-// The contraction kernel takes one summed axis and unpadded operands, so the window view is
-// copied once into that matrix (im2col) by the reshape; feeding the GEMM packer straight from the
-// strided window, with no copy, needs a contraction that sums several axes of a strided operand
-// (docs/performance.md, "Convolution"). The result is [N, P, O] in memory, returned as the
-// permuted view [N, O, P]: the next op reads through the view, nothing is transposed. Groups are
-// the batch axis of the GEMM. Spatial rank 3 with groups > 1 would need a rank-9 view: it runs
-// group by group.
+// (Note [Convolution as a window view]) laid out [C * taps, N * P] this is one matmul of the
+// weight [O, C * taps] with it, which the scheduler runs as one GEMM kernel (Note [Matmul as mul
+// + sum]). The contraction kernel takes one summed axis and unpadded operands, so the window view
+// is copied once into that matrix (im2col) by the reshape; feeding the GEMM packer straight from
+// the strided window, with no copy, needs a contraction that sums several axes of a strided
+// operand (docs/performance.md, "Convolution"). Why [C * taps, N * P] and not PyTorch's [N * P,
+// C * taps]: its rows are runs of the input's rows (the copy reads and writes ow-contiguous runs,
+// not runs of kw = 3), the result [O, N * P] is returned as the permuted view [N, O, P] whose
+// spatial axes stay contiguous for the ops that follow, the output gradient [N, O, P] is brought
+// to [O, N * P] by a copy of contiguous P-runs, and groups are the GEMM's batch axis with the
+// result [G, Og, N * P] already [O, N, P] in memory. Spatial rank 3 with groups > 1 would need a
+// rank-9 view: it runs group by group.
 Tensor conv_any(const std::string& op, size_t k, const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
                 const ConvOptions& o) {
-  ConvSetup s = setup(op, k, x, w, o);
+  ConvSetup s = conv_setup(op, k, x, w, o);
   const int64_t c = s.x.shape()[1], oc = w.shape()[0], g = o.groups;
   RAVEL_CHECK(c % g == 0, ShapeError, op, ": input channels ", c, " (input ", shape_str(s.x.shape()),
               ") are not divisible by groups ", g);
@@ -148,16 +168,13 @@ Tensor conv_any(const std::string& op, size_t k, const Tensor& x, const Tensor& 
     ConvSetup part = s;
     for (int64_t i = 0; i < g; ++i) {
       part.x = s.x.slice(1, i * cg, (i + 1) * cg);
-      parts.push_back(convolve(part, w.slice(0, i * og, (i + 1) * og), 1));
+      std::optional<Tensor> b;
+      if (bias) b = bias->slice(0, i * og, (i + 1) * og);
+      parts.push_back(convolve(part, w.slice(0, i * og, (i + 1) * og), 1, b));
     }
     y = Tensor::concatenate(parts, 1);
   } else {
-    y = convolve(s, w, g);
-  }
-  if (bias) {
-    Shape bs(k + 2, 1);
-    bs[1] = oc;
-    y = y + bias->reshape(bs);
+    y = convolve(s, w, g, bias);
   }
   return s.batched ? y : y.squeeze(0);
 }
@@ -169,7 +186,7 @@ Tensor conv_any(const std::string& op, size_t k, const Tensor& x, const Tensor& 
 Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, const Tensor& w,
                           const std::optional<Tensor>& bias, const ConvOptions& o) {
   RAVEL_CHECK(!o.same, ValueError, op, ": padding 'same' is not defined for transposed convolutions (as PyTorch)");
-  ConvSetup s = setup(op, k, x, w, o);
+  ConvSetup s = conv_setup(op, k, x, w, o);
   const int64_t c = s.x.shape()[1], g = o.groups;
   RAVEL_CHECK(w.shape()[0] == c, ShapeError, op, ": the weight ", shape_str(w.shape()), " expects ", w.shape()[0],
               " input channels (its axis 0), but the input ", shape_str(s.x.shape()), " has ", c);
@@ -197,18 +214,15 @@ Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, cons
     }
     xs = window::pad_or_cut(s.x.reshape(unit), gaps).reshape(spread);
   }
-  ConvSetup t = s;
-  t.stride.assign(k, 1);
-  t.pad.clear();
   Widths frame;
   for (size_t i = 0; i < k; ++i) {
     const int64_t full = s.dilation[i] * (s.kernel[i] - 1);
     // (in - 1) * stride + 1 elements are data; the spread left stride - 1 zeros after them.
     frame.emplace_back(full - s.pad[i].first, full - s.pad[i].second + out_pad[i] - (s.stride[i] - 1));
   }
-  t.x = window::pad_or_cut(xs, frame);
+  Tensor framed = window::pad_or_cut(xs, frame);
   for (size_t i = 0; i < k; ++i) {
-    const int64_t size = t.x.shape()[2 + i];
+    const int64_t size = framed.shape()[2 + i];
     RAVEL_CHECK(size >= s.dilation[i] * (s.kernel[i] - 1) + 1, ShapeError, op, ": the output would be empty on spatial axis ",
                 i, " (input ", shape_str(in), ", weight ", shape_str(w.shape()), ", padding (", s.pad[i].first, ", ",
                 s.pad[i].second, "))");
@@ -225,7 +239,7 @@ Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, cons
   ConvOptions inner;
   inner.groups = g;
   inner.dilation = s.dilation;
-  Tensor y = conv_any(op, k, t.x, wc, bias, inner);
+  Tensor y = conv_any(op, k, framed, wc, bias, inner);
   return s.batched ? y : y.squeeze(0);
 }
 

@@ -8,6 +8,8 @@
 
 namespace ravel::nn {
 
+namespace window = ravel::detail::window;  // nn/window.hpp: internal, not exported
+
 using ravel::detail::concat;
 using window::list_str;
 
@@ -23,7 +25,7 @@ struct PoolSetup {
   Widths frame;
 };
 
-PoolSetup setup(const std::string& op, size_t k, const Tensor& x, const PoolOptions& o, bool is_max) {
+PoolSetup pool_setup(const std::string& op, size_t k, const Tensor& x, const PoolOptions& o, bool is_max) {
   RAVEL_CHECK(x.defined(), ValueError, op, ": the input must be a defined tensor");
   RAVEL_CHECK(x.ndim() == static_cast<int64_t>(k + 1) || x.ndim() == static_cast<int64_t>(k + 2), ShapeError, op,
               ": expected an input of rank ", k + 1, " or ", k + 2, " ([N,] C, ", k, " spatial axes), got ",
@@ -75,39 +77,154 @@ std::vector<int64_t> kernel_axes(int64_t ndim, size_t k) {
 // scan order (row-major over the window: its loop replaces the running max only when a value is
 // strictly greater), or, when the window holds NaN, the last NaN (its test is `val > max ||
 // isnan(val)`). Ravel's max reduction shares ties equally (Note [Gradient of max]), so max
-// pooling has its own rule: the chosen tap of each window as a one-hot over the window, times the
-// cotangent, scattered back (window::scatter_windows) and cut to the input. The one-hot is
-// piecewise constant in x, so the rule is linear in the cotangent and differentiates again
-// (second order: zero through x, the same routing through the cotangent).
+// pooling has its own rule: the chosen tap of each window, times the cotangent, scattered back
+// and cut to the input. The choice is piecewise constant in x, so the rule is linear in the
+// cotangent and differentiates again (second order: zero through x, the same routing through the
+// cotangent).
+//
+// Note [Pooling tap by tap]
+// With few taps (a 2x2 or 3x3 window: at most kMaxUnrolledTaps) the max and the choice are
+// written tap by tap over the [lead..., out...] output, as elementwise ops on the taps' strided
+// slices (window::tap_view): one fused elementwise kernel each, where a reduction over the
+// window view's short [.., k, k] axes ran 10-20x slower on tbb_cpu (docs/performance.md,
+// "Convolution"). The chosen tap is folded in scan order: a NaN always takes it (the last one
+// wins), a maximum only while none is chosen (the first one wins). Disjoint windows (kernel <=
+// stride, PyTorch's usual 2x2/2) route the gradient in the input's own layout (Note [Max
+// pooling's gradient in the input's layout]), with no scatter.
+constexpr int64_t kMaxUnrolledTaps = 16;
+
+// Note [Max pooling's gradient in the input's layout]
+// For disjoint windows each input element lies in at most one window, at a known tap: viewed as
+// [lead..., out_0, stride_0, ..., out_last, stride_last] the input holds window (o...) at
+// position (phase...), tap = phase where every phase < kernel. The gradient is then
+// where(tap(phase) == chosen(o), g(o), 0) over that view. Written directly, the innermost axis
+// is stride_last (2) with chosen and g broadcast along it, which tbb_cpu's elementwise kernel
+// runs ~50x slower than a long contiguous row (docs/performance.md, "Convolution"). So the last
+// axis is laid out [.., stride_last, out_last] (out_last innermost, contiguous in chosen and g),
+// and its interleave into out_last * stride_last is one small GEMM with a 0/1 matrix E
+// [stride * out, out * stride] (E[p * out + j, j * stride + p] = 1; 2 * rows * out * stride * out
+// flops, a few ms): linear, so it differentiates like the rest. With `chosen` undefined every tap
+// takes g (average pooling's gradient).
+Tensor route_disjoint(const Tensor& chosen, const Tensor& g, const window::Geometry& geo, size_t lead,
+                      const Shape& lead_shape) {
+  const size_t k = geo.rank();
+  const Device dev = g.device();
+  const int64_t ol = geo.out[k - 1], sl = geo.stride[k - 1];
+  Shape unit = lead_shape, full = lead_shape, grid_shape(lead, 1), merged = lead_shape;
+  for (size_t i = 0; i + 1 < k; ++i) {
+    unit.insert(unit.end(), {geo.out[i], 1});
+    full.insert(full.end(), {geo.out[i], geo.stride[i]});
+    grid_shape.insert(grid_shape.end(), {1, geo.stride[i]});
+    merged.push_back(geo.out[i] * geo.stride[i]);
+  }
+  unit.insert(unit.end(), {1, ol});
+  full.insert(full.end(), {sl, ol});
+  grid_shape.insert(grid_shape.end(), {sl, 1});
+  // Tap ids over the phases (-1 past the kernel), in the order of grid_shape's phase axes.
+  std::vector<int64_t> ids;
+  int64_t cells = 1;
+  for (size_t i = 0; i < k; ++i) cells *= geo.stride[i];
+  for (int64_t f = 0; f < cells; ++f) {
+    int64_t r = f, id = 0, scale = 1;
+    bool inside = true;
+    for (size_t i = k; i-- > 0;) {
+      const int64_t phase = r % geo.stride[i];
+      r /= geo.stride[i];
+      inside &= phase < geo.kernel[i];
+      id += phase * scale;
+      scale *= geo.kernel[i];
+    }
+    ids.push_back(inside ? id : -1);
+  }
+  Tensor grid = Tensor::from_vector(ids, {cells}, dev).reshape(grid_shape);
+  Tensor take = chosen.defined() ? grid.eq(chosen.reshape(unit).expand(full))
+                                 : grid.ge(Tensor::zeros({}, DType::I64, dev)).expand(full);
+  Tensor a = Tensor::where(take, g.reshape(unit).expand(full), Tensor::zeros({}, g.dtype(), dev));
+  std::vector<double> e(static_cast<size_t>(sl * ol * ol * sl), 0.0);
+  for (int64_t p = 0; p < sl; ++p)
+    for (int64_t j = 0; j < ol; ++j) e[static_cast<size_t>((p * ol + j) * ol * sl + j * sl + p)] = 1.0;
+  Tensor interleave = Tensor::from_vector(e, {sl * ol, ol * sl}, dev).cast(g.dtype());
+  merged.push_back(ol * sl);
+  return a.reshape({-1, sl * ol}).matmul(interleave).reshape(merged);
+}
+
 Tensor max_pool_any(const std::string& op, size_t k, const Tensor& x, const PoolOptions& o) {
-  PoolSetup s = setup(op, k, x, o, true);
+  PoolSetup s = pool_setup(op, k, x, o, true);
   const double lowest = -std::numeric_limits<double>::infinity();
-  Tensor win = window::view(window::pad_or_cut(x.detach(), s.frame, lowest), s.geo);
-  Tensor y = win.max(Axes(kernel_axes(win.ndim(), k)));
+  const window::Geometry geo = s.geo;
+  const bool unrolled = geo.taps() <= kMaxUnrolledTaps;
+  Tensor xp = window::pad_or_cut(x.detach(), s.frame, lowest);
+  Tensor y;
+  if (unrolled) {
+    for (const auto& t : window::taps_in_order(geo)) {
+      Tensor v = window::tap_view(xp, geo, t);
+      y = y.defined() ? y.maximum(v) : v;
+    }
+  } else {
+    Tensor win = window::view(xp, geo);
+    y = win.max(Axes(kernel_axes(win.ndim(), k)));
+  }
   if (!grad_enabled()) return y;
-  window::Geometry geo = s.geo;
   Widths frame = s.frame;
   return custom_vjp(
       y, {x},
-      [geo, frame, k, lowest](const std::vector<Tensor>& in, const Tensor& out, const Tensor& g) {
-        Tensor w = window::view(window::pad_or_cut(in[0].detach(), frame, lowest), geo).detach();
-        const int64_t r = w.ndim(), taps = geo.taps();
-        Shape tap_shape(w.shape().end() - static_cast<int64_t>(k), w.shape().end());
-        Tensor tap = Tensor::arange(0, static_cast<double>(taps), 1, DType::I64, w.device()).reshape(tap_shape);
-        Shape kept = out.shape();
-        for (size_t i = 0; i < k; ++i) kept.push_back(1);
-        Tensor best = out.detach().reshape(kept);
-        Tensor none = Tensor::full({}, static_cast<double>(taps), DType::I64, w.device());
-        Tensor first = Tensor::where(w.eq(best), tap, none).min(Axes(kernel_axes(r, k)), true);
-        Tensor last_nan = Tensor::where(w.ne(w), tap, Tensor::full({}, -1.0, DType::I64, w.device()))
-                              .max(Axes(kernel_axes(r, k)), true);
-        Tensor chosen = Tensor::where(last_nan.ge(Tensor::zeros({}, DType::I64, w.device())), last_nan, first);
-        Tensor gw = Tensor::where(tap.eq(chosen), g.reshape(kept), Tensor::zeros({}, g.dtype(), g.device()));
-        std::vector<int64_t> ext;  // the padded input's extent
-        for (size_t i = 0; i < k; ++i)
-          ext.push_back((geo.out[i] - 1) * geo.stride[i] + geo.dilation[i] * (geo.kernel[i] - 1) + 1);
+      [geo, frame, k, lowest, unrolled](const std::vector<Tensor>& in, const Tensor& out, const Tensor& g) {
+        const Tensor& x0 = in[0];
+        const Device dev = x0.device();
+        const size_t lead = static_cast<size_t>(x0.ndim()) - k;
+        Tensor xpad = window::pad_or_cut(x0.detach(), frame, lowest);
+        std::vector<int64_t> ext(xpad.shape().end() - static_cast<int64_t>(k), xpad.shape().end());
+        bool padded = false;
+        for (auto [b, a] : frame) padded |= b > 0 || a > 0;
+        std::vector<int64_t> in_shape(x0.shape().end() - static_cast<int64_t>(k), x0.shape().end());
+        Tensor inside = padded ? window::pad_or_cut(Tensor::ones(in_shape, DType::Bool, dev), frame) : Tensor();
+        auto c = [&](double v) { return Tensor::full({}, v, DType::I64, dev); };
+        Tensor best = out.detach();
+        Tensor zero = Tensor::zeros({}, g.dtype(), dev);
         Widths back;
         for (auto [b, a] : frame) back.emplace_back(-b, -a);
+        Tensor chosen;  // [lead..., out...] (unrolled) or [lead..., out..., 1...]
+        if (unrolled) {
+          chosen = c(-1.0);
+          int64_t id = 0;
+          for (const auto& t : window::taps_in_order(geo)) {
+            Tensor v = window::tap_view(xpad, geo, t);
+            Tensor hit = v.eq(best);
+            if (padded) hit = hit.logical_and(window::tap_view(inside, geo, t));
+            chosen = Tensor::where(v.ne(v), c(double(id)),
+                                   Tensor::where(hit.logical_and(chosen.lt(c(0))), c(double(id)), chosen));
+            ++id;
+          }
+          if (window::disjoint(geo)) {  // Note [Max pooling's gradient in the input's layout]
+            Shape lead_shape(x0.shape().begin(), x0.shape().begin() + static_cast<int64_t>(lead));
+            Tensor gl = route_disjoint(chosen, g, geo, lead, lead_shape);  // [lead..., out * stride...]
+            Widths fit;
+            for (size_t i = 0; i < k; ++i) fit.emplace_back(0, ext[i] - geo.out[i] * geo.stride[i]);
+            return std::vector<Tensor>{window::pad_or_cut(window::pad_or_cut(gl, fit), back)};
+          }
+          Tensor acc;
+          id = 0;
+          for (const auto& t : window::taps_in_order(geo)) {
+            Tensor part = window::scatter_tap(Tensor::where(chosen.eq(c(double(id++))), g, zero), geo, t, ext);
+            acc = acc.defined() ? acc + part : part;
+          }
+          return std::vector<Tensor>{window::pad_or_cut(acc, back)};
+        }
+        // Many taps: one max-reduction over the window view picks the tap. Score: taps + t for a
+        // NaN at tap t (the last NaN wins), taps - 1 - t for a maximum inside the input (the first
+        // wins), -1 elsewhere.
+        Tensor w = window::view(xpad, geo).detach();
+        const int64_t r = w.ndim(), taps = geo.taps();
+        Shape tap_shape(w.shape().end() - static_cast<int64_t>(k), w.shape().end());
+        Tensor tap = Tensor::arange(0, static_cast<double>(taps), 1, DType::I64, dev).reshape(tap_shape);
+        Shape kept = out.shape();
+        for (size_t i = 0; i < k; ++i) kept.push_back(1);
+        Tensor hit = w.eq(best.reshape(kept));
+        if (padded) hit = hit.logical_and(window::view(inside, geo));
+        Tensor score = Tensor::where(w.ne(w), tap + c(double(taps)), Tensor::where(hit, c(double(taps - 1)) - tap, c(-1)));
+        Tensor top = score.max(Axes(kernel_axes(r, k)), true);
+        chosen = Tensor::where(top.ge(c(double(taps))), top - c(double(taps)), c(double(taps - 1)) - top);
+        Tensor gw = Tensor::where(tap.eq(chosen), g.reshape(kept), zero);
         return std::vector<Tensor>{window::pad_or_cut(window::scatter_windows(gw, geo, ext), back)};
       },
       op);
@@ -128,22 +245,60 @@ std::vector<double> divisors(int64_t out, int64_t in, int64_t k, int64_t st, int
 }
 
 Tensor avg_pool_any(const std::string& op, size_t k, const Tensor& x, const PoolOptions& o) {
-  PoolSetup s = setup(op, k, x, o, false);
+  PoolSetup s = pool_setup(op, k, x, o, false);
   if (o.divisor_override)
     RAVEL_CHECK(*o.divisor_override != 0, ValueError, op, ": divisor_override must not be zero");
-  Tensor win = window::view(window::pad_or_cut(x, s.frame), s.geo);
-  Tensor sum = win.sum(Axes(kernel_axes(win.ndim(), k)));
-  if (o.divisor_override) return sum / static_cast<double>(*o.divisor_override);
   // The divisor is separable: a product of one vector per axis, broadcast.
   Tensor div;
-  for (size_t i = 0; i < k; ++i) {
+  if (o.divisor_override) div = Tensor::full({}, static_cast<double>(*o.divisor_override), x.dtype(), x.device());
+  for (size_t i = 0; i < k && !o.divisor_override; ++i) {
     auto d = divisors(s.geo.out[i], s.in[i], s.geo.kernel[i], s.geo.stride[i], s.padding[i], o.count_include_pad);
     Shape shape(k, 1);
     shape[i] = s.geo.out[i];
     Tensor t = Tensor::from_vector(d, {static_cast<int64_t>(d.size())}, x.device()).reshape(shape).cast(x.dtype());
     div = div.defined() ? div * t : t;
   }
-  return sum / div;
+  if (s.geo.taps() > kMaxUnrolledTaps) {
+    Tensor win = window::view(window::pad_or_cut(x, s.frame), s.geo);
+    return win.sum(Axes(kernel_axes(win.ndim(), k))) / div;
+  }
+  // Note [Pooling tap by tap]: the sum over the taps' slices; the gradient g / div goes to every
+  // tap, in the input's layout for disjoint windows, else tap by tap.
+  const window::Geometry geo = s.geo;
+  const Widths frame = s.frame;
+  Tensor xp = window::pad_or_cut(x.detach(), frame), sum;
+  for (const auto& t : window::taps_in_order(geo)) {
+    Tensor v = window::tap_view(xp, geo, t);
+    sum = sum.defined() ? sum + v : v;
+  }
+  Tensor y = sum / div;
+  if (!grad_enabled()) return y;
+  return custom_vjp(
+      y, {x},
+      [geo, frame, k, div](const std::vector<Tensor>& in, const Tensor&, const Tensor& g) {
+        const Tensor& x0 = in[0];
+        const size_t lead = static_cast<size_t>(x0.ndim()) - k;
+        Tensor gs = g / div;
+        std::vector<int64_t> ext;  // the padded input's extent
+        Widths back, fit;
+        for (size_t i = 0; i < k; ++i) {
+          ext.push_back((geo.out[i] - 1) * geo.stride[i] + geo.dilation[i] * (geo.kernel[i] - 1) + 1);
+          fit.emplace_back(0, ext[i] - geo.out[i] * geo.stride[i]);
+          back.emplace_back(-frame[i].first, -frame[i].second);
+        }
+        if (window::disjoint(geo)) {
+          Shape lead_shape(x0.shape().begin(), x0.shape().begin() + static_cast<int64_t>(lead));
+          Tensor gl = route_disjoint(Tensor(), gs, geo, lead, lead_shape);
+          return std::vector<Tensor>{window::pad_or_cut(window::pad_or_cut(gl, fit), back)};
+        }
+        Tensor acc;
+        for (const auto& t : window::taps_in_order(geo)) {
+          Tensor part = window::scatter_tap(gs, geo, t, ext);
+          acc = acc.defined() ? acc + part : part;
+        }
+        return std::vector<Tensor>{window::pad_or_cut(acc, back)};
+      },
+      op);
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include "ravel/autodiff.hpp"
 #include "tensor/internal.hpp"
 
-namespace ravel::nn::window {
+namespace ravel::detail::window {
 
 // Note [Convolution as a window view]
 // Convolution and pooling are written as tinygrad writes them (tensor.py's _pool): pad the input,
@@ -100,10 +100,12 @@ Tensor disjoint_windows(const Tensor& x, const Geometry& g) {
 
 Tensor view(const Tensor& x, const Geometry& g) {
   const size_t k = g.rank(), lead = static_cast<size_t>(x.ndim()) - k;
-  bool disjoint = true;
-  for (size_t i = 0; i < k; ++i) disjoint &= g.dilation[i] == 1 && g.kernel[i] <= g.stride[i];
-  if (disjoint) return disjoint_windows(x, g);
+  if (disjoint(g)) return disjoint_windows(x, g);
 
+  // One strided map over one buffer: a sharded tensor has several (its parts would each need
+  // their own window view; not built yet).
+  RAVEL_CHECK(!x.sharding(), ValueError, "convolution and pooling windows of a sharded tensor (",
+              x.sharding()->str(), ") are not supported yet; gather it to one device with to() first");
   Tensor base = x;
   detail::StridedView v = detail::view_of(base);
   if (v.has_mask()) {  // Note [Convolution as a window view]: a padded input is copied first
@@ -132,45 +134,100 @@ Tensor view(const Tensor& x, const Geometry& g) {
       "window view");
 }
 
-Tensor scatter_windows(const Tensor& grad, const Geometry& geo, const std::vector<int64_t>& in) {
+namespace {
+
+// The adjoint of disjoint_windows: [lead..., out..., kernel...] -> [lead..., out_0, kernel_0, ...],
+// each kernel axis padded to its stride, merged, padded or cut to the input. One copy (the
+// merge), where the tap-by-tap sum would make one per tap.
+Tensor gather_disjoint(const Tensor& grad, const Geometry& geo, const std::vector<int64_t>& in) {
   const size_t k = geo.rank(), lead = static_cast<size_t>(grad.ndim()) - 2 * k;
-  const Shape& gs = grad.shape();
-  bool strided = false;
-  for (size_t i = 0; i < k; ++i) strided |= geo.stride[i] > 1 && geo.out[i] > 1;
-  Shape tap_shape(gs.begin(), gs.begin() + static_cast<int64_t>(lead + k));
-  Tensor acc;
-  std::vector<int64_t> t(k, 0);  // the tap, a multi-index over the kernel
+  std::vector<int64_t> order;
+  for (size_t d = 0; d < lead; ++d) order.push_back(static_cast<int64_t>(d));
+  std::vector<std::pair<int64_t, int64_t>> fill, fit;
+  Shape merged(grad.shape().begin(), grad.shape().begin() + static_cast<int64_t>(lead));
+  for (size_t i = 0; i < k; ++i) {
+    order.push_back(static_cast<int64_t>(lead + i));
+    order.push_back(static_cast<int64_t>(lead + k + i));
+    fill.emplace_back(0, 0);
+    fill.emplace_back(0, geo.stride[i] - geo.kernel[i]);
+    merged.push_back(geo.out[i] * geo.stride[i]);
+    fit.emplace_back(0, in[i] - geo.out[i] * geo.stride[i]);
+  }
+  return pad_or_cut(pad_or_cut(grad.permute(order), fill).reshape(merged), fit);
+}
+
+}  // namespace
+
+bool disjoint(const Geometry& geo) {
+  bool d = true;
+  for (size_t i = 0; i < geo.rank(); ++i) d &= geo.dilation[i] == 1 && geo.kernel[i] <= geo.stride[i];
+  return d;
+}
+
+std::vector<std::vector<int64_t>> taps_in_order(const Geometry& geo) {
+  std::vector<std::vector<int64_t>> all;
+  std::vector<int64_t> t(geo.rank(), 0);
   for (int64_t n = 0; n < geo.taps(); ++n) {
-    std::vector<std::pair<int64_t, int64_t>> sel;
-    for (size_t d = 0; d < lead + k; ++d) sel.emplace_back(0, gs[d]);
-    for (size_t i = 0; i < k; ++i) sel.emplace_back(t[i], t[i] + 1);
-    Tensor part = grad.shrink(sel).reshape(tap_shape);  // [lead..., out...]
-    std::vector<int64_t> len(geo.out);
-    if (strided) {  // element j goes to j * stride: a zero-spread [.., out, 1] -> [.., out * stride]
-      Shape unit(tap_shape.begin(), tap_shape.begin() + static_cast<int64_t>(lead)), spread = unit;
-      std::vector<std::pair<int64_t, int64_t>> gaps;
-      for (size_t i = 0; i < k; ++i) {
-        unit.insert(unit.end(), {geo.out[i], 1});
-        spread.push_back(geo.out[i] * geo.stride[i]);
-        gaps.emplace_back(0, 0);
-        gaps.emplace_back(0, geo.stride[i] - 1);
-        len[i] = geo.out[i] * geo.stride[i];
-      }
-      part = pad_or_cut(part.reshape(unit), gaps).reshape(spread);
-    }
-    std::vector<std::pair<int64_t, int64_t>> place(k);
-    for (size_t i = 0; i < k; ++i) {
-      const int64_t before = t[i] * geo.dilation[i];
-      place[i] = {before, in[i] - before - len[i]};
-    }
-    part = pad_or_cut(part, place);
-    acc = acc.defined() ? acc + part : part;
-    for (size_t i = k; i-- > 0;) {  // next tap, row-major
+    all.push_back(t);
+    for (size_t i = geo.rank(); i-- > 0;) {  // next tap, row-major
       if (++t[i] < geo.kernel[i]) break;
       t[i] = 0;
     }
   }
+  return all;
+}
+
+Tensor tap_view(const Tensor& x, const Geometry& geo, const std::vector<int64_t>& t) {
+  const size_t k = geo.rank(), lead = static_cast<size_t>(x.ndim()) - k;
+  Tensor v = x;
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t start = t[i] * geo.dilation[i];
+    v = v.slice(static_cast<int64_t>(lead + i), start, start + (geo.out[i] - 1) * geo.stride[i] + 1, geo.stride[i]);
+  }
+  return v;
+}
+
+Tensor scatter_tap(const Tensor& part, const Geometry& geo, const std::vector<int64_t>& t,
+                   const std::vector<int64_t>& in) {
+  const size_t k = geo.rank(), lead = static_cast<size_t>(part.ndim()) - k;
+  Tensor p = part;
+  std::vector<int64_t> len(geo.out);
+  bool strided = false;
+  for (size_t i = 0; i < k; ++i) strided |= geo.stride[i] > 1 && geo.out[i] > 1;
+  if (strided) {  // element j goes to j * stride: a zero-spread [.., out, 1] -> [.., out * stride]
+    Shape unit(part.shape().begin(), part.shape().begin() + static_cast<int64_t>(lead)), spread = unit;
+    std::vector<std::pair<int64_t, int64_t>> gaps;
+    for (size_t i = 0; i < k; ++i) {
+      unit.insert(unit.end(), {geo.out[i], 1});
+      spread.push_back(geo.out[i] * geo.stride[i]);
+      gaps.emplace_back(0, 0);
+      gaps.emplace_back(0, geo.stride[i] - 1);
+      len[i] = geo.out[i] * geo.stride[i];
+    }
+    p = pad_or_cut(p.reshape(unit), gaps).reshape(spread);
+  }
+  std::vector<std::pair<int64_t, int64_t>> place(k);
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t before = t[i] * geo.dilation[i];
+    place[i] = {before, in[i] - before - len[i]};
+  }
+  return pad_or_cut(p, place);
+}
+
+Tensor scatter_windows(const Tensor& grad, const Geometry& geo, const std::vector<int64_t>& in) {
+  if (disjoint(geo)) return gather_disjoint(grad, geo, in);
+  const size_t k = geo.rank(), lead = static_cast<size_t>(grad.ndim()) - 2 * k;
+  const Shape& gs = grad.shape();
+  Shape tap_shape(gs.begin(), gs.begin() + static_cast<int64_t>(lead + k));
+  Tensor acc;
+  for (const auto& t : taps_in_order(geo)) {
+    std::vector<std::pair<int64_t, int64_t>> sel;
+    for (size_t d = 0; d < lead + k; ++d) sel.emplace_back(0, gs[d]);
+    for (size_t i = 0; i < k; ++i) sel.emplace_back(t[i], t[i] + 1);
+    Tensor part = scatter_tap(grad.shrink(sel).reshape(tap_shape), geo, t, in);  // [lead..., out...] placed
+    acc = acc.defined() ? acc + part : part;
+  }
   return acc;
 }
 
-}  // namespace ravel::nn::window
+}  // namespace ravel::detail::window

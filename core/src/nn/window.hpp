@@ -9,7 +9,7 @@
 
 #include "ravel/tensor.hpp"
 
-namespace ravel::nn::window {
+namespace ravel::detail::window {
 
 // The geometry of windows over the last kernel.size() axes: window j of an axis starts at
 // j * stride and takes kernel elements dilation apart; `out` windows per axis.
@@ -33,6 +33,21 @@ Tensor view(const Tensor& x, const Geometry& g);
 // input's trailing sizes `in` (col2im), built from pad/shrink/reshape and adds.
 Tensor scatter_windows(const Tensor& g, const Geometry& geo, const std::vector<int64_t>& in);
 
+// One tap's share of the adjoint: part [lead..., out...] (the cotangent of the window elements at
+// tap t, a multi-index over the kernel) placed at o * stride + t * dilation of [lead..., in...].
+Tensor scatter_tap(const Tensor& part, const Geometry& geo, const std::vector<int64_t>& t,
+                   const std::vector<int64_t>& in);
+
+// The input elements of tap t of every window: x [lead..., in...] -> [lead..., out...], the
+// strided slice o * stride + t * dilation (a view).
+Tensor tap_view(const Tensor& x, const Geometry& geo, const std::vector<int64_t>& t);
+
+// Every tap of the kernel, row-major (the scan order of PyTorch's pooling loops).
+std::vector<std::vector<int64_t>> taps_in_order(const Geometry& geo);
+
+// Whether windows do not overlap (dilation 1, kernel <= stride on every axis).
+bool disjoint(const Geometry& geo);
+
 // Pads (positive) or cuts (negative) the last widths.size() axes by (before, after); `value` fills
 // the padding. Its adjoint is pad_or_cut(g, -widths) with zeros.
 Tensor pad_or_cut(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>>& widths, double value = 0.0);
@@ -40,4 +55,4 @@ Tensor pad_or_cut(const Tensor& x, const std::vector<std::pair<int64_t, int64_t>
 // "[a, b]" for messages.
 std::string list_str(const std::vector<int64_t>& v);
 
-}  // namespace ravel::nn::window
+}  // namespace ravel::detail::window
