@@ -3,7 +3,7 @@
 // autograd, its nn modules and Adam. Prints progress, the test accuracy after every epoch and a
 // confusion matrix, and writes the loss and accuracy curves as SVG files.
 //   fashion_mnist [--epochs N] [--batch N] [--lr X] [--channels C1,C2] [--seed N] [--steps N]
-//                 [--data DIR] [--out DIR] [--pool quads|library]
+//                 [--data DIR] [--out DIR]
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,25 +26,22 @@ using namespace fashion_mnist;
 namespace {
 
 struct Options {
-  int64_t epochs = 3, batch = 128, c1 = 16, c2 = 32, steps = 0;  // steps 0: whole epochs
+  int64_t epochs = 4, batch = 128, c1 = 16, c2 = 32, steps = 0;  // steps 0: whole epochs
   double lr = 2e-3;
   uint64_t seed = 42;
-  bool library_pool = false;
   std::string data = "/usr/share/datasets/fashion-mnist", out = ".";
 };
 
 [[noreturn]] void usage(int code) {
   std::puts(
       "usage: fashion_mnist [--epochs N] [--batch N] [--lr X] [--channels C1,C2] [--seed N] [--steps N]\n"
-      "                     [--data DIR] [--out DIR] [--pool quads|library]\n"
+      "                     [--data DIR] [--out DIR]\n"
       "Trains a small CNN (two conv + batch norm + max-pool blocks, a linear head) on Fashion-MNIST\n"
       "with Adam and reports the test accuracy and a confusion matrix.\n"
       "  --steps N   stop after N training steps (0: run every epoch)\n"
       "  --data DIR  the IDX files (train-images-idx3-ubyte.gz, ...; package dataset-fashion-mnist)\n"
-      "  --pool      quads: 2x2 max pooling as a maximum of four strided views (fast); library:\n"
-      "              nn::MaxPool2d (first-maximum gradient, as PyTorch; slower)\n"
-      "Defaults: --epochs 3 --batch 128 --lr 0.002 --channels 16,32 --seed 42 --steps 0\n"
-      "          --data /usr/share/datasets/fashion-mnist --out . --pool quads");
+      "Defaults: --epochs 4 --batch 128 --lr 0.002 --channels 16,32 --seed 42 --steps 0\n"
+      "          --data /usr/share/datasets/fashion-mnist --out .");
   std::exit(code);
 }
 
@@ -63,8 +60,6 @@ Options parse(int argc, char** argv) {
       else if (a == "--steps") o.steps = std::stoll(v);
       else if (a == "--data") o.data = v;
       else if (a == "--out") o.out = v;
-      else if (a == "--pool" && (v == "quads" || v == "library")) o.library_pool = v == "library";
-      else if (a == "--pool") throw std::invalid_argument(v);
       else if (a == "--channels") {
         const size_t comma = v.find(',');
         if (comma == std::string::npos) throw std::invalid_argument(v);
@@ -174,7 +169,7 @@ int main(int argc, char** argv) try {
   const Normalised xtrain = normalise(train.images, mean, sd), xtest = normalise(test.images, mean, sd);
   const double load_secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count();
 
-  Model model(o.c1, o.c2, train.images.rows, train.images.cols, o.seed, o.library_pool);
+  Model model(o.c1, o.c2, train.images.rows, train.images.cols, o.seed);
   const int64_t steps_per_epoch = (xtrain.count + o.batch - 1) / o.batch;
   const int64_t total = o.steps > 0 ? std::min(o.steps, o.epochs * steps_per_epoch) : o.epochs * steps_per_epoch;
   std::printf("fashion_mnist on %s: %lld training and %lld test images of %lldx%lld from %s (read in %.1f s)\n",

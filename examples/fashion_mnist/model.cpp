@@ -10,33 +10,16 @@ ravel::nn::ConvOptions same_3x3() {
 }
 }  // namespace
 
-// Note [Pooling after ReLU]
-// max_of_quads is max_pool2d(kernel 2) written as max(max(a, b), max(c, d)) over the four
-// strided quarters of each 2x2 window: the same values, and a gradient of elementwise wheres
-// that fuse into the neighbouring kernels. It differs from max_pool2d's only on ties (Ravel's
-// maximum splits the gradient; max_pool2d routes it to the first maximum, as PyTorch), and here
-// the pooled values come out of a ReLU, where ties are zeros whose gradient the ReLU zeroes
-// anyway. max_pool2d finds the arg-max with integer reductions over the windows, which at this
-// model's shapes cost about 4x the whole pooling forward and backward (docs/performance.md).
-ravel::Tensor max_of_quads(const ravel::Tensor& x) {
-  const ravel::Shape& s = x.shape();
-  ravel::Tensor v = x.reshape({s[0], s[1], s[2] / 2, 2, s[3] / 2, 2});
-  auto quad = [&](int64_t i, int64_t j) { return v.select(5, j).select(3, i); };
-  return quad(0, 0).maximum(quad(0, 1)).maximum(quad(1, 0).maximum(quad(1, 1)));
-}
-
-Model::Model(int64_t c1, int64_t c2, int64_t rows, int64_t cols, uint64_t seed, bool library_pool_)
+Model::Model(int64_t c1, int64_t c2, int64_t rows, int64_t cols, uint64_t seed)
     : conv1(1, c1, {3}, seed, same_3x3(), /*bias=*/false),
       conv2(c1, c2, {3}, seed + 1, same_3x3(), /*bias=*/false),
       bn1(c1),
       bn2(c2),
-      head(c2 * (rows / 4) * (cols / 4), kClasses, seed + 2),
-      library_pool(library_pool_) {}
+      head(c2 * (rows / 4) * (cols / 4), kClasses, seed + 2) {}
 
 ravel::Tensor Model::operator()(const ravel::Tensor& images) {
-  auto down = [&](const ravel::Tensor& t) { return library_pool ? pool(t) : max_of_quads(t); };
-  ravel::Tensor h = down(bn1(conv1(images)).relu());
-  h = down(bn2(conv2(h)).relu());
+  ravel::Tensor h = pool(bn1(conv1(images)).relu());
+  h = pool(bn2(conv2(h)).relu());
   return head(flatten(h));
 }
 

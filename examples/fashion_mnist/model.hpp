@@ -1,7 +1,6 @@
 // The network: two blocks of 3x3 convolution (padding 1, no bias: batch norm's shift replaces
 // it), batch norm, ReLU and 2x2 max pooling, then a linear head over the flattened features.
 //   [N, 1, H, W] -> [N, c1, H/2, W/2] -> [N, c2, H/4, W/4] -> [N, 10]
-// `library_pool`: pool with nn::MaxPool2d instead of max_of_quads (Note [Pooling after ReLU]).
 #pragma once
 
 #include <string>
@@ -16,7 +15,7 @@ inline const char* const kClassNames[kClasses] = {"T-shirt/top", "Trouser", "Pul
 
 class Model : public ravel::nn::Module {
  public:
-  Model(int64_t c1, int64_t c2, int64_t rows, int64_t cols, uint64_t seed, bool library_pool = false);
+  Model(int64_t c1, int64_t c2, int64_t rows, int64_t cols, uint64_t seed);
   ravel::Tensor operator()(const ravel::Tensor& images);  // [N, 1, rows, cols] -> logits [N, 10]
   std::vector<ravel::nn::NamedParameter> named_parameters() override;
   std::vector<ravel::nn::NamedParameter> named_buffers() override;
@@ -28,10 +27,6 @@ class Model : public ravel::nn::Module {
   ravel::nn::MaxPool2d pool{2};
   ravel::nn::Flatten flatten;
   ravel::nn::Linear head;
-  bool library_pool;
 };
-
-// 2x2 max pooling, stride 2, as the elementwise maximum of the four strided quarters of x.
-ravel::Tensor max_of_quads(const ravel::Tensor& x);
 
 }  // namespace fashion_mnist
