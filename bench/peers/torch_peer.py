@@ -86,5 +86,38 @@ elif W in ("makemore", "makemore_eager"):
                 p -= 0.1 * p.grad
         return loss.item()
     proto.run(args, step, lambda loss: loss == loss and loss > 0)
+elif W == "conv2d":
+    # One convolution forward and both gradients (ravel-bench's conv2d): size n, c, o, hw, k.
+    n, c, o, hw, k = S
+    x, w = u(n, c, hw, hw).requires_grad_(), u(o, c, k, k).requires_grad_()
+    r = u(n, o, hw, hw)
+
+    def step():
+        y = torch.nn.functional.conv2d(x, w, padding=k // 2)
+        gx, gw = torch.autograd.grad((y * r).sum(), [x, w])
+        return y, gx, gw
+
+    def ok(out):
+        y = out[0]
+        want = torch.nn.functional.conv2d(x.detach()[:1].double(), w.detach().double(), padding=k // 2)
+        return close(y.detach()[:1], want, atol=1e-5 * c * k * k + 1e-4)
+    proto.run(args, step, ok)
+elif W == "cnn_step":
+    # One Adam step of examples/fashion_mnist's CNN (ravel-bench's cnn_step), eager PyTorch.
+    B = S[0]
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 16, 3, padding=1, bias=False), torch.nn.BatchNorm2d(16), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(16, 32, 3, padding=1, bias=False), torch.nn.BatchNorm2d(32), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(32 * 7 * 7, 10))
+    opt = torch.optim.Adam(model.parameters(), lr=2e-3)
+    x, y = torch.randn(B, 1, 28, 28), torch.randint(0, 10, (B,))
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    proto.run(args, step, lambda loss: loss == loss and loss > 0)
 elif W not in ("matmul", "elementwise", "softmax", "sum_axis0", "sum_axis1", "transpose"):
     proto.unavailable(args, f"the PyTorch peer has no workload {W}")

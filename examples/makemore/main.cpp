@@ -20,10 +20,12 @@
 #include "data_parallel.hpp"
 #include "dataset.hpp"
 #include "ravel/ravel.hpp"
-#include "svg.hpp"
+#include "../common/svg.hpp"
 
 using ravel::Tensor;
 using namespace makemore;
+using chart::Series;
+using chart::write_line_chart;
 
 namespace {
 

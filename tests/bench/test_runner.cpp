@@ -61,7 +61,8 @@ BOOST_AUTO_TEST_CASE(every_workload_matches_the_naive_computation_under_every_po
     if (!w.unavailable.empty() || w.name == "all_reduce") continue;  // all_reduce: below, on several devices
     for (auto p : {ravel::FusionPolicy::None, ravel::FusionPolicy::Elementwise, ravel::FusionPolicy::Reduce, ravel::FusionPolicy::Full}) {
       ravel::set_fusion_options({.policy = p});
-      Size s = w.name == "matmul" ? Size{9, 17, 5} : w.name == "mlp" ? Size{3} : w.name == "elementwise" ? Size{1000} : Size{7, 13};
+      Size s = w.name == "matmul" ? Size{9, 17, 5} : w.name == "mlp" ? Size{3} : w.name == "elementwise" ? Size{1000}
+             : w.name == "conv2d" ? Size{2, 3, 4, 6, 3} : w.name == "cnn_step" ? Size{4} : Size{7, 13};
       BOOST_TEST_CONTEXT(w.name << " " << size_str(s) << " under " << p) {
         auto inst = make_instance(w.name, s, ravel::Device("tbb_cpu", 0));
         BOOST_TEST(inst->check() == "");

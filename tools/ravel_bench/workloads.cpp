@@ -1,5 +1,7 @@
 #include "workloads.hpp"
 
+#include "cnn_workloads.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -301,6 +303,10 @@ const std::vector<WorkloadInfo>& workload_catalog() {
       {"all_reduce", "sum all_reduce of n f32 elements on each device of the row's plugin (every one of its devices, "
                      "2 or more: RAVEL_TBB_DEVICES), replicated on all of them; bytes = 4n, the bytes reduced per "
                      "device (NCCL's algorithm bandwidth)", 1, "n", {{1 << 22}}, false, ""},
+      {"conv2d", "y = conv2d(x [n,c,hw,hw], w [o,c,k,k], padding k/2) and both gradients of sum(y * r): forward "
+                 "and backward of one convolution", 5, "n, c, o, hw, k", {{128, 16, 32, 14, 3}, {32, 64, 64, 56, 3}}, true, ""},
+      {"cnn_step", "one Adam training step of examples/fashion_mnist's CNN (conv 1->16, 16->32, batch norm, ReLU, "
+                   "2x2 max pooling, linear 1568->10) on random 28x28 images", 1, "batch", {{128}}, true, ""},
   };
   return catalog;
 }
@@ -326,6 +332,7 @@ Work work_of(const std::string& name, const Size& s) {
   if (name == "sum_axis1") return {d(0) * d(1), 4 * d(0) * d(1) + 4 * d(0)};
   if (name == "transpose") return {0, 8 * d(0) * d(1)};
   if (name == "all_reduce") return {0, 4 * d(0)};
+  if (is_cnn_workload(name)) return cnn_work_of(name, s);
   if (name == "mlp") {
     // Forward: three matmuls; backward: a weight-gradient matmul per layer and an input-gradient
     // matmul for the two upper layers. Elementwise work is small beside these and not counted.
@@ -413,6 +420,7 @@ std::unique_ptr<Instance> make_instance(const std::string& name, const Size& s, 
   if (name == "mlp") return std::make_unique<MlpInstance>(s[0], dev);
   if (name == "makemore") return std::make_unique<MakemoreInstance>(s[0], dev, true);
   if (name == "makemore_eager") return std::make_unique<MakemoreInstance>(s[0], dev, false);
+  if (is_cnn_workload(name)) return make_cnn_instance(name, s, dev);
   throw ValueError("workload " + name + " has no implementation");
 }
 

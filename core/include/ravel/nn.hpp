@@ -22,9 +22,24 @@ class Module {
   virtual ~Module() = default;
   // Every parameter, named "layer.weight" etc.; stable order (saving and optimizers rely on it).
   virtual std::vector<NamedParameter> named_parameters() = 0;
+  // State that is not trained but belongs to the model (BatchNorm's running statistics), named
+  // like parameters: saved and loaded with them (after them), never given to an optimizer.
+  virtual std::vector<NamedParameter> named_buffers() { return {}; }
+  // The modules inside this one that train()/eval() must reach (a container overrides it).
+  virtual std::vector<Module*> children() { return {}; }
   std::vector<Tensor*> parameters();
+  std::vector<Tensor*> buffers();
   void zero_grad();
   int64_t parameter_count();
+  // torch.nn.Module.train()/eval(): training mode (the default) makes BatchNorm normalise by
+  // the batch's statistics and update its running ones, and Dropout drop; eval mode uses the
+  // running statistics and makes Dropout the identity. Sets this module and its children.
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+ private:
+  bool training_ = true;
 };
 
 // y = x @ weight + bias; weight [in, out] and bias [out] ~ U(-1/sqrt(in), 1/sqrt(in)), as
@@ -54,6 +69,119 @@ class LayerNorm : public Module {
   std::vector<NamedParameter> named_parameters() override;
   Tensor weight, bias;
   double eps;
+};
+
+// Batch normalisation over the channel axis 1 (Ioffe & Szegedy 2015), as torch.nn.BatchNorm1d
+// (inputs [N, C] or [N, C, L]) and BatchNorm2d ([N, C, H, W]). In training mode it normalises by
+// the batch's mean and biased variance and updates the running statistics as torch does:
+//   running_mean = (1 - momentum) * running_mean + momentum * mean
+//   running_var  = (1 - momentum) * running_var  + momentum * var * n / (n - 1)   (unbiased)
+// with n the values per channel; in eval mode it normalises by the running statistics. weight
+// (gamma) = 1 and bias (beta) = 0 at the start; without `affine` there are none. The running
+// statistics are buffers (saved with the parameters). Note [Lazy running statistics] in
+// core/src/nn/batchnorm.cpp: the update stays a lazy expression until realized; pass buffers()
+// to Tensor::backward's `also` so it runs in the gradients' pass (or list them as Jit state).
+class BatchNorm : public Module {
+ public:
+  Tensor operator()(const Tensor& x);
+  std::vector<NamedParameter> named_parameters() override;
+  std::vector<NamedParameter> named_buffers() override;
+  Tensor weight, bias, running_mean, running_var;
+  double eps, momentum;
+
+ protected:
+  BatchNorm(int64_t features, double eps, double momentum, bool affine, DType dtype, std::vector<int64_t> ranks,
+            const char* name);
+
+ private:
+  std::vector<int64_t> ranks_;  // the input ranks accepted
+  const char* name_;
+};
+class BatchNorm1d : public BatchNorm {
+ public:
+  explicit BatchNorm1d(int64_t features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
+                       DType dtype = DType::F32)
+      : BatchNorm(features, eps, momentum, affine, dtype, {2, 3}, "BatchNorm1d") {}
+};
+class BatchNorm2d : public BatchNorm {
+ public:
+  explicit BatchNorm2d(int64_t features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
+                       DType dtype = DType::F32)
+      : BatchNorm(features, eps, momentum, affine, dtype, {4}, "BatchNorm2d") {}
+};
+
+// torch.nn.Dropout: in training mode each element is zeroed with probability p and the rest are
+// scaled by 1 / (1 - p); in eval mode (and for p = 0) the identity. The mask is drawn from the
+// Threefry generator (docs/random.md) keyed by (seed, call number): the same seed gives the same
+// masks in the same order, every call a new one. Under a Jit capture the mask is data of the
+// capture (docs/jit.md), so a replay reuses it: call it outside a Jit, or accept that.
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.5, uint64_t seed = 0);
+  Tensor operator()(const Tensor& x);
+  std::vector<NamedParameter> named_parameters() override { return {}; }
+  double p;
+  uint64_t seed;
+  uint64_t calls = 0;  // masks drawn so far: the counter of the next mask's key
+};
+
+// torch.nn.Flatten: axes start..end (inclusive; negative counts from the end) made one.
+class Flatten : public Module {
+ public:
+  explicit Flatten(int64_t start = 1, int64_t end = -1) : start(start), end(end) {}
+  Tensor operator()(const Tensor& x) const { return x.flatten(start, end); }
+  std::vector<NamedParameter> named_parameters() override { return {}; }
+  int64_t start, end;
+};
+
+// torch.nn.Conv1d / Conv2d: weight [out, in / groups, k...] and an optional bias [out], around
+// ravel::nn::conv1d / conv2d (ravel/conv.hpp; `options`: stride, padding, dilation, groups, same).
+// Initialised as torch: kaiming_uniform(a = sqrt(5)) for the weight, i.e. U(+-1/sqrt(fan_in)),
+// and U(+-1/sqrt(fan_in)) for the bias, fan_in = in / groups * prod(kernel). `kernel`: one size
+// for every spatial axis or one per axis.
+class ConvNd : public Module {
+ public:
+  std::vector<NamedParameter> named_parameters() override;
+  Tensor weight, bias;
+  ConvOptions options;
+
+ protected:
+  ConvNd(int64_t in, int64_t out, const std::vector<int64_t>& kernel, uint64_t seed, ConvOptions options,
+         bool bias, DType dtype, size_t spatial, const char* name);
+  std::optional<Tensor> optional_bias() const;
+};
+class Conv1d : public ConvNd {
+ public:
+  Conv1d(int64_t in, int64_t out, std::vector<int64_t> kernel, uint64_t seed, ConvOptions options = {},
+         bool bias = true, DType dtype = DType::F32)
+      : ConvNd(in, out, kernel, seed, std::move(options), bias, dtype, 1, "Conv1d") {}
+  Tensor operator()(const Tensor& x) const;  // [N, in, L] -> [N, out, L']
+};
+class Conv2d : public ConvNd {
+ public:
+  Conv2d(int64_t in, int64_t out, std::vector<int64_t> kernel, uint64_t seed, ConvOptions options = {},
+         bool bias = true, DType dtype = DType::F32)
+      : ConvNd(in, out, kernel, seed, std::move(options), bias, dtype, 2, "Conv2d") {}
+  Tensor operator()(const Tensor& x) const;  // [N, in, H, W] -> [N, out, H', W']
+};
+
+// torch.nn.MaxPool2d / AvgPool2d around max_pool2d / avg_pool2d (ravel/conv.hpp's PoolOptions:
+// kernel, stride (default: the kernel), padding, dilation, ceil_mode, count_include_pad, ...).
+class MaxPool2d : public Module {
+ public:
+  explicit MaxPool2d(PoolOptions options) : options(std::move(options)) {}
+  explicit MaxPool2d(int64_t kernel) { options.kernel = {kernel}; }
+  Tensor operator()(const Tensor& x) const;
+  std::vector<NamedParameter> named_parameters() override { return {}; }
+  PoolOptions options;
+};
+class AvgPool2d : public Module {
+ public:
+  explicit AvgPool2d(PoolOptions options) : options(std::move(options)) {}
+  explicit AvgPool2d(int64_t kernel) { options.kernel = {kernel}; }
+  Tensor operator()(const Tensor& x) const;
+  std::vector<NamedParameter> named_parameters() override { return {}; }
+  PoolOptions options;
 };
 
 enum class Activation { ReLU, Tanh, Sigmoid, GELU };

@@ -305,7 +305,9 @@ class Tensor {
   bool requires_grad() const;  // a leaf that requires grad, or computed from one
   // Accumulates d(this)/d(leaf) * cotangent into leaf.grad() for every leaf that requires grad
   // (cotangent defaults to 1 for a one-element tensor), and realizes those gradients.
-  void backward(const Tensor& cotangent = {}) const;
+  // `also`: tensors realized in the same pass (a metric, BatchNorm's running statistics), so the
+  // forward pass they share with the gradients runs once, as Optimizer::step's `also`.
+  void backward(const Tensor& cotangent = {}, const std::vector<Tensor>& also = {}) const;
   Tensor grad() const;        // undefined until backward() reached this leaf
   void zero_grad();           // forget the accumulated gradient
   Tensor detach() const;      // same values, no gradient (stop_gradient)

@@ -60,7 +60,7 @@ bool Tensor::requires_grad() const {
   return !grad_leaves(node_).empty();
 }
 
-void Tensor::backward(const Tensor& cotangent) const {
+void Tensor::backward(const Tensor& cotangent, const std::vector<Tensor>& also) const {
   check_defined(*this, "backward");
   std::vector<NodePtr> leaves = grad_leaves(node_);
   RAVEL_CHECK(!leaves.empty(), ValueError,
@@ -76,8 +76,9 @@ void Tensor::backward(const Tensor& cotangent) const {
   // One scheduling pass for every gradient and for this tensor itself: the forward pass they
   // share then runs once (reading the loss after backward() launches no second forward pass).
   sums.push_back(*this);
+  sums.insert(sums.end(), also.begin(), also.end());
   ravel::realize(sums);
-  sums.pop_back();
+  sums.resize(leaves.size());
   // Keep only the values: a stored gradient must not hold this step's graph alive.
   for (size_t i = 0; i < leaves.size(); ++i) leaves[i]->grad = realized_leaf(sums[i]);
 }

@@ -14,6 +14,17 @@ std::vector<Tensor*> Module::parameters() {
   return out;
 }
 
+std::vector<Tensor*> Module::buffers() {
+  std::vector<Tensor*> out;
+  for (auto& [name, b] : named_buffers()) out.push_back(b);
+  return out;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (Module* child : children()) child->train(on);
+}
+
 void Module::zero_grad() {
   for (Tensor* p : parameters()) p->zero_grad();
 }

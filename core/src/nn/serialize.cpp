@@ -66,6 +66,14 @@ struct Entry {
 }  // namespace
 
 namespace {
+// What a parameter file holds: the parameters, then the buffers (running statistics), which are
+// part of the trained model although no optimizer updates them (torch's state_dict has both).
+std::vector<NamedParameter> saved_state(Module& module) {
+  std::vector<NamedParameter> all = module.named_parameters();
+  for (auto& b : module.named_buffers()) all.push_back(b);
+  return all;
+}
+
 bool ends_with_npz(const std::string& path) {
   return path.size() >= 4 && path.compare(path.size() - 4, 4, ".npz") == 0;
 }
@@ -74,7 +82,7 @@ bool ends_with_npz(const std::string& path) {
 // and shape, and nothing else (a key the module lacks is a different model, not a file to trust).
 void load_npz_parameters(Module& module, const std::string& path) {
   NamedTensors arrays = load_npz(path);
-  auto params = module.named_parameters();
+  auto params = saved_state(module);
   for (const auto& [key, t] : arrays) {
     const bool known = std::any_of(params.begin(), params.end(), [&k = key](const auto& p) { return p.first == k; });
     RAVEL_CHECK(known, ValueError, path, " holds an array '", key, "' that is not a parameter of the module");
@@ -95,13 +103,13 @@ void load_npz_parameters(Module& module, const std::string& path) {
 void save_parameters(Module& module, const std::string& path) {
   if (ends_with_npz(path)) {
     NamedTensors arrays;
-    for (auto& [name, p] : module.named_parameters()) arrays.emplace_back(name, *p);
+    for (auto& [name, p] : saved_state(module)) arrays.emplace_back(name, *p);
     save_npz(path, arrays);
     return;
   }
   std::ofstream out(path, std::ios::binary);
   RAVEL_CHECK(out.good(), ValueError, "cannot write parameter file ", path);
-  auto params = module.named_parameters();
+  auto params = saved_state(module);
   out.write(kMagic, sizeof kMagic);
   put<uint32_t>(out, 1);
   put<uint32_t>(out, static_cast<uint32_t>(params.size()));
@@ -134,7 +142,7 @@ void load_parameters(Module& module, const std::string& path) {
   uint32_t version = r.get<uint32_t>("the format version");
   RAVEL_CHECK(version == 1, ValueError, path, ": parameter format version ", version, ", expected 1");
   uint32_t count = r.get<uint32_t>("the parameter count");
-  auto params = module.named_parameters();
+  auto params = saved_state(module);
   RAVEL_CHECK(count == params.size(), ValueError, path, " holds ", count, " parameters, the module has ", params.size());
   std::vector<Entry> entries;
   for (uint32_t i = 0; i < count; ++i) {

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
-namespace makemore {
+namespace chart {
 
 void write_line_chart(const std::string& path, const std::string& title, const std::string& x_label,
                       const std::string& y_label, const std::vector<Series>& series) {
@@ -55,4 +55,4 @@ void write_line_chart(const std::string& path, const std::string& title, const s
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
-}  // namespace makemore
+}  // namespace chart

@@ -1,10 +1,10 @@
-// A small line chart as SVG (the training loss curve).
+// A small line chart as SVG (the examples' training curves).
 #pragma once
 
 #include <string>
 #include <vector>
 
-namespace makemore {
+namespace chart {
 
 struct Series {
   std::string label;
@@ -16,4 +16,4 @@ struct Series {
 void write_line_chart(const std::string& path, const std::string& title, const std::string& x_label,
                       const std::string& y_label, const std::vector<Series>& series);
 
-}  // namespace makemore
+}  // namespace chart

@@ -1,0 +1,78 @@
+// BatchNorm1d / BatchNorm2d: batch statistics in training mode, running statistics in eval mode.
+#include <algorithm>
+
+#include "ravel/nn.hpp"
+
+namespace ravel::nn {
+
+// Note [Lazy running statistics]
+// torch updates running_mean/var in place during the forward pass. Here the update is a lazy
+// expression (the batch's statistics, detached) that replaces the buffers' handles: assign()
+// would realize it at once, which runs the forward pass up to this layer a second time (the
+// loss and the gradients realize it again later). Left lazy, it runs in the same pass as the
+// gradients when the caller passes buffers() to Tensor::backward's `also` (or lists them as Jit
+// state, which realizes state after every call). If nobody realized it, the next training call does
+// before chaining a new update, so the graph behind a buffer never grows past one batch.
+BatchNorm::BatchNorm(int64_t features, double eps_, double momentum_, bool affine, DType dtype,
+                     std::vector<int64_t> ranks, const char* name)
+    : eps(eps_), momentum(momentum_), ranks_(std::move(ranks)), name_(name) {
+  RAVEL_CHECK(features > 0, ValueError, name, " expects a positive number of features, got ", features);
+  RAVEL_CHECK(eps > 0, ValueError, name, " expects eps > 0, got ", eps);
+  RAVEL_CHECK(momentum >= 0 && momentum <= 1, ValueError, name, " expects 0 <= momentum <= 1, got ", momentum);
+  if (affine) {
+    weight = Tensor::ones({features}, dtype).requires_grad_();
+    bias = Tensor::zeros({features}, dtype).requires_grad_();
+  }
+  running_mean = Tensor::zeros({features}, dtype).realize();
+  running_var = Tensor::ones({features}, dtype).realize();
+}
+
+Tensor BatchNorm::operator()(const Tensor& x) {
+  const int64_t c = running_mean.size(0);
+  const bool rank_ok = std::find(ranks_.begin(), ranks_.end(), x.ndim()) != ranks_.end();
+  RAVEL_CHECK(rank_ok && x.size(1) == c, ShapeError, name_, "(", c, ") expects inputs of shape ",
+              ranks_.front() == 4 ? "[N, " + std::to_string(c) + ", H, W]"
+                                  : "[N, " + std::to_string(c) + "] or [N, " + std::to_string(c) + ", L]",
+              ", got ", shape_str(x.shape()));
+  // Every axis but the channel axis is reduced; weight, bias and statistics broadcast as [C, 1...].
+  std::vector<int64_t> reduce{0};
+  Shape per_channel{c};
+  for (int64_t a = 2; a < x.ndim(); ++a) reduce.push_back(a), per_channel.push_back(1);
+  auto channel = [&](const Tensor& t) { return t.reshape(per_channel); };
+
+  Tensor mean, var;
+  if (is_training()) {
+    const int64_t n = x.numel() / c;
+    RAVEL_CHECK(n > 1, ValueError, name_, " in training mode expects more than 1 value per channel, got input ",
+                shape_str(x.shape()), " (use eval mode, or a larger batch)");
+    mean = x.mean(reduce, true);
+    var = (x - mean).square().mean(reduce, true);  // biased: what the batch is normalised by
+    {
+      NoGradGuard no_grad;
+      if (!running_mean.is_realized() || !running_var.is_realized()) realize({running_mean, running_var});
+      const double unbias = static_cast<double>(n) / static_cast<double>(n - 1);
+      // Computed in the statistics' dtype, as torch does (the batch's in x's dtype, then cast).
+      Tensor batch_mean = mean.detach().reshape({c}).cast(running_mean.dtype());
+      Tensor batch_var = var.detach().reshape({c}).cast(running_var.dtype());
+      running_mean = running_mean * (1 - momentum) + batch_mean * momentum;
+      running_var = running_var * (1 - momentum) + batch_var * (momentum * unbias);
+    }
+  } else {
+    mean = channel(running_mean.cast(x.dtype()));
+    var = channel(running_var.cast(x.dtype()));
+  }
+  Tensor y = (x - mean) * (var + eps).sqrt().recip();
+  if (weight.defined()) y = y * channel(weight) + channel(bias);
+  return y;
+}
+
+std::vector<NamedParameter> BatchNorm::named_parameters() {
+  if (!weight.defined()) return {};
+  return {{"weight", &weight}, {"bias", &bias}};
+}
+
+std::vector<NamedParameter> BatchNorm::named_buffers() {
+  return {{"running_mean", &running_mean}, {"running_var", &running_var}};
+}
+
+}  // namespace ravel::nn

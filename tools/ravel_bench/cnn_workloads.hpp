@@ -1,0 +1,16 @@
+// The convolutional workloads of ravel-bench (docs/bench.md): `conv2d` (forward and both
+// gradients of one convolution) and `cnn_step` (a training step of examples/fashion_mnist).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "workloads.hpp"
+
+namespace ravel::bench {
+
+bool is_cnn_workload(const std::string& name);
+Work cnn_work_of(const std::string& name, const Size& size);
+std::unique_ptr<Instance> make_cnn_instance(const std::string& name, const Size& size, const Device& device);
+
+}  // namespace ravel::bench
