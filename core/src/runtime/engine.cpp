@@ -1,6 +1,7 @@
 // The runtime's implementation of the Engine the graph and tensor layers call (Note [Layering] in
 // graph/engine.hpp), installed while libravel_core is loaded. Every call goes to the process-wide
 // Runtime in force at that moment, so Runtime::reset takes effect for the next call.
+#include "config/settings.hpp"  // Settings::debug (was reached only through a unity neighbour)
 #include "graph/engine.hpp"
 #include "ravel/runtime.hpp"
 #include "runtime/device_buffer.hpp"
