@@ -87,7 +87,7 @@ BOOST_AUTO_TEST_CASE(sort_every_length_against_stable_sort) {
 
 BOOST_AUTO_TEST_CASE(sort_axes_views_and_dtypes) {
   uint64_t seed = 1000;
-  for (DType dt : {DType::U8, DType::I64, DType::F32})
+  for (DType dt : {DType::Bool, DType::U8, DType::I64, DType::F32})
     for (ViewKind k : kAllKinds)
       for (int64_t axis : {0, 1, 2})
         guarded(std::string("sort dtype=") + ravel::dtype_name(dt) + " view=" + kind_name(k) + " axis=" + std::to_string(axis), [&] {
