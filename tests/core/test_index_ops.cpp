@@ -3,6 +3,10 @@
 #include "common.hpp"
 #include "expect_error.hpp"
 
+#include <limits>
+
+#include "ravel/schedule.hpp"
+
 using namespace rtest;
 
 namespace {
@@ -160,4 +164,30 @@ BOOST_AUTO_TEST_CASE(index_errors_name_op_value_position_axis_and_size) {
                                   {"index_select", "1-D"});
   expect_error<ravel::ShapeError>("take_along_axis broadcast", [&] { x.take_along_axis(Tensor::zeros({2, 1}, DType::I64), 1); },
                                   {"take_along_axis", "do not broadcast", "axis 0"});
+}
+
+BOOST_AUTO_TEST_CASE(row_selections_are_exact_for_non_finite_values) {
+  // Float index_select and index_put run as one GEMM (Note [One-hot selections as a GEMM]);
+  // a plain hot @ x would turn 0 * inf into NaN in every row that shares a column with an inf.
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  auto same = [](const std::vector<double>& got, const std::vector<double>& want) {
+    BOOST_REQUIRE_EQUAL(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k)
+      BOOST_TEST((std::isnan(want[k]) ? std::isnan(got[k]) : got[k] == want[k] && std::signbit(got[k]) == std::signbit(want[k])),
+                 "element " << k << ": got " << got[k] << ", want " << want[k]);
+  };
+  for (DType dt : {DType::F32, DType::F64})
+    guarded(std::string("dtype=") + ravel::dtype_name(dt), [&] {
+      Tensor x = Tensor::from_vector<double>({1, inf, -inf, 2, nan, 3, 4, 5}, {4, 2}).cast(dt);
+      Tensor sel = x.index_select(0, Tensor::from_vector<int64_t>({3, 0, 3, 1}, {4}));
+      same(sel.cast(DType::F64).to_vector<double>(), {4, 5, 1, inf, 4, 5, -inf, 2});
+      Tensor self = Tensor::from_vector<double>({7, 8, -0.0, 9, 1, 1}, {3, 2}).cast(dt);
+      Tensor idx = Tensor::from_vector<int64_t>({0, 0, -1}, {3});
+      Tensor vals = Tensor::from_vector<double>({inf, 1, -inf, 2, nan, -0.5}, {3, 2}).cast(dt);
+      Tensor acc = self.index_put({idx}, vals, true);
+      acc.realize();
+      BOOST_TEST(ravel::last_realization_stats().contractions >= 1);  // the GEMM path ran
+      same(acc.cast(DType::F64).to_vector<double>(), {nan, 11, -0.0, 9, nan, 0.5});
+      same(self.index_put({idx}, vals, false).cast(DType::F64).to_vector<double>(), {-inf, 2, -0.0, 9, nan, -0.5});
+    });
 }

@@ -68,6 +68,20 @@ Tensor Tensor::index_select(int64_t axis, const Tensor& index) const {
   RAVEL_CHECK(index.ndim() <= 1, ShapeError, "index_select expects a 1-D index, got shape ", shape_str(index.shape()));
   const int64_t n = shape()[d], m = index.numel();
   check_index_bounds(index, n, "index_select", concat("axis ", d, " of the input ", shape_str(shape()), " (size ", n, ")"));
+  if (is_float(dtype()) && numel() > 0 && m > 0 && m * n <= kOneHotGemmMaxElements) {
+    // Rows of the axis: out = hot @ x2 with hot[i, c] = (index[i] == c), one GEMM (Note
+    // [One-hot selections as a GEMM]).
+    std::vector<int64_t> order = {d}, inverse(static_cast<size_t>(ndim()));
+    for (int64_t k = 0; k < ndim(); ++k)
+      if (k != d) order.push_back(k);
+    for (int64_t k = 0; k < ndim(); ++k) inverse[static_cast<size_t>(order[static_cast<size_t>(k)])] = k;
+    Tensor x2 = permute(order);
+    Shape moved = x2.shape();
+    moved[0] = m;
+    Tensor hot = index.reshape({m, 1}).cast(DType::I64).expand({m, n}).eq(
+        arange(0, static_cast<double>(n), 1, DType::I64, device()).reshape({1, n}).expand({m, n}));
+    return onehot_matmul(hot, x2.reshape({n, numel() / n})).reshape(moved).permute(inverse);
+  }
   // out[.., i, ..] = x[.., index[i], ..]: gather with the index broadcast over the other axes.
   Shape along(static_cast<size_t>(ndim()), 1), out = shape();
   along[d] = m;
@@ -140,7 +154,21 @@ Tensor Tensor::index_put(const std::vector<Tensor>& indices, const Tensor& value
   x2.insert(x2.end(), rest.begin(), rest.end());
   v2.insert(v2.end(), rest.begin(), rest.end());
   i2.insert(i2.end(), rest.size(), 1);
-  if (m == 0) return *this;
+  if (m == 0 || numel() == 0) return *this;
+  if (is_float(dtype()) && p * m <= kOneHotGemmMaxElements) {
+    // The rows x2[c] receive sel^T @ v, one GEMM (Note [One-hot selections as a GEMM]): sel is
+    // the one-hot of the entries, or of the last entry naming each row without accumulate.
+    const int64_t cols = numel() / p;
+    Tensor x = reshape({p, cols});
+    Tensor v = values.cast(dtype()).expand(target).reshape({m, cols});
+    Tensor rows = arange(0, static_cast<double>(p), 1, DType::I64, dev).reshape({p, 1}).expand({p, m});
+    Tensor entries = arange(0, static_cast<double>(m), 1, DType::I64, dev).reshape({1, m}).expand({p, m});
+    Tensor hot = flat.reshape({1, m}).expand({p, m}).eq(rows);  // [P, M]: entry j names row c
+    Tensor last = Tensor::where(hot, entries, make_scalar(-1, DType::I64, dev)).max(Axes(1), true);  // [P, 1]
+    Tensor touched = last.ge(make_scalar(0, DType::I64, dev));
+    Tensor out = accumulate ? x.add(onehot_matmul(hot, v)) : onehot_matmul(entries.eq(last.expand({p, m})), v);
+    return Tensor::where(touched, out, x).reshape(shape());
+  }
   Tensor v = values.cast(dtype()).expand(target).reshape(v2);
   Tensor idx = flat.reshape(i2).expand(v2);
   return scatter_along(reshape(x2), 0, idx, v, accumulate ? ScatterMode::Sum : ScatterMode::Replace, true, "index_put")

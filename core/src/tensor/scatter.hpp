@@ -17,6 +17,13 @@ enum class ScatterMode { Replace, Sum, Prod, Mean, Amax, Amin };
 Tensor scatter_along(const Tensor& self, int64_t d, const Tensor& index, const Tensor& src, ScatterMode mode,
                      bool include_self, const char* op);
 
+// hot @ x for a bool matrix hot [a, b] and a float matrix x [b, r], as one GEMM, exact for
+// non-finite x (0 * inf is not let in), with hot^T @ g as its derivative (Note [One-hot
+// selections as a GEMM] in onehot_matmul.cpp). hot is materialised in x's dtype: callers keep
+// a * b within kOneHotGemmMaxElements.
+constexpr int64_t kOneHotGemmMaxElements = int64_t{1} << 26;
+Tensor onehot_matmul(const Tensor& hot, const Tensor& x);
+
 // IndexError unless every entry of the integer tensor `index` is in [-bound, bound) (NumPy and
 // Python indexing), naming op, the first offender, its position and `what` is indexed, as
 // check_index_bounds does for [0, bound).
