@@ -56,10 +56,11 @@ void bitonic_stage(Tensor& v, Tensor& i, int64_t rows, int64_t big_n, int64_t h,
   Tensor ve = v.reshape(blocks), ie = i.reshape(blocks);
   const Axes partner_axes = mirror ? Axes({2, 3}) : Axes(2);
   Tensor vq = ve.flip(partner_axes), iq = ie.flip(partner_axes);
+  // Broadcast before comparing, so the comparison runs inside the stage's kernel (Note [Fusion]).
   Tensor lower = Tensor::arange(0, 2, 1, DType::I64, v.device())
                      .reshape({1, 1, 2, 1})
-                     .eq(make_scalar(0, DType::I64, v.device()))
-                     .expand(blocks);
+                     .expand(blocks)
+                     .eq(make_scalar(0, DType::I64, v.device()));
   Tensor keep = comes_before(ve, ie, vq, iq, n, descending).eq(lower);
   v = Tensor::where(keep, ve, vq).reshape({rows, big_n});
   i = Tensor::where(keep, ie, iq).reshape({rows, big_n});
