@@ -23,7 +23,7 @@ using namespace detail;
 // after everything, in either direction, so no sentinel value is needed.
 // The gradient of the values flows back through the selections: the cotangent of each output is
 // routed to the input it came from (a scatter by the permutation), in the same O(N log^2 N).
-// Cost: p(p+1)/2 stages, each one or two kernels over the padded [R, N] values and indices,
+// Cost: p(p+1)/2 stages, each 3 kernels (predicate, values, indices) over the padded [R, N],
 // i.e. O(N log^2 N) work and a graph that grows as log^2 N; a device sort primitive (radix or
 // merge) is the fast path this leaves for later.
 namespace sort_impl {
