@@ -105,3 +105,27 @@ BOOST_AUTO_TEST_CASE(second_order_through_scatter_and_sort) {
 }
 
 }  // namespace
+
+namespace {
+BOOST_AUTO_TEST_CASE(scatter_of_whole_rows) {
+  // A broadcast index: the GEMM path and its custom derivative (Note [One-hot selections as a GEMM]).
+  Tensor rows = i64({2, 0, 2, 3, 2}, {5, 1});
+  gradcheck2("scatter_add of rows", [rows](const Tensor& x, const Tensor& s) {
+    return x.scatter_add(0, rows.expand({5, 3}), s).square();
+  }, normal({4, 3}, 70), normal({5, 3}, 71), 70);
+  for (const std::string reduce : {"sum", "mean"})
+    for (bool include_self : {true, false})
+      gradcheck2("scatter_reduce " + reduce + " of rows" + (include_self ? " include_self" : ""),
+                 [rows, reduce, include_self](const Tensor& x, const Tensor& s) {
+                   return x.scatter_reduce(0, rows.expand({5, 3}), s, reduce, include_self);
+                 },
+                 normal({4, 3}, 72), normal({5, 3}, 73), 72);
+  gradcheck2("scatter of columns", [](const Tensor& x, const Tensor& s) {
+    return x.scatter(1, i64({1, 1, 0}, {1, 3}).expand({4, 3}), s).sin();
+  }, normal({4, 2}, 74), normal({4, 3}, 75), 74);
+  gradcheck1("second order through the GEMM path", [rows](const Tensor& x) {
+    Tensor y = x.scatter_add(0, rows.expand({5, 3}), x.exp().shrink({{0, 4}, {0, 3}}).pad({{0, 1}, {0, 0}})).square().sum();
+    return ravel::gradients(y, {x})[0];
+  }, normal({4, 3}, 76), 76);
+}
+}  // namespace

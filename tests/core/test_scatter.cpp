@@ -188,3 +188,47 @@ BOOST_AUTO_TEST_CASE(scatter_errors) {
     Tensor::zeros({n}).scatter_add(0, Tensor::zeros({n}, DType::I64), Tensor::ones({n}));
   }, {"scatter_add", "65536 index entries", "65536 positions", "2^31"});
 }
+
+BOOST_AUTO_TEST_CASE(scatter_of_whole_rows) {
+  // An index broadcast over the other axes (torch's x.scatter_add(0, i.unsqueeze(1).expand(-1, k),
+  // src), the segment-sum idiom) names whole rows: float tensors take one GEMM of the one-hot rows
+  // (Note [One-hot selections as a GEMM]), the others the compare-select composite. Same results.
+  uint64_t seed = 900;
+  for (DType dt : {DType::I32, DType::F32, DType::F64})
+    for (int64_t axis : {0, 1})
+      for (const std::string mode : {"scatter", "sum", "mean", "amax"})
+        for (bool include_self : {true, false}) {
+          if (mode == "scatter" && !include_self) continue;
+          guarded(mode + " rows dtype=" + ravel::dtype_name(dt) + " axis=" + std::to_string(axis) +
+                      " include_self=" + (include_self ? "1" : "0"),
+                  [&] {
+                    Built self = build(ViewKind::Permuted, {4, 3}, dt, Domain::Any, ++seed);
+                    Shape ss = axis == 0 ? Shape{6, 3} : Shape{4, 6};
+                    Built src = build(ViewKind::Contiguous, ss, dt, Domain::Any, ++seed);
+                    const int64_t n = self.r.shape[axis];
+                    NDArray idx1 = index_values({6}, n, ++seed);
+                    Tensor it = to_tensor(idx1).reshape(axis == 0 ? Shape{6, 1} : Shape{1, 6}).expand(ss);
+                    NDArray idx(ss, DType::I64);
+                    ref::for_each_index(ss, [&](const ref::Index& i) { idx[i] = idx1.v[i[axis]]; });
+                    Tensor got = mode == "scatter" ? self.t.scatter(axis, it, src.t)
+                                                   : self.t.scatter_reduce(axis, it, src.t, mode, include_self);
+                    check_tensor(got, naive_scatter(self.r, axis, idx, src.r, mode, include_self));
+                  });
+        }
+  guarded("rows with infinities and NaN", [&] {
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+    Tensor self = Tensor::from_vector<double>({1, 2, -0.0, 3, 4, 5}, {3, 2});
+    Tensor src = Tensor::from_vector<double>({inf, 1, -inf, 2, nan, 3}, {3, 2});
+    Tensor idx = Tensor::from_vector<int64_t>({2, 2, 0}, {3, 1}).expand({3, 2});
+    // row 0: 1+nan, 2+3; row 2: 4+inf-inf, 5+1+2
+    std::vector<double> a = self.scatter_add(0, idx, src).to_vector<double>();
+    BOOST_TEST(std::isnan(a[0]));
+    BOOST_TEST(a[1] == 5.0);
+    BOOST_TEST((std::signbit(a[2]) && a[2] == 0.0 && a[3] == 3.0));  // untouched, -0.0 kept
+    BOOST_TEST(std::isnan(a[4]));
+    BOOST_TEST(a[5] == 8.0);
+    // row 0 <- src row 2; row 2 <- src row 1 (the last of rows 0 and 1)
+    std::vector<double> r = self.scatter(0, idx, src).to_vector<double>();
+    BOOST_TEST((std::isnan(r[0]) && r[1] == 3.0 && r[4] == -inf && r[5] == 2.0));
+  });
+}

@@ -68,7 +68,9 @@ Tensor Tensor::index_select(int64_t axis, const Tensor& index) const {
   RAVEL_CHECK(index.ndim() <= 1, ShapeError, "index_select expects a 1-D index, got shape ", shape_str(index.shape()));
   const int64_t n = shape()[d], m = index.numel();
   check_index_bounds(index, n, "index_select", concat("axis ", d, " of the input ", shape_str(shape()), " (size ", n, ")"));
-  if (is_float(dtype()) && numel() > 0 && m > 0 && m * n <= kOneHotGemmMaxElements) {
+  int64_t one_hot_elements = 0;
+  if (is_float(dtype()) && numel() > 0 && m > 0 && !__builtin_mul_overflow(m, n, &one_hot_elements) &&
+      one_hot_elements <= kOneHotGemmMaxElements) {
     // Rows of the axis: out = hot @ x2 with hot[i, c] = (index[i] == c), one GEMM (Note
     // [One-hot selections as a GEMM]).
     std::vector<int64_t> order = {d}, inverse(static_cast<size_t>(ndim()));
@@ -118,7 +120,9 @@ Tensor Tensor::take_along_axis(const Tensor& indices, std::optional<int64_t> axi
 // The k index tensors name positions of the first k axes; their row-major flat number
 // f = sum_t i_t * stride_t turns x[i_0, .., i_{k-1}] = v into a scatter along axis 0 of x viewed
 // as [prod(shape[:k]), shape[k:]...], with f broadcast over the remaining axes. Accumulate is a
-// scatter-add (repeats add up); otherwise the last repeat in B's row-major order wins.
+// scatter-add (repeats add up); otherwise the last repeat in B's row-major order wins. The
+// index is broadcast over the remaining axes, so a float scatter_along takes its GEMM path
+// (Note [One-hot selections as a GEMM]).
 Tensor Tensor::index_put(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) const {
   check_defined(*this, "index_put");
   check_defined(values, "index_put");
@@ -155,20 +159,6 @@ Tensor Tensor::index_put(const std::vector<Tensor>& indices, const Tensor& value
   v2.insert(v2.end(), rest.begin(), rest.end());
   i2.insert(i2.end(), rest.size(), 1);
   if (m == 0 || numel() == 0) return *this;
-  if (is_float(dtype()) && p * m <= kOneHotGemmMaxElements) {
-    // The rows x2[c] receive sel^T @ v, one GEMM (Note [One-hot selections as a GEMM]): sel is
-    // the one-hot of the entries, or of the last entry naming each row without accumulate.
-    const int64_t cols = numel() / p;
-    Tensor x = reshape({p, cols});
-    Tensor v = values.cast(dtype()).expand(target).reshape({m, cols});
-    Tensor rows = arange(0, static_cast<double>(p), 1, DType::I64, dev).reshape({p, 1}).expand({p, m});
-    Tensor entries = arange(0, static_cast<double>(m), 1, DType::I64, dev).reshape({1, m}).expand({p, m});
-    Tensor hot = flat.reshape({1, m}).expand({p, m}).eq(rows);  // [P, M]: entry j names row c
-    Tensor last = Tensor::where(hot, entries, make_scalar(-1, DType::I64, dev)).max(Axes(1), true);  // [P, 1]
-    Tensor touched = last.ge(make_scalar(0, DType::I64, dev));
-    Tensor out = accumulate ? x.add(onehot_matmul(hot, v)) : onehot_matmul(entries.eq(last.expand({p, m})), v);
-    return Tensor::where(touched, out, x).reshape(shape());
-  }
   Tensor v = values.cast(dtype()).expand(target).reshape(v2);
   Tensor idx = flat.reshape(i2).expand(v2);
   return scatter_along(reshape(x2), 0, idx, v, accumulate ? ScatterMode::Sum : ScatterMode::Replace, true, "index_put")

@@ -99,6 +99,58 @@ int64_t check_scatter_args(const Tensor& self, int64_t axis, const Tensor& index
   return d;
 }
 
+// Whether the index names whole rows: the same entry along d for every position of the other
+// axes (a broadcast index, stride 0 or size 1 there, as x.scatter_add(0, i.unsqueeze(1).expand(
+// -1, k), src) and index_put make), covering the input on those axes.
+bool names_whole_rows(const Tensor& index, int64_t d, const Shape& self_shape) {
+  const std::vector<int64_t> strides = index.strides();
+  for (size_t k = 0; k < self_shape.size(); ++k) {
+    if (static_cast<int64_t>(k) == d) continue;
+    if (index.shape()[k] != self_shape[k] || (index.shape()[k] != 1 && strides[k] != 0)) return false;
+  }
+  return true;
+}
+
+// The scatter of whole rows as one GEMM of the one-hot rows (Note [One-hot selections as a GEMM]):
+// with the axis moved first, x [n, r] receives sel^T @ src [m, r], sel the one-hot of the entries
+// (or of the last entry naming each row, for Replace).
+Tensor scatter_rows(const Tensor& self, int64_t d, const Tensor& index, const Tensor& src, ScatterMode mode,
+                    bool include_self) {
+  const Shape& S = self.shape();
+  const Shape& I = index.shape();
+  const int64_t n = S[d], m = I[d], cols = self.numel() / n;
+  const DType dt = self.dtype();
+  const Device dev = self.device();
+  std::vector<int64_t> order = {d}, inverse(S.size());
+  for (int64_t k = 0; k < static_cast<int64_t>(S.size()); ++k)
+    if (k != d) order.push_back(k);
+  for (size_t k = 0; k < order.size(); ++k) inverse[static_cast<size_t>(order[k])] = static_cast<int64_t>(k);
+  std::vector<std::pair<int64_t, int64_t>> first_row;
+  for (size_t k = 0; k < I.size(); ++k) first_row.emplace_back(0, static_cast<int64_t>(k) == d ? m : 1);
+  Tensor idx = index.shrink(first_row).reshape({1, m}).cast(DType::I64).expand({n, m});
+  Tensor moved = self.permute(order);
+  Tensor x = moved.reshape({n, cols});
+  Tensor v = src.shrink(leading_ranges(I)).cast(dt).permute(order).reshape({m, cols});
+  Tensor rows = Tensor::arange(0, static_cast<double>(n), 1, DType::I64, dev).reshape({n, 1}).expand({n, m});
+  Tensor entries = Tensor::arange(0, static_cast<double>(m), 1, DType::I64, dev).reshape({1, m}).expand({n, m});
+  Tensor hot = idx.eq(rows);  // [n, m]: entry j names row c
+  Tensor last = Tensor::where(hot, entries, make_scalar(-1, DType::I64, dev)).max(Axes(1), true);  // [n, 1]
+  Tensor touched = last.ge(make_scalar(0, DType::I64, dev));
+  Tensor out;
+  if (mode == ScatterMode::Replace) {
+    out = onehot_matmul(entries.eq(last.expand({n, m})), v);
+  } else {
+    Tensor sum = onehot_matmul(hot, v);
+    out = include_self ? x.add(sum) : sum;
+    if (mode == ScatterMode::Mean) {
+      Tensor count = hot.cast(DType::I64).sum(Axes(1), true);
+      if (include_self) count = count.add(make_scalar(1, DType::I64, dev));
+      out = out.div(count.maximum(make_scalar(1, DType::I64, dev)).cast(dt));
+    }
+  }
+  return Tensor::where(touched, out, x).reshape(moved.shape()).permute(inverse);
+}
+
 }  // namespace scatter_impl
 
 namespace detail {
@@ -110,6 +162,12 @@ Tensor scatter_along(const Tensor& self, int64_t d, const Tensor& index, const T
   const Shape& I = index.shape();
   if (index.numel() == 0) return self;
   const int64_t n = S[d], m = I[d];
+  int64_t one_hot_elements = 0;
+  if (is_float(self.dtype()) && self.numel() > 0 && !__builtin_mul_overflow(n, m, &one_hot_elements) &&
+      one_hot_elements <= kOneHotGemmMaxElements &&
+      (mode == ScatterMode::Replace || mode == ScatterMode::Sum || mode == ScatterMode::Mean) &&
+      names_whole_rows(index, d, S))
+    return scatter_rows(self, d, index, src, mode, include_self);
   int64_t comparisons = 0;
   RAVEL_CHECK(!__builtin_mul_overflow(index.numel(), n, &comparisons) && comparisons <= kScatterMaxComparisons,
               ValueError, op, ": the one-hot selection compares each of the ", index.numel(),
