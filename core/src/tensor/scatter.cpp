@@ -25,8 +25,8 @@ using namespace detail;
 // backward (scatter_add of 4,000 entries into 1,000 positions allocates 48 KB forward and 64 KB
 // for src's gradient: the 4 MB frame is not stored); kScatterMaxComparisons bounds it, with an
 // error that names the sizes rather than a minutes-long kernel. When the index names whole rows
-// (index_put, index_select) the selection is a GEMM instead (Note [One-hot selections as a
-// GEMM]). A dedicated scatter primitive (atomics, or a sort by destination) is the fast path
+// (broadcast over the other axes: index_put, the segment-sum idiom) a float Replace/Sum/Mean is a
+// GEMM instead (scatter_rows; Note [One-hot selections as a GEMM]). A dedicated scatter primitive (atomics, or a sort by destination) is the fast path
 // this leaves for later.
 //  - Replace (scatter): a position named by several j takes the last one: jmax = max_j {j :
 //    hot}, then the one j == jmax is selected. Deterministic on every backend, and the gradient
