@@ -239,7 +239,8 @@ class Tensor {
   // every backend. Index tensors are integer; an index outside its bound is an IndexError naming
   // op, value, position, axis and size (realizes the index, as gather does). The scatters cost
   // index.numel() x size(axis) fused comparisons and refuse (ValueError) above 2^31 of them;
-  // index_select and index_put of float rows are one GEMM of the one-hot rows instead.
+  // index_select, index_put, and scatters whose index is broadcast over the other axes, on
+  // float tensors, are one GEMM of the one-hot rows instead.
   //
   // torch.Tensor.scatter: a copy of this tensor with out[.., index[.., j, ..], ..] = src[.., j, ..]
   // along `axis`; index has this tensor's rank and is no larger than src on any axis, nor than
