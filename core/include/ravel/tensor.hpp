@@ -264,8 +264,8 @@ class Tensor {
   // row-major order of B (PyTorch leaves which undefined).
   Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false) const;
   // numpy.take_along_axis(self, indices, axis): indices has this tensor's rank and broadcasts
-  // with it on every other axis; negative indices count from the end (NumPy). No axis: both
-  // are flattened (indices must be 1-D).
+  // with it on every other axis; negative indices count from the end (NumPy). No axis: this
+  // tensor is flattened and indices must be 1-D.
   Tensor take_along_axis(const Tensor& indices, std::optional<int64_t> axis) const;
   // torch.sort(stable=True): (values, indices as i64) along `axis`; equal values keep their
   // order. NaN is ordered after +inf, as NumPy does: last ascending, first descending (which
@@ -275,6 +275,8 @@ class Tensor {
   // torch.topk: the k largest (smallest) values along `axis` and their indices, in sorted order
   // (also when sorted = false, which PyTorch leaves unspecified); ties keep the lower index.
   std::pair<Tensor, Tensor> topk(int64_t k, int64_t axis = -1, bool largest = true, bool sorted = true) const;
+
+  // Joining (the linear algebra, indexing and joining section, continued).
   static Tensor concatenate(const std::vector<Tensor>& ts, int64_t axis = 0);
   static Tensor stack(const std::vector<Tensor>& ts, int64_t axis = 0);
 
