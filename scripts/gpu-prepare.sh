@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 dest=.gpu-carry/debs
 mkdir -p "$dest"
 packages=(libboost1.74-dev libboost-test1.74-dev libboost-test1.74.0 nlohmann-json3-dev
-          libtbb-dev libtbb12 libtbbmalloc2 libtbbbind-2-5 libhwloc15)
+          libtbb-dev libtbb12 libtbbmalloc2 libtbbbind-2-5 libhwloc15
+          wamerican)  # the word list of makemore's run on hip:0
 missing=()
 for p in "${packages[@]}"; do
   ls "$dest/${p}_"*.deb >/dev/null 2>&1 || missing+=("$p")

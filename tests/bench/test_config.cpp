@@ -102,24 +102,28 @@ BOOST_AUTO_TEST_CASE(bench_keys_name_path_value_and_expectation) {
 }
 
 BOOST_AUTO_TEST_CASE(preference_list_falls_back_to_the_next_available_device) {
-  auto& rt = runtime_with(R"({"placement": {"devices": ["hip:0", "level_zero:0", "tbb_cpu:0"]}})");
+  // Devices no machine has (hip:7, a backend never built), so the fallback is the same on the
+  // GPU machine, where hip:0 exists.
+  auto& rt = runtime_with(R"({"placement": {"devices": ["hip:7", "no_such_backend:0", "tbb_cpu:0"]}})");
   BOOST_TEST(rt.default_device().str() == "tbb_cpu:0");
   auto rules = rt.placement_rules();
   BOOST_TEST_REQUIRE(rules.size() == 3u);
   BOOST_TEST(!rules[0].available);
   BOOST_TEST(has(rules[0].reason, "hip"), rules[0].reason);
+  BOOST_TEST(!rules[1].available);
+  BOOST_TEST(has(rules[1].reason, "no_such_backend"), rules[1].reason);
   BOOST_TEST(rules[2].available);
   BOOST_TEST((ravel::Tensor::zeros({2}).device() == ravel::Device("tbb_cpu", 0)));
   BOOST_TEST(has(rt.effective_config(), "\"on_mixed_devices\": \"error\""), rt.effective_config());
 }
 
 BOOST_AUTO_TEST_CASE(explicit_missing_device_names_it_and_the_available_ones) {
-  auto& rt = runtime_with(R"({"placement": {"default": "hip:0"}})");
+  auto& rt = runtime_with(R"({"placement": {"default": "hip:7"}})");
   try {
     rt.default_device();
     BOOST_ERROR("no DeviceError");
   } catch (const ravel::DeviceError& e) {
-    BOOST_TEST(has(e.what(), "hip:0"), e.what());
+    BOOST_TEST(has(e.what(), "hip:7"), e.what());
     BOOST_TEST(has(e.what(), "tbb_cpu:0"), e.what());
   }
   try {
@@ -127,7 +131,8 @@ BOOST_AUTO_TEST_CASE(explicit_missing_device_names_it_and_the_available_ones) {
     BOOST_ERROR("no DeviceError");
   } catch (const ravel::DeviceError& e) {
     BOOST_TEST(has(e.what(), "level_zero:1"), e.what());
-    BOOST_TEST(has(e.what(), "available devices: tbb_cpu:0"), e.what());
+    BOOST_TEST(has(e.what(), "available devices: "), e.what());
+    BOOST_TEST(has(e.what(), "tbb_cpu:0"), e.what());
   }
   BOOST_TEST(runtime_with(R"({"placement": {"default": "tbb_cpu"}})").default_device().str() == "tbb_cpu:0");
 }

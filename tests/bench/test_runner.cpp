@@ -219,14 +219,15 @@ echo "{\"workload\": \"$2\", \"size\": [$(echo $4 | tr x ,)], \"median_ms\": 1, 
 
 BOOST_AUTO_TEST_CASE(missing_device_and_failing_workload_fail_the_run_but_the_rest_runs) {
   fs::path dir = scratch("fail");
-  // failing:0 allocates buffers but every kernel fails; hip:0 does not exist here.
+  // failing:0 allocates buffers but every kernel fails; hip:7 exists on no machine (hip:0 does on
+  // the GPU machine).
   std::ofstream(dir / "fail.json") << R"({"plugins": {"search_paths": [")" << KERNEL_FAILS_DIR
                                    << R"("]}, "placement": {"devices": ["tbb_cpu"]}, "bench": {
       "workloads": [{"name": "matmul", "sizes": [[4, 4, 4]]}, {"name": "softmax", "sizes": [[2, 3]]}],
-      "devices": ["failing:0", "hip:0", "tbb_cpu:0"], "repetitions": 1, "warmup": 0, "output": {"name": "r"}}})";
+      "devices": ["failing:0", "hip:7", "tbb_cpu:0"], "repetitions": 1, "warmup": 0, "output": {"name": "r"}}})";
   BOOST_TEST(run_exe(dir / "fail.json", dir / "out") == 1);
   std::string table = slurp(dir / "out" / "stdout.txt");
-  BOOST_TEST(has(table, "FAILED matmul 4x4x4 ravel hip:0"), table);
+  BOOST_TEST(has(table, "FAILED matmul 4x4x4 ravel hip:7"), table);
   BOOST_TEST(has(table, "available devices:"), table);
   BOOST_TEST(has(table, "FAILED softmax 2x3 ravel failing:0"), table);
   json j = json::parse(slurp(dir / "out" / "r.json"));
@@ -243,7 +244,7 @@ BOOST_AUTO_TEST_CASE(missing_device_and_failing_workload_fail_the_run_but_the_re
 }
 
 BOOST_AUTO_TEST_CASE(shipped_configs_parse) {
-  for (const char* f : {"configs/bench/fusion-policies.json", "configs/bench/cpu-vs-peers.json", "configs/bench/data-parallel.json", "configs/default.json", "configs/cpu.json"}) {
+  for (const char* f : {"configs/bench/fusion-policies.json", "configs/bench/cpu-vs-peers.json", "configs/bench/data-parallel.json", "configs/bench/cpu-16core.json", "configs/bench/gpu-vs-torch.json", "configs/default.json", "configs/cpu.json"}) {
     fs::path p = fs::path(RAVEL_SOURCE_DIR) / f;
     BOOST_TEST_CONTEXT(f) {
       ravel::RuntimeOptions o;

@@ -27,7 +27,7 @@ BOOST_AUTO_TEST_CASE(from_vector_every_dtype) {
   BOOST_TEST(t.shape() == (Shape{2, 3}));
   BOOST_TEST(t.numel() == 6);
   BOOST_TEST(t.is_contiguous());
-  BOOST_TEST((t.device() == ravel::Device("tbb_cpu", 0)));
+  BOOST_TEST((t.device() == ravel::Runtime::get().default_device()));  // from_vector: the placement's device
   // to_vector<T> casts: i32 -> f64
   BOOST_TEST(t.to_vector<double>() == (std::vector<double>{1, 2, 3, 4, 5, 6}), tt::per_element());
   // from_data copies the caller's bytes

@@ -5,13 +5,15 @@
 // against central finite differences, and second derivatives against the closed form.
 //
 // The same executable runs a second time as core_online_logsumexp_fallback with
-// RAVEL_TBB_NO_LOGSUMEXP=1, which makes tbb_cpu leave LOGSUMEXP out of its reduce_ops: the core
-// must then use the max / exp-sum decomposition (the kernel counts say which path ran) and give
-// the same values.
+// RAVEL_MASK_OPS=LOGSUMEXP, which makes every device (tbb_cpu here, hip:0 on the GPU machine) count
+// as lacking LOGSUMEXP: the core must then use the max / exp-sum decomposition (the kernel counts
+// say which path ran) and give the same values. RAVEL_TBB_NO_LOGSUMEXP=1 (tbb_cpu's own switch)
+// counts too.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -25,7 +27,8 @@ namespace {
 
 bool fallback() {
   const char* e = std::getenv("RAVEL_TBB_NO_LOGSUMEXP");
-  return e && *e && *e != '0';
+  const char* m = std::getenv("RAVEL_MASK_OPS");
+  return (e && *e && *e != '0') || (m && std::strstr(m, "LOGSUMEXP"));
 }
 
 const std::vector<int64_t> kShape = {3, 5, 7};

@@ -23,6 +23,8 @@ struct WithVgpu {
   WithVgpu() {
     ravel::RuntimeOptions o;
     o.extra_paths = {RAVEL_VGPU_DIR};
+    // The CPU as the default device, also where a GPU plugin finds one (the GPU machine).
+    o.config_path = RAVEL_CPU_CONFIG;
     o.use_environment = false;
     ravel::Runtime::reset(o);
   }

@@ -1,6 +1,7 @@
 // Plugin loading with deliberately broken plugins (built by this folder's CMakeLists.txt into
 // BROKEN_PLUGIN_DIR/<case>/): each is recorded as not loaded with the reason, load_plugin()
 // throws a PluginError naming the path, and the real tbb_cpu plugin keeps working beside them.
+#include "builtin_placement.hpp"
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -171,9 +172,9 @@ BOOST_AUTO_TEST_CASE(tbb_plugin_works_beside_all_broken_ones) {
   // The process-wide runtime with the same options: tensors still compute correctly.
   Runtime& global = Runtime::reset(opts);
   // No config: the built-in placement (configs/default.json: hip:0, level_zero:0, tbb_cpu:0)
-  // applies, so new tensors go to tbb_cpu:0 even though the "failing" plugin loaded first.
-  BOOST_TEST((global.default_device() == ravel::Device("tbb_cpu", 0)), "default device "
-                                                                          << global.default_device().str());
+  // applies, so new tensors go to its choice even though the "failing" plugin loaded first.
+  BOOST_TEST((global.default_device() == builtin_default_device(global)), "default device "
+                                                                             << global.default_device().str());
   auto a = ravel::Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2}, ravel::Device("tbb_cpu", 0));
   auto b = (a.matmul(a) + 1.0).sum(0);  // [[7, 10], [15, 22]] + 1 -> column sums [24, 34]
   BOOST_TEST(b.to_vector<float>() == (std::vector<float>{24, 34}), boost::test_tools::per_element());

@@ -309,7 +309,10 @@ BOOST_AUTO_TEST_CASE(value_read_twice_inside_one_kernel_is_not_stored) {
     auto got = y.to_vector<float>();
     for (size_t i = 0; i < xv.size(); ++i) {
       double v = xv[i], ev = std::exp(v * 3 + 1) * 0.5 + std::sin(v) * std::cos(v) - v * 0.25;
-      BOOST_TEST(got[i] == (1 - ev) / (ev + 1), boost::test_tools::tolerance(1e-4));
+      // Absolute near y = 0 (e = 1), where f32 rounding of e's terms (~1e-7) is all that is left:
+      // a relative bound there fails on any device whose exp/sin differ by an ulp (hip:0 did).
+      const double want = (1 - ev) / (ev + 1);
+      BOOST_TEST(std::abs(got[i] - want) <= 1e-5 * (1 + std::abs(want)), "x = " << v << ": " << got[i] << " vs " << want);
     }
   }
 }

@@ -218,7 +218,17 @@ RunResult run_bench(const BenchConfig& cfg, const RunOptions& opt) {
         }
       int failed = 0;
       for (const auto& r : rows) failed += r.status == "failed";
-      progress.done(head + ": " + std::to_string(rows.size()) + " rows" + (failed ? ", " + std::to_string(failed) + " failed" : ""));
+      // Each row's median on the progress line too: a run cut short (a time limit on a lent
+      // machine, scripts/gpu-check.sh) still leaves the figures of the workloads it finished.
+      std::string medians;
+      for (const auto& r : rows)
+        if (r.status == "ok") {
+          char ms[32];
+          std::snprintf(ms, sizeof ms, "%.4g", r.median_ms);
+          medians += (medians.empty() ? " (" : "; ") + r.label() + " " + ms + " ms";
+        }
+      progress.done(head + ": " + std::to_string(rows.size()) + " rows" + (failed ? ", " + std::to_string(failed) + " failed" : "") +
+                    (medians.empty() ? "" : medians + ")"));
       result.failures += failed;
       result.rows.insert(result.rows.end(), rows.begin(), rows.end());
     }

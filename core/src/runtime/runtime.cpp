@@ -181,7 +181,7 @@ std::shared_ptr<LoadedPlugin> Runtime::plugin_for(const Device& device) const {
   for (const auto& p : plugins_)
     if (p->name() == device.backend()) {
       RAVEL_CHECK(device.index() < p->device_count(), DeviceError, "unknown device ", device.str(), ": backend ",
-                  p->name(), " has ", p->device_count(), " device(s)");
+                  p->name(), " has ", p->device_count(), " device(s); available devices: ", available_devices());
       return p;
     }
   throw DeviceError("unknown device " + device.str() + ": no loaded backend is named \"" + device.backend() +
