@@ -8,7 +8,7 @@ namespace ravel {
 
 using namespace detail;
 
-namespace index_ops_impl {
+namespace detail::index_ops_impl {  // internal: not exported (core/exports.map)
 
 constexpr int64_t kSignedHostCheck = int64_t{1} << 16;
 
@@ -28,7 +28,7 @@ void check_integer_index(const Tensor& index, const char* op) {
               index.dtype() == DType::Bool ? " (boolean masks are not supported here)" : "");
 }
 
-}  // namespace index_ops_impl
+}  // namespace detail::index_ops_impl
 
 namespace detail {
 

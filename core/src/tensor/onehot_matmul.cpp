@@ -25,7 +25,7 @@ using namespace detail;
 //    function, so it is exact and differentiable again).
 // The cost is hot materialised as a [rows, cols] matrix of x's dtype (the GEMM's operand):
 // kOneHotGemmMaxElements bounds it; larger selections take the compare-select composites.
-namespace onehot_gemm_impl {
+namespace detail::onehot_gemm_impl {  // internal: not exported (core/exports.map)
 
 Tensor product(const Tensor& hot, const Tensor& x) {
   const Device dev = x.device();
@@ -44,7 +44,7 @@ Tensor product(const Tensor& hot, const Tensor& x) {
                        Tensor::where(got_pos, inf, Tensor::where(got_neg, inf.neg(), sum)));
 }
 
-}  // namespace onehot_gemm_impl
+}  // namespace detail::onehot_gemm_impl
 
 namespace detail {
 

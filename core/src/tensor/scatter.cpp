@@ -34,7 +34,7 @@ using namespace detail;
 //  - include_self: self's value joins the reduction as one more element (j = m), so amax/amin
 //    split their gradient evenly over every tied element, self included, as PyTorch does.
 //  - positions no index names keep self's value bit for bit (a final where on "touched").
-namespace scatter_impl {
+namespace detail::scatter_impl {  // internal: not exported (core/exports.map)
 
 constexpr int64_t kScatterMaxComparisons = int64_t{1} << 31;
 
@@ -151,7 +151,7 @@ Tensor scatter_rows(const Tensor& self, int64_t d, const Tensor& index, const Te
   return Tensor::where(touched, out, x).reshape(moved.shape()).permute(inverse);
 }
 
-}  // namespace scatter_impl
+}  // namespace detail::scatter_impl
 
 namespace detail {
 

@@ -26,7 +26,7 @@ using namespace detail;
 // Cost: p(p+1)/2 stages, each 3 kernels (predicate, values, indices) over the padded [R, N],
 // i.e. O(N log^2 N) work and a graph that grows as log^2 N; a device sort primitive (radix or
 // merge) is the fast path this leaves for later.
-namespace sort_impl {
+namespace detail::sort_impl {  // internal: not exported (core/exports.map)
 
 // Whether element (ve, ie) comes before (vq, iq) in the requested order.
 Tensor comes_before(const Tensor& ve, const Tensor& ie, const Tensor& vq, const Tensor& iq, int64_t n, bool descending) {
@@ -66,7 +66,7 @@ void bitonic_stage(Tensor& v, Tensor& i, int64_t rows, int64_t big_n, int64_t h,
   i = Tensor::where(keep, ie, iq).reshape({rows, big_n});
 }
 
-}  // namespace sort_impl
+}  // namespace detail::sort_impl
 
 std::pair<Tensor, Tensor> Tensor::sort(int64_t axis, bool descending) const {
   check_defined(*this, "sort");
