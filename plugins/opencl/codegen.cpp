@@ -161,16 +161,7 @@ KernelSource generate_contraction(const validate::Contraction& cn) {
   std::vector<std::string> idx = c::index_names(size_t(br));
   idx.push_back("m");
   idx.push_back("n");
-  auto view = [&](const validate::View& v) {
-    lower::SpaceView s;
-    s.empty = v.empty;
-    s.dtype = v.dtype;
-    s.offset = v.offset;
-    s.stride.assign(v.stride, v.stride + br + 2);
-    s.lo.assign(v.lo, v.lo + br + 2);
-    s.hi.assign(v.hi, v.hi + br + 2);
-    return s;
-  };
+  auto view = [&](const validate::View& v) { return lower::SpaceView::of(v, size_t(br) + 2); };
   std::vector<size_t> batch_axes(size_t(br) + 2);
   std::iota(batch_axes.begin(), batch_axes.end(), size_t(0));
   std::string b = "  for (" + I + " g = (" + I + ")get_global_id(0); g < " + S(work) + "; g += (" +

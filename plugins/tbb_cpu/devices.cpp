@@ -108,32 +108,21 @@ Device& device_at(int32_t device) {
 }
 
 rvl_buffer* lookup_buffer(const rvl_buffer* b, const char* what, int32_t device) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (b == nullptr || s.buffers.count(b) == 0)
-    rvl::invalid(std::string(what) + ": buffer " + (b ? "is not live (freed or foreign)" : "is NULL"));
-  if (device >= 0 && b->device != device)
-    rvl::invalid(std::string(what) + ": the buffer is on device " + std::to_string(b->device) +
+  rvl_buffer* live = state().buffers.get(b, what);
+  if (device >= 0 && live->device != device)
+    rvl::invalid(std::string(what) + ": the buffer is on device " + std::to_string(live->device) +
                  ", the work on device " + std::to_string(device) +
                  " (move data between devices with buffer_copy_peer)");
-  return const_cast<rvl_buffer*>(b);  // the registry holds what buffer_allocate created
+  return live;
 }
 
 int32_t stream_device(const rvl_stream* st, int32_t fallback, const char* what) {
   if (st == nullptr) return fallback;
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (s.streams.count(st) == 0) rvl::invalid(std::string(what) + ": stream is not live (destroyed or foreign)");
-  if (fallback >= 0 && st->device != fallback)
-    rvl::invalid(std::string(what) + ": the stream belongs to device " + std::to_string(st->device) +
+  const int32_t device = state().streams.get(st, what)->device;
+  if (fallback >= 0 && device != fallback)
+    rvl::invalid(std::string(what) + ": the stream belongs to device " + std::to_string(device) +
                  ", the buffer to device " + std::to_string(fallback));
-  return st->device;
-}
-
-void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size) {
-  if (offset > size || bytes > size - offset)
-    rvl::invalid(std::string(what) + ": byte range [" + std::to_string(offset) + ", " + std::to_string(offset) +
-                 " + " + std::to_string(bytes) + ") is outside the buffer of " + std::to_string(size) + " bytes");
+  return device;
 }
 
 void submit(Device& d, DeviceQueue::Task task) {

@@ -21,6 +21,7 @@
 #include "device_queue.hpp"
 
 #include <ravel/backend.hpp>
+#include <ravel/plugin_kit.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -103,17 +104,17 @@ struct rvl_event {
 
 namespace tbbcpu {
 
-// Everything between initialize and shutdown. One lock guards the registry and the flag; the
-// device list itself is only written by initialize/shutdown, which the host never runs
-// concurrently with other calls.
+// Everything between initialize and shutdown. One lock guards the flag; the device list itself is
+// only written by initialize/shutdown, which the host never runs concurrently with other calls.
+// The live handles are in the SDK's registry (<ravel/plugin_kit.hpp>), one set per kind.
 struct State {
   std::mutex mu;
   bool initialized = false;
   Config config;
   std::vector<std::unique_ptr<Device>> devices;
-  std::unordered_set<const rvl_buffer*> buffers;
-  std::unordered_set<const rvl_stream*> streams;
-  std::unordered_set<const rvl_event*> events;
+  rvl::LiveSet<rvl_buffer> buffers{"buffer"};
+  rvl::LiveSet<rvl_stream> streams{"stream"};
+  rvl::LiveSet<rvl_event> events{"event"};
   std::atomic<int64_t> kernels_queued{0};  // for RAVEL_TBB_TEST_FAULT
 };
 State& state();
@@ -128,7 +129,7 @@ void require_initialized();
 rvl_buffer* lookup_buffer(const rvl_buffer* b, const char* what, int32_t device = -1);
 // The device of a stream: NULL means `fallback`; a live stream of another device is refused.
 int32_t stream_device(const rvl_stream* s, int32_t fallback, const char* what);
-void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size);
+using rvl::check_range;  // [offset, offset + bytes) inside `size` bytes, without overflow
 // Runs `task` on the device: queued when the device has a queue, else now on this thread.
 // (Kernels run inside the device's arena either way: see run_on in plugin.cpp.)
 void submit(Device& d, DeviceQueue::Task task);

@@ -33,15 +33,7 @@ bool reserve(Device& d, uint64_t bytes) {
 }
 
 rvl_buffer* register_buffer(rvl_buffer* b) {
-  State& s = state();
-  try {
-    std::lock_guard<std::mutex> lock(s.mu);
-    s.buffers.insert(b);
-  } catch (...) {
-    delete b;
-    throw;
-  }
-  return b;
+  return state().buffers.adopt(b);
 }
 
 // Note [Peer copies]
@@ -153,12 +145,7 @@ rvl_error* buffer_allocate(int32_t device, uint64_t bytes, rvl_buffer** out) {
 // buffer's release runs on this thread, as the ABI promises, after waiting for that work.
 rvl_error* buffer_free(rvl_buffer* buffer) {
   return rvl::guard([&] {
-    State& s = state();
-    {  // erase-or-fail is the liveness check: a second free finds nothing
-      std::lock_guard<std::mutex> lock(s.mu);
-      if (s.buffers.erase(buffer) == 0)
-        rvl::invalid("buffer_free: not a live buffer (freed twice, or never allocated here)");
-    }
+    state().buffers.take(buffer, "buffer_free");  // erase-or-fail: a second free finds nothing
     Device& d = device_at(buffer->device);
     if (buffer->release) {
       if (d.queue) d.queue->drain();

@@ -173,13 +173,10 @@ void shutdown() {
     for (auto& d : devices)
       if (d->queue) d->queue->drain();
     devices.clear();  // joins the workers
+    for (const rvl_buffer* b : s.buffers.take_all()) destroy_buffer(b);
+    for (const rvl_stream* st : s.streams.take_all()) delete st;
+    for (const rvl_event* e : s.events.take_all()) delete e;
     std::lock_guard<std::mutex> lock(s.mu);
-    for (const rvl_buffer* b : s.buffers) destroy_buffer(b);
-    for (const rvl_stream* st : s.streams) delete st;
-    for (const rvl_event* e : s.events) delete e;
-    s.buffers.clear();
-    s.streams.clear();
-    s.events.clear();
     s.initialized = false;
     block_cache().set_enabled(false);
   });

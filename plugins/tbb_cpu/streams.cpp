@@ -9,24 +9,9 @@ namespace tbbcpu {
 
 namespace {
 
-template <class T>
-T* insert(std::unordered_set<const T*>& set, T* p) {
-  std::lock_guard<std::mutex> lock(state().mu);
-  try {
-    set.insert(p);
-  } catch (...) {
-    delete p;
-    throw;
-  }
-  return p;
-}
-
 // A live event's device and ticket (copied: the host may destroy the event while work waits).
 rvl_event live_event(const rvl_event* e, const char* what) {
-  State& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (s.events.count(e) == 0) rvl::invalid(std::string(what) + ": not a live event");
-  return *e;
+  return state().events.with(e, what, [](const rvl_event& live) { return live; });
 }
 
 }  // namespace
@@ -35,7 +20,7 @@ rvl_error* stream_create(int32_t device, rvl_stream** out) {
   return rvl::guard([&] {
     device_at(device);
     if (out == nullptr) rvl::invalid("stream_create: output pointer is NULL");
-    *out = insert(state().streams, new rvl_stream{device});
+    *out = state().streams.adopt(new rvl_stream{device});
   });
 }
 
@@ -43,11 +28,9 @@ rvl_error* stream_destroy(rvl_stream* stream) {
   return rvl::guard([&] {
     int32_t device;
     {
-      State& s = state();
-      std::lock_guard<std::mutex> lock(s.mu);
-      if (s.streams.erase(stream) == 0) rvl::invalid("stream_destroy: not a live stream");
-      device = stream->device;
-      delete stream;
+      rvl_stream* st = state().streams.take(stream, "stream_destroy");
+      device = st->device;
+      delete st;
     }
     Device& d = device_at(device);
     if (d.queue) d.queue->drain();  // an error stays for the device's next synchronising call
@@ -66,7 +49,7 @@ rvl_error* event_record(rvl_stream* stream, rvl_event** out) {
     const int32_t device = stream_device(stream, -1, "event_record");
     Device& d = device_at(device < 0 ? 0 : device);
     if (out == nullptr) rvl::invalid("event_record: output pointer is NULL");
-    *out = insert(state().events, new rvl_event{d.index, d.queue ? d.queue->last_ticket() : 0});
+    *out = state().events.adopt(new rvl_event{d.index, d.queue ? d.queue->last_ticket() : 0});
   });
 }
 
@@ -102,10 +85,7 @@ rvl_error* event_synchronize(rvl_event* event) {
 
 rvl_error* event_destroy(rvl_event* event) {
   return rvl::guard([&] {
-    State& s = state();
-    std::lock_guard<std::mutex> lock(s.mu);
-    if (s.events.erase(event) == 0) rvl::invalid("event_destroy: not a live event");
-    delete event;
+    delete state().events.take(event, "event_destroy");
   });
 }
 

@@ -259,8 +259,8 @@ BOOST_AUTO_TEST_CASE(buffers) {
   ok(api().buffer_free(z));
   ok(api().buffer_free(b));
   expect_error(api().buffer_free(b), "not a live buffer");  // double free: error, no crash
-  expect_error(api().buffer_size(b, &size), "not live");
-  expect_error(api().buffer_read(nullptr, b, 0, back, 1), "not live");
+  expect_error(api().buffer_size(b, &size), "not a live buffer");
+  expect_error(api().buffer_read(nullptr, b, 0, back, 1), "not a live buffer");
   int dummy = 0;
   expect_error(api().buffer_free(reinterpret_cast<rvl_buffer*>(&dummy)), "not a live buffer");
   expect_error(api().buffer_allocate(1, 8, &b), "device");

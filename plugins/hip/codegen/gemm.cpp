@@ -124,16 +124,7 @@ KernelSource generate_contraction(const validate::Contraction& c, const Target& 
   ssa.acc = "acc[i][j]";
   ssa.outline = e.n_ins > 128;
   std::vector<SpaceView> ev(e.inputs.size() + 1);
-  auto to_space = [&](const validate::View& v) {
-    SpaceView s;
-    s.empty = v.empty;
-    s.dtype = v.dtype;
-    s.offset = v.offset;
-    s.stride.assign(v.stride, v.stride + br + 2);
-    s.lo.assign(v.lo, v.lo + br + 2);
-    s.hi.assign(v.hi, v.hi + br + 2);
-    return s;
-  };
+  auto to_space = [&](const validate::View& v) { return SpaceView::of(v, size_t(br) + 2); };
   for (size_t a = 0; a < e.inputs.size(); ++a) ev[a] = to_space(e.inputs[a]);
   ev.back() = to_space(e.out);
   ssa.load = [&](int32_t a) { return load(ev[a], "in" + std::to_string(a), idx, cext); };

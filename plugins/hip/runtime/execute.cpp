@@ -54,13 +54,13 @@ void launch(const Kernel& k, hipStream_t s, std::vector<void*>& ptrs) {
 
 void mark_used(const std::vector<rvl_buffer*>& used, rvl_stream* s) {
   if (!s) return;
-  std::lock_guard<std::mutex> lock(registry().mu);
+  std::lock_guard<std::mutex> lock(registry().last_stream_mu);
   for (rvl_buffer* b : used) b->last_stream = s;
 }
 
 }  // namespace
 
-void execute_program(int32_t device, rvl_stream* stream, const rvl_program* program) {
+void launch_program(int32_t device, rvl_stream* stream, const rvl_program* program) {
   require_initialized();
   hip::device(device);
   const hipStream_t s = stream_on(stream, device, "execute_program");
@@ -75,7 +75,7 @@ void execute_program(int32_t device, rvl_stream* stream, const rvl_program* prog
   mark_used(lookup.used, live_stream(stream, "execute_program"));
 }
 
-void execute_contraction(int32_t device, rvl_stream* stream, const rvl_contraction* c) {
+void launch_contraction(int32_t device, rvl_stream* stream, const rvl_contraction* c) {
   require_initialized();
   hip::device(device);
   const hipStream_t s = stream_on(stream, device, "execute_contraction");

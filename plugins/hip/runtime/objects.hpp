@@ -4,10 +4,11 @@
 #include "hip_port.hpp"
 
 #include <ravel/backend.hpp>
+#include <ravel/plugin_kit.hpp>
 
+#include <atomic>
 #include <mutex>
 #include <string>
-#include <unordered_set>
 
 struct rvl_stream {
   int32_t device;
@@ -30,12 +31,15 @@ struct rvl_event {
 
 namespace rvl::hip {
 
+// The live handles, in the SDK's registry (<ravel/plugin_kit.hpp>), one set per kind.
 struct Registry {
-  std::mutex mu;
-  bool initialized = false;
-  std::unordered_set<const rvl_buffer*> buffers;
-  std::unordered_set<const rvl_stream*> streams;
-  std::unordered_set<const rvl_event*> events;
+  std::atomic<bool> initialized{false};
+  rvl::LiveSet<rvl_buffer> buffers{"buffer"};
+  rvl::LiveSet<rvl_stream> streams{"stream"};
+  rvl::LiveSet<rvl_event> events{"event"};
+  // Guards every rvl_buffer::last_stream, and makes buffer_free (which reads it) and
+  // stream_destroy (which clears it on every buffer) one step each with respect to the other.
+  std::mutex last_stream_mu;
 };
 Registry& registry();
 
@@ -47,7 +51,6 @@ rvl_event* live_event(const rvl_event* e, const char* what);
 // The hip stream behind an ABI stream on `device` (NULL: the legacy default stream); a stream
 // of another device is INVALID_ARGUMENT.
 hipStream_t stream_on(const rvl_stream* s, int32_t device, const char* what);
-// Checks [offset, offset + bytes) lies inside `size` bytes without overflow.
-void check_range(const char* what, uint64_t offset, uint64_t bytes, uint64_t size);
+using rvl::check_range;  // [offset, offset + bytes) inside `size` bytes, without overflow
 
 }  // namespace rvl::hip

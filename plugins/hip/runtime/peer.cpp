@@ -35,7 +35,7 @@ void order(int32_t device, hipStream_t s, int32_t waiter_device, hipStream_t wai
 
 void remember_stream(rvl_buffer* b, rvl_stream* s) {  // for buffer_free's fence (Note [Caching allocator])
   if (!s) return;
-  std::lock_guard<std::mutex> lock(registry().mu);
+  std::lock_guard<std::mutex> lock(registry().last_stream_mu);
   b->last_stream = s;
 }
 

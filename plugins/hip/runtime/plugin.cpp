@@ -13,6 +13,8 @@
 #include "sharing.hpp"
 #include "staging.hpp"
 
+#include <ravel/plugin_kit.hpp>  // RVL_BACKEND_TABLE_OF_FUNCTIONS
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -42,7 +44,6 @@ rvl_error* probe(rvl_probe_result* out) {
 rvl_error* initialize() {
   return guard([&] {
     load_devices();
-    std::lock_guard<std::mutex> lock(registry().mu);
     registry().initialized = true;
   });
 }
@@ -51,27 +52,24 @@ rvl_error* initialize() {
 void shutdown() {
   guard_void([&] {
     Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mu);
+    std::lock_guard<std::mutex> lock(r.last_stream_mu);
     for (size_t d = 0; d < devices().size(); ++d) {
       (void)hipSetDevice(int(d));
       (void)hipDeviceSynchronize();
     }
-    for (const rvl_buffer* b : r.buffers) {
+    for (rvl_buffer* b : r.buffers.take_all()) {
       if (b->release) b->release(b->release_context);  // foreign memory goes back to its owner
       else if (b->data) (void)hipFree(b->data);
       delete b;
     }
-    for (const rvl_stream* s : r.streams) {
+    for (rvl_stream* s : r.streams.take_all()) {
       (void)hipStreamDestroy(s->stream);
       delete s;
     }
-    for (const rvl_event* e : r.events) {
+    for (rvl_event* e : r.events.take_all()) {
       (void)hipEventDestroy(e->event);
       delete e;
     }
-    r.buffers.clear();
-    r.streams.clear();
-    r.events.clear();
     r.initialized = false;
     kernel_cache().clear();
     allocator().empty_all();
@@ -151,8 +149,7 @@ rvl_error* buffer_allocate(int32_t d, uint64_t bytes, rvl_buffer** out) {
     rvl_buffer* b = nullptr;
     try {
       b = new rvl_buffer{d, data, bytes, nullptr};
-      std::lock_guard<std::mutex> lock(registry().mu);
-      registry().buffers.insert(b);
+      registry().buffers.add(b);
     } catch (...) {
       allocator().release(d, data, bytes);
       delete b;
@@ -166,9 +163,8 @@ rvl_error* buffer_free(rvl_buffer* b) {
   return guard([&] {
     rvl_stream* last = nullptr;
     {
-      std::lock_guard<std::mutex> lock(registry().mu);
-      if (registry().buffers.erase(b) == 0)
-        invalid("buffer_free: not a live buffer (freed twice, or never allocated here)");
+      std::lock_guard<std::mutex> lock(registry().last_stream_mu);
+      registry().buffers.take(b, "buffer_free");
       last = b->last_stream;
     }
     (void)hipSetDevice(b->device);
@@ -202,7 +198,7 @@ rvl_error* buffer_size(const rvl_buffer* b, uint64_t* out) {
 
 void note_stream(rvl_buffer* b, rvl_stream* s) {
   if (!s) return;
-  std::lock_guard<std::mutex> lock(registry().mu);
+  std::lock_guard<std::mutex> lock(registry().last_stream_mu);
   b->last_stream = s;
 }
 
@@ -271,8 +267,13 @@ rvl_error* stream_create(int32_t d, rvl_stream** out) {
     hipStream_t s = nullptr;
     check(hipStreamCreateWithFlags(&s, hipStreamDefault), "hipStreamCreate");
     auto* st = new rvl_stream{d, s};
-    std::lock_guard<std::mutex> lock(registry().mu);
-    registry().streams.insert(st);
+    try {
+      registry().streams.add(st);
+    } catch (...) {
+      (void)hipStreamDestroy(s);
+      delete st;
+      throw;
+    }
     *out = st;
   });
 }
@@ -281,10 +282,11 @@ rvl_error* stream_destroy(rvl_stream* stream) {
   return guard([&] {
     {
       Registry& r = registry();
-      std::lock_guard<std::mutex> lock(r.mu);
-      if (r.streams.erase(stream) == 0) invalid("stream_destroy: not a live stream");
-      for (const rvl_buffer* b : r.buffers)  // their work is ordered by the sync below
-        if (b->last_stream == stream) const_cast<rvl_buffer*>(b)->last_stream = nullptr;
+      std::lock_guard<std::mutex> lock(r.last_stream_mu);
+      r.streams.take(stream, "stream_destroy");
+      r.buffers.for_each([&](rvl_buffer* b) {  // their work is ordered by the sync below
+        if (b->last_stream == stream) b->last_stream = nullptr;
+      });
     }
     (void)hipSetDevice(stream->device);
     const hipError_t e = hipStreamSynchronize(stream->stream);
@@ -322,8 +324,13 @@ rvl_error* event_record(rvl_stream* stream, rvl_event** out) {
     if (r != hipSuccess) (void)hipEventDestroy(e);
     check(r, "hipEventRecord");
     auto* ev = new rvl_event{d, e};
-    std::lock_guard<std::mutex> lock(registry().mu);
-    registry().events.insert(ev);
+    try {
+      registry().events.add(ev);
+    } catch (...) {
+      (void)hipEventDestroy(e);
+      delete ev;
+      throw;
+    }
     *out = ev;
   });
 }
@@ -347,22 +354,19 @@ rvl_error* event_synchronize(rvl_event* event) {
 
 rvl_error* event_destroy(rvl_event* event) {
   return guard([&] {
-    {
-      std::lock_guard<std::mutex> lock(registry().mu);
-      if (registry().events.erase(event) == 0) invalid("event_destroy: not a live event");
-    }
+    registry().events.take(event, "event_destroy");
     (void)hipSetDevice(event->device);
     (void)hipEventDestroy(event->event);
     delete event;
   });
 }
 
-rvl_error* run_program(int32_t d, rvl_stream* s, const rvl_program* p) {
-  return guard([&] { execute_program(d, s, p); });
+rvl_error* execute_program(int32_t d, rvl_stream* s, const rvl_program* p) {
+  return guard([&] { launch_program(d, s, p); });
 }
 
-rvl_error* run_contraction(int32_t d, rvl_stream* s, const rvl_contraction* c) {
-  return guard([&] { execute_contraction(d, s, c); });
+rvl_error* execute_contraction(int32_t d, rvl_stream* s, const rvl_contraction* c) {
+  return guard([&] { launch_contraction(d, s, c); });
 }
 
 // ABI 1.5 (peer.cpp, Note [Peer copies]).
@@ -378,42 +382,8 @@ rvl_error* synchronize(int32_t d) {
   });
 }
 
-constexpr rvl_backend_api make_table() {
-  rvl_backend_api t{};
-  t.struct_size = sizeof(rvl_backend_api);
-  t.abi_major = RVL_ABI_MAJOR;
-  t.abi_minor = RVL_ABI_MINOR;
-  t.error_code = rvl::error_code;
-  t.error_message = rvl::error_message;
-  t.error_destroy = rvl::error_destroy;
-  t.probe = probe;
-  t.initialize = initialize;
-  t.shutdown = shutdown;
-  t.get_info = get_info;
-  t.device_count = device_count;
-  t.device_properties = device_properties;
-  t.buffer_allocate = buffer_allocate;
-  t.buffer_free = buffer_free;
-  t.buffer_size = buffer_size;
-  t.buffer_write = buffer_write;
-  t.buffer_read = buffer_read;
-  t.buffer_copy = buffer_copy;
-  t.stream_create = stream_create;
-  t.stream_destroy = stream_destroy;
-  t.stream_synchronize = stream_synchronize;
-  t.event_record = event_record;
-  t.event_wait = event_wait;
-  t.event_synchronize = event_synchronize;
-  t.event_destroy = event_destroy;
-  t.execute_program = run_program;
-  t.execute_contraction = run_contraction;
-  t.synchronize = synchronize;
-  t.buffer_address = buffer_address;
-  t.buffer_wrap = buffer_wrap;
-  t.buffer_copy_peer = buffer_copy_peer;
-  return t;
-}
-constexpr rvl_backend_api kTable = make_table();
+// Filled from the SDK's one list of members (<ravel/plugin_kit.hpp>).
+constexpr rvl_backend_api kTable = RVL_BACKEND_TABLE_OF_FUNCTIONS();
 
 }  // namespace
 }  // namespace rvl::hip

@@ -54,8 +54,7 @@ rvl_error* buffer_wrap(int32_t d, void* address, uint64_t bytes, void (*release)
     check_owner(d, first + (bytes - 1), "last", what);
     auto* b = new rvl_buffer{d, address, bytes, nullptr, release, context};
     try {
-      std::lock_guard<std::mutex> lock(registry().mu);
-      registry().buffers.insert(b);
+      registry().buffers.add(b);
     } catch (...) {
       delete b;  // release is not called for a call that failed
       throw;

@@ -47,9 +47,16 @@ class LiveSet {
   }
   // The live handle, or INVALID_ARGUMENT naming `what`.
   T* get(const T* h, const char* what) const {
-    if (!contains(h))
-      invalid(std::string(what) + ": not a live " + kind_ + (h ? " (freed, destroyed, or foreign)" : " (NULL)"));
+    if (!contains(h)) not_live(h, what);
     return const_cast<T*>(h);  // the set holds what the plugin created
+  }
+  // f(handle) under the set's mutex, so that the host cannot free it meanwhile (a copy of the
+  // handle's state that must not tear); INVALID_ARGUMENT naming `what` unless it is live.
+  template <class F>
+  auto with(const T* h, const char* what, F&& f) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (h == nullptr || live_.count(h) == 0) not_live(h, what);
+    return f(*const_cast<T*>(h));
   }
   // Erase-or-fail is the liveness check of a free: a second free finds nothing.
   T* take(const T* h, const char* what) {
@@ -69,6 +76,12 @@ class LiveSet {
     }
     return h;
   }
+  // Calls f(handle) for every live handle, under the set's mutex (f must not call the set).
+  template <class F>
+  void for_each(F&& f) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const T* h : live_) f(const_cast<T*>(h));
+  }
   // Everything still live, removed (shutdown frees it).
   std::vector<T*> take_all() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -83,6 +96,10 @@ class LiveSet {
   }
 
  private:
+  [[noreturn]] void not_live(const T* h, const char* what) const {
+    invalid(std::string(what) + ": not a live " + kind_ + (h ? " (freed, destroyed, or foreign)" : " (NULL)"));
+  }
+
   const char* kind_;
   mutable std::mutex mu_;
   std::unordered_set<const T*> live_;

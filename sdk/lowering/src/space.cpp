@@ -4,6 +4,17 @@
 
 namespace rvl::lower {
 
+SpaceView SpaceView::of(const validate::View& v, size_t rank) {
+  SpaceView s;
+  s.empty = v.empty;
+  s.dtype = v.dtype;
+  s.offset = v.offset;
+  s.stride.assign(v.stride, v.stride + rank);
+  s.lo.assign(v.lo, v.lo + rank);
+  s.hi.assign(v.hi, v.hi + rank);
+  return s;
+}
+
 bool SpaceView::masked(const std::vector<int64_t>& extent) const {
   if (empty) return false;
   for (size_t d = 0; d < extent.size(); ++d)

@@ -28,6 +28,10 @@ struct SpaceView {
   int64_t offset = 0;
   std::vector<int64_t> stride, lo, hi;  // per simplified axis; lo/hi clamped to [0, extent]
 
+  // A validated view's first `rank` axes as they are, unsimplified (a contraction's epilogue and
+  // operands, whose axes are fixed by the contraction: batch axes, then M, N or K).
+  static SpaceView of(const validate::View& v, size_t rank);
+
   bool full(size_t axis, int64_t extent) const { return lo[axis] == 0 && hi[axis] == extent; }
   // Some axis has a validity range narrower than the extent: loads need a validity test.
   bool masked(const std::vector<int64_t>& extent) const;
