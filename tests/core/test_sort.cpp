@@ -141,7 +141,8 @@ BOOST_AUTO_TEST_CASE(topk_against_stable_sort) {
                       check_exact(i, want_i);
                     }
                   });
-  // torch.topk(torch.tensor([1., 3., 2., 3.]), 2) -> values [3., 3.], indices [1, 3].
+  // topk([1, 3, 2, 3], 2): values [3, 3]; of the tied indices the lower comes first (Ravel's
+  // documented order: torch.topk leaves the order of ties unspecified).
   auto [v, i] = Tensor::from_vector<float>({1, 3, 2, 3}, {4}).topk(2);
   BOOST_TEST(v.to_vector<float>() == (std::vector<float>{3, 3}), boost::test_tools::per_element());
   BOOST_TEST(i.to_vector<int64_t>() == (std::vector<int64_t>{1, 3}), boost::test_tools::per_element());
