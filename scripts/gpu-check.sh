@@ -116,6 +116,22 @@ skipped makemore "makemore on hip:0" || run_step "makemore on hip:0" 40 "$out/ma
 skipped cpu "cpu rows (16 cores)" || run_step "cpu rows (16 cores)" 70 "$out/bench-cpu.txt" "$build/bin/ravel-bench" \
   configs/bench/cpu-16core.json --out "$out/bench-cpu"
 
+# Issue 21: a mixed mesh of hip:0 and tbb_cpu:0 (transfers through host memory, and a sharded
+# tensor over both), then data parallelism over 1, 2 and 4 tbb_cpu devices on 16 cores with the
+# all_reduce row against memcpy (configs/bench/data-parallel.json).
+if ! skipped mesh "mixed mesh hip:0+tbb_cpu:0"; then
+  cmake --build "$build" -j"$jobs" --target hip_multidevice >/dev/null 2>&1
+  run_step "mixed mesh hip:0+tbb_cpu:0" 60 "$out/mixed-mesh.txt" env RAVEL_CONFIG= RAVEL_PLUGIN_PATH= \
+    RAVEL_TEST_BACKEND=hip RAVEL_TEST_DEVICES=1 RAVEL_TEST_PLUGIN_DIR="$build/lib/ravel/plugins" \
+    "$build/bin/hip_multidevice" --report_level=short \
+    --run_test=transfers_to_and_from_another_plugin,sharded_tensors_on_the_backend_and_a_mixed_mesh
+fi
+if ! skipped dp-devices "data parallel (tbb devices)"; then
+  cmake --build "$build" -j"$jobs" --target bench_data_parallel >/dev/null 2>&1
+  run_step "data parallel (tbb devices)" 90 "$out/data-parallel-devices.txt" "$build/bin/ravel-bench" \
+    configs/bench/data-parallel.json --out "$out/data-parallel-devices"
+fi
+
 # Issue 22: the data-parallel makemore step on 1 to 8 ranks of this machine's 16 cores, against
 # PyTorch DDP over Gloo (bench/distributed/dp.sh; one round each), where Open MPI is installed.
 if command -v mpirun >/dev/null && ! skipped dp "data parallel (1-8 ranks)"; then

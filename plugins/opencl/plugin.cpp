@@ -52,7 +52,7 @@ void check(cl_int e, const char* call) {
 }
 
 Cl& cl() {
-  static Cl* c = [] {
+  static Cl* instance = [] {
     auto* c = new Cl;
     cl_uint np = 0;
     std::vector<cl_device_id> all, gpus;
@@ -105,7 +105,7 @@ Cl& cl() {
     if (sp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) c->options += " -cl-fp32-correctly-rounded-divide-sqrt";
     return c;
   }();
-  return *c;
+  return *instance;
 }
 
 // The compiled kernel of `k`, built on first use; a build failure carries the driver's log.

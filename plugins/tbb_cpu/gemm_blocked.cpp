@@ -295,10 +295,10 @@ struct Gemm {
       run_rows(batch, r0, std::min(rows, M - r0), Ab + r0 * sam, Bb, direct ? Cb + r0 * ldc : nullptr, NC, KC, W, par);
   }
 
-  // Rows [r0, r0 + M) of batch entry `batch` (A and C pointing at row r0).
-  void run_rows(int64_t batch, int64_t r0, int64_t M, const T* Ab, const T* Bb, T* Cb, int64_t NC, int64_t KC,
+  // Rows [r0, r0 + rows) of batch entry `batch` (A and C pointing at row r0).
+  void run_rows(int64_t batch, int64_t r0, int64_t rows, const T* Ab, const T* Bb, T* Cb, int64_t NC, int64_t KC,
                 Workspace<T>& W, bool par) {
-    const int64_t mt = ceil_div(M, MR);
+    const int64_t mt = ceil_div(rows, MR);
     T* const pa = W.pa.reserve(mt * MR * KC);
     T* const pb = W.pb.reserve(NC * KC);
     const int64_t ldb = NC;  // accumulation buffer: mt*MR x NC
@@ -312,7 +312,7 @@ struct Gemm {
       // and ~16M multiply-adds each on large panels (up to 16 per thread): each panel ends with a
       // join, where one thread idles while the other finishes its last task.
       const int64_t want = threads == 1 ? 1
-                                        : std::clamp<int64_t>(M * nc * std::min(K, KC) >> 24, 4 * threads,
+                                        : std::clamp<int64_t>(rows * nc * std::min(K, KC) >> 24, 4 * threads,
                                                               16 * threads);
       const int64_t mparts = std::min(mt, want), nparts = std::min(nt, ceil_div(want, mparts));
       for (int64_t pc = 0; pc < K; pc += KC) {
@@ -320,7 +320,7 @@ struct Gemm {
         const bool first = pc == 0, last = pc + kc >= K;
         auto pack_a_sliver = [&](int64_t s) {
           const int64_t m0 = s * MR;
-          pack_a(pa + s * MR * kc, Ab + m0 * sam + pc * sak, sam, sak, std::min(MR, M - m0), kc);
+          pack_a(pa + s * MR * kc, Ab + m0 * sam + pc * sak, sam, sak, std::min(MR, rows - m0), kc);
         };
         // Phase 1: pack B[pc.., jc..] (nt slivers), and A[:, pc..] (mt slivers) when several
         // tasks share rows; otherwise each task packs its own A rows just before using them
@@ -363,7 +363,7 @@ struct Gemm {
             }
             const int64_t m0 = is * MR, n0 = jc + js * NR;
             T* dst = Cb + m0 * ldc + n0;
-            const int64_t h = std::min(MR, M - m0), w = std::min(NR, N - n0);
+            const int64_t h = std::min(MR, rows - m0), w = std::min(NR, N - n0);
             if (h == MR && w == NR) {
               kern.fn(kc, a, b, dst, ldc, !first);
               return;
@@ -392,7 +392,7 @@ struct Gemm {
             }
           }
           if (!direct && last) {
-            const int64_t m0 = ms0 * MR, m1 = std::min(M, ms1 * MR);
+            const int64_t m0 = ms0 * MR, m1 = std::min(rows, ms1 * MR);
             const int64_t n0 = ns0 * NR, n1 = std::min(nc, ns1 * NR);
             if (m0 < m1 && n0 < n1)
               epilogue(batch, r0 + m0, r0 + m1, jc + n0, jc + n1, cbuf + m0 * ldb + n0, ldb);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ravel/autodiff.hpp"
+#include "ravel/conv.hpp"  // conv2d, max_pool2d, ... (functional)
 #include "ravel/tensor.hpp"
 
 namespace ravel::nn {
@@ -58,6 +59,27 @@ class LayerNorm : public Module {
 enum class Activation { ReLU, Tanh, Sigmoid, GELU };
 Tensor activate(const Tensor& x, Activation a);
 Tensor gelu(const Tensor& x);  // tanh approximation (as torch.nn.GELU(approximate="tanh"))
+// torch.nn.functional's activations (derivatives at the kinks as torch: elu and leaky_relu take
+// the negative side's at 0, hardsigmoid 0 at +-3, hardswish -0.5 at -3 and 1.5 at 3).
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);  // log(1 + e^(beta x)) / beta; x where beta x > threshold
+Tensor silu(const Tensor& x);                                                    // x sigmoid(x)
+Tensor elu(const Tensor& x, double alpha = 1.0);                                 // x > 0 ? x : alpha (e^x - 1)
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);                // x > 0 ? x : slope x
+Tensor hardsigmoid(const Tensor& x);                                             // clamp(x / 6 + 1/2, 0, 1)
+Tensor hardswish(const Tensor& x);                                               // x hardsigmoid(x)
+
+// torch.nn.functional.interpolate over the spatial axes of [N, C, *spatial] (1 to 3 of them):
+// Nearest and NearestExact ("nearest", "nearest-exact") on any rank; Linear, Bilinear and
+// Trilinear need 1, 2 and 3 spatial axes. align_corners as torch (only for the linear modes;
+// ValueError with a nearest mode). By output size, or by scale factors (one per spatial axis;
+// the output size is floor(in * scale) and the coordinates use 1 / scale, as torch with
+// recompute_scale_factor unset). Float inputs; the resampling is a contraction with a weight
+// matrix per axis built on the host (docs/ops.md), so it is differentiable to any order.
+enum class InterpolateMode { Nearest, NearestExact, Linear, Bilinear, Trilinear };
+Tensor interpolate(const Tensor& x, const Shape& size, InterpolateMode mode = InterpolateMode::Nearest,
+                   bool align_corners = false);
+Tensor interpolate_scale(const Tensor& x, const std::vector<double>& scale_factor,
+                         InterpolateMode mode = InterpolateMode::Nearest, bool align_corners = false);
 
 // Linear layers of the given sizes with `activation` between them (none after the last).
 class MLP : public Module {

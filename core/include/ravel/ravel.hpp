@@ -2,6 +2,7 @@
 #pragma once
 
 #include "ravel/autodiff.hpp"
+#include "ravel/conv.hpp"
 #include "ravel/device.hpp"
 #include "ravel/dlpack.hpp"
 #include "ravel/dtype.hpp"

@@ -205,6 +205,68 @@ class Tensor {
   Tensor abs() const;
   Tensor square() const;
 
+  // ---- more elementwise and shape composites (docs/ops.md, "Composite operators") -------------
+  // Built from the primitives and views above, so they run on every backend and are
+  // differentiable to any order; PyTorch's semantics (ONNX's where PyTorch has none).
+  // Rounding: integer and bool tensors come back unchanged; NaN, infinities and signed zeros are
+  // kept; the derivative is 0 everywhere (as torch).
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;  // half to even (torch.round, numpy.round): round(2.5) == 2
+  Tensor sign() const;   // -1, 0 or 1 in this dtype; NaN for NaN (NumPy, JAX; torch gives 0, pytorch#41245)
+  // torch.clamp: min(max(x, min), max), so every element is `max` where min > max; a NaN in x or in
+  // a bound gives NaN. The derivative passes to x where min <= x <= max, to min where x < min <
+  // max, to max where x > max or max < min (torch's clamp_backward). A missing bound (nullopt, an
+  // undefined tensor) is no bound; ValueError when both are missing.
+  Tensor clamp(std::optional<double> min, std::optional<double> max) const;
+  Tensor clamp(const Tensor& min, const Tensor& max) const;
+  Tensor clip(std::optional<double> min, std::optional<double> max) const { return clamp(min, max); }
+  Tensor clip(const Tensor& min, const Tensor& max) const { return clamp(min, max); }
+  // Floor modulo, Python's %: the result has the sign of the divisor (torch.remainder), beside
+  // mod()'s C semantics; x remainder 0 is NaN for floats and 0 for integers (as mod).
+  Tensor remainder(const Tensor& o) const;
+  Tensor remainder(double o) const;
+  // Special functions (float; integers compute in f32). Accuracy in docs/ops.md.
+  Tensor erf() const;
+  Tensor expm1() const;  // e^x - 1, accurate near 0
+  Tensor log1p() const;  // log(1 + x), accurate near 0
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  Tensor atan2(const Tensor& x) const;  // atan2(this, x): the angle of the point (x, this), as std::atan2
+  Tensor sinh() const;
+  Tensor cosh() const;
+  Tensor asinh() const;
+  Tensor acosh() const;
+  Tensor atanh() const;
+  // Shape: torch.tril / torch.triu over the last two axes (ndim >= 2): keeps the elements with
+  // column - row <= diagonal (tril) or >= diagonal (triu), zeros elsewhere.
+  Tensor tril(int64_t diagonal = 0) const;
+  Tensor triu(int64_t diagonal = 0) const;
+  // torch.tile / numpy.tile: reps shorter than ndim is padded with leading 1s, longer adds axes.
+  Tensor tile(const std::vector<int64_t>& reps) const;
+  // torch.repeat_interleave: each element `repeats` times along `axis` (of the flattened tensor
+  // when no axis); a list gives each index of the axis its own count (one per index).
+  Tensor repeat_interleave(int64_t repeats, std::optional<int64_t> axis = {}) const;
+  Tensor repeat_interleave(const std::vector<int64_t>& repeats, std::optional<int64_t> axis = {}) const;
+  // torch.split: views of `size` elements along axis (the last one smaller), or of the given
+  // sizes (which must sum to the axis' size). split({2}) is the list form.
+  std::vector<Tensor> split(int64_t size, int64_t axis = 0) const;
+  std::vector<Tensor> split(const std::vector<int64_t>& sizes, int64_t axis = 0) const;
+  std::vector<Tensor> split(std::initializer_list<int64_t> sizes, int64_t axis = 0) const {
+    return split(std::vector<int64_t>(sizes), axis);
+  }
+  // torch.chunk: ceil(size / chunks) elements per view, so there may be fewer than `chunks`.
+  std::vector<Tensor> chunk(int64_t chunks, int64_t axis = 0) const;
+  // torch.roll: elements shifted by `shifts[i]` along `axes[i]` (wrapping around); with no axes,
+  // over the flattened tensor, then reshaped back.
+  Tensor roll(int64_t shift, std::optional<int64_t> axis = {}) const;
+  Tensor roll(const std::vector<int64_t>& shifts, const std::vector<int64_t>& axes) const;
+  // torch.meshgrid: one tensor per input (1-D or 0-d), each expanded to the grid's shape;
+  // indexing "ij" (matrix, the first input varies along axis 0) or "xy" (Cartesian: the first
+  // two axes swapped, as numpy.meshgrid's default). Expanded views, not copies.
+  static std::vector<Tensor> meshgrid(const std::vector<Tensor>& tensors, const std::string& indexing = "ij");
+
   // ---- reductions (keepdim keeps reduced axes as size 1) ----------------------------------
   Tensor sum(Axes axes = Axes::every(), bool keepdim = false) const;   // bool sums as i64, like NumPy
   Tensor max(Axes axes = Axes::every(), bool keepdim = false) const;

@@ -20,7 +20,7 @@ struct PluginIdentity {
 // Loads the plugin, initialises it and fills session() for `device`. Throws SetupError with the
 // exit status main() should use: 2 when the file cannot be loaded at all, 1 otherwise.
 struct SetupError : std::runtime_error {
-  SetupError(int status, const std::string& what) : std::runtime_error(what), status(status) {}
+  SetupError(int code, const std::string& what) : std::runtime_error(what), status(code) {}
   int status;
 };
 PluginIdentity set_up_session(const std::string& path, int32_t device,

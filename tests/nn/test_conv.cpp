@@ -1,0 +1,333 @@
+// conv1d/2d/3d and conv_transpose*d against naive loops in double (conv_reference.hpp), their
+// gradients against central finite differences in f64, and their errors.
+#include <boost/test/unit_test.hpp>
+
+#include <cmath>
+#include <sstream>
+
+#include "conv_reference.hpp"
+#include "ravel/ravel.hpp"
+#include "test_support.hpp"
+
+using ravel::Tensor;
+namespace nn = ravel::nn;
+
+namespace {
+
+using Pairs = std::vector<std::pair<int64_t, int64_t>>;
+
+struct ConvCase {
+  int64_t n, c, o, groups;
+  conv_ref::Vec in, kernel, stride, dilation;
+  Pairs pad;
+  bool same = false, bias = true;
+};
+
+std::string describe(const ConvCase& k) {
+  std::ostringstream s;
+  s << "n" << k.n << " c" << k.c << " o" << k.o << " g" << k.groups << " in" << k.in.size() << "d";
+  for (size_t i = 0; i < k.in.size(); ++i)
+    s << " [in " << k.in[i] << " k " << k.kernel[i] << " s " << k.stride[i] << " d " << k.dilation[i] << " p "
+      << k.pad[i].first << "," << k.pad[i].second << "]";
+  if (k.same) s << " same";
+  return s.str();
+}
+
+conv_ref::Vec cat(conv_ref::Vec a, const conv_ref::Vec& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+Tensor call_conv(size_t rank, const Tensor& x, const Tensor& w, const std::optional<Tensor>& b,
+                 const nn::ConvOptions& o) {
+  if (rank == 1) return nn::conv1d(x, w, b, o);
+  if (rank == 2) return nn::conv2d(x, w, b, o);
+  return nn::conv3d(x, w, b, o);
+}
+
+nn::ConvOptions options_of(const ConvCase& k) {
+  nn::ConvOptions o;
+  o.stride = k.stride;
+  o.dilation = k.dilation;
+  o.groups = k.groups;
+  o.same = k.same;
+  bool symmetric = true;
+  for (auto [b, a] : k.pad) symmetric &= a == b;
+  if (k.same) {
+  } else if (symmetric) {
+    o.padding.clear();
+    for (auto [b, a] : k.pad) o.padding.push_back(b);
+  } else {
+    o.padding_pairs = k.pad;
+  }
+  return o;
+}
+
+std::vector<ConvCase> forward_cases() {
+  std::vector<ConvCase> cs = {
+      // 2-D: plain, stride, padding, dilation, groups, depthwise, asymmetric, same
+      {2, 3, 4, 1, {6, 7}, {3, 3}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}},
+      {2, 3, 4, 1, {7, 8}, {3, 2}, {2, 3}, {1, 1}, {{1, 1}, {0, 0}}},
+      {1, 2, 3, 1, {9, 9}, {3, 3}, {1, 2}, {2, 1}, {{2, 2}, {1, 1}}},
+      {2, 4, 6, 2, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},
+      {2, 4, 4, 4, {6, 6}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}},         // depthwise
+      {1, 3, 6, 3, {6, 5}, {2, 3}, {1, 1}, {1, 2}, {{0, 0}, {2, 2}}},         // channel multiplier 2
+      {2, 2, 3, 1, {5, 6}, {3, 2}, {1, 2}, {1, 1}, {{2, 0}, {1, 3}}},         // asymmetric
+      {1, 2, 2, 1, {6, 6}, {4, 4}, {2, 2}, {1, 1}, {{0, 0}, {0, 0}}},         // kernel = stride: disjoint
+      {1, 1, 2, 1, {28, 28}, {5, 5}, {1, 1}, {1, 1}, {{2, 2}, {2, 2}}},
+      {2, 3, 2, 1, {5, 7}, {3, 4}, {1, 1}, {1, 1}, {{1, 1}, {1, 2}}, true},   // same, even kernel
+      {1, 2, 2, 1, {7, 7}, {3, 3}, {1, 1}, {2, 3}, {{2, 2}, {3, 3}}, true},   // same with dilation
+      {1, 2, 3, 1, {4, 4}, {1, 1}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}, false, false},  // 1x1, no bias
+      // 1-D
+      {2, 3, 2, 1, {10}, {3}, {2}, {1}, {{1, 1}}},
+      {1, 4, 4, 2, {9}, {2}, {1}, {3}, {{0, 2}}},
+      {1, 2, 2, 1, {8}, {4}, {1}, {1}, {{1, 2}}, true},
+      // 3-D
+      {1, 2, 3, 1, {4, 5, 4}, {2, 3, 2}, {1, 2, 1}, {1, 1, 2}, {{1, 1}, {0, 0}, {1, 1}}},
+      {2, 4, 2, 2, {3, 4, 4}, {2, 2, 3}, {1, 1, 1}, {1, 1, 1}, {{0, 1}, {1, 0}, {1, 1}}},
+  };
+  for (auto& k : cs)
+    if (k.same)  // the reference reads the pads: PyTorch's 'same' (the odd element after)
+      for (size_t i = 0; i < k.in.size(); ++i) {
+        const int64_t total = k.dilation[i] * (k.kernel[i] - 1);
+        k.pad[i] = {total / 2, total - total / 2};
+      }
+  return cs;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(conv_matches_naive_loops) {
+  uint64_t seed = 1;
+  for (const ConvCase& k : forward_cases()) {
+    guarded(describe(k), [&] {
+      conv_ref::Conv p{k.n, k.c, k.o, k.groups, k.in, k.kernel, k.stride, k.dilation, k.pad};
+      Tensor x = Tensor::randn(cat({k.n, k.c}, k.in), seed++, ravel::DType::F64);
+      Tensor w = Tensor::randn(cat({k.o, k.c / k.groups}, k.kernel), seed++, ravel::DType::F64);
+      Tensor b = Tensor::randn({k.o}, seed++, ravel::DType::F64);
+      auto bv = b.to_vector<double>();
+      auto want = conv_ref::conv(p, x.to_vector<double>(), w.to_vector<double>(), k.bias ? &bv : nullptr);
+      Tensor y = call_conv(k.in.size(), x, w, k.bias ? std::optional<Tensor>(b) : std::nullopt, options_of(k));
+      BOOST_TEST(y.shape() == cat({k.n, k.o}, p.out()));
+      auto got = y.to_vector<double>();
+      BOOST_REQUIRE_EQUAL(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) BOOST_TEST(std::fabs(got[i] - want[i]) < 1e-9, "at " << i << ": " << got[i] << " vs " << want[i]);
+      // f32 gives the same within rounding.
+      auto got32 = call_conv(k.in.size(), x.cast(ravel::DType::F32), w.cast(ravel::DType::F32),
+                             k.bias ? std::optional<Tensor>(b.cast(ravel::DType::F32)) : std::nullopt, options_of(k))
+                       .to_vector<double>();
+      for (size_t i = 0; i < got.size(); ++i) BOOST_TEST(std::fabs(got32[i] - want[i]) < 1e-4 * (1 + std::fabs(want[i])));
+    });
+  }
+}
+
+BOOST_AUTO_TEST_CASE(conv2d_without_batch_axis) {
+  Tensor x = Tensor::randn({2, 5, 5}, 3, ravel::DType::F64), w = Tensor::randn({3, 2, 3, 3}, 4, ravel::DType::F64);
+  nn::ConvOptions o;
+  o.padding = {1};
+  auto a = nn::conv2d(x, w, std::nullopt, o);
+  BOOST_TEST(a.shape() == (ravel::Shape{3, 5, 5}));
+  auto b = nn::conv2d(x.unsqueeze(0), w, std::nullopt, o).squeeze(0);
+  BOOST_TEST(a.to_vector<double>() == b.to_vector<double>());
+}
+
+namespace {
+
+struct TransposeCase {
+  int64_t n, c, o, groups;
+  conv_ref::Vec in, kernel, stride, dilation, output_padding;
+  Pairs pad;
+};
+
+Tensor call_transpose(size_t rank, const Tensor& x, const Tensor& w, const std::optional<Tensor>& b,
+                      const nn::ConvOptions& o) {
+  if (rank == 1) return nn::conv_transpose1d(x, w, b, o);
+  if (rank == 2) return nn::conv_transpose2d(x, w, b, o);
+  return nn::conv_transpose3d(x, w, b, o);
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(conv_transpose_matches_scatter_definition) {
+  const std::vector<TransposeCase> cases = {
+      {2, 3, 2, 1, {4, 5}, {3, 3}, {1, 1}, {1, 1}, {0, 0}, {{0, 0}, {0, 0}}},
+      {2, 3, 4, 1, {4, 5}, {3, 2}, {2, 3}, {1, 1}, {1, 2}, {{1, 1}, {0, 0}}},
+      {1, 4, 6, 2, {5, 4}, {3, 3}, {2, 1}, {2, 1}, {1, 0}, {{2, 2}, {1, 1}}},
+      {1, 2, 3, 1, {5, 5}, {4, 4}, {2, 2}, {1, 1}, {0, 0}, {{1, 3}, {2, 0}}},  // asymmetric
+      {1, 4, 4, 4, {6, 6}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},  // depthwise
+      {2, 2, 3, 1, {7}, {3}, {3}, {2}, {2}, {{1, 1}}},
+      {1, 2, 2, 2, {6}, {5}, {1}, {1}, {0}, {{4, 4}}},  // padding = k - 1: a plain correlation
+      {1, 2, 2, 1, {3, 4, 3}, {2, 3, 2}, {2, 1, 2}, {1, 1, 1}, {1, 0, 0}, {{0, 0}, {1, 1}, {0, 1}}},
+  };
+  uint64_t seed = 100;
+  for (const TransposeCase& k : cases) {
+    std::ostringstream ctx;
+    ctx << "transposed " << k.in.size() << "d c" << k.c << " o" << k.o << " g" << k.groups << " in "
+        << k.in[0] << " k " << k.kernel[0] << " s " << k.stride[0] << " d " << k.dilation[0] << " op "
+        << k.output_padding[0] << " p " << k.pad[0].first << "," << k.pad[0].second;
+    guarded(ctx.str(), [&] {
+      conv_ref::Conv p{k.n, k.c, k.o, k.groups, k.in, k.kernel, k.stride, k.dilation, k.pad};
+      conv_ref::Vec out;
+      for (size_t i = 0; i < k.in.size(); ++i)
+        out.push_back((k.in[i] - 1) * k.stride[i] - k.pad[i].first - k.pad[i].second +
+                      k.dilation[i] * (k.kernel[i] - 1) + k.output_padding[i] + 1);
+      Tensor x = Tensor::randn(cat({k.n, k.c}, k.in), seed++, ravel::DType::F64);
+      Tensor w = Tensor::randn(cat({k.c, k.o / k.groups}, k.kernel), seed++, ravel::DType::F64);
+      Tensor b = Tensor::randn({k.o}, seed++, ravel::DType::F64);
+      auto bv = b.to_vector<double>();
+      auto want = conv_ref::conv_transpose(p, out, x.to_vector<double>(), w.to_vector<double>(), &bv);
+      nn::ConvOptions o;
+      o.stride = k.stride;
+      o.dilation = k.dilation;
+      o.groups = k.groups;
+      o.output_padding = k.output_padding;
+      o.padding_pairs = k.pad;
+      Tensor y = call_transpose(k.in.size(), x, w, b, o);
+      BOOST_TEST(y.shape() == cat({k.n, k.o}, out));
+      auto got = y.to_vector<double>();
+      BOOST_REQUIRE_EQUAL(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) BOOST_TEST(std::fabs(got[i] - want[i]) < 1e-9, "at " << i);
+    });
+  }
+}
+
+namespace {
+
+// Central differences of the scalar f at a few entries of `t` (a realized f64 leaf), against the
+// gradient `g` from autodiff.
+template <class F>
+void check_fd(const std::string& what, Tensor& t, const Tensor& g, F f, int samples, uint64_t seed) {
+  auto base = t.to_vector<double>();
+  auto gv = g.to_vector<double>();
+  BOOST_REQUIRE_EQUAL(gv.size(), base.size());
+  const double h = 1e-6;
+  for (int s = 0; s < samples; ++s) {
+    size_t i = static_cast<size_t>((seed * 2654435761u + s * 40503u) % base.size());
+    auto at = [&](double v) {
+      auto x = base;
+      x[i] = v;
+      return f(Tensor::from_vector(x, t.shape()));
+    };
+    double fd = (at(base[i] + h) - at(base[i] - h)) / (2 * h);
+    BOOST_TEST(std::fabs(fd - gv[i]) < 1e-6 * (1 + std::fabs(fd)), what << "[" << i << "]: autodiff " << gv[i] << ", differences " << fd);
+  }
+}
+
+}  // namespace
+
+// Gradients with respect to input, weight and bias against finite differences in f64, for
+// convolutions with stride, padding (asymmetric too), dilation and groups, and transposed ones.
+BOOST_AUTO_TEST_CASE(conv_gradients_match_finite_differences) {
+  struct Case {
+    bool transposed;
+    ConvCase k;
+    conv_ref::Vec output_padding;
+  };
+  const std::vector<Case> cases = {
+      {false, {2, 3, 4, 1, {6, 7}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}}, {0}},
+      {false, {1, 4, 6, 2, {7, 6}, {3, 2}, {2, 1}, {1, 2}, {{0, 2}, {1, 0}}}, {0}},
+      {false, {1, 3, 3, 3, {6, 6}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}}, {0}},  // depthwise
+      {false, {2, 2, 3, 1, {9}, {3}, {2}, {2}, {{1, 1}}}, {0}},
+      {false, {1, 2, 2, 1, {3, 4, 4}, {2, 2, 3}, {1, 2, 1}, {1, 1, 1}, {{0, 0}, {1, 1}, {1, 0}}}, {0}},
+      {true, {1, 2, 3, 1, {4, 5}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {0, 0}}}, {1, 0}},
+      {true, {1, 4, 4, 2, {6}, {3}, {2}, {2}, {{1, 1}}}, {1}},
+  };
+  uint64_t seed = 200;
+  for (const auto& c : cases) {
+    const ConvCase& k = c.k;
+    guarded((c.transposed ? "transposed " : "") + describe(k), [&] {
+      const size_t r = k.in.size();
+      Tensor x = Tensor::randn(cat({k.n, k.c}, k.in), seed++, ravel::DType::F64);
+      Tensor w = Tensor::randn(c.transposed ? cat({k.c, k.o / k.groups}, k.kernel) : cat({k.o, k.c / k.groups}, k.kernel),
+                               seed++, ravel::DType::F64);
+      Tensor b = Tensor::randn({k.o}, seed++, ravel::DType::F64);
+      nn::ConvOptions o = options_of(k);
+      if (c.transposed) {
+        o.output_padding = c.output_padding;
+        o.padding_pairs = k.pad;
+      }
+      auto run = [&](const Tensor& xx, const Tensor& ww, const Tensor& bb) {
+        return c.transposed ? call_transpose(r, xx, ww, bb, o) : call_conv(r, xx, ww, bb, o);
+      };
+      Tensor cot = Tensor::randn(run(x, w, b).shape(), seed++, ravel::DType::F64);
+      auto loss = [&](const Tensor& xx, const Tensor& ww, const Tensor& bb) { return (run(xx, ww, bb) * cot).sum(); };
+      auto g = ravel::gradients(loss(x, w, b), {x, w, b});
+      check_fd("d/dx", x, g[0], [&](const Tensor& v) { return loss(v, w, b).item<double>(); }, 6, seed);
+      check_fd("d/dw", w, g[1], [&](const Tensor& v) { return loss(x, v, b).item<double>(); }, 6, seed + 1);
+      check_fd("d/db", b, g[2], [&](const Tensor& v) { return loss(x, w, v).item<double>(); }, 3, seed + 2);
+    });
+  }
+}
+
+// Second order: the gradient of <d loss/dx, v> with respect to the weight, against finite
+// differences of the first-order gradient (the window view's rule is itself differentiated).
+BOOST_AUTO_TEST_CASE(conv2d_second_order) {
+  Tensor x = Tensor::randn({1, 2, 6, 6}, 300, ravel::DType::F64), w = Tensor::randn({3, 2, 3, 3}, 301, ravel::DType::F64);
+  nn::ConvOptions o;
+  o.stride = {2};
+  o.padding = {1};
+  Tensor cot = Tensor::randn({1, 3, 3, 3}, 302, ravel::DType::F64), v = Tensor::randn(x.shape(), 303, ravel::DType::F64);
+  // loss = sum(tanh(conv) * cot): nonlinear, so d2/dx dw has terms through both x and w.
+  auto inner = [&](const Tensor& xx, const Tensor& ww) {
+    Tensor gx = ravel::gradients((nn::conv2d(xx, ww, std::nullopt, o).tanh() * cot).sum(), {xx})[0];
+    return (gx * v).sum();
+  };
+  Tensor xx = x, ww = w;
+  auto second = ravel::gradients(inner(xx, ww), {xx, ww});
+  check_fd("d2/dx dw", w, second[1], [&](const Tensor& t) { return inner(x, t).item<double>(); }, 6, 7);
+  check_fd("d2/dx dx", x, second[0], [&](const Tensor& t) { return inner(t, w).item<double>(); }, 6, 8);
+}
+
+BOOST_AUTO_TEST_CASE(conv_errors_name_the_values) {
+  auto message = [](auto f) {
+    try {
+      f();
+    } catch (const ravel::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  auto has = [](const std::string& m, const std::string& part) {
+    BOOST_TEST(m.find(part) != std::string::npos, "'" << m << "' should contain '" << part << "'");
+  };
+  Tensor x = Tensor::zeros({2, 6, 5, 5}), w = Tensor::zeros({4, 3, 3, 3});
+  nn::ConvOptions g4;
+  g4.groups = 4;
+  BOOST_CHECK_THROW(nn::conv2d(x, Tensor::zeros({4, 2, 3, 3}), std::nullopt, g4), ravel::ShapeError);
+  has(message([&] { nn::conv2d(x, Tensor::zeros({4, 2, 3, 3}), std::nullopt, g4); }), "input channels 6");
+  has(message([&] { nn::conv2d(x, Tensor::zeros({4, 2, 3, 3}), std::nullopt, g4); }), "groups 4");
+  nn::ConvOptions g2;
+  g2.groups = 2;
+  BOOST_CHECK_THROW(nn::conv2d(x, Tensor::zeros({3, 3, 3, 3}), std::nullopt, g2), ravel::ShapeError);  // 3 % 2
+  BOOST_CHECK_THROW(nn::conv2d(x, w), ravel::ShapeError);  // weight wants 3 input channels
+  has(message([&] { nn::conv2d(x, w); }), "[2, 6, 5, 5]");
+  BOOST_CHECK_THROW(nn::conv2d(x, Tensor::zeros({4, 6, 7, 3})), ravel::ShapeError);  // kernel > input
+  has(message([&] { nn::conv2d(x, Tensor::zeros({4, 6, 7, 3})); }), "spans 7");
+  nn::ConvOptions neg;
+  neg.padding = {-1};
+  BOOST_CHECK_THROW(nn::conv2d(x, Tensor::zeros({4, 6, 3, 3}), std::nullopt, neg), ravel::ValueError);
+  has(message([&] { nn::conv2d(x, Tensor::zeros({4, 6, 3, 3}), std::nullopt, neg); }), "padding must be >= 0");
+  nn::ConvOptions pairs;
+  pairs.padding_pairs = {{1, -2}, {0, 0}};
+  BOOST_CHECK_THROW(nn::conv2d(x, Tensor::zeros({4, 6, 3, 3}), std::nullopt, pairs), ravel::ValueError);
+  BOOST_CHECK_THROW(nn::conv2d(Tensor::zeros({6, 5}), w), ravel::ShapeError);  // rank 2
+  has(message([&] { nn::conv2d(Tensor::zeros({6, 5}), w); }), "[6, 5]");
+  BOOST_CHECK_THROW(nn::conv1d(x, w), ravel::ShapeError);                      // rank 4 for 1-D
+  BOOST_CHECK_THROW(nn::conv2d(x, Tensor::zeros({4, 6, 3})), ravel::ShapeError);  // weight rank
+  nn::ConvOptions bad_stride;
+  bad_stride.stride = {1, 0};
+  BOOST_CHECK_THROW(nn::conv2d(x, Tensor::zeros({4, 6, 3, 3}), std::nullopt, bad_stride), ravel::ValueError);
+  nn::ConvOptions three;
+  three.stride = {1, 1, 1};
+  BOOST_CHECK_THROW(nn::conv2d(x, Tensor::zeros({4, 6, 3, 3}), std::nullopt, three), ravel::ValueError);
+  nn::ConvOptions same;
+  same.same = true;
+  same.stride = {2};
+  BOOST_CHECK_THROW(nn::conv2d(x, Tensor::zeros({4, 6, 3, 3}), std::nullopt, same), ravel::ValueError);
+  BOOST_CHECK_THROW(nn::conv2d(x, Tensor::zeros({4, 6, 3, 3}), Tensor::zeros({3})), ravel::ShapeError);  // bias
+  nn::ConvOptions op;
+  op.stride = {2};
+  op.output_padding = {2};
+  BOOST_CHECK_THROW(nn::conv_transpose2d(x, Tensor::zeros({6, 2, 3, 3}), std::nullopt, op), ravel::ValueError);
+  BOOST_CHECK_THROW(nn::conv_transpose2d(x, Tensor::zeros({5, 2, 3, 3})), ravel::ShapeError);
+}
