@@ -295,6 +295,50 @@ class Tensor {
   Tensor one_hot(int64_t num_classes, DType dtype = DType::F32) const;
   // Like torch.gather; IndexError for an index outside [0, size of `axis`) (realizes `index`).
   Tensor gather(int64_t axis, const Tensor& index) const;
+
+  // ---- scatter, indexing and sorting (docs/ops.md, "Indexing, scatter and sorting") ----------
+  // Composites of comparisons, selections and reductions: differentiable to any order and run by
+  // every backend. Index tensors are integer; an index outside its bound is an IndexError naming
+  // op, value, position, axis and size (realizes the index, as gather does). The scatters cost
+  // index.numel() x size(axis) fused comparisons and refuse (ValueError) above 2^31 of them;
+  // index_select, index_put, and scatters whose index is broadcast over the other axes, on
+  // float tensors, are one GEMM of the one-hot rows instead.
+  //
+  // torch.Tensor.scatter: a copy of this tensor with out[.., index[.., j, ..], ..] = src[.., j, ..]
+  // along `axis`; index has this tensor's rank and is no larger than src on any axis, nor than
+  // this tensor on any other axis. A position named several times takes the value of the last
+  // j that names it (PyTorch leaves which undefined). src is cast to this tensor's dtype.
+  Tensor scatter(int64_t axis, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t axis, const Tensor& index, double value) const;  // src = value everywhere
+  // torch.Tensor.scatter_add: repeated positions accumulate.
+  Tensor scatter_add(int64_t axis, const Tensor& index, const Tensor& src) const;
+  // torch.Tensor.scatter_reduce with reduce "sum", "prod", "mean", "amax" or "amin"; with
+  // include_self the value already there takes part, else positions that receive something
+  // forget it (untouched positions keep it either way). Integer "mean" rounds down (PyTorch).
+  Tensor scatter_reduce(int64_t axis, const Tensor& index, const Tensor& src, const std::string& reduce,
+                        bool include_self = true) const;
+  // torch.index_select: the entries index[i] (a 1-D integer tensor, 0 <= index < size) of `axis`.
+  Tensor index_select(int64_t axis, const Tensor& index) const;
+  // torch.Tensor.index_put: a copy with self[indices[0], .., indices[k-1]] = values (or +=
+  // with accumulate). The k <= ndim index tensors broadcast together to a shape B and index the
+  // first k axes; negative indices count from the end; values broadcast to B + shape[k:]. A
+  // position named several times without accumulate takes the value of the last one in
+  // row-major order of B (PyTorch leaves which undefined).
+  Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false) const;
+  // numpy.take_along_axis(self, indices, axis): indices has this tensor's rank and broadcasts
+  // with it on every other axis; negative indices count from the end (NumPy). No axis: this
+  // tensor is flattened and indices must be 1-D.
+  Tensor take_along_axis(const Tensor& indices, std::optional<int64_t> axis) const;
+  // torch.sort(stable=True): (values, indices as i64) along `axis`; equal values keep their
+  // order. NaN is ordered after +inf, as NumPy does: last ascending, first descending (which
+  // is also PyTorch's NaN-is-largest). A bitonic network: O(n log^2 n) compare-selects.
+  std::pair<Tensor, Tensor> sort(int64_t axis = -1, bool descending = false) const;
+  Tensor argsort(int64_t axis = -1, bool descending = false) const;  // sort's indices
+  // torch.topk: the k largest (smallest) values along `axis` and their indices, in sorted order
+  // (also when sorted = false, which PyTorch leaves unspecified); ties keep the lower index.
+  std::pair<Tensor, Tensor> topk(int64_t k, int64_t axis = -1, bool largest = true, bool sorted = true) const;
+
+  // Joining (the linear algebra, indexing and joining section, continued).
   static Tensor concatenate(const std::vector<Tensor>& ts, int64_t axis = 0);
   static Tensor stack(const std::vector<Tensor>& ts, int64_t axis = 0);
 
