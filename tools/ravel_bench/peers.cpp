@@ -224,12 +224,12 @@ Row run_peer(const BenchConfig& config, const PeerSpec& peer, const std::string&
     // Only its last 400 bytes are shown, so only they are read: a peer that floods stderr until
     // its time limit must not make ravel-bench load gigabytes.
     std::ifstream in(err_file, std::ios::binary | std::ios::ate);
-    const std::streamoff size = in ? static_cast<std::streamoff>(in.tellg()) : 0;
-    const std::streamoff keep = std::min<std::streamoff>(size, 400);
+    const std::streamoff length = in ? static_cast<std::streamoff>(in.tellg()) : 0;
+    const std::streamoff keep = std::min<std::streamoff>(length, 400);
     err.resize(static_cast<size_t>(keep));
-    in.seekg(size - keep);
+    in.seekg(length - keep);
     in.read(err.data(), keep);
-    if (size > keep) err = "..." + err;
+    if (length > keep) err = "..." + err;
     while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
   }
   std::remove(err_file.c_str());

@@ -99,15 +99,15 @@ class BatchNorm : public Module {
 };
 class BatchNorm1d : public BatchNorm {
  public:
-  explicit BatchNorm1d(int64_t features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
+  explicit BatchNorm1d(int64_t features, double epsilon = 1e-5, double momentum_factor = 0.1, bool affine = true,
                        DType dtype = DType::F32)
-      : BatchNorm(features, eps, momentum, affine, dtype, {2, 3}, "BatchNorm1d") {}
+      : BatchNorm(features, epsilon, momentum_factor, affine, dtype, {2, 3}, "BatchNorm1d") {}
 };
 class BatchNorm2d : public BatchNorm {
  public:
-  explicit BatchNorm2d(int64_t features, double eps = 1e-5, double momentum = 0.1, bool affine = true,
+  explicit BatchNorm2d(int64_t features, double epsilon = 1e-5, double momentum_factor = 0.1, bool affine = true,
                        DType dtype = DType::F32)
-      : BatchNorm(features, eps, momentum, affine, dtype, {4}, "BatchNorm2d") {}
+      : BatchNorm(features, epsilon, momentum_factor, affine, dtype, {4}, "BatchNorm2d") {}
 };
 
 // torch.nn.Dropout: in training mode each element is zeroed with probability p and the rest are
@@ -128,7 +128,7 @@ class Dropout : public Module {
 // torch.nn.Flatten: axes start..end (inclusive; negative counts from the end) made one.
 class Flatten : public Module {
  public:
-  explicit Flatten(int64_t start = 1, int64_t end = -1) : start(start), end(end) {}
+  explicit Flatten(int64_t start_axis = 1, int64_t end_axis = -1) : start(start_axis), end(end_axis) {}
   Tensor operator()(const Tensor& x) const { return x.flatten(start, end); }
   std::vector<NamedParameter> named_parameters() override { return {}; }
   int64_t start, end;
@@ -152,16 +152,16 @@ class ConvNd : public Module {
 };
 class Conv1d : public ConvNd {
  public:
-  Conv1d(int64_t in, int64_t out, std::vector<int64_t> kernel, uint64_t seed, ConvOptions options = {},
-         bool bias = true, DType dtype = DType::F32)
-      : ConvNd(in, out, kernel, seed, std::move(options), bias, dtype, 1, "Conv1d") {}
+  Conv1d(int64_t in, int64_t out, std::vector<int64_t> kernel, uint64_t seed, ConvOptions conv_options = {},
+         bool with_bias = true, DType dtype = DType::F32)
+      : ConvNd(in, out, kernel, seed, std::move(conv_options), with_bias, dtype, 1, "Conv1d") {}
   Tensor operator()(const Tensor& x) const;  // [N, in, L] -> [N, out, L']
 };
 class Conv2d : public ConvNd {
  public:
-  Conv2d(int64_t in, int64_t out, std::vector<int64_t> kernel, uint64_t seed, ConvOptions options = {},
-         bool bias = true, DType dtype = DType::F32)
-      : ConvNd(in, out, kernel, seed, std::move(options), bias, dtype, 2, "Conv2d") {}
+  Conv2d(int64_t in, int64_t out, std::vector<int64_t> kernel, uint64_t seed, ConvOptions conv_options = {},
+         bool with_bias = true, DType dtype = DType::F32)
+      : ConvNd(in, out, kernel, seed, std::move(conv_options), with_bias, dtype, 2, "Conv2d") {}
   Tensor operator()(const Tensor& x) const;  // [N, in, H, W] -> [N, out, H', W']
 };
 
@@ -169,7 +169,7 @@ class Conv2d : public ConvNd {
 // kernel, stride (default: the kernel), padding, dilation, ceil_mode, count_include_pad, ...).
 class MaxPool2d : public Module {
  public:
-  explicit MaxPool2d(PoolOptions options) : options(std::move(options)) {}
+  explicit MaxPool2d(PoolOptions pool_options) : options(std::move(pool_options)) {}
   explicit MaxPool2d(int64_t kernel) { options.kernel = {kernel}; }
   Tensor operator()(const Tensor& x) const;
   std::vector<NamedParameter> named_parameters() override { return {}; }
@@ -177,7 +177,7 @@ class MaxPool2d : public Module {
 };
 class AvgPool2d : public Module {
  public:
-  explicit AvgPool2d(PoolOptions options) : options(std::move(options)) {}
+  explicit AvgPool2d(PoolOptions pool_options) : options(std::move(pool_options)) {}
   explicit AvgPool2d(int64_t kernel) { options.kernel = {kernel}; }
   Tensor operator()(const Tensor& x) const;
   std::vector<NamedParameter> named_parameters() override { return {}; }
