@@ -14,6 +14,10 @@
 # results.tar.gz beside summary.txt and gpu-check.log. Exit 0 only if everything passed.
 # A second, shorter call can leave steps out and run part of the test suite:
 #   GPU_CHECK_SKIP="precompile conformance memcheck cpu" GPU_CHECK_TESTS='^(sharding|core_)' ...
+# Step keys for GPU_CHECK_SKIP, in the order they run: precompile conformance opencl bench makemore
+# cpu mesh dp-devices dp memcheck (the test suite runs last, with the time left). All of them
+# together do not fit one 8-minute call: the deadline skips the last ones, so leave out what an
+# earlier call already measured (docs/performance.md, "GPU backends", says what that was).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 dest="${1:-${OUT:-gpu-results}}"
