@@ -31,6 +31,17 @@ def close(got, want, atol=1e-4, rtol=1e-3):
     return torch.allclose(got.double(), want, atol=atol, rtol=rtol)
 
 
+def run_classifier_step(model, opt, x, y):
+    """Times one training step of a classifier (cross-entropy, backward, optimizer step)."""
+    def step():
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss.item()
+    proto.run(args, step, lambda loss: loss == loss and loss > 0)
+
+
 with torch.no_grad():
     if W == "matmul":
         a, b = u(S[0], S[1]), u(S[1], S[2])
@@ -54,14 +65,7 @@ if W == "mlp":
                                 torch.nn.Linear(512, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     x, y = u(B, 784), torch.randint(0, 10, (B,))
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-    proto.run(args, step, lambda loss: loss == loss and loss > 0)
+    run_classifier_step(model, opt, x, y)
 elif W in ("makemore", "makemore_eager"):
     # The main job's step (examples/makemore, ravel-bench's makemore workloads): 3-character
     # context, 27x10 embedding, tanh hidden 200, cross-entropy over 27, SGD lr 0.1, eager PyTorch.
@@ -111,13 +115,6 @@ elif W == "cnn_step":
         torch.nn.Flatten(), torch.nn.Linear(32 * 7 * 7, 10))
     opt = torch.optim.Adam(model.parameters(), lr=2e-3)
     x, y = torch.randn(B, 1, 28, 28), torch.randint(0, 10, (B,))
-
-    def step():
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss.item()
-    proto.run(args, step, lambda loss: loss == loss and loss > 0)
+    run_classifier_step(model, opt, x, y)
 elif W not in ("matmul", "elementwise", "softmax", "sum_axis0", "sum_axis1", "transpose"):
     proto.unavailable(args, f"the PyTorch peer has no workload {W}")

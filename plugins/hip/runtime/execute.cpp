@@ -53,9 +53,7 @@ void launch(const Kernel& k, hipStream_t s, std::vector<void*>& ptrs) {
 }
 
 void mark_used(const std::vector<rvl_buffer*>& used, rvl_stream* s) {
-  if (!s) return;
-  std::lock_guard<std::mutex> lock(registry().last_stream_mu);
-  for (rvl_buffer* b : used) b->last_stream = s;
+  for (rvl_buffer* b : used) remember_stream(b, s);
 }
 
 }  // namespace

@@ -19,6 +19,12 @@ rvl_stream* live_stream(const rvl_stream* s, const char* what) {
 
 rvl_event* live_event(const rvl_event* e, const char* what) { return registry().events.get(e, what); }
 
+void remember_stream(rvl_buffer* b, rvl_stream* s) {
+  if (!s) return;
+  std::lock_guard<std::mutex> lock(registry().last_stream_mu);
+  b->last_stream = s;
+}
+
 hipStream_t stream_on(const rvl_stream* s, int32_t device, const char* what) {
   rvl_stream* live = live_stream(s, what);
   if (!live) return nullptr;

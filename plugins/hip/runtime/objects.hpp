@@ -51,6 +51,9 @@ rvl_event* live_event(const rvl_event* e, const char* what);
 // The hip stream behind an ABI stream on `device` (NULL: the legacy default stream); a stream
 // of another device is INVALID_ARGUMENT.
 hipStream_t stream_on(const rvl_stream* s, int32_t device, const char* what);
+// Records that `s` (a plugin stream; NULL: nothing to record) last used `b`, for buffer_free's
+// fence (Note [Caching allocator]), under the registry's last-stream lock.
+void remember_stream(rvl_buffer* b, rvl_stream* s);
 using rvl::check_range;  // [offset, offset + bytes) inside `size` bytes, without overflow
 
 }  // namespace rvl::hip

@@ -33,12 +33,6 @@ void order(int32_t device, hipStream_t s, int32_t waiter_device, hipStream_t wai
   check(r, std::string(what) + ": ordering the copy between the devices' streams");
 }
 
-void remember_stream(rvl_buffer* b, rvl_stream* s) {  // for buffer_free's fence (Note [Caching allocator])
-  if (!s) return;
-  std::lock_guard<std::mutex> lock(registry().last_stream_mu);
-  b->last_stream = s;
-}
-
 }  // namespace
 
 void copy_peer(rvl_stream* src_stream, const rvl_buffer* src, uint64_t so, rvl_stream* dst_stream, rvl_buffer* dst,

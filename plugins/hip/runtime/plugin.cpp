@@ -196,11 +196,6 @@ rvl_error* buffer_size(const rvl_buffer* b, uint64_t* out) {
   });
 }
 
-void note_stream(rvl_buffer* b, rvl_stream* s) {
-  if (!s) return;
-  std::lock_guard<std::mutex> lock(registry().last_stream_mu);
-  b->last_stream = s;
-}
 
 rvl_error* buffer_write(rvl_stream* stream, rvl_buffer* dst, uint64_t off, const void* src, uint64_t n) {
   return guard([&] {
@@ -211,7 +206,7 @@ rvl_error* buffer_write(rvl_stream* stream, rvl_buffer* dst, uint64_t off, const
     if (!src) invalid("buffer_write: source pointer is NULL");
     use_device(b->device);
     staging().write(b->device, s, static_cast<char*>(b->data) + off, src, n);
-    note_stream(b, stream);
+    remember_stream(b, stream);
   });
 }
 
@@ -254,8 +249,8 @@ rvl_error* buffer_copy(rvl_stream* stream, const rvl_buffer* src, uint64_t so, r
     } else {
       check(hipMemcpyAsync(to, from, n, hipMemcpyDeviceToDevice, st), "buffer_copy");
     }
-    note_stream(s, stream);
-    note_stream(d, stream);
+    remember_stream(s, stream);
+    remember_stream(d, stream);
   });
 }
 
