@@ -121,13 +121,13 @@ constexpr ArrayFn pick() {
   else return &array_loop<OP, DT>;
 }
 template <bool AVX2, int OP, size_t... D>
-constexpr std::array<ArrayFn, RVL_DTYPE_COUNT_> op_row(std::index_sequence<D...>) {
+constexpr std::array<ArrayFn, kTbbDTypeCount> op_row(std::index_sequence<D...>) {
   return {pick<AVX2, OP, static_cast<int>(D)>()...};
 }
 template <bool AVX2, size_t... O>
 constexpr auto make_op_table(std::index_sequence<O...>) {
-  return std::array<std::array<ArrayFn, RVL_DTYPE_COUNT_>, RVL_OP_COUNT_>{
-      op_row<AVX2, static_cast<int>(O)>(std::make_index_sequence<RVL_DTYPE_COUNT_>{})...};
+  return std::array<std::array<ArrayFn, kTbbDTypeCount>, RVL_OP_COUNT_>{
+      op_row<AVX2, static_cast<int>(O)>(std::make_index_sequence<kTbbDTypeCount>{})...};
 }
 constexpr auto kOpTable = make_op_table<false>(std::make_index_sequence<RVL_OP_COUNT_>{});
 constexpr auto kOpTableAvx2 = make_op_table<true>(std::make_index_sequence<RVL_OP_COUNT_>{});
@@ -152,25 +152,25 @@ void cast_loop(void* dst, const void* src, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = s_cast<TO, FROM>(s[i]);
 }
 template <int FROM, size_t... T>
-constexpr std::array<CastFn, RVL_DTYPE_COUNT_> cast_row(std::index_sequence<T...>) {
+constexpr std::array<CastFn, kTbbDTypeCount> cast_row(std::index_sequence<T...>) {
   return {&cast_loop<FROM, static_cast<int>(T)>...};
 }
 template <size_t... F>
 constexpr auto make_cast_table(std::index_sequence<F...>) {
-  return std::array<std::array<CastFn, RVL_DTYPE_COUNT_>, RVL_DTYPE_COUNT_>{
-      cast_row<static_cast<int>(F)>(std::make_index_sequence<RVL_DTYPE_COUNT_>{})...};
+  return std::array<std::array<CastFn, kTbbDTypeCount>, kTbbDTypeCount>{
+      cast_row<static_cast<int>(F)>(std::make_index_sequence<kTbbDTypeCount>{})...};
 }
-constexpr auto kCastTable = make_cast_table(std::make_index_sequence<RVL_DTYPE_COUNT_>{});
+constexpr auto kCastTable = make_cast_table(std::make_index_sequence<kTbbDTypeCount>{});
 
 }  // namespace
 
 ArrayFn array_kernel(int32_t op, int32_t dt) {
-  if (op < 0 || op >= RVL_OP_COUNT_ || dt < 0 || dt >= RVL_DTYPE_COUNT_) return nullptr;
+  if (op < 0 || op >= RVL_OP_COUNT_ || dt < 0 || dt >= kTbbDTypeCount) return nullptr;
   return use_avx2() ? kOpTableAvx2[op][dt] : kOpTable[op][dt];
 }
 
 CastFn cast_kernel(int32_t from, int32_t to) {
-  if (from < 0 || from >= RVL_DTYPE_COUNT_ || to < 0 || to >= RVL_DTYPE_COUNT_) return nullptr;
+  if (from < 0 || from >= kTbbDTypeCount || to < 0 || to >= kTbbDTypeCount) return nullptr;
   return kCastTable[from][to];
 }
 

@@ -17,6 +17,12 @@
 
 namespace tbbcpu {
 
+// The dtypes this plugin runs: those of ABI 1.0-1.6 (BOOL .. F64), the first kTbbDTypeCount
+// values of rvl_dtype. Its device properties state RVL_DTYPES_1_0 and its validator call
+// refuses the rest, so the typed tables below are built for these alone (issue 25 adds the
+// 1.7 dtypes here).
+inline constexpr int kTbbDTypeCount = RVL_DTYPE_F64 + 1;
+
 // C++ storage type of each dtype. BOOL and U8 share uint8_t, so dispatch is by dtype value (DT).
 template <int DT> struct dtype_traits;
 template <> struct dtype_traits<RVL_DTYPE_BOOL> { using type = uint8_t; };

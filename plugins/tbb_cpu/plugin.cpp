@@ -98,7 +98,7 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     out->kind = RVL_DEVICE_CPU;
     out->memory_bytes = physical_memory() / static_cast<uint64_t>(n);
     out->compute_units = threads;
-    out->dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
+    out->dtypes = RVL_DTYPES_1_0;  // not the 1.7 dtypes: its kernels do not implement them
     out->max_rank = RVL_MAX_RANK;
     if (RVL_HAS_MEMBER(out, rvl_device_properties, details)) {
       set_chars(out->arch, sizeof out->arch, "x86-64");

@@ -1,9 +1,10 @@
-/* Ravel backend C ABI, version 1.6 (1.1 added rvl_device_properties.arch/warp_size/details and
+/* Ravel backend C ABI, version 1.7 (1.1 added rvl_device_properties.arch/warp_size/details and
  * rvl_probe_result.reason; 1.2 the optional members buffer_address/buffer_wrap; 1.3
  * rvl_device_properties.dlpack_device_type/dlpack_device_id; 1.4 the reduction
  * RVL_REDUCE_LOGSUMEXP and rvl_device_properties.reduce_ops; 1.5 the optional member
  * buffer_copy_peer, copies between two devices of one plugin; 1.6 rvl_device_properties.ops,
- * the instructions a device implements; nothing else changed).
+ * the instructions a device implements; 1.7 the dtypes F16, BF16, I8, I16, U16, U32, U64, which a
+ * device runs only if its rvl_device_properties.dtypes says so; nothing else changed).
  *
  * Plain C99. A backend plugin is a shared object that exports exactly one symbol,
  * `rvl_backend_entry`, returning a pointer to a static, append-only table of function pointers
@@ -44,7 +45,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 6
+#define RVL_ABI_MINOR 7
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
@@ -72,7 +73,12 @@ typedef struct rvl_stream rvl_stream; /* opaque, plugin-owned ordered queue */
 typedef struct rvl_event rvl_event;   /* opaque, plugin-owned marker in a stream */
 
 /* ---- dtypes ---------------------------------------------------------------------------- */
-/* Element types. `bool` is one byte holding 0 or 1. Values are stable across minor versions. */
+/* Element types. `bool` is one byte holding 0 or 1. Values are stable across minor versions:
+ * dtypes are only appended. F16 is IEEE binary16, BF16 bfloat16 (the top half of an f32); both
+ * convert with <ravel/half.hpp> (round to nearest even, NaN and infinity kept). A device runs a
+ * dtype only if its bit is set in rvl_device_properties.dtypes: a plugin built against 1.0-1.6
+ * never sets the 1.7 bits, and the host then refuses kernels in those dtypes before anything
+ * runs, with an error naming the op, the dtype and the device. */
 typedef enum rvl_dtype {
   RVL_DTYPE_BOOL = 0,
   RVL_DTYPE_U8 = 1,
@@ -80,8 +86,20 @@ typedef enum rvl_dtype {
   RVL_DTYPE_I64 = 3,
   RVL_DTYPE_F32 = 4,
   RVL_DTYPE_F64 = 5,
-  RVL_DTYPE_COUNT_ = 6
+  /* since 1.7 */
+  RVL_DTYPE_F16 = 6,
+  RVL_DTYPE_BF16 = 7,
+  RVL_DTYPE_I8 = 8,
+  RVL_DTYPE_I16 = 9,
+  RVL_DTYPE_U16 = 10,
+  RVL_DTYPE_U32 = 11,
+  RVL_DTYPE_U64 = 12,
+  RVL_DTYPE_COUNT_ = 13
 } rvl_dtype;
+/* The dtypes of the 1.0-1.6 ABI (BOOL .. F64), and every dtype of this header, as masks for
+ * rvl_device_properties.dtypes. */
+#define RVL_DTYPES_1_0 0x3Fu
+#define RVL_DTYPES_ALL ((1u << RVL_DTYPE_COUNT_) - 1u)
 
 /* ---- instructions ---------------------------------------------------------------------- */
 /* THE op table: one row per kernel instruction, the single source of every op's ABI semantics.
@@ -91,7 +109,7 @@ typedef enum rvl_dtype {
  *
  * X(NAME, arity, ACCEPTS, RESULT, ACCURACY)
  *  ACCEPTS  the dtypes the sources may have (all sources share one dtype unless said otherwise):
- *           NONE (no sources), ANY, NONBOOL (not bool), FLOAT (f32, f64), INTBOOL (bool and the
+ *           NONE (no sources), ANY, NONBOOL (not bool), FLOAT (f16, bf16, f32, f64), INTBOOL (bool and the
  *           integer dtypes), SELECT (source 0 is bool; sources 1 and 2 any, equal to the result)
  *  RESULT   the instruction's own dtype: SAME (the sources'), BOOL, FREE (any; see LOAD, CONST,
  *           ACC and CAST below)
@@ -102,10 +120,13 @@ typedef enum rvl_dtype {
  * Semantics (docs/abi.md sections 5-7 say more):
  *  LOAD    dst = input[arg].view[idx], or 0 outside the view's validity range; dtype = the input's
  *  CONST   dst = the constant in `value`, of the instruction's dtype (value.i is converted to
- *          U8/I32/BOOL like a CAST from I64; value.f to F32 like a CAST from F64)
+ *          the integer dtypes and BOOL like a CAST from I64, and holds a U64's bits; value.f to F32,
+ *          F16, BF16 like a CAST from F64)
  *  ACC     (contraction epilogues only) dst = the contraction's accumulated value
  *  CAST    dst = (dtype) src0; float->int truncates toward zero and saturates at the target's
- *          range (NaN -> 0); int->int wraps (two's complement); ->bool is (x != 0)
+ *          range (NaN -> 0); int->int wraps (two's complement); ->bool is (x != 0); to F16/BF16
+ *          rounds to nearest even in one step (<ravel/half.hpp>), overflowing to infinity.
+ *          Half dtypes compute every other op in f32 (or wider) and round the result once.
  *  NEG TRUNC                             every dtype but bool (NEG) / every dtype (TRUNC)
  *  RECIP SQRT EXP2 LOG2 SIN              float math
  *  ADD MUL MAX                           every dtype; ints wrap on overflow; bool: or/and/or;
@@ -186,8 +207,8 @@ typedef enum rvl_reduce_op {
 
 /* A scalar constant; read the member that matches the instruction's dtype class. */
 typedef union rvl_scalar {
-  double f;  /* F32, F64 */
-  int64_t i; /* BOOL, U8, I32, I64 */
+  double f;  /* F16, BF16, F32, F64 */
+  int64_t i; /* BOOL and the integer dtypes (a U64 stored as its two's complement bits) */
 } rvl_scalar;
 
 /* One SSA instruction. Instruction j may only name instructions < j as sources. */

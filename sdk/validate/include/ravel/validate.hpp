@@ -68,8 +68,13 @@ struct Contraction {
                          // this is a single ACC instruction (static storage), so n_ins >= 1.
 };
 
-// Validate and normalise a kernel; throw rvl::Error(INVALID_ARGUMENT) on any violation.
-Program validate_program(const rvl_program* p, const BufferLookup& lookup);
-Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& lookup);
+// Validate and normalise a kernel; throw rvl::Error(INVALID_ARGUMENT) on any violation. Then,
+// if a well-formed kernel has a view, instruction or contraction dtype outside `dtypes` (the
+// device's rvl_device_properties.dtypes), throw rvl::Error(UNSUPPORTED) with a message that
+// starts "dtype " and names it (the host reads that as a DTypeError). The default is the 1.0-1.6
+// dtypes, so a plugin that does not pass its mask never runs the 1.7 dtypes it was not written for.
+Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes = RVL_DTYPES_1_0);
+Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& lookup,
+                                 uint32_t dtypes = RVL_DTYPES_1_0);
 
 }  // namespace rvl::validate
