@@ -1,0 +1,339 @@
+// The 1.7 dtypes (f16, bf16, i8, i16, u16, u32, u64): the conversions of <ravel/half.hpp> over
+// every 16-bit pattern against a decoding and a nearest-value search written here (no bit tricks
+// shared with the code under test), promotion against PyTorch's / NumPy's tables (quoted), and
+// what a device that does not run a dtype does with it (Note [Dtypes a device lacks]): tbb_cpu
+// states the 1.0-1.6 dtypes only, so it is such a device.
+#include <boost/test/unit_test.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <ravel/backend.h>
+#include <ravel/half.hpp>
+
+#include "ravel/ravel.hpp"
+
+using ravel::BFloat16;
+using ravel::DType;
+using ravel::Float16;
+using ravel::Tensor;
+
+namespace {
+
+// The value of a 16-bit float with `mant` mantissa bits and exponent bias `bias` (f16: 10, 15;
+// bf16: 7, 127), decoded from the IEEE definition in double: (-1)^s 2^(e-bias) (1 + m/2^mant),
+// subnormals 2^(1-bias) m/2^mant, e all ones: inf or NaN.
+double decode16(uint16_t h, int mant, int bias) {
+  const int exp_bits = 15 - mant;
+  const int e = (h >> mant) & ((1 << exp_bits) - 1);
+  const int m = h & ((1 << mant) - 1);
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  if (e == (1 << exp_bits) - 1) return m == 0 ? sign * INFINITY : std::nan("");
+  if (e == 0) return sign * std::ldexp(static_cast<double>(m), 1 - bias - mant);
+  return sign * std::ldexp(1.0 + std::ldexp(static_cast<double>(m), -mant), e - bias);
+}
+
+// Round-to-nearest-even by search: the finite non-negative values of the format sorted, the
+// two neighbours of |x| found by binary search, the nearer taken (on a tie the one whose bit
+// pattern is even); beyond the largest finite value by half its ulp or more: infinity.
+struct Nearest {
+  std::vector<std::pair<double, uint16_t>> values;  // finite, >= +0, ascending
+  uint16_t inf_bits = 0;
+  double overflow_at = 0;  // largest + ulp/2
+
+  Nearest(int mant, int bias) {
+    for (uint32_t h = 0; h < 0x8000; ++h) {
+      const double v = decode16(static_cast<uint16_t>(h), mant, bias);
+      if (std::isfinite(v)) values.emplace_back(v, static_cast<uint16_t>(h));
+      else if (!std::isnan(v)) inf_bits = static_cast<uint16_t>(h);
+    }
+    std::sort(values.begin(), values.end());
+    const double largest = values.back().first, below = values[values.size() - 2].first;
+    overflow_at = largest + (largest - below) / 2;
+  }
+
+  uint16_t operator()(double x) const {
+    const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+    const double a = std::fabs(x);
+    if (a >= overflow_at) return sign | inf_bits;
+    auto hi = std::lower_bound(values.begin(), values.end(), std::make_pair(a, uint16_t{0}));
+    if (hi == values.end()) return sign | values.back().second;  // above the largest, below overflow_at
+    if (hi->first == a) return sign | hi->second;
+    auto lo = hi - 1;
+    const double dl = a - lo->first, dh = hi->first - a;
+    if (dl < dh) return sign | lo->second;
+    if (dh < dl) return sign | hi->second;
+    return sign | ((lo->second & 1) == 0 ? lo->second : hi->second);
+  }
+};
+
+const Nearest& nearest_f16() {
+  static const Nearest n(10, 15);
+  return n;
+}
+const Nearest& nearest_bf16() {
+  static const Nearest n(7, 127);
+  return n;
+}
+
+float next_up(float x) { return std::nextafter(x, INFINITY); }
+float next_down(float x) { return std::nextafter(x, -INFINITY); }
+
+// f32 test points around every value of a 16-bit format: the value, the midpoints to its
+// upper neighbour, and one f32 ulp either side of each.
+std::vector<float> neighbourhoods(const Nearest& n) {
+  std::vector<float> xs;
+  for (size_t i = 0; i < n.values.size(); ++i) {
+    const double v = n.values[i].first;
+    const double up = i + 1 < n.values.size() ? n.values[i + 1].first : n.overflow_at;
+    const float mid = static_cast<float>((v + up) / 2);  // exact: needs at most mant + 2 bits
+    for (float x : {static_cast<float>(v), mid, next_up(mid), next_down(mid), next_up(static_cast<float>(v))}) {
+      xs.push_back(x);
+      xs.push_back(-x);
+    }
+  }
+  return xs;
+}
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+}  // namespace
+
+BOOST_AUTO_TEST_SUITE(half_conversions)
+
+// Every one of the 65,536 f16 and bf16 patterns widens to the value its definition gives, and
+// every non-NaN pattern comes back unchanged through f32 (and f64); NaNs stay NaN of their sign.
+BOOST_AUTO_TEST_CASE(every_pattern_widens_exactly_and_round_trips) {
+  int bad = 0;
+  for (uint32_t h = 0; h <= 0xFFFF; ++h) {
+    const auto b = static_cast<uint16_t>(h);
+    for (int fmt = 0; fmt < 2; ++fmt) {
+      const double want = fmt == 0 ? decode16(b, 10, 15) : decode16(b, 7, 127);
+      const float got = fmt == 0 ? rvl::f32_from_f16_bits(b) : rvl::f32_from_bf16_bits(b);
+      const uint16_t back32 = fmt == 0 ? rvl::f16_bits_from(got) : rvl::bf16_bits_from(got);
+      const uint16_t back64 =
+          fmt == 0 ? rvl::f16_bits_from(static_cast<double>(got)) : rvl::bf16_bits_from(static_cast<double>(got));
+      if (std::isnan(want)) {
+        bad += !std::isnan(got) || std::signbit(got) != ((b & 0x8000) != 0);
+        const double again = fmt == 0 ? decode16(back32, 10, 15) : decode16(back32, 7, 127);
+        bad += !std::isnan(again) || (back32 & 0x8000) != (b & 0x8000) || back64 != back32;
+      } else {
+        bad += static_cast<double>(got) != want || std::signbit(got) != std::signbit(want);
+        bad += back32 != b || back64 != b;
+      }
+    }
+  }
+  BOOST_TEST(bad == 0);
+}
+
+// f32 -> f16 and f32 -> bf16 against the search: every value, every midpoint (the ties) and
+// their f32 neighbours, over the whole range including subnormals and the overflow edge; then
+// a million random f32 bit patterns of every magnitude.
+BOOST_AUTO_TEST_CASE(narrowing_from_f32_rounds_to_nearest_even) {
+  for (int fmt = 0; fmt < 2; ++fmt) {
+    const Nearest& n = fmt == 0 ? nearest_f16() : nearest_bf16();
+    std::vector<float> xs = neighbourhoods(n);
+    std::mt19937 rng(25);
+    for (int i = 0; i < 1000000; ++i) {
+      float f;
+      const uint32_t u = static_cast<uint32_t>(rng());
+      std::memcpy(&f, &u, 4);
+      if (!std::isnan(f)) xs.push_back(f);
+    }
+    int bad = 0;
+    for (float x : xs) {
+      const uint16_t got = fmt == 0 ? rvl::f16_bits_from(x) : rvl::bf16_bits_from(x);
+      const uint16_t want = n(x);
+      if (got != want && ++bad <= 5)
+        BOOST_TEST_MESSAGE((fmt == 0 ? "f16" : "bf16") << " of f32 0x" << std::hex << bits(x) << ": got 0x" << got
+                                                         << ", want 0x" << want);
+    }
+    BOOST_TEST(bad == 0, (fmt == 0 ? "f16" : "bf16") << ": " << bad << " of " << xs.size() << " wrong");
+  }
+}
+
+// f64 -> half rounds once: a value just above a tie in f64 that f64 -> f32 would put exactly on
+// the tie must still round up (1 + 2^-11 + 2^-40 -> 1 + 2^-10, where through f32 it would be 1).
+BOOST_AUTO_TEST_CASE(narrowing_from_f64_rounds_once) {
+  const double x = 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40);
+  BOOST_TEST(rvl::f16_bits_from(x) == 0x3C01);                        // 1 + 2^-10
+  BOOST_TEST(rvl::f16_bits_from(static_cast<float>(x)) == 0x3C00);    // the f32 detour: 1
+  const double y = 1.0 + std::ldexp(1.0, -8) + std::ldexp(1.0, -40);
+  BOOST_TEST(rvl::bf16_bits_from(y) == 0x3F81);                       // 1 + 2^-7
+  BOOST_TEST(rvl::bf16_bits_from(static_cast<float>(y)) == 0x3F80);
+  // and agrees with the search on f64 neighbourhoods of every f16 midpoint
+  const Nearest& n = nearest_f16();
+  int bad = 0;
+  for (size_t i = 0; i + 1 < n.values.size(); ++i) {
+    const double mid = (n.values[i].first + n.values[i + 1].first) / 2;
+    for (double d : {mid, std::nextafter(mid, INFINITY), std::nextafter(mid, -INFINITY)})
+      bad += rvl::f16_bits_from(d) != n(d) || rvl::f16_bits_from(-d) != n(-d);
+  }
+  BOOST_TEST(bad == 0);
+}
+
+// The special values, spelled out: the format's limits (IEEE-754 binary16: largest 65504,
+// smallest subnormal 2^-24; bfloat16: largest (2 - 2^-7) 2^127), overflow to infinity, NaN kept
+// quiet with its sign and the top of its payload.
+BOOST_AUTO_TEST_CASE(special_values) {
+  BOOST_TEST(rvl::f32_from_f16_bits(0x7BFF) == 65504.0f);
+  BOOST_TEST(rvl::f32_from_f16_bits(0x0001) == std::ldexp(1.0f, -24));
+  BOOST_TEST(rvl::f16_bits_from(65519.0f) == 0x7BFF);   // below 65504 + 16: rounds down
+  BOOST_TEST(rvl::f16_bits_from(65520.0f) == 0x7C00);   // the tie goes to infinity (even)
+  BOOST_TEST(rvl::f16_bits_from(-1e10f) == 0xFC00);
+  BOOST_TEST(rvl::f16_bits_from(std::ldexp(1.0f, -25)) == 0x0000);  // tie with 0: even is 0
+  BOOST_TEST(rvl::f16_bits_from(std::ldexp(1.5f, -25)) == 0x0001);
+  BOOST_TEST(rvl::f16_bits_from(-0.0f) == 0x8000);
+  BOOST_TEST(rvl::f16_bits_from(INFINITY) == 0x7C00);
+  BOOST_TEST(rvl::bf16_bits_from(std::numeric_limits<float>::max()) == 0x7F80);  // rounds past the largest bf16
+  BOOST_TEST(rvl::bf16_bits_from(-INFINITY) == 0xFF80);
+  BOOST_TEST(rvl::f32_from_bf16_bits(0x7F7F) == std::ldexp(2.0f - std::ldexp(1.0f, -7), 127));
+  // a negative signalling NaN (f32 payload bit 21 set, quiet bit 22 clear) becomes quiet (f16
+  // bit 9, bf16 bit 6) and keeps the top of its payload (f16 bit 8, bf16 bit 5)
+  float snan;
+  const uint32_t s = 0xFF800000u | (0x1u << 21);
+  std::memcpy(&snan, &s, 4);
+  BOOST_TEST(rvl::f16_bits_from(snan) == 0xFF00);
+  BOOST_TEST(rvl::bf16_bits_from(snan) == 0xFFE0);
+  BOOST_TEST(std::isnan(static_cast<float>(Float16(std::nanf("")))));
+  BOOST_TEST(static_cast<float>(BFloat16(3.0f)) == 3.0f);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(new_dtypes)
+
+BOOST_AUTO_TEST_CASE(sizes_names_and_classes) {
+  const struct {
+    DType t;
+    int size;
+    const char* name;
+    bool fp, integer, is_signed;
+  } rows[] = {{DType::F16, 2, "f16", true, false, true},   {DType::BF16, 2, "bf16", true, false, true},
+              {DType::I8, 1, "i8", false, true, true},     {DType::I16, 2, "i16", false, true, true},
+              {DType::U16, 2, "u16", false, true, false},  {DType::U32, 4, "u32", false, true, false},
+              {DType::U64, 8, "u64", false, true, false},  {DType::U8, 1, "u8", false, true, false},
+              {DType::Bool, 1, "bool", false, false, false}};
+  for (const auto& r : rows) {
+    BOOST_TEST(ravel::dtype_size(r.t) == r.size);
+    BOOST_TEST(std::string(ravel::dtype_name(r.t)) == r.name);
+    BOOST_TEST(ravel::is_float(r.t) == r.fp);
+    BOOST_TEST(ravel::is_integer(r.t) == r.integer);
+    BOOST_TEST(ravel::is_signed(r.t) == r.is_signed);
+  }
+  // the ABI's values are appended after F64 and equal the C enum's
+  BOOST_TEST(static_cast<int>(DType::F16) == RVL_DTYPE_F16);
+  BOOST_TEST(static_cast<int>(DType::U64) == RVL_DTYPE_U64);
+  BOOST_TEST(ravel::kDTypeCount == RVL_DTYPE_COUNT_);
+}
+
+// Expected results from torch.promote_types (PyTorch 2.x) where PyTorch defines them, and from
+// numpy.promote_types where PyTorch refuses (its u16/u32/u64 with other types: "Promotion for
+// uint16, uint32, uint64 types is not supported"); u64 with a signed type is NumPy's float64.
+BOOST_AUTO_TEST_CASE(promotion_table) {
+  using D = DType;
+  const struct {
+    D a, b, want;
+  } rows[] = {
+      {D::F16, D::BF16, D::F32}, {D::F16, D::F32, D::F32},  {D::BF16, D::F64, D::F64}, {D::I64, D::F16, D::F16},
+      {D::U8, D::BF16, D::BF16}, {D::Bool, D::F16, D::F16}, {D::U8, D::I8, D::I16},    {D::I8, D::I16, D::I16},
+      {D::U8, D::I32, D::I32},   {D::U16, D::I16, D::I32},  {D::U16, D::I8, D::I32},   {D::U16, D::I32, D::I32},
+      {D::U32, D::I32, D::I64},  {D::U32, D::I8, D::I64},   {D::U32, D::I64, D::I64},  {D::U64, D::I64, D::F64},
+      {D::U64, D::I8, D::F64},   {D::U8, D::U16, D::U16},   {D::U32, D::U64, D::U64},  {D::Bool, D::I8, D::I8},
+      {D::I32, D::I64, D::I64},  {D::U64, D::F32, D::F32},  {D::Bool, D::U64, D::U64},
+  };
+  for (const auto& r : rows) {
+    BOOST_TEST((ravel::promote(r.a, r.b) == r.want), ravel::dtype_name(r.a) << " with " << ravel::dtype_name(r.b));
+    BOOST_TEST((ravel::promote(r.b, r.a) == r.want), ravel::dtype_name(r.b) << " with " << ravel::dtype_name(r.a));
+  }
+  for (int i = 0; i < ravel::kDTypeCount; ++i)
+    BOOST_TEST((ravel::promote(static_cast<D>(i), static_cast<D>(i)) == static_cast<D>(i)));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(device_without_the_dtype)
+
+// tbb_cpu states the 1.0-1.6 dtypes: it stores f16 bytes, and a read converts on the host.
+BOOST_AUTO_TEST_CASE(f16_and_bf16_are_stored_and_read_with_host_conversion) {
+  std::vector<Float16> h;
+  std::vector<BFloat16> b;
+  const std::vector<float> vals = {0.0f, -1.5f, 65504.0f, 1e-7f, 3.14159f, -INFINITY};
+  for (float v : vals) {
+    h.emplace_back(v);
+    b.emplace_back(v);
+  }
+  Tensor th = Tensor::from_vector(h, {2, 3});
+  Tensor tb = Tensor::from_vector(b, {2, 3});
+  BOOST_TEST((th.dtype() == DType::F16));
+  BOOST_TEST((tb.dtype() == DType::BF16));
+  const std::vector<float> fh = th.to_vector<float>(), fb = tb.to_vector<float>();
+  const std::vector<double> dh = th.to_vector<double>();
+  for (size_t i = 0; i < vals.size(); ++i) {
+    BOOST_TEST(fh[i] == static_cast<float>(decode16(h[i].bits, 10, 15)));
+    BOOST_TEST(dh[i] == decode16(h[i].bits, 10, 15));
+    BOOST_TEST(fb[i] == static_cast<float>(decode16(b[i].bits, 7, 127)));
+  }
+  BOOST_TEST(h[4].bits == nearest_f16()(3.14159f));
+  // own-dtype reads are the bytes, and integers convert like the ABI's CAST (truncate, saturate)
+  const std::vector<Float16> same = th.to_vector<Float16>();
+  for (size_t i = 0; i < vals.size(); ++i) BOOST_TEST(same[i].bits == h[i].bits);
+  const std::vector<int8_t> i8 = th.to_vector<int8_t>();
+  BOOST_TEST(i8[1] == -1);
+  BOOST_TEST(i8[2] == 127);
+  BOOST_TEST(i8[5] == -128);
+  // f32 -> f16 on read is a host conversion too, rounding once
+  Tensor f = Tensor::from_vector(std::vector<float>{1.0f + std::ldexp(1.0f, -11), 70000.0f}, {2});
+  const std::vector<Float16> r = f.to_vector<Float16>();
+  BOOST_TEST(r[0].bits == 0x3C00);
+  BOOST_TEST(r[1].bits == 0x7C00);
+}
+
+BOOST_AUTO_TEST_CASE(integer_dtypes_round_trip_and_convert) {
+  Tensor a = Tensor::from_vector(std::vector<int8_t>{-128, -1, 0, 127}, {4});
+  BOOST_TEST(a.to_vector<int8_t>() == (std::vector<int8_t>{-128, -1, 0, 127}));
+  BOOST_TEST(a.to_vector<int64_t>() == (std::vector<int64_t>{-128, -1, 0, 127}));  // sign-extended
+  BOOST_TEST(a.to_vector<uint16_t>() == (std::vector<uint16_t>{65408, 65535, 0, 127}));  // modular
+  Tensor u = Tensor::from_vector(std::vector<uint64_t>{0, 1, ~uint64_t{0}}, {3});
+  BOOST_TEST(u.to_vector<uint64_t>() == (std::vector<uint64_t>{0, 1, ~uint64_t{0}}));
+  BOOST_TEST(u.to_vector<double>()[2] == 18446744073709551616.0);
+  Tensor w = Tensor::from_vector(std::vector<uint32_t>{4000000000u}, {1});
+  BOOST_TEST(w.to_vector<int32_t>()[0] == static_cast<int32_t>(4000000000u - 4294967296ll));
+}
+
+// A kernel in a dtype the device lacks is refused before anything runs, naming op, dtype, device.
+BOOST_AUTO_TEST_CASE(kernels_in_a_missing_dtype_are_refused) {
+  Tensor h = Tensor::from_vector(std::vector<Float16>(4, Float16(1.0f)), {4});
+  Tensor f = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, {4});
+  const std::string dev = f.device().str();
+  auto refused = [&](const Tensor& t, const std::string& op, const std::string& dt) {
+    try {
+      t.realize();
+      BOOST_ERROR("no error for " << op);
+    } catch (const ravel::DTypeError& e) {
+      const std::string m = e.what();
+      BOOST_TEST(m.find(op) != std::string::npos, m);
+      BOOST_TEST(m.find(dt) != std::string::npos, m);
+      BOOST_TEST(m.find(dev) != std::string::npos, m);
+      BOOST_TEST(m.find("nothing was run") != std::string::npos, m);
+    }
+  };
+  refused(h.add(h), "add", "f16");
+  refused(f.cast(DType::BF16), "cast to bf16", "bf16");
+  refused(h.cast(DType::F32), "cast to f32", "f16");
+  refused(Tensor::from_vector(std::vector<int16_t>{1, 2}, {2}).sum(), "", "i16");  // sum, or its cast to i64
+  // the f32 tensor is untouched and still computes
+  BOOST_TEST(f.add(f).to_vector<float>() == (std::vector<float>{2, 4, 6, 8}));
+}
+
+BOOST_AUTO_TEST_SUITE_END()
