@@ -235,6 +235,32 @@ BOOST_AUTO_TEST_CASE(errors_carry_code_and_message) {
   api().error_destroy(e);
 }
 
+// ABI 1.7: the device states the 1.0-1.6 dtypes only, and a kernel in another one (which a host
+// that reads the mask never sends) is answered UNSUPPORTED with a message starting "dtype ",
+// which the core reads as a DTypeError; a malformed one is still INVALID_ARGUMENT first.
+BOOST_AUTO_TEST_CASE(dtypes_beyond_the_mask_are_unsupported) {
+  rvl_device_properties props{};
+  props.struct_size = sizeof props;
+  ok(api().device_properties(0, &props), "device_properties");
+  BOOST_TEST(props.dtypes == RVL_DTYPES_1_0);
+  const int64_t shape[1] = {4};
+  DevBuf in(8), out(8);  // four f16 values each
+  rvl_instruction code[2] = {load(RVL_DTYPE_F16, 0), ins(RVL_OP_ADD, RVL_DTYPE_F16, 0, 0)};
+  rvl_operand src = operand(in.get(), RVL_DTYPE_F16, contiguous(1, shape));
+  rvl_program p{};
+  p.struct_size = sizeof(rvl_program);
+  p.rank = 1;
+  p.shape[0] = 4;
+  p.n_inputs = 1;
+  p.inputs = &src;
+  p.n_instructions = 2;
+  p.instructions = code;
+  p.output = operand(out.get(), RVL_DTYPE_F16, contiguous(1, shape));
+  expect_error(api().execute_program(0, nullptr, &p), "dtype f16", RVL_STATUS_UNSUPPORTED);
+  p.shape[0] = 5;  // the view of the output now leaves its buffer: malformed before unsupported
+  expect_error(api().execute_program(0, nullptr, &p), "", RVL_STATUS_INVALID_ARGUMENT);
+}
+
 BOOST_AUTO_TEST_CASE(buffers) {
   rvl_buffer* b = nullptr;
   ok(api().buffer_allocate(0, 64, &b));

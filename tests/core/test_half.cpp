@@ -260,6 +260,27 @@ BOOST_AUTO_TEST_CASE(promotion_table) {
     BOOST_TEST((ravel::promote(static_cast<D>(i), static_cast<D>(i)) == static_cast<D>(i)));
 }
 
+// Weak C++ scalars (docs/dtypes.md): the tensor's dtype when it holds the value's kind, else f32.
+// Where an integral scalar overflows the integer dtype PyTorch raises ("value cannot be
+// converted to type int8_t without overflow"); Ravel promotes to f32, as it does for i32.
+BOOST_AUTO_TEST_CASE(weak_scalars_keep_the_tensor_dtype_when_it_holds_them) {
+  const struct {
+    DType t;
+    double value;
+    DType want;
+  } rows[] = {
+      {DType::F16, 2.0, DType::F16},    {DType::BF16, 0.5, DType::BF16},   {DType::F16, 1e6, DType::F16},
+      {DType::I8, 100.0, DType::I8},    {DType::I8, 128.0, DType::F32},    {DType::I8, -128.0, DType::I8},
+      {DType::U16, -1.0, DType::U16},   {DType::U16, 65535.0, DType::U16}, {DType::U16, 65536.0, DType::F32},
+      {DType::I16, 0.5, DType::F32},    {DType::U32, 4294967295.0, DType::U32}, {DType::U32, 5e9, DType::F32},
+      {DType::U64, 18446744073709549568.0, DType::U64}, {DType::U64, 18446744073709551616.0, DType::F32},
+  };
+  for (const auto& r : rows) {
+    const Tensor x = Tensor::full({2}, 1, r.t);
+    BOOST_TEST(((x + r.value).dtype() == r.want), ravel::dtype_name(r.t) << " + " << r.value);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(device_without_the_dtype)
@@ -297,6 +318,22 @@ BOOST_AUTO_TEST_CASE(f16_and_bf16_are_stored_and_read_with_host_conversion) {
   const std::vector<Float16> r = f.to_vector<Float16>();
   BOOST_TEST(r[0].bits == 0x3C00);
   BOOST_TEST(r[1].bits == 0x7C00);
+}
+
+// Printing reads through the host conversion; the values are the halves' exact values.
+BOOST_AUTO_TEST_CASE(printing) {
+  Tensor h = Tensor::from_vector(std::vector<Float16>{Float16(1.5f), Float16(-2.0f), Float16(65504.0f)}, {3});
+  ravel::PrintOptions meta;
+  meta.show_meta = true;
+  const std::string s = h.to_string(meta);
+  BOOST_TEST(s.find("1.5") != std::string::npos, s);
+  BOOST_TEST(s.find("-2.") != std::string::npos, s);
+  BOOST_TEST(s.find("65504.") != std::string::npos, s);
+  BOOST_TEST(s.find("dtype=f16") != std::string::npos, s);
+  Tensor b = Tensor::from_vector(std::vector<BFloat16>{BFloat16(3.0f)}, {1});  // 3.0 is exact in bf16
+  BOOST_TEST(b.to_string(meta).find("dtype=bf16") != std::string::npos);
+  Tensor u = Tensor::from_vector(std::vector<uint64_t>{18446744073709551615ull}, {1});
+  BOOST_TEST(u.to_string().find("18446744073709551615") != std::string::npos, u.to_string());
 }
 
 BOOST_AUTO_TEST_CASE(integer_dtypes_round_trip_and_convert) {
