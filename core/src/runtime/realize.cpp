@@ -49,9 +49,18 @@ std::string node_op_name(const Node& n) {
 }
 
 void check_device_dtypes(const Runtime& rt, const std::vector<NodePtr>& order) {
+  // One plugin lookup per device, not per node (a realization has one device, or a few).
+  std::vector<std::pair<Device, uint32_t>> masks;
+  auto mask_of = [&](const Device& d) {
+    for (const auto& [dev, m] : masks)
+      if (dev == d) return m;
+    masks.emplace_back(d, dtype_mask_of(rt, d));
+    return masks.back().second;
+  };
   for (const auto& n : order) {
     if (n->kind != NodeKind::Alu && n->kind != NodeKind::Reduce && n->kind != NodeKind::Copy) continue;
-    const uint32_t mask = dtype_mask_of(rt, n->device);
+    const uint32_t mask = mask_of(n->device);
+    if (mask == RVL_DTYPES_ALL) continue;
     auto refuse_unless = [&](DType t) {
       if ((mask >> static_cast<uint32_t>(t)) & 1u) return;
       throw DTypeError(concat(node_op_name(*n), " of ", dtype_name(t), " on ", n->device.str(), ": the device does not run ",
