@@ -19,7 +19,7 @@ namespace {
 // Which (op, source dtype) pairs get an array loop: every arithmetic row of the op table on the
 // dtypes it accepts. LOAD, CONST, ACC and CAST are handled by the evaluator itself.
 constexpr bool supported(int op, int dt) {
-  return rvl::op_is_arithmetic(op) && op != RVL_OP_CAST && rvl::op_accepts(op, dt);
+  return rvl::op_is_arithmetic(op) && op != RVL_OP_CAST && rvl::op_accepts(op, dt) && tbb_runs(dt);
 }
 template <int OP> inline constexpr bool kNoFunctor = false;
 
@@ -151,9 +151,14 @@ void cast_loop(void* dst, const void* src, int64_t n) {
   auto* __restrict s = static_cast<const ctype<FROM>*>(src);
   for (int64_t i = 0; i < n; ++i) d[i] = s_cast<TO, FROM>(s[i]);
 }
+template <int FROM, int TO>
+constexpr CastFn cast_entry() {
+  if constexpr (tbb_runs(FROM) && tbb_runs(TO)) return &cast_loop<FROM, TO>;
+  else return nullptr;
+}
 template <int FROM, size_t... T>
 constexpr std::array<CastFn, kTbbDTypeCount> cast_row(std::index_sequence<T...>) {
-  return {&cast_loop<FROM, static_cast<int>(T)>...};
+  return {cast_entry<FROM, static_cast<int>(T)>()...};
 }
 template <size_t... F>
 constexpr auto make_cast_table(std::index_sequence<F...>) {

@@ -17,11 +17,12 @@
 
 namespace tbbcpu {
 
-// The dtypes this plugin runs: those of ABI 1.0-1.6 (BOOL .. F64), the first kTbbDTypeCount
-// values of rvl_dtype. Its device properties state RVL_DTYPES_1_0 and its validator call
-// refuses the rest, so the typed tables below are built for these alone (issue 25 adds the
-// 1.7 dtypes here).
-inline constexpr int kTbbDTypeCount = RVL_DTYPE_F64 + 1;
+// The dtypes this plugin runs (its device properties state them, and its validator calls refuse
+// the rest): every dtype but the 16-bit floats, which have no typed loops here yet (issue 25,
+// §2). The typed tables below are indexed by every dtype; half entries are null.
+inline constexpr int kTbbDTypeCount = RVL_DTYPE_COUNT_;
+inline constexpr uint32_t kTbbDTypes = RVL_DTYPES_ALL & ~((1u << RVL_DTYPE_F16) | (1u << RVL_DTYPE_BF16));
+constexpr bool tbb_runs(int dt) noexcept { return dt >= 0 && dt < kTbbDTypeCount && ((kTbbDTypes >> dt) & 1u); }
 
 // C++ storage type of each dtype. BOOL and U8 share uint8_t, so dispatch is by dtype value (DT).
 template <int DT> struct dtype_traits;
@@ -31,6 +32,11 @@ template <> struct dtype_traits<RVL_DTYPE_I32> { using type = int32_t; };
 template <> struct dtype_traits<RVL_DTYPE_I64> { using type = int64_t; };
 template <> struct dtype_traits<RVL_DTYPE_F32> { using type = float; };
 template <> struct dtype_traits<RVL_DTYPE_F64> { using type = double; };
+template <> struct dtype_traits<RVL_DTYPE_I8> { using type = int8_t; };
+template <> struct dtype_traits<RVL_DTYPE_I16> { using type = int16_t; };
+template <> struct dtype_traits<RVL_DTYPE_U16> { using type = uint16_t; };
+template <> struct dtype_traits<RVL_DTYPE_U32> { using type = uint32_t; };
+template <> struct dtype_traits<RVL_DTYPE_U64> { using type = uint64_t; };
 template <int DT> using ctype = typename dtype_traits<DT>::type;
 
 template <int DT> inline constexpr bool is_bool_v = DT == RVL_DTYPE_BOOL;
@@ -46,7 +52,12 @@ inline decltype(auto) dispatch_dtype(int dt, F&& f) {
     case RVL_DTYPE_I32: return f(std::integral_constant<int, RVL_DTYPE_I32>{});
     case RVL_DTYPE_I64: return f(std::integral_constant<int, RVL_DTYPE_I64>{});
     case RVL_DTYPE_F32: return f(std::integral_constant<int, RVL_DTYPE_F32>{});
-    default: return f(std::integral_constant<int, RVL_DTYPE_F64>{});
+    case RVL_DTYPE_I8: return f(std::integral_constant<int, RVL_DTYPE_I8>{});
+    case RVL_DTYPE_I16: return f(std::integral_constant<int, RVL_DTYPE_I16>{});
+    case RVL_DTYPE_U16: return f(std::integral_constant<int, RVL_DTYPE_U16>{});
+    case RVL_DTYPE_U32: return f(std::integral_constant<int, RVL_DTYPE_U32>{});
+    case RVL_DTYPE_U64: return f(std::integral_constant<int, RVL_DTYPE_U64>{});
+    default: return f(std::integral_constant<int, RVL_DTYPE_F64>{});  // F64 (halves never get here)
   }
 }
 
@@ -57,8 +68,9 @@ template <class T> inline T wrap_add(T a, T b) {
   return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
 }
 template <class T> inline T wrap_mul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  // uint8_t promotes to int: 255*255 fits, no overflow. Wider types stay unsigned.
+  // Types narrower than int promote to (signed) int, where 65535 * 65535 would overflow: they
+  // multiply as unsigned int instead. Wider types stay unsigned.
+  using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
   return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
 }
 template <class T> inline T wrap_neg(T a) {

@@ -8,6 +8,7 @@
 // Every member runs inside rvl::guard, so no exception crosses the ABI.
 #include "block_cache.hpp"
 #include "devices.hpp"
+#include "dtype_ops.hpp"
 #include "gemm_kernels.hpp"
 #include "kernel.hpp"
 #include "members.hpp"
@@ -98,7 +99,7 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     out->kind = RVL_DEVICE_CPU;
     out->memory_bytes = physical_memory() / static_cast<uint64_t>(n);
     out->compute_units = threads;
-    out->dtypes = RVL_DTYPES_1_0;  // not the 1.7 dtypes: its kernels do not implement them
+    out->dtypes = kTbbDTypes;  // every dtype but f16/bf16 (dtype_ops.hpp)
     out->max_rank = RVL_MAX_RANK;
     if (RVL_HAS_MEMBER(out, rvl_device_properties, details)) {
       set_chars(out->arch, sizeof out->arch, "x86-64");
@@ -216,7 +217,7 @@ rvl_error* execute_program(int32_t device, rvl_stream* stream, const rvl_program
   return rvl::guard([&] {
     Device& d = device_at(device);
     stream_device(stream, device, "execute_program");
-    Program p = rvl::validate::validate_program(program, lookup_on(device));
+    Program p = rvl::validate::validate_program(program, lookup_on(device), kTbbDTypes);
     const bool fault = inject_fault();
     if (!d.queue) {
       if (fault) injected();
@@ -236,7 +237,7 @@ rvl_error* execute_contraction(int32_t device, rvl_stream* stream, const rvl_con
   return rvl::guard([&] {
     Device& d = device_at(device);
     stream_device(stream, device, "execute_contraction");
-    Contraction c = rvl::validate::validate_contraction(contraction, lookup_on(device));
+    Contraction c = rvl::validate::validate_contraction(contraction, lookup_on(device), kTbbDTypes);
     const bool fault = inject_fault();
     if (!d.queue) {
       if (fault) injected();

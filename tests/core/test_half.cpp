@@ -2,7 +2,8 @@
 // every 16-bit pattern against a decoding and a nearest-value search written here (no bit tricks
 // shared with the code under test), promotion against PyTorch's / NumPy's tables (quoted), and
 // what a device that does not run a dtype does with it (Note [Dtypes a device lacks]): tbb_cpu
-// states the 1.0-1.6 dtypes only, so it is such a device.
+// does not run f16/bf16, so it is such a device for them; and the new integer dtypes computed on
+// tbb_cpu against loops over exact integers written here.
 #include <boost/test/unit_test.hpp>
 
 #include <algorithm>
@@ -283,9 +284,69 @@ BOOST_AUTO_TEST_CASE(weak_scalars_keep_the_tensor_dtype_when_it_holds_them) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(integer_dtypes_on_tbb_cpu)
+
+// Each op against the C++ arithmetic of the type itself, done here in uint64 and truncated
+// (two's complement wrap-around), and against unsigned comparisons and division for u64 values
+// above 2^63, where a signed implementation would go wrong.
+template <class T>
+void check_ops(const std::vector<T>& a, const std::vector<T>& b) {
+  const int64_t n = static_cast<int64_t>(a.size());
+  const Tensor x = Tensor::from_vector(a, {n}), y = Tensor::from_vector(b, {n});
+  BOOST_TEST((x.dtype() == ravel::dtype_v<T>));
+  const std::vector<T> add = x.add(y).template to_vector<T>(), mul = x.mul(y).template to_vector<T>();
+  const std::vector<T> mx = x.maximum(y).template to_vector<T>(), q = x.idiv(y).template to_vector<T>();
+  const std::vector<T> r = x.mod(y).template to_vector<T>();
+  const std::vector<bool> lt = x.lt(y).template to_vector<bool>();
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t ua = static_cast<uint64_t>(a[i]), ub = static_cast<uint64_t>(b[i]);
+    BOOST_TEST(add[i] == static_cast<T>(ua + ub), ravel::dtype_name(ravel::dtype_v<T>) << " add " << i);
+    BOOST_TEST(mul[i] == static_cast<T>(ua * ub), ravel::dtype_name(ravel::dtype_v<T>) << " mul " << i);
+    BOOST_TEST(mx[i] == (a[i] < b[i] ? b[i] : a[i]));
+    BOOST_TEST(lt[i] == (a[i] < b[i]));
+    const T want_q = b[i] == 0 ? T(0) : static_cast<T>(a[i] / b[i]);  // no MIN / -1 in the data
+    const T want_r = b[i] == 0 ? T(0) : static_cast<T>(a[i] % b[i]);
+    BOOST_TEST(q[i] == want_q, ravel::dtype_name(ravel::dtype_v<T>) << " idiv " << i);
+    BOOST_TEST(r[i] == want_r, ravel::dtype_name(ravel::dtype_v<T>) << " mod " << i);
+  }
+}
+
+BOOST_AUTO_TEST_CASE(elementwise_against_the_types_own_arithmetic) {
+  check_ops<int8_t>({-128, 127, -7, 100, 5, 0}, {-1 + 2, 1, 3, 100, -2, 9});
+  check_ops<int16_t>({-32768, 32767, -7, 300, 5, 181}, {1, 1, 3, 300, -2, 181});
+  check_ops<uint16_t>({65535, 1, 7, 300, 5, 65535}, {1, 65535, 3, 300, 0, 65535});
+  check_ops<uint32_t>({4294967295u, 1, 7, 70000, 5, 4000000000u}, {1, 4294967295u, 3, 70000, 0, 3});
+  check_ops<uint64_t>({~uint64_t{0}, 1, uint64_t{1} << 63, 7, (uint64_t{1} << 63) + 5, 12},
+                      {1, ~uint64_t{0}, 3, uint64_t{1} << 63, 2, 0});
+}
+
+// Casts follow the ABI (float -> integer truncates and saturates, integer -> integer wraps);
+// sums of the narrow types accumulate in i64 (docs/dtypes.md); max reduces with the type's order.
+BOOST_AUTO_TEST_CASE(casts_and_reductions) {
+  const Tensor f = Tensor::from_vector(std::vector<float>{-1e9f, -2.7f, 0.5f, 300.9f, 1e20f, NAN}, {6});
+  BOOST_TEST(f.cast(DType::I8).to_vector<int8_t>() == (std::vector<int8_t>{-128, -2, 0, 127, 127, 0}));
+  BOOST_TEST(f.cast(DType::U16).to_vector<uint16_t>() == (std::vector<uint16_t>{0, 0, 0, 300, 65535, 0}));
+  BOOST_TEST(f.cast(DType::U64).to_vector<uint64_t>() ==
+             (std::vector<uint64_t>{0, 0, 0, 300, ~uint64_t{0}, 0}));
+  const Tensor i = Tensor::from_vector(std::vector<int32_t>{-1, 70000, 255}, {3});
+  BOOST_TEST(i.cast(DType::I16).to_vector<int16_t>() == (std::vector<int16_t>{-1, 4464, 255}));  // 70000 - 65536
+  BOOST_TEST(i.cast(DType::U32).to_vector<uint32_t>() == (std::vector<uint32_t>{4294967295u, 70000, 255}));
+  const Tensor s8 = Tensor::from_vector(std::vector<int8_t>{100, 100, 100, -1}, {4});
+  const Tensor sum = s8.sum();
+  BOOST_TEST((sum.dtype() == DType::I64));
+  BOOST_TEST(sum.item<int64_t>() == 299);  // 299, not the i8 wrap-around 43
+  const Tensor u = Tensor::from_vector(std::vector<uint64_t>{5, (uint64_t{1} << 63) + 1, 7}, {3});
+  BOOST_TEST(u.max().item<uint64_t>() == (uint64_t{1} << 63) + 1);
+  BOOST_TEST(u.sum().item<uint64_t>() == (uint64_t{1} << 63) + 13);
+  BOOST_TEST(Tensor::from_vector(std::vector<uint32_t>{4000000000u, 4000000000u}, {2}).sum().item<int64_t>() ==
+             8000000000ll);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(device_without_the_dtype)
 
-// tbb_cpu states the 1.0-1.6 dtypes: it stores f16 bytes, and a read converts on the host.
+// tbb_cpu runs every dtype but f16 and bf16: it stores their bytes, and a read converts on the host.
 BOOST_AUTO_TEST_CASE(f16_and_bf16_are_stored_and_read_with_host_conversion) {
   std::vector<Float16> h;
   std::vector<BFloat16> b;
@@ -368,7 +429,7 @@ BOOST_AUTO_TEST_CASE(kernels_in_a_missing_dtype_are_refused) {
   refused(h.add(h), "add", "f16");
   refused(f.cast(DType::BF16), "cast to bf16", "bf16");
   refused(h.cast(DType::F32), "cast to f32", "f16");
-  refused(Tensor::from_vector(std::vector<int16_t>{1, 2}, {2}).sum(), "", "i16");  // sum, or its cast to i64
+  refused(Tensor::from_vector(std::vector<BFloat16>(2, BFloat16(1.0f)), {2}).sum(), "sum", "bf16");
   // the f32 tensor is untouched and still computes
   BOOST_TEST(f.add(f).to_vector<float>() == (std::vector<float>{2, 4, 6, 8}));
 }
