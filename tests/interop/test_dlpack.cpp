@@ -193,7 +193,7 @@ BOOST_AUTO_TEST_CASE(round_trips) {
 
 // The 1.7 dtypes in DLPack's terms (dlpack.h: kDLInt 0, kDLUInt 1, kDLFloat 2, kDLBfloat 4,
 // with the width in bits), exported without a copy and imported back bit for bit. Contiguous
-// tensors only: tbb_cpu does not run these dtypes, so no copy kernel can gather a view of them.
+// tensors.
 BOOST_AUTO_TEST_CASE(half_and_narrow_integer_dtypes) {
   const struct {
     Tensor t;
