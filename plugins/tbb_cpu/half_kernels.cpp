@@ -107,7 +107,10 @@ std::vector<float> widen_view(View& v, int32_t rank, const int64_t* shape) {
   int64_t lo = 0, hi = 0;
   for (int32_t d = 0; d < rank; ++d)
     if (shape[d] == 0) v.empty = true;
-  if (v.empty) return {};
+  if (v.empty) {  // nothing is read; the dtype still says f32 to the GEMM
+    v.dtype = RVL_DTYPE_F32;
+    return {};
+  }
   address_range(v, rank, shape, lo, hi);
   std::vector<float> copy(static_cast<size_t>(hi - lo + 1));
   const std::byte* src = v.data + lo * 2;
@@ -132,6 +135,7 @@ struct WideOutput {
   int64_t shape[RVL_MAX_RANK] = {};
 
   WideOutput(const View& out, int32_t r, const int64_t* s, uint32_t skip) : half(out), wide(out), rank(r) {
+    wide.dtype = RVL_DTYPE_F32;  // even with no outputs: no f16 reduction or GEMM is ever run
     for (int32_t d = 0; d < r; ++d) shape[d] = (skip >> d) & 1u ? 1 : s[d];
     for (int32_t d = 0; d < r; ++d)
       if (shape[d] == 0) return;
@@ -140,7 +144,6 @@ struct WideOutput {
     mem.assign(static_cast<size_t>(hi - lo + 1), 0.0f);
     wide.data = reinterpret_cast<std::byte*>(mem.data());
     wide.offset -= lo;
-    wide.dtype = RVL_DTYPE_F32;
   }
   void store() const {
     if (mem.empty()) return;

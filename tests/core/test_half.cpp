@@ -411,4 +411,17 @@ BOOST_AUTO_TEST_CASE(reductions_and_matmul_accumulate_in_f32) {
   }
 }
 
+// Empty extents: a sum over no elements is 0, a product with k = 0 is zeros (in the half dtype).
+BOOST_AUTO_TEST_CASE(empty_extents) {
+  for (DType t : {DType::F16, DType::BF16}) {
+    const Tensor s = Tensor::full({3, 0}, 1, t).sum(1);
+    BOOST_TEST((s.dtype() == t));
+    BOOST_TEST(s.to_vector<float>() == (std::vector<float>{0, 0, 0}));
+    const Tensor c = Tensor::full({2, 0}, 1, t).matmul(Tensor::full({0, 3}, 1, t));
+    BOOST_TEST(c.to_vector<float>() == std::vector<float>(6, 0.0f));
+    BOOST_TEST(Tensor::full({0, 4}, 1, t).sum(0).to_vector<float>() == std::vector<float>(4, 0.0f));
+    BOOST_TEST(Tensor::full({4, 0}, 1, t).sum(0).numel() == 0);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
