@@ -3,6 +3,7 @@
 
 #include "dtype_ops.hpp"
 #include "fast_math.hpp"
+#include "half_convert.hpp"
 
 #include <ravel/op_table.hpp>
 
@@ -147,6 +148,15 @@ bool use_avx2() {
 
 template <int FROM, int TO>
 void cast_loop(void* dst, const void* src, int64_t n) {
+  // f32 <-> f16/bf16, the casts every half kernel is made of (Note [Halves in f32]): vector loops
+  if constexpr (FROM == RVL_DTYPE_F32 && TO == RVL_DTYPE_F16)
+    return f32_to_f16(static_cast<uint16_t*>(dst), static_cast<const float*>(src), n);
+  if constexpr (FROM == RVL_DTYPE_F16 && TO == RVL_DTYPE_F32)
+    return f16_to_f32(static_cast<float*>(dst), static_cast<const uint16_t*>(src), n);
+  if constexpr (FROM == RVL_DTYPE_F32 && TO == RVL_DTYPE_BF16)
+    return f32_to_bf16(static_cast<uint16_t*>(dst), static_cast<const float*>(src), n);
+  if constexpr (FROM == RVL_DTYPE_BF16 && TO == RVL_DTYPE_F32)
+    return bf16_to_f32(static_cast<float*>(dst), static_cast<const uint16_t*>(src), n);
   auto* __restrict d = static_cast<ctype<TO>*>(dst);
   auto* __restrict s = static_cast<const ctype<FROM>*>(src);
   for (int64_t i = 0; i < n; ++i) d[i] = s_cast<TO, FROM>(s[i]);

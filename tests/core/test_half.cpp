@@ -424,4 +424,43 @@ BOOST_AUTO_TEST_CASE(empty_extents) {
   }
 }
 
+// tbb_cpu's vector conversions (F16C for f16 where the CPU has it, integer shifts for bf16;
+// plugins/tbb_cpu/half_convert.cpp) against the same independent references as the scalar
+// routine above: every pattern widened, and every value, tie and neighbour of a tie narrowed.
+// (ctest runs this file again with RAVEL_TBB_SIMD=portable for the scalar loops.)
+BOOST_AUTO_TEST_CASE(device_casts_over_every_pattern_and_tie) {
+  for (int fmt = 0; fmt < 2; ++fmt) {
+    const DType t = fmt == 0 ? DType::F16 : DType::BF16;
+    const Nearest& n = fmt == 0 ? nearest_f16() : nearest_bf16();
+    std::vector<Float16> hp;
+    std::vector<BFloat16> bp;
+    for (uint32_t h = 0; h <= 0xFFFF; ++h) {
+      hp.push_back(Float16::from_bits(static_cast<uint16_t>(h)));
+      bp.push_back(BFloat16::from_bits(static_cast<uint16_t>(h)));
+    }
+    const Tensor all = fmt == 0 ? Tensor::from_vector(hp, {65536}) : Tensor::from_vector(bp, {65536});
+    const std::vector<float> wide = all.cast(DType::F32).to_vector<float>();  // a kernel: CAST to f32
+    int bad = 0;
+    for (uint32_t h = 0; h <= 0xFFFF; ++h) {
+      const double want = fmt == 0 ? decode16(static_cast<uint16_t>(h), 10, 15) : decode16(static_cast<uint16_t>(h), 7, 127);
+      bad += std::isnan(want) ? !std::isnan(wide[h]) : static_cast<double>(wide[h]) != want;
+    }
+    const std::vector<float> xs = neighbourhoods(n);
+    const Tensor narrow = Tensor::from_vector(xs, {static_cast<int64_t>(xs.size())}).cast(t);
+    std::vector<uint16_t> got;
+    if (fmt == 0) for (const Float16& h : narrow.to_vector<Float16>()) got.push_back(h.bits);
+    else for (const BFloat16& h : narrow.to_vector<BFloat16>()) got.push_back(h.bits);
+    for (size_t i = 0; i < xs.size(); ++i) bad += got[i] != n(xs[i]);
+    // NaNs: quiet, sign and top payload kept, as the scalar routine (tested above) does
+    const std::vector<float> nans = {std::nanf(""), -std::nanf("")};
+    const Tensor tn = Tensor::from_vector(nans, {2}).cast(t);
+    std::vector<uint16_t> nb;
+    if (fmt == 0) for (const Float16& h : tn.to_vector<Float16>()) nb.push_back(h.bits);
+    else for (const BFloat16& h : tn.to_vector<BFloat16>()) nb.push_back(h.bits);
+    for (size_t i = 0; i < nans.size(); ++i)
+      bad += nb[i] != (fmt == 0 ? rvl::f16_bits_from(nans[i]) : rvl::bf16_bits_from(nans[i]));
+    BOOST_TEST(bad == 0, ravel::dtype_name(t));
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
