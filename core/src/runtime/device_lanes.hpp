@@ -28,7 +28,8 @@ namespace ravel::detail {
 // sequential replay and computes the same bits. Buffers are released by whichever lane finishes
 // their last reader. A lane that fails stops the others at their next wait (no lane waits for a
 // maker that will never run), and the replay rethrows the first error.
-// RAVEL_JIT_LANES=1 turns it on (docs/jit.md); off by default until it is measured to win.
+// Whether a capture replays this way is measured on its first replays (Note [Choosing lanes] in
+// runtime/jit_capture.hpp); RAVEL_JIT_LANES=1 forces it and =0 forbids it (docs/jit.md).
 
 // Thrown inside a lane that was stopped because another lane failed; never escapes run().
 struct LaneStopped {};
@@ -43,6 +44,12 @@ class SlotFlags {
   }
   // Blocks until slot s is made; throws LaneStopped once stop() was called.
   void wait_made(size_t s) const {
+    // Spin first: the maker is usually a kernel or two away on another core, and a futex sleep
+    // and wake-up costs more than that (Note [Replay by device]).
+    for (int round = 0; round < kSpinRounds; ++round) {
+      if (flags_[s].load(std::memory_order_acquire) == kMade) return;
+      pause();
+    }
     for (;;) {
       const uint8_t f = flags_[s].load(std::memory_order_acquire);
       if (f == kMade) return;
@@ -62,6 +69,12 @@ class SlotFlags {
 
  private:
   static constexpr uint8_t kPending = 0, kMade = 1, kStopped = 2;
+  static constexpr int kSpinRounds = 2000;  // tens of microseconds: shorter than a sleep and wake-up
+  static void pause() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+  }
   std::vector<std::atomic<uint8_t>> flags_;
   std::atomic<bool> stopped_{false};
 };

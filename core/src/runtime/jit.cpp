@@ -21,6 +21,7 @@
 #include "ravel/jit.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <utility>
 #include <unordered_map>
@@ -341,12 +342,15 @@ std::vector<Tensor> Jit::Impl::replay(const Capture& c, const std::vector<Tensor
   }
   KernelStats stats;
   stats.realizations = 1;
-  if (replays_by_device(c)) {  // Note [Replay by device]
+  const bool by_device = replays_by_device(c);  // Note [Replay by device]
+  const auto t0 = std::chrono::steady_clock::now();
+  if (by_device) {
     if (!lanes) lanes = std::make_unique<DeviceLanes>();
     replay_by_device(c, bufs, stats, *lanes);
   } else {
     replay_in_order(c, bufs, stats);
   }
+  replayed(c, by_device, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   record_realization(stats);
   std::vector<Tensor> outs;
   outs.reserve(c.outputs.size());

@@ -71,6 +71,20 @@ struct Meta {  // what a capture depends on of one input or state tensor
   }
 };
 
+// Note [Choosing lanes]: whether a capture's replays go by device (Note [Replay by device]) is
+// measured, not guessed, unless RAVEL_JIT_LANES says: the first kTrialsEach replays of each kind
+// alternate, and the faster by its best time stays, by device only if it is faster by 10% (it
+// takes a host thread per device). The time is the replay's launches: for devices that run
+// kernels where they are launched (tbb_cpu without queues), their work; for queued devices, the
+// cost of queueing it. A steady step measures the same kind every call, so the best of a few is
+// a fair comparison even on a loaded machine, where the loser is usually several times slower.
+struct LaneChoice {
+  static constexpr int kTrialsEach = 4;
+  int32_t trials = 0;
+  int8_t chosen = -1;  // -1: still measuring; 0: in order; 1: by device
+  double best_seconds[2] = {1e300, 1e300};
+};
+
 struct Capture {
   std::vector<Meta> inputs, state_in;  // the signature
   std::vector<Slot> slots;
@@ -83,6 +97,7 @@ struct Capture {
   int32_t lanes = 0;
   bool has_host_steps = false;
   std::vector<int32_t> reads_before_release;  // -1: never released in a replay
+  mutable LaneChoice lane_choice;             // Note [Choosing lanes]
 };
 
 // Fills the lane plan of a capture whose steps and slots are final.
@@ -93,9 +108,12 @@ void plan_lanes(Capture& c);
 // ran to `stats`. Host operations begun and not ended are cancelled if a step fails.
 void replay_in_order(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>>& bufs, KernelStats& stats);
 
-// Whether replay_by_device applies to `c` and RAVEL_JIT_LANES asks for it: kernels on two devices
-// or more, and no host operations (Note [Replay by device] in runtime/device_lanes.hpp).
+// Whether the next replay of `c` goes by device: it has kernels on two devices or more and no
+// host operations (Note [Replay by device] in runtime/device_lanes.hpp), and RAVEL_JIT_LANES=1
+// asks for it or the measurement chose it (Note [Choosing lanes]).
 bool replays_by_device(const Capture& c);
+// Reports a replay's launch time to the measurement (Note [Choosing lanes]).
+void replayed(const Capture& c, bool by_device, double seconds);
 
 // replay_in_order with each device's kernels launched from a host thread of its own.
 void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>>& bufs, KernelStats& stats,

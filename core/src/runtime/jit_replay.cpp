@@ -1,4 +1,6 @@
 // Replaying a ravel::Jit capture: in order, or one lane per device (Note [Replay by device]).
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -61,9 +63,13 @@ void add(KernelStats& to, const KernelStats& s) {
   to.execute_seconds += s.execute_seconds;
 }
 
-bool lanes_requested() {
+// RAVEL_JIT_LANES: "1" always, "0" never, anything else (unset) chosen by measuring.
+enum class LanesMode { Always, Never, Measure };
+LanesMode lanes_mode() {
   const char* v = std::getenv("RAVEL_JIT_LANES");
-  return v != nullptr && std::strcmp(v, "1") == 0;
+  if (v != nullptr && std::strcmp(v, "1") == 0) return LanesMode::Always;
+  if (v != nullptr && std::strcmp(v, "0") == 0) return LanesMode::Never;
+  return LanesMode::Measure;
 }
 
 }  // namespace
@@ -109,7 +115,27 @@ void replay_in_order(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>
   }
 }
 
-bool replays_by_device(const Capture& c) { return c.lanes >= 2 && !c.has_host_steps && lanes_requested(); }
+bool replays_by_device(const Capture& c) {
+  if (c.lanes < 2 || c.has_host_steps) return false;
+  switch (lanes_mode()) {
+    case LanesMode::Always: return true;
+    case LanesMode::Never: return false;
+    case LanesMode::Measure: break;
+  }
+  const LaneChoice& t = c.lane_choice;
+  if (t.chosen >= 0) return t.chosen == 1;
+  return t.trials % 2 == 1;  // in order first, then by device, alternating
+}
+
+void replayed(const Capture& c, bool by_device, double seconds) {
+  LaneChoice& t = c.lane_choice;
+  if (t.chosen >= 0 || lanes_mode() != LanesMode::Measure || c.lanes < 2 || c.has_host_steps) return;
+  double& best = t.best_seconds[by_device ? 1 : 0];
+  best = std::min(best, seconds);
+  if (++t.trials < 2 * LaneChoice::kTrialsEach) return;
+  // Lanes take a thread per device: they must win clearly, not by noise.
+  t.chosen = t.best_seconds[1] < 0.9 * t.best_seconds[0] ? 1 : 0;
+}
 
 void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>>& bufs, KernelStats& stats,
                       DeviceLanes& lanes) {
