@@ -19,7 +19,7 @@ int main(int argc, char** argv) try {
   o.check_arguments = !(argc > 1 && std::strcmp(argv[1], "--no-check") == 0);
   dist::init(o);
   const char* label = o.check_arguments ? "ravel" : "ravel-nocheck";
-  for (int64_t bytes : {int64_t{4} << 10, int64_t{64} << 10, int64_t{1} << 20, int64_t{16} << 20, int64_t{64} << 20}) {
+  for (int64_t bytes : {int64_t{4} << 10, int64_t{16} << 10, int64_t{64} << 10, int64_t{1} << 20, int64_t{16} << 20, int64_t{64} << 20}) {
     const int64_t n = bytes / 4;
     const int reps = bytes <= (64 << 10) ? 200 : bytes <= (1 << 20) ? 40 : 8;
     // A tensor with a buffer of its own (a realized `full` is a constant, computed on each read).

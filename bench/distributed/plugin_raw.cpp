@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   }
   int32_t rank = 0;
   p.take(api->comm_rank(w, &rank));
-  for (long bytes : {4L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20}) {
+  for (long bytes : {4L << 10, 16L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20}) {
     const long n = bytes / 4;
     const int reps = bytes <= (64L << 10) ? 200 : bytes <= (1L << 20) ? 40 : 8;
     std::vector<float> in(n, 1.0f + rank), out(n);

@@ -84,7 +84,8 @@ void test_once(rvl_coll_request* r) {
   int rc;
   {
     std::lock_guard<std::mutex> lock(p.mutex);
-    rc = MPI_Test(&r->request, &flag, &status);
+    rc = r->parts.empty() ? MPI_Test(&r->request, &flag, &status)
+                          : MPI_Testall(static_cast<int>(r->parts.size()), r->parts.data(), &flag, MPI_STATUSES_IGNORE);
   }
   int error_class = rc;
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &error_class);
@@ -105,6 +106,7 @@ void test_once(rvl_coll_request* r) {
   }
   if (!flag) return;
   r->done = true;
+  if (r->finish) r->finish();  // Note [Small all-reduces]: the reduction, outside the MPI lock
   if (r->recv_bytes >= 0) {
     int bytes = 0;
     MPI_Get_count(&status, MPI_BYTE, &bytes);
