@@ -7,10 +7,10 @@
 //
 // Here such a copy is done directly, source to output, in square tiles of 16 KiB of source
 // (64 x 64 four-byte or 32 x 32 eight-byte elements, so a tile's source and output both stay in
-// L1), each tile as 8 x 8 register transposes (AVX: eight 32-byte loads, 24 shuffles, eight
-// 32-byte stores; chosen at run time with __builtin_cpu_supports, as the GEMM kernels are), and
-// a plain 8 x 8 loop elsewhere (or with RAVEL_TBB_PERMUTE_PORTABLE=1, which tests use to check
-// that path on AVX machines). Tile edges (sizes that are not multiples of 8) are scalar. Tiles
+// L1), each tile as 8 x 8 register transposes (AVX: for floats eight 32-byte loads, 24 shuffles,
+// eight 32-byte stores; for 8-byte elements four 4 x 4 transposes; chosen at run time with
+// __builtin_cpu_supports, as the GEMM kernels are), and a plain 8 x 8 loop elsewhere (or with
+// RAVEL_TBB_PERMUTE_PORTABLE=1, which tests use to check that path on AVX machines). Tile edges (sizes that are not multiples of 8) are scalar. Tiles
 // are independent, so the copy is parallel over tiles; each tile moves the same bytes, so the
 // split is by bytes (Note [Inline small kernels] decides whether it runs inline at all).
 //
@@ -26,6 +26,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -61,6 +62,23 @@ __attribute__((target("avx"))) void permute_block8_avx(const float* src, int64_t
     _mm256_storeu_ps(dst + (k + 4) * ds, _mm256_permute2f128_ps(r[k], r[k + 4], 0x31));
   }
 }
+
+// The same for 8-byte elements: an 8 x 8 block as four 4 x 4 AVX transposes (bits only moved).
+__attribute__((target("avx"))) void permute_block8_avx(const double* src, int64_t ss, double* dst, int64_t ds) {
+  for (int bi = 0; bi < 8; bi += 4)
+    for (int bj = 0; bj < 8; bj += 4) {
+      const double* s = src + bi + bj * ss;
+      double* d = dst + bi * ds + bj;
+      const __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + ss);
+      const __m256d r2 = _mm256_loadu_pd(s + 2 * ss), r3 = _mm256_loadu_pd(s + 3 * ss);
+      const __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+      const __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+      _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
+      _mm256_storeu_pd(d + ds, _mm256_permute2f128_pd(t1, t3, 0x20));
+      _mm256_storeu_pd(d + 2 * ds, _mm256_permute2f128_pd(t0, t2, 0x31));
+      _mm256_storeu_pd(d + 3 * ds, _mm256_permute2f128_pd(t1, t3, 0x31));
+    }
+}
 #endif
 
 bool permute_use_avx() {
@@ -87,11 +105,10 @@ void permute_tile(const T* src, int64_t si, T* dst, int64_t oa, int64_t na, int6
       const T* s = src + i + j * si;
       T* d = dst + i * oa + j;
 #ifdef RAVEL_TBB_PERMUTE_X86
-      if constexpr (sizeof(T) == 4) {
-        if (avx) {
-          permute_block8_avx(reinterpret_cast<const float*>(s), si, reinterpret_cast<float*>(d), oa);
-          continue;
-        }
+      if (avx) {
+        using F = std::conditional_t<sizeof(T) == 4, float, double>;
+        permute_block8_avx(reinterpret_cast<const F*>(s), si, reinterpret_cast<F*>(d), oa);
+        continue;
       }
 #endif
       permute_block8_portable(s, si, d, oa);
@@ -144,7 +161,7 @@ bool Evaluator::run_permute_copy() const {
                      reinterpret_cast<uint32_t*>(out_.data) + dst_off, out_.stride[a], ta, ti, avx);
       else
         permute_tile(reinterpret_cast<const uint64_t*>(v.data) + src_off, v.stride[in],
-                     reinterpret_cast<uint64_t*>(out_.data) + dst_off, out_.stride[a], ta, ti, false);
+                     reinterpret_cast<uint64_t*>(out_.data) + dst_off, out_.stride[a], ta, ti, avx);
     }
   };
   parallel_for_work(0, rest_ext * na * ni, 1, total_, body);
