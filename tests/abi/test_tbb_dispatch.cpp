@@ -109,26 +109,26 @@ BOOST_AUTO_TEST_CASE(reductions_split_every_way_match_the_double_loop) {
   for (int threads : {1, 3, 16, 64}) {
     // Outer axis with many outputs (chunks of outputs per thread; parallel above the inline
     // threshold), with few outputs (a deterministic reduce over rows), and a small inline one.
-    std::vector<float> x = dispatch_values(700 * 1000, 1);
+    std::vector<float> x = dispatch_values(600 * 1000, 1);  // work 600k > the inline threshold, 2^19
     x[5 * 1000 + 17] = std::numeric_limits<float>::quiet_NaN();  // column 17: NaN
     x[9 * 1000 + 40] = std::numeric_limits<float>::infinity();   // column 40: +inf
-    check_sum(threads, 700, 1000, 0, x);
+    check_sum(threads, 600, 1000, 0, x);
     check_sum(threads, 6001, 100, 0, dispatch_values(6001 * 100, 2));
     check_sum(threads, 37, 53, 0, dispatch_values(37 * 53, 3));
     // Inner axis: many outputs, and few long ones (each split over the threads).
-    std::vector<float> y = dispatch_values(1000 * 700, 4);
+    std::vector<float> y = dispatch_values(800 * 700, 4);
     y[3 * 700 + 11] = std::numeric_limits<float>::quiet_NaN();  // row 3: NaN
     y[8 * 700 + 2] = -std::numeric_limits<float>::infinity();   // row 8: -inf
-    check_sum(threads, 1000, 700, 1, y);
-    check_sum(threads, 50, 20011, 1, dispatch_values(50 * 20011, 5));
+    check_sum(threads, 800, 700, 1, y);
+    check_sum(threads, 30, 20011, 1, dispatch_values(30 * 20011, 5));
   }
 }
 
 BOOST_AUTO_TEST_CASE(elementwise_and_permuting_copies_match_the_loop) {
   for (int threads : {1, 3, 16, 64}) {
     const std::string ctx = " with " + std::to_string(threads) + " threads";
-    // a * b + c over 600,037 elements (parallel blocks) and 1,001 (inline).
-    for (int64_t n : {int64_t{600037}, int64_t{1001}}) {
+    // a * b + c over 120,037 elements (5 instructions: parallel blocks) and 1,001 (inline).
+    for (int64_t n : {int64_t{120037}, int64_t{1001}}) {
       const std::vector<float> a = dispatch_values(n, 6), b = dispatch_values(n, 7), c = dispatch_values(n, 8);
       const int64_t sh[1] = {n};
       const rvl_view v = contiguous(1, sh);
