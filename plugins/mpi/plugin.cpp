@@ -192,6 +192,8 @@ rvl_coll_error* all_reduce(rvl_communicator* c, const void* send, void* recv, ui
   if (rvl_coll_error* e = check("all_reduce", c, send, recv, count, t, out, &n)) return e;
   if (op < 0 || op >= RVL_COLL_OP_COUNT_)
     return make_error(RVL_COLL_STATUS_INVALID_ARGUMENT, "all_reduce: bad op " + std::to_string(op));
+  if (small_all_reduce_applies(c, count * kDTypeSize[t]))  // Note [Small all-reduces]
+    return start_small_all_reduce(c, send, recv, count, t, op, describe("all_reduce", count, t, op), out);
   const void* s = send == recv && count > 0 ? MPI_IN_PLACE : send;
   return launch(c, describe("all_reduce", count, t, op), out, [&](MPI_Request* r) {
     return MPI_Iallreduce(s, recv, n, mpi_type(t), mpi_op(op, t), c->comm, r);
