@@ -110,8 +110,8 @@ bool small_all_reduce_applies(const rvl_communicator* comm, uint64_t bytes) {
 }
 
 rvl_coll_error* start_small_all_reduce(rvl_communicator* comm, const void* send, void* recv, uint64_t count,
-                                       rvl_dtype dtype, rvl_coll_op op, std::string what, rvl_coll_request** out) {
-  rvl_coll_request* r = new_request(comm, std::move(what));
+                                       rvl_dtype dtype, rvl_coll_op op, OpText what, rvl_coll_request** out) {
+  rvl_coll_request* r = new_request(comm, what);
   if (!r) return make_error(RVL_COLL_STATUS_OUT_OF_MEMORY, "out of memory for a request");
   const uint64_t bytes = count * small_dtype_size(dtype);
   const int peers = comm->size - 1;
@@ -162,7 +162,7 @@ rvl_coll_error* start_small_all_reduce(rvl_communicator* comm, const void* send,
   if (rc != MPI_SUCCESS) {
     // Some messages may be posted: nothing on this communicator matches any more (request_free
     // of an unfinished request marks the process broken, as after an abandoned collective).
-    std::string msg = mpi_message(rc, r->what + " on rank " + std::to_string(me));
+    std::string msg = mpi_message(rc, r->what.str() + " on rank " + std::to_string(me));
     request_free(r);
     return make_error(RVL_COLL_STATUS_COMM_ERROR, msg);
   }

@@ -37,30 +37,42 @@ Communicator& comm_for(const std::string& what) {
 // Shared by both kinds: the request in flight and the staging buffers it uses.
 class InFlight {
  public:
-  void start(Communicator& comm, const std::function<rvl_coll_error*(rvl_coll_request**)>& fn, const std::string& what) {
+  template <class Start>
+  void start(Communicator& comm, Start&& fn, const std::string& what) {
     comm_ = &comm;
-    request_ = comm.start(fn, what);
+    request_ = comm.start(std::forward<Start>(fn), what);
   }
   // Waits under the deadline; on any failure the buffers stay parked with the request.
   void wait(const std::string& what) {
     rvl_coll_request* r = std::exchange(request_, nullptr);
-    if (r) comm_->wait(r, what, std::make_shared<Pair>(send, recv));
+    if (r) comm_->wait(r, what, kept());
   }
   void cancel() noexcept {
     if (rvl_coll_request* r = std::exchange(request_, nullptr)) {
       try {
-        comm_->abandon(r, std::make_shared<Pair>(send, recv));
+        comm_->abandon(r, kept());
       } catch (...) {  // only an allocation can fail here; the world is broken anyway
       }
     }
     release();
   }
-  void release() { send.reset(), recv.reset(); }
+  void release() {
+    send.reset(), recv.reset();
+    if (keep_) keep_->first.reset(), keep_->second.reset();
+  }
   std::shared_ptr<Bytes> send, recv;
 
  private:
+  // Both buffers as one keep-alive for the communicator, the same pair object from call to call
+  // (Note [Fixed cost per call]); a new one only after a time-out parked the last.
+  std::shared_ptr<void> kept() {
+    if (!keep_ || keep_.use_count() > 1) keep_ = std::make_shared<Pair>();
+    keep_->first = send, keep_->second = recv;
+    return keep_;
+  }
   Communicator* comm_ = nullptr;
   rvl_coll_request* request_ = nullptr;
+  std::shared_ptr<Pair> keep_;
 };
 
 class CollectiveOp final : public HostOp {
@@ -73,12 +85,13 @@ class CollectiveOp final : public HostOp {
     header_.dtype = static_cast<int32_t>(c_.dtype);
     header_.ndim = static_cast<int32_t>(c_.in_shape.size());
     for (size_t i = 0; i < c_.in_shape.size(); ++i) header_.dims[i] = c_.in_shape[i];
+    check_label_ = c_.what + " (argument check)";
   }
   std::string label() const override { return "distributed::" + c_.what; }
 
   void begin(const std::vector<const DeviceBuffer*>& in) override {
     Communicator& comm = comm_for(c_.what);
-    if (world_options().check_arguments) check_headers(comm, header_, c_.what);
+    if (world_options().check_arguments) check_headers(comm, header_, c_.what, check_label_);
     const uint64_t in_bytes = bytes_of(c_.in_shape, c_.dtype), out_bytes = bytes_of(c_.out_shape, c_.dtype);
     const rvl_dtype dt = abi_dtype(c_.dtype);
     const auto& api = comm.plugin().api();
@@ -126,6 +139,7 @@ class CollectiveOp final : public HostOp {
  private:
   CollectiveCall c_;
   ArgHeader header_;
+  std::string check_label_;
   InFlight f_;
 };
 
@@ -138,7 +152,8 @@ class BucketOp final : public HostOp {
 
   void begin(const std::vector<const DeviceBuffer*>& in) override {
     Communicator& comm = comm_for("DataParallel::reduce_gradients");
-    if (c_.check) check_headers(comm, c_.header, "DataParallel::reduce_gradients");
+    if (c_.check) check_headers(comm, c_.header, "DataParallel::reduce_gradients",
+                                "DataParallel::reduce_gradients (argument check)");
     f_.send = comm.staging(c_.slot, total_);
     f_.recv = comm.staging(c_.slot + 1, total_);
     size_t at = 0;
