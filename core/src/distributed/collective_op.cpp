@@ -147,8 +147,9 @@ class BucketOp final : public HostOp {
  public:
   explicit BucketOp(BucketCall c) : c_(std::move(c)) {
     for (const Shape& s : c_.shapes) total_ += bytes_of(s, c_.dtype);
+    label_ = "DataParallel bucket all_reduce (" + std::to_string(total_) + " bytes)";  // once, not per start and wait
   }
-  std::string label() const override { return "DataParallel bucket all_reduce (" + std::to_string(total_) + " bytes)"; }
+  std::string label() const override { return label_; }
 
   void begin(const std::vector<const DeviceBuffer*>& in) override {
     Communicator& comm = comm_for("DataParallel::reduce_gradients");
@@ -167,7 +168,7 @@ class BucketOp final : public HostOp {
     try {
       f_.start(comm, [&](rvl_coll_request** q) {
         return api.all_reduce(comm.handle(), f_.send->data(), f_.recv->data(), n, abi_dtype(c_.dtype), RVL_COLL_SUM, q);
-      }, label());
+      }, label_);
     } catch (...) {
       f_.release();
       throw;
@@ -176,7 +177,7 @@ class BucketOp final : public HostOp {
 
   void end(const std::vector<DeviceBuffer*>& out) override {
     try {
-      f_.wait(label());
+      f_.wait(label_);
     } catch (...) {
       f_.release();
       throw;
@@ -194,6 +195,7 @@ class BucketOp final : public HostOp {
  private:
   BucketCall c_;
   uint64_t total_ = 0;
+  std::string label_;
   InFlight f_;
 };
 
