@@ -58,7 +58,11 @@ class InFlight {
   }
   void release() {
     send.reset(), recv.reset();
-    if (keep_) keep_->first.reset(), keep_->second.reset();
+    // A pair parked with a timed-out or abandoned request keeps its buffers for the rest of the
+    // process: only an unshared pair is emptied (so the communicator's staging slots are free
+    // for the next call), a parked one is let go.
+    if (keep_ && keep_.use_count() == 1) keep_->first.reset(), keep_->second.reset();
+    else keep_.reset();
   }
   std::shared_ptr<Bytes> send, recv;
 
