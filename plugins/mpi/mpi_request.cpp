@@ -106,7 +106,7 @@ void test_once(rvl_coll_request* r) {
   }
   if (!flag) return;
   r->done = true;
-  if (r->finish) r->finish();  // Note [Small all-reduces]: the reduction, outside the MPI lock
+  if (r->small.active) finish_small_all_reduce(*r);  // Note [Small all-reduces]: outside the MPI lock
   if (r->recv_bytes >= 0) {
     int bytes = 0;
     MPI_Get_count(&status, MPI_BYTE, &bytes);

@@ -67,7 +67,17 @@ struct rvl_coll_request {
   // reduction run once when all completed without error.
   std::vector<MPI_Request> parts;
   std::unique_ptr<uint8_t[]> scratch;
-  std::function<void()> finish;
+  // The reduction's arguments, as plain fields rather than a std::function whose captures were
+  // one more heap allocation per all-reduce (Note [Described on demand]).
+  struct SmallReduce {
+    bool active = false;
+    const void* own = nullptr;  // this rank's contribution
+    void* recv = nullptr;
+    uint64_t bytes = 0, count = 0;
+    rvl_dtype dtype = RVL_DTYPE_U8;
+    rvl_coll_op op = RVL_COLL_SUM;
+    int me = 0, peers = 0;
+  } small;
 };
 
 namespace mpi_plugin {
@@ -106,6 +116,8 @@ rvl_coll_error* request_wait(rvl_coll_request* r, int64_t timeout_ms);
 void request_free(rvl_coll_request* r);
 // A live collective for `comm` that has not started yet (the caller fills request and what).
 rvl_coll_request* new_request(rvl_communicator* comm, OpText what);
+// Note [Small all-reduces]: the reduction in rank order once every message of `r` arrived.
+void finish_small_all_reduce(const rvl_coll_request& r);
 
 // Note [Small all-reduces] (mpi_small.cpp): whether all_reduce of `bytes` on `comm` goes point to
 // point, and starting it. `op_code` and `dtype` are collectives.h's.
