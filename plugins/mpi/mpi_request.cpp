@@ -64,11 +64,11 @@ rvl_coll_error* broken_error() {
                     p.broken_rank);
 }
 
-rvl_coll_request* new_request(rvl_communicator* comm, std::string what) {
+rvl_coll_request* new_request(rvl_communicator* comm, OpText what) {
   auto* r = new (std::nothrow) rvl_coll_request();
   if (!r) return nullptr;
   r->comm = comm;
-  r->what = std::move(what);
+  r->what = what;
   comm->pending.fetch_add(1);
   return r;
 }
@@ -92,7 +92,7 @@ void test_once(rvl_coll_request* r) {
   if (rc != MPI_SUCCESS && error_class == MPI_ERR_TRUNCATE) {  // a longer message than expected
     r->done = true;
     r->status = RVL_COLL_STATUS_INVALID_ARGUMENT;
-    r->message = r->what + ": rank " + std::to_string(r->peer) + " sent more than the " +
+    r->message = r->what.str() + ": rank " + std::to_string(r->peer) + " sent more than the " +
                  std::to_string(r->recv_bytes) + " bytes expected";
     r->error_rank = r->peer;
     return;
@@ -100,20 +100,20 @@ void test_once(rvl_coll_request* r) {
   if (rc != MPI_SUCCESS) {
     r->done = true;
     r->status = RVL_COLL_STATUS_COMM_ERROR;
-    r->message = mpi_message(rc, r->what + " on rank " + std::to_string(r->comm->rank));
+    r->message = mpi_message(rc, r->what.str() + " on rank " + std::to_string(r->comm->rank));
     r->error_rank = r->peer;
     return;
   }
   if (!flag) return;
   r->done = true;
-  if (r->finish) r->finish();  // Note [Small all-reduces]: the reduction, outside the MPI lock
+  if (r->small.active) finish_small_all_reduce(*r);  // Note [Small all-reduces]: outside the MPI lock
   if (r->recv_bytes >= 0) {
     int bytes = 0;
     MPI_Get_count(&status, MPI_BYTE, &bytes);
     // (status.MPI_ERROR is not set by MPI_Test: a failure is its return code, handled above.)
     if (bytes != r->recv_bytes) {
       r->status = RVL_COLL_STATUS_INVALID_ARGUMENT;
-      r->message = r->what + ": rank " + std::to_string(r->peer) + " sent " + std::to_string(bytes) +
+      r->message = r->what.str() + ": rank " + std::to_string(r->peer) + " sent " + std::to_string(bytes) +
                    " bytes, expected " + std::to_string(r->recv_bytes);
       r->error_rank = r->peer;
     }
@@ -143,7 +143,7 @@ rvl_coll_error* deadline_error(rvl_coll_request* r, int64_t timeout_ms) {
       if (first_lost < 0) first_lost = i;
     }
   }
-  std::string msg = r->what + " on rank " + std::to_string(c->rank) + " of " + std::to_string(c->size) +
+  std::string msg = r->what.str() + " on rank " + std::to_string(c->rank) + " of " + std::to_string(c->size) +
                     " did not complete within " + std::to_string(timeout_ms) + " ms: ";
   if (!lost.empty()) {
     msg += "lost rank " + lost + ": its process no longer exists";
@@ -204,7 +204,7 @@ void request_free(rvl_coll_request* r) {
   if (!r->done) {
     // Abandoned: MPI may still write its buffers, and the ranks' sequences of collectives no
     // longer match. Nothing on this communicator can be trusted again (collectives.h).
-    mark_broken(RVL_COLL_STATUS_TIMEOUT, "a pending " + r->what + " was abandoned (after a timeout)", r->error_rank);
+    mark_broken(RVL_COLL_STATUS_TIMEOUT, "a pending " + r->what.str() + " was abandoned (after a timeout)", r->error_rank);
   }
   if (r->comm) r->comm->pending.fetch_sub(1);
   delete r;

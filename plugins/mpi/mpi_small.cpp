@@ -110,8 +110,8 @@ bool small_all_reduce_applies(const rvl_communicator* comm, uint64_t bytes) {
 }
 
 rvl_coll_error* start_small_all_reduce(rvl_communicator* comm, const void* send, void* recv, uint64_t count,
-                                       rvl_dtype dtype, rvl_coll_op op, std::string what, rvl_coll_request** out) {
-  rvl_coll_request* r = new_request(comm, std::move(what));
+                                       rvl_dtype dtype, rvl_coll_op op, OpText what, rvl_coll_request** out) {
+  rvl_coll_request* r = new_request(comm, what);
   if (!r) return make_error(RVL_COLL_STATUS_OUT_OF_MEMORY, "out of memory for a request");
   const uint64_t bytes = count * small_dtype_size(dtype);
   const int peers = comm->size - 1;
@@ -162,22 +162,27 @@ rvl_coll_error* start_small_all_reduce(rvl_communicator* comm, const void* send,
   if (rc != MPI_SUCCESS) {
     // Some messages may be posted: nothing on this communicator matches any more (request_free
     // of an unfinished request marks the process broken, as after an abandoned collective).
-    std::string msg = mpi_message(rc, r->what + " on rank " + std::to_string(me));
+    std::string msg = mpi_message(rc, r->what.str() + " on rank " + std::to_string(me));
     request_free(r);
     return make_error(RVL_COLL_STATUS_COMM_ERROR, msg);
   }
-  // The reduction in rank order (bit-identical on every rank): rank 0's contribution copied into
-  // `recv`, then each next rank's combined into it.
-  r->finish = [=] {
-    const auto contribution = [&](int p) -> const void* {
-      return p == me ? own : scratch + bytes * static_cast<uint64_t>(p < me ? p : p - 1);
-    };
-    if (bytes == 0) return;
-    std::memcpy(recv, contribution(0), bytes);
-    for (int p = 1; p <= peers; ++p) combine_bytes(recv, contribution(p), count, dtype, op);
-  };
+  // The reduction in rank order (bit-identical on every rank), run by finish_small_all_reduce.
+  r->small = {true, own, recv, bytes, count, dtype, op, me, peers};
   *out = r;
   return nullptr;
+}
+
+// Rank 0's contribution copied into `recv`, then each next rank's combined into it.
+void finish_small_all_reduce(const rvl_coll_request& r) {
+  const auto& a = r.small;
+  if (a.bytes == 0) return;
+  const uint8_t* scratch = r.scratch.get();
+  // Slot of rank p in scratch: p for p < me, p - 1 after; this rank's own is `own`.
+  const auto contribution = [&](int p) -> const void* {
+    return p == a.me ? a.own : scratch + a.bytes * static_cast<uint64_t>(p < a.me ? p : p - 1);
+  };
+  std::memcpy(a.recv, contribution(0), a.bytes);
+  for (int p = 1; p <= a.peers; ++p) combine_bytes(a.recv, contribution(p), a.count, a.dtype, a.op);
 }
 
 }  // namespace mpi_plugin

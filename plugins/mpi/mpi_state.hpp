@@ -32,10 +32,30 @@ struct rvl_communicator {
   std::atomic<int> pending{0};     // requests started and not yet freed
 };
 
+// Note [Described on demand]
+// What a request is, for its error messages ("all_reduce of 1024 f32 (sum)", "send of 24 u8 to
+// rank 1"), kept as the call's arguments and formatted only when a message needs it: formatting
+// it on every call (to_string and concatenations, three times per tensor all-reduce counting the
+// argument check's send and receive) was a measurable part of a 4 KiB all-reduce's fixed cost
+// (docs/distributed.md, "The tensor path's fixed cost").
+struct OpText {
+  const char* name = "";
+  uint64_t count = 0;
+  int dtype = -1;                   // -1: the name alone
+  int op = -1;                      // -1: no reduction
+  const char* peer_word = nullptr;  // " to rank ", " from rank ", or none
+  int peer = -1;
+  OpText() = default;
+  OpText(const char* n) : name(n) {}  // NOLINT: implicit, for "comm_split"
+  OpText(const char* n, uint64_t c, int t, int o = -1, const char* w = nullptr, int p = -1)
+      : name(n), count(c), dtype(t), op(o), peer_word(w), peer(p) {}
+  std::string str() const;  // plugin.cpp
+};
+
 struct rvl_coll_request {
   MPI_Request request = MPI_REQUEST_NULL;
   rvl_communicator* comm = nullptr;
-  std::string what;        // "all_reduce of 1024 f32 (sum)": for messages
+  OpText what;             // "all_reduce of 1024 f32 (sum)": for messages
   int peer = -1;           // send/recv: the partner's rank in comm
   int64_t recv_bytes = -1; // recv: the size the message must have
   bool done = false;
@@ -47,7 +67,17 @@ struct rvl_coll_request {
   // reduction run once when all completed without error.
   std::vector<MPI_Request> parts;
   std::unique_ptr<uint8_t[]> scratch;
-  std::function<void()> finish;
+  // The reduction's arguments, as plain fields rather than a std::function whose captures were
+  // one more heap allocation per all-reduce (Note [Described on demand]).
+  struct SmallReduce {
+    bool active = false;
+    const void* own = nullptr;  // this rank's contribution
+    void* recv = nullptr;
+    uint64_t bytes = 0, count = 0;
+    rvl_dtype dtype = RVL_DTYPE_U8;
+    rvl_coll_op op = RVL_COLL_SUM;
+    int me = 0, peers = 0;
+  } small;
 };
 
 namespace mpi_plugin {
@@ -85,13 +115,15 @@ rvl_coll_error* request_test(rvl_coll_request* r, int32_t* done);
 rvl_coll_error* request_wait(rvl_coll_request* r, int64_t timeout_ms);
 void request_free(rvl_coll_request* r);
 // A live collective for `comm` that has not started yet (the caller fills request and what).
-rvl_coll_request* new_request(rvl_communicator* comm, std::string what);
+rvl_coll_request* new_request(rvl_communicator* comm, OpText what);
+// Note [Small all-reduces]: the reduction in rank order once every message of `r` arrived.
+void finish_small_all_reduce(const rvl_coll_request& r);
 
 // Note [Small all-reduces] (mpi_small.cpp): whether all_reduce of `bytes` on `comm` goes point to
 // point, and starting it. `op_code` and `dtype` are collectives.h's.
 bool small_all_reduce_applies(const rvl_communicator* comm, uint64_t bytes);
 rvl_coll_error* start_small_all_reduce(rvl_communicator* comm, const void* send, void* recv, uint64_t count,
-                                       rvl_dtype dtype, rvl_coll_op op, std::string what, rvl_coll_request** out);
+                                       rvl_dtype dtype, rvl_coll_op op, OpText what, rvl_coll_request** out);
 
 // World start-up and shut-down (mpi_world.cpp).
 rvl_coll_error* create_world(int64_t timeout_ms, rvl_communicator** out);

@@ -61,11 +61,7 @@ MPI_Op mpi_op(rvl_coll_op op, rvl_dtype t) {
   }
 }
 
-std::string describe(const char* what, uint64_t count, rvl_dtype t, int op = -1) {
-  std::string s = std::string(what) + " of " + std::to_string(count) + " " + kDTypeNames[t];
-  if (op >= 0) s += std::string(" (") + kOpNames[op] + ")";
-  return s;
-}
+OpText describe(const char* what, uint64_t count, rvl_dtype t, int op = -1) { return OpText(what, count, t, op); }
 
 // Validates what every operation shares; on success *n is the count as MPI's int.
 rvl_coll_error* check(const char* what, rvl_communicator* comm, const void* a, const void* b, uint64_t count,
@@ -89,9 +85,9 @@ rvl_coll_error* check(const char* what, rvl_communicator* comm, const void* a, c
 
 // Starts one MPI operation through `start` (under the library lock) and returns its request.
 template <class Start>
-rvl_coll_error* launch(rvl_communicator* comm, std::string what, rvl_coll_request** out, Start start,
+rvl_coll_error* launch(rvl_communicator* comm, OpText what, rvl_coll_request** out, Start start,
                        int peer = -1, int64_t recv_bytes = -1) {
-  rvl_coll_request* r = new_request(comm, std::move(what));
+  rvl_coll_request* r = new_request(comm, what);
   if (!r) return make_error(RVL_COLL_STATUS_OUT_OF_MEMORY, "out of memory for a request");
   r->peer = peer;
   r->recv_bytes = recv_bytes;
@@ -101,7 +97,7 @@ rvl_coll_error* launch(rvl_communicator* comm, std::string what, rvl_coll_reques
     rc = start(&r->request);
   }
   if (rc != MPI_SUCCESS) {
-    std::string msg = mpi_message(rc, r->what + " on rank " + std::to_string(comm->rank));
+    std::string msg = mpi_message(rc, r->what.str() + " on rank " + std::to_string(comm->rank));
     r->done = true;
     request_free(r);
     return make_error(RVL_COLL_STATUS_COMM_ERROR, msg, peer);
@@ -227,7 +223,7 @@ rvl_coll_error* broadcast(rvl_communicator* c, void* buffer, uint64_t count, rvl
   if (root < 0 || root >= c->size)
     return make_error(RVL_COLL_STATUS_INVALID_ARGUMENT, "broadcast: root " + std::to_string(root) +
                                                             " outside [0, " + std::to_string(c->size) + ")");
-  return launch(c, describe("broadcast", count, t) + " from rank " + std::to_string(root), out,
+  return launch(c, OpText("broadcast", count, t, -1, " from rank ", root), out,
                 [&](MPI_Request* r) { return MPI_Ibcast(buffer, n, mpi_type(t), root, c->comm, r); });
 }
 
@@ -249,7 +245,7 @@ rvl_coll_error* send(rvl_communicator* c, const void* buffer, uint64_t count, rv
   int n = 0;
   if (rvl_coll_error* e = check("send", c, buffer, buffer, count, t, out, &n)) return e;
   if (rvl_coll_error* e = check_peer("send", c, peer, tag)) return e;
-  return launch(c, describe("send", count, t) + " to rank " + std::to_string(peer), out,
+  return launch(c, OpText("send", count, t, -1, " to rank ", peer), out,
                 [&](MPI_Request* r) { return MPI_Isend(buffer, n, mpi_type(t), peer, tag, c->comm, r); }, peer);
 }
 
@@ -261,7 +257,7 @@ rvl_coll_error* recv(rvl_communicator* c, void* buffer, uint64_t count, rvl_dtyp
   // Received as bytes, so a message of another size is reported with both sizes (a longer one
   // as MPI's truncation, a shorter one by the byte count; mpi_request.cpp).
   const int64_t bytes = static_cast<int64_t>(count * kDTypeSize[t]);
-  return launch(c, describe("recv", count, t) + " from rank " + std::to_string(peer), out,
+  return launch(c, OpText("recv", count, t, -1, " from rank ", peer), out,
                 [&](MPI_Request* r) { return MPI_Irecv(buffer, static_cast<int>(bytes), MPI_BYTE, peer, tag, c->comm, r); },
                 peer, bytes);
 }
@@ -284,3 +280,12 @@ const rvl_collectives_api kApi = {
 }  // namespace
 
 extern "C" RVL_EXPORT const rvl_collectives_api* rvl_collectives_entry(void) { return &kApi; }
+
+std::string OpText::str() const {  // Note [Described on demand]
+  std::string s = name;
+  if (dtype < 0) return s;
+  s += std::string(" of ") + std::to_string(count) + " " + (valid_dtype(static_cast<rvl_dtype>(dtype)) ? kDTypeNames[dtype] : "?");
+  if (op >= 0 && op < 4) s += std::string(" (") + kOpNames[op] + ")";
+  if (peer_word) s += peer_word + std::to_string(peer);
+  return s;
+}

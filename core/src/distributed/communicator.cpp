@@ -103,13 +103,6 @@ void Communicator::check(rvl_coll_error* e, const std::string& what) const {
   }
 }
 
-rvl_coll_request* Communicator::start(const std::function<rvl_coll_error*(rvl_coll_request**)>& fn,
-                                      const std::string& what) {
-  rvl_coll_request* r = nullptr;
-  check(fn(&r), what);
-  return r;
-}
-
 void Communicator::wait(rvl_coll_request* r, const std::string& what, std::shared_ptr<void> keep_alive) {
   const rvl_collectives_api& api = plugin_->api();
   rvl_coll_error* e = api.request_wait(r, timeout.count());
@@ -127,11 +120,6 @@ void Communicator::abandon(rvl_coll_request* r, std::shared_ptr<void> keep_alive
   plugin_->api().request_free(r);
 }
 
-void Communicator::run(const std::function<rvl_coll_error*(rvl_coll_request**)>& fn, const std::string& what,
-                       std::shared_ptr<void> keep_alive) {
-  wait(start(fn, what), what, std::move(keep_alive));
-}
-
 // Note [Reused staging buffers]
 // Open MPI moves large messages between processes of one host through its shared-memory
 // transport, whose setup for a buffer it has not seen costs far more than the copy: a plain C
@@ -146,6 +134,12 @@ std::shared_ptr<std::vector<uint8_t>> Communicator::staging(size_t slot, size_t 
   if (!b || b.use_count() > 1) b = std::make_shared<std::vector<uint8_t>>();  // parked or in use: a new one
   b->resize(bytes);
   return b;
+}
+
+std::shared_ptr<std::vector<uint8_t>> Communicator::header_staging(size_t bytes) {
+  if (!headers_ || headers_.use_count() > 1) headers_ = std::make_shared<std::vector<uint8_t>>();
+  headers_->resize(bytes);
+  return headers_;
 }
 
 std::string Communicator::shut() {

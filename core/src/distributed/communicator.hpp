@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <boost/dll/shared_library.hpp>
@@ -56,8 +57,15 @@ class Communicator {
   // Throws the typed error for `e` (CommunicationError, TimeoutError, PeerLostError, ValueError
   // for INVALID_ARGUMENT); destroys it. No-op for NULL.
   void check(rvl_coll_error* e, const std::string& what) const;
-  // Starts an operation (start(&request)) and returns its request, or throws.
-  rvl_coll_request* start(const std::function<rvl_coll_error*(rvl_coll_request**)>& start, const std::string& what);
+  // Starts an operation (start(&request)) and returns its request, or throws. A template, not a
+  // std::function: a capturing lambda would otherwise be heap-allocated on every call (Note
+  // [Fixed cost per call] in collective_op.cpp).
+  template <class Start>
+  rvl_coll_request* start(Start&& start, const std::string& what) {
+    rvl_coll_request* r = nullptr;
+    check(start(&r), what);
+    return r;
+  }
   // Waits for `r` with the deadline, frees it and throws on failure. On a time-out the request
   // is abandoned (the world is broken) and `keep_alive` — the buffers the operation may still
   // write — is parked for the rest of the process instead of being freed under it.
@@ -66,11 +74,16 @@ class Communicator {
   // which breaks the world, and parks `keep_alive`.
   void abandon(rvl_coll_request* r, std::shared_ptr<void> keep_alive);
   // Both at once.
-  void run(const std::function<rvl_coll_error*(rvl_coll_request**)>& start, const std::string& what,
-           std::shared_ptr<void> keep_alive);
+  template <class Start>
+  void run(Start&& start_fn, const std::string& what, std::shared_ptr<void> keep_alive) {
+    wait(start(std::forward<Start>(start_fn), what), what, std::move(keep_alive));
+  }
   // Note [Reused staging buffers]: host buffer number `slot`, resized to `bytes` (contents
   // undefined), the same memory from call to call while it is large enough.
   std::shared_ptr<std::vector<uint8_t>> staging(size_t slot, size_t bytes);
+  // The argument headers' buffer (Note [Argument headers]): `bytes` bytes, reused from call to
+  // call like a staging buffer, replaced when a timed-out exchange parked it.
+  std::shared_ptr<std::vector<uint8_t>> header_staging(size_t bytes);
   // comm_destroy (MPI_Finalize when healthy); an error is returned as text ("" when fine).
   std::string shut();
 
@@ -79,6 +92,7 @@ class Communicator {
   rvl_communicator* comm_ = nullptr;
   int rank_ = 0, size_ = 1;
   std::vector<std::shared_ptr<std::vector<uint8_t>>> staging_;
+  std::shared_ptr<std::vector<uint8_t>> headers_;
 };
 
 }  // namespace ravel::detail

@@ -66,33 +66,35 @@ namespace {
 constexpr int kPointToPointRanks = 8;
 constexpr int32_t kHeaderTag = 32001;  // MPI guarantees tags up to 32767
 
-void exchange_headers(Communicator& comm, const std::string& what, std::shared_ptr<std::vector<ArgHeader>> all,
-                      std::shared_ptr<ArgHeader> self) {
+// Every rank's header lands in `all` (this rank's own already at its index); `all` is the
+// communicator's reused header buffer, parked with any request that times out.
+void exchange_headers(Communicator& comm, const std::string& label, const std::shared_ptr<std::vector<uint8_t>>& keep,
+                      ArgHeader* all) {
   const auto& api = comm.plugin().api();
-  auto keep = std::make_shared<std::pair<decltype(all), decltype(self)>>(all, self);
-  const std::string label = what + " (argument check)";
+  const int me = comm.rank();
   if (comm.size() > kPointToPointRanks) {
     comm.run([&](rvl_coll_request** r) {
-      return api.all_gather(comm.handle(), self.get(), all->data(), sizeof(ArgHeader), RVL_DTYPE_U8, r);
+      return api.all_gather(comm.handle(), &all[me], all, sizeof(ArgHeader), RVL_DTYPE_U8, r);
     }, label, keep);
     return;
   }
-  (*all)[comm.rank()] = *self;
-  std::vector<rvl_coll_request*> pending;
+  // At most 2 * (kPointToPointRanks - 1) requests: on the stack, not in a vector.
+  rvl_coll_request* pending[2 * kPointToPointRanks] = {};
+  int n = 0;
   try {
     for (int r = 0; r < comm.size(); ++r) {
-      if (r == comm.rank()) continue;
-      pending.push_back(comm.start([&](rvl_coll_request** q) {
-        return api.recv(comm.handle(), &(*all)[r], sizeof(ArgHeader), RVL_DTYPE_U8, r, kHeaderTag, q);
-      }, label));
-      pending.push_back(comm.start([&](rvl_coll_request** q) {
-        return api.send(comm.handle(), self.get(), sizeof(ArgHeader), RVL_DTYPE_U8, r, kHeaderTag, q);
-      }, label));
+      if (r == me) continue;
+      pending[n++] = comm.start([&](rvl_coll_request** q) {
+        return api.recv(comm.handle(), &all[r], sizeof(ArgHeader), RVL_DTYPE_U8, r, kHeaderTag, q);
+      }, label);
+      pending[n++] = comm.start([&](rvl_coll_request** q) {
+        return api.send(comm.handle(), &all[me], sizeof(ArgHeader), RVL_DTYPE_U8, r, kHeaderTag, q);
+      }, label);
     }
-    for (rvl_coll_request*& r : pending) comm.wait(std::exchange(r, nullptr), label, keep);
+    for (int i = 0; i < n; ++i) comm.wait(std::exchange(pending[i], nullptr), label, keep);
   } catch (...) {
-    for (rvl_coll_request* r : pending)
-      if (r) comm.abandon(r, keep);
+    for (int i = 0; i < n; ++i)
+      if (pending[i]) comm.abandon(pending[i], keep);
     throw;
   }
 }
@@ -100,11 +102,19 @@ void exchange_headers(Communicator& comm, const std::string& what, std::shared_p
 }  // namespace
 
 void check_headers(Communicator& comm, const ArgHeader& mine, const std::string& what) {
-  auto all = std::make_shared<std::vector<ArgHeader>>(static_cast<size_t>(comm.size()));
-  exchange_headers(comm, what, all, std::make_shared<ArgHeader>(mine));
-  const ArgHeader& first = (*all)[0];
+  check_headers(comm, mine, what, what + " (argument check)");
+}
+
+void check_headers(Communicator& comm, const ArgHeader& mine, const std::string& what, const std::string& label) {
+  // Note [Fixed cost per call] (collective_op.cpp): the headers go to and come from one reused
+  // buffer, no allocation per call.
+  const auto keep = comm.header_staging(sizeof(ArgHeader) * static_cast<size_t>(comm.size()));
+  ArgHeader* all = reinterpret_cast<ArgHeader*>(keep->data());  // operator new: aligned for any scalar
+  all[comm.rank()] = mine;
+  exchange_headers(comm, label, keep, all);
+  const ArgHeader& first = all[0];
   for (int r = 1; r < comm.size(); ++r) {
-    const ArgHeader& h = (*all)[r];
+    const ArgHeader& h = all[r];
     if (std::memcmp(&h, &first, sizeof h) == 0) continue;
     const std::string msg = what + ": the ranks' arguments differ: rank 0 called " + describe(first) + ", rank " +
                             std::to_string(r) + " called " + describe(h) + " (seen on rank " +

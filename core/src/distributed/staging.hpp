@@ -33,5 +33,7 @@ enum Kind : int32_t { kAllReduce = 1, kAllGather, kReduceScatter, kBroadcast, kR
 // All-gathers every rank's header and throws the same error on every rank when they differ:
 // DTypeError (dtypes), ShapeError (shapes), ValueError (kind, op, root, tensor count).
 void check_headers(Communicator& comm, const ArgHeader& mine, const std::string& what);
+// The same with the requests' label ("all_reduce (sum) (argument check)") made once by the caller.
+void check_headers(Communicator& comm, const ArgHeader& mine, const std::string& what, const std::string& label);
 
 }  // namespace ravel::detail

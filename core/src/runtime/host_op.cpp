@@ -19,7 +19,23 @@ void begin_host_op(const std::shared_ptr<HostOp>& op, const std::vector<Tensor>&
                 ": the input is sharded over a mesh; collectives over ranks take single-device tensors");
     flat.push_back(view_of(t).is_contiguous() ? t : t.contiguous());
   }
-  ravel::realize(flat);  // one scheduling pass for all of them (a backward graph is shared)
+  // Note [Realized inputs skip the scheduler]: an input that already has its buffer (the usual
+  // all-reduce of a realized gradient or parameter) needs no realization, and an empty
+  // scheduling pass (topo order, hash sets, the realization counters) was about a third of a 4 KiB
+  // all-reduce's fixed cost in the core on one rank (perf, docs/distributed.md "The tensor path's
+  // fixed cost"). Constants are still realized through the engine (realize_const).
+  bool all_realized = true;
+  {
+    std::lock_guard<std::recursive_mutex> lock(buffer_mutex());  // Note [Threads] in graph/node.hpp
+    for (const Tensor& t : flat) {
+      const NodePtr base = resolve(t.node()).base;
+      if (!base->buffer || base->kind == NodeKind::Const) {
+        all_realized = false;
+        break;
+      }
+    }
+  }
+  if (!all_realized) ravel::realize(flat);  // one scheduling pass for all of them (a backward graph is shared)
   std::vector<std::shared_ptr<DeviceBuffer>> held;
   std::vector<const DeviceBuffer*> bufs;
   held.reserve(flat.size());
