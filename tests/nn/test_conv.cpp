@@ -121,6 +121,28 @@ BOOST_AUTO_TEST_CASE(conv_matches_naive_loops) {
   }
 }
 
+// Note [Implicit im2col]: on tbb_cpu (ABI 1.7 contraction_axes > 1) the GEMM packer reads the
+// window view in place, so a padded 3x3 convolution allocates its output and a pad copy of the
+// input (~1.3x the input), not the im2col matrix (9x the input). The values are checked against
+// the naive loops above; this checks the buffers and that one GEMM ran.
+BOOST_AUTO_TEST_CASE(conv2d_allocates_no_im2col_matrix) {
+  const int64_t n = 2, c = 8, o = 16, h = 14, wd = 14;
+  Tensor x = Tensor::randn({n, c, h, wd}, 11).realize();
+  Tensor w = Tensor::randn({o, c, 3, 3}, 12).realize();
+  nn::ConvOptions opt;
+  opt.padding = {1, 1};
+  Tensor y = nn::conv2d(x, w, std::nullopt, opt);
+  y.realize();
+  const ravel::KernelStats st = ravel::last_realization_stats();
+  const int64_t f = 4;  // f32 bytes
+  const int64_t im2col = c * 9 * n * h * (wd + 2) * f;          // what the copy wrote (wide rows)
+  const int64_t padded = n * c * (h + 2 + 1) * (wd + 2) * f;     // pad copy, one slack row
+  const int64_t output = o * n * h * (wd + 2) * f;               // the GEMM's [O, N * P], wide rows
+  BOOST_TEST(st.contractions == 1);
+  BOOST_TEST(st.bytes_allocated <= padded + output, st.bytes_allocated << " bytes allocated");
+  BOOST_TEST(st.bytes_allocated < im2col, st.bytes_allocated << " bytes allocated, im2col is " << im2col);
+}
+
 BOOST_AUTO_TEST_CASE(conv2d_without_batch_axis) {
   Tensor x = Tensor::randn({2, 5, 5}, 3, ravel::DType::F64), w = Tensor::randn({3, 2, 3, 3}, 4, ravel::DType::F64);
   nn::ConvOptions o;

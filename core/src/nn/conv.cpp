@@ -1,6 +1,7 @@
 // conv1d/2d/3d and conv_transpose1d/2d/3d (ravel/conv.hpp) over window views (nn/window.hpp).
 #include <string>
 
+#include "graph/engine.hpp"
 #include "nn/window.hpp"
 #include "ravel/conv.hpp"
 
@@ -109,6 +110,38 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   order.push_back(0);
   for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
   Tensor y;
+  // (Spatial rank 3 would make the product rank 9, over RVL_MAX_RANK: it keeps the copy.)
+  if (g == 1 && k <= 2 && ravel::detail::engine().device_contraction_axes(xp.device()) > 1) {
+    // Note [Implicit im2col] (schedule/contraction.cpp): sum over (c, k...) of the weight times
+    // the window view [C, k..., N, out...], which the device's GEMM packer reads in place. Only
+    // a padded input is copied (the packer reads unmasked views): ~1.3x the input at 14x14, pad
+    // 1, where the im2col matrix is 9x.
+    xp = xp.contiguous();  // no copy when neither padded nor viewed
+    Tensor wv = window::view(xp, geo);
+    for (int64_t& a : order) a = a == 0 ? 0 : a - 1;
+    order.erase(order.begin());
+    Tensor cols = wv.permute(order).unsqueeze(0);  // [1, C, k..., N, out...]
+    Shape full{o};
+    full.insert(full.end(), cols.shape().begin() + 1, cols.shape().end());
+    Shape wshape(w.shape().begin(), w.shape().end());  // [O, C, k...] + (1 + k) unit axes
+    wshape.insert(wshape.end(), k + 1, 1);
+    std::vector<int64_t> summed;
+    for (size_t i = 0; i <= k; ++i) summed.push_back(static_cast<int64_t>(1 + i));
+    y = w.reshape(wshape).expand(full).mul(cols.expand(full)).sum(Axes(summed));  // [O, N, out...]
+    if (bias) {
+      Shape bshape(k + 2, 1);
+      bshape[0] = o;
+      y = y + bias->reshape(bshape);  // in the GEMM's layout: its epilogue (Note [Epilogue fusion])
+    }
+    std::vector<int64_t> to_nchw{1, 0};
+    for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
+    Tensor out = y.permute(to_nchw);
+    if (!wide) return out;
+    std::vector<std::pair<int64_t, int64_t>> keep;
+    for (int64_t d : out.shape()) keep.emplace_back(0, d);
+    keep.back() = {0, true_width};
+    return out.shrink(keep);
+  }
   if (g == 1) {  // no group axis: [N, C, out..., k...] -> [C, k..., N, out...] (rank 8 for 3-D)
     for (int64_t& a : order) a = a == 0 ? 0 : a - 1;
     order.erase(order.begin());

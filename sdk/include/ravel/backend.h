@@ -261,6 +261,21 @@ typedef struct rvl_contraction {
   const rvl_operand* epilogue_inputs;
   int32_t n_epilogue;
   const rvl_instruction* epilogue;
+  /* ---- since 1.7 (implicit im2col; this block is renumbered at merge if another 1.7 lands) ----
+   * Several axes per M, K and N (docs/abi.md "Multi-axis contractions"). A group whose rank is
+   * 0 is the 1.0 form: one axis, with the operand views' own stride. A group of rank r > 0
+   * (1..RVL_MAX_RANK) replaces that axis: its extents (row-major, product equal to m, k or n)
+   * and each operand's stride per extent. Row m of A is then at
+   *   sum_i m_i * a_m_strides[i]  (m unravelled over m_shape),
+   * column k of A / row k of B at sum_j k_j * a_k_strides[j] / b_k_strides[j], column n of B at
+   * sum_j n_j * b_n_strides[j], each added to the view's offset and batch terms; the view's own
+   * stride on a replaced axis must then be 0. C keeps the 1.0 form. So a convolution's window
+   * (c, kh, kw taps of x at n, oh, ow) feeds the GEMM without an im2col copy. The host sends
+   * ranks > 0 only to a device whose rvl_device_properties.contraction_axes allows them. */
+  int32_t m_rank, k_rank, n_rank;
+  int64_t m_shape[RVL_MAX_RANK], k_shape[RVL_MAX_RANK], n_shape[RVL_MAX_RANK];
+  int64_t a_m_strides[RVL_MAX_RANK], a_k_strides[RVL_MAX_RANK];
+  int64_t b_k_strides[RVL_MAX_RANK], b_n_strides[RVL_MAX_RANK];
 } rvl_contraction;
 
 /* ---- info ---------------------------------------------------------------------------------- */
@@ -316,6 +331,11 @@ typedef struct rvl_device_properties {
      refuses the kernel with an error naming the op, its dtype and the device. A plugin still
      rejects (RVL_STATUS_UNSUPPORTED) an op it lacks if one arrives (an older host). */
   uint64_t ops;
+  /* ---- since 1.7 (implicit im2col; renumbered at merge if another 1.7 lands) ----
+   * The largest group rank (m_rank, k_rank, n_rank of rvl_contraction) execute_contraction
+   * accepts. 0 or 1: only the 1.0 form, what every older plugin gets (the host zero-initialises
+   * the struct); the host then lowers a multi-axis contraction to the 1.0 form itself. */
+  int32_t contraction_axes;
 } rvl_device_properties;
 
 typedef struct rvl_probe_result {
@@ -493,6 +513,8 @@ typedef struct rvl_backend_api {
 #define RVL_BACKEND_INFO_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_backend_info, description)
 #define RVL_PROGRAM_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_program, output)
 #define RVL_CONTRACTION_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_contraction, epilogue)
+#define RVL_CONTRACTION_STRUCT_SIZE_1_7 RVL_STRUCT_SIZE(rvl_contraction, b_n_strides) /* im2col block */
+#define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_7 RVL_STRUCT_SIZE(rvl_device_properties, contraction_axes) /* im2col block */
 #define RVL_OPERAND_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_operand, view)
 #define RVL_VIEW_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_view, valid_hi)
 
