@@ -56,7 +56,7 @@ void register_window_contraction_cases() {
     add_window(d + "/conv_2x3_stride2_dilation2", [=] { return window_case(dt, strided, false, 12); });
     add_window(d + "/conv_grouped_A", [=] { return window_case(dt, strided, true, 13); });
   }
-  add_window("f32/conv_kernel_covers_input", [] { return window_case(RVL_DTYPE_F32, one, false, 14); });
+  add_window("f32/conv_kernel_covers_input", [=] { return window_case(RVL_DTYPE_F32, one, false, 14); });
   // A large N (several column tiles and slivers with runs that break at row ends).
   add_window("f32/conv_wide", [] { return window_case(RVL_DTYPE_F32, Window{3, 4, 12, 37, 7, 3, 3, 1, 1}, true, 15); });
   // M as a group too: A = [o1, o2] of a transposed W, with a batch axis over two weight sets.
