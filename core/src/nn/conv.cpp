@@ -86,8 +86,13 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   // windows of the extra columns run past the end of a row into the next one (and past the
   // plane's last row into `slack` zero rows added below it); their outputs are cut away, and
   // since their cotangent is zero the window view's per-axis adjoint may drop what they read.
+  // Note [Implicit im2col] (schedule/contraction.cpp): where the device's GEMM takes multi-axis
+  // operands, no im2col copy is made, and then no wide rows either: the wide output's cut would
+  // pad the output gradient (a masked view), which the weight gradient's GEMM cannot read in
+  // place. (Spatial rank 3 would make the product rank 9, over RVL_MAX_RANK: it keeps the copy.)
+  const bool implicit = g == 1 && k <= 2 && ravel::detail::engine().device_contraction_axes(xp.device()) > 1;
   const int64_t width = xp.shape().back(), true_width = geo.out[k - 1];
-  bool wide = k >= 2 && true_width < width;
+  bool wide = !implicit && k >= 2 && true_width < width;
   for (int64_t st : s.stride) wide &= st == 1;
   if (wide) {
     const int64_t overrun = s.dilation[k - 1] * (s.kernel[k - 1] - 1), slack = (overrun + width - 1) / width;
@@ -110,12 +115,10 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   order.push_back(0);
   for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
   Tensor y;
-  // (Spatial rank 3 would make the product rank 9, over RVL_MAX_RANK: it keeps the copy.)
-  if (g == 1 && k <= 2 && ravel::detail::engine().device_contraction_axes(xp.device()) > 1) {
-    // Note [Implicit im2col] (schedule/contraction.cpp): sum over (c, k...) of the weight times
-    // the window view [C, k..., N, out...], which the device's GEMM packer reads in place. Only
-    // a padded input is copied (the packer reads unmasked views): ~1.3x the input at 14x14, pad
-    // 1, where the im2col matrix is 9x.
+  if (implicit) {
+    // The sum over (c, k...) of the weight times the window view [C, k..., N, out...], which
+    // the device's GEMM packer reads in place. Only a padded input is copied (the packer reads
+    // unmasked views): ~1.3x the input at 14x14, pad 1, where the im2col matrix is 9x.
     xp = xp.contiguous();  // no copy when neither padded nor viewed
     Tensor wv = window::view(xp, geo);
     for (int64_t& a : order) a = a == 0 ? 0 : a - 1;
@@ -135,12 +138,7 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
     }
     std::vector<int64_t> to_nchw{1, 0};
     for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
-    Tensor out = y.permute(to_nchw);
-    if (!wide) return out;
-    std::vector<std::pair<int64_t, int64_t>> keep;
-    for (int64_t d : out.shape()) keep.emplace_back(0, d);
-    keep.back() = {0, true_width};
-    return out.shrink(keep);
+    return y.permute(to_nchw);
   }
   if (g == 1) {  // no group axis: [N, C, out..., k...] -> [C, k..., N, out...] (rank 8 for 3-D)
     for (int64_t& a : order) a = a == 0 ? 0 : a - 1;
