@@ -80,6 +80,10 @@ struct WindowLocal {
   std::vector<T> pa, pb, ct;
 };
 
+// Note [Split K for weight gradients]: a convolution's weight gradient is M x N = O x C*taps
+// (64 x 288) summed over K = N*P (25088): one or two tiles of C, far fewer than the threads.
+// There K is split into parts that the tasks sum into private tiles, added afterwards in part
+// order (a fixed order: the result does not depend on the threads).
 template <int DT>
 void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTables& t) {
   using T = ctype<DT>;
@@ -91,37 +95,50 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
   auto round_up = [](int64_t x, int64_t r) { return (x + r - 1) / r * r; };
   const int64_t KC = std::min<int64_t>(256, round_up(std::max<int64_t>(K, 1), 8));
   const int64_t MC = std::min(round_up(M, MR), MR * 16);
-  // Enough tiles for every thread (x4) without making them thinner than 4 slivers.
   const int threads = std::max(1, tbb::this_task_arena::max_concurrency());
   const int64_t m_tiles = (M + MC - 1) / MC;
-  int64_t NC = round_up(std::max<int64_t>(1, (N * m_tiles * batches + 4 * threads - 1) / (4 * threads)), NR);
-  NC = std::clamp<int64_t>(NC, 4 * NR, 64 * NR);
-  const int64_t n_tiles = (N + NC - 1) / NC;
+  const int64_t panels = (K + KC - 1) / KC;
+  // Long K against a small C: whole rows of C per tile, K split (Note [Split K for weight gradients]).
+  const bool long_k = panels >= 8 && batches * m_tiles * ((N + 64 * NR - 1) / (64 * NR)) < 2 * threads;
+  int64_t NC;
+  if (long_k) {
+    NC = std::min(round_up(N, NR), 64 * NR);
+  } else {  // enough tiles for every thread (x4) without making them thinner than 4 slivers
+    NC = round_up(std::max<int64_t>(1, (N * m_tiles * batches + 4 * threads - 1) / (4 * threads)), NR);
+    NC = std::clamp<int64_t>(NC, 4 * NR, 64 * NR);
+  }
+  const int64_t n_tiles = (N + NC - 1) / NC, tiles = batches * m_tiles * n_tiles;
+  const int64_t parts = long_k ? std::clamp<int64_t>((4 * threads + tiles - 1) / tiles, 1, panels / 4) : 1;
+  const int64_t ldc = round_up(NC, NR), tile_elems = round_up(MC, MR) * ldc;
   const T* A = reinterpret_cast<const T*>(c.a.data);
   const T* B = reinterpret_cast<const T*>(c.b.data);
   tbb::enumerable_thread_specific<WindowLocal<T>> locals([&] {
-    return WindowLocal<T>{ep.make_scratch(), std::vector<T>(MC * KC), std::vector<T>(NC * KC), std::vector<T>(MC * NC)};
+    return WindowLocal<T>{ep.make_scratch(), std::vector<T>(MC * KC), std::vector<T>(NC * KC),
+                          std::vector<T>(parts > 1 ? 0 : tile_elems)};
   });
-  const int64_t tasks = batches * m_tiles * n_tiles;
-  auto body = [&](int64_t task) {
-    WindowLocal<T>& L = locals.local();
-    const int64_t batch = task / (m_tiles * n_tiles), rest = task % (m_tiles * n_tiles);
+  std::vector<T> partial(parts > 1 ? static_cast<size_t>(tiles * parts * tile_elems) : 0);
+  struct TileAt {
+    int64_t batch, m0, n0, mc, nc;
+  };
+  auto tile_at = [&](int64_t tile) {
+    const int64_t batch = tile / (m_tiles * n_tiles), rest = tile % (m_tiles * n_tiles);
     const int64_t m0 = (rest / n_tiles) * MC, n0 = (rest % n_tiles) * NC;
-    const int64_t mc = std::min(MC, M - m0), nc = std::min(NC, N - n0);
-    const int64_t mt = (mc + MR - 1) / MR, nt = (nc + NR - 1) / NR;
+    return TileAt{batch, m0, n0, std::min(MC, M - m0), std::min(NC, N - n0)};
+  };
+  // C tile += A[m0.., k0..k1) @ B[k0..k1), n0..) into ct (row stride ldc), overwritten at k0.
+  auto compute = [&](const TileAt& at, int64_t k0, int64_t k1, T* ct, WindowLocal<T>& L) {
+    const int64_t mt = (at.mc + MR - 1) / MR, nt = (at.nc + NR - 1) / NR;
     int64_t oa, ob, oc;
-    gemm_batch_offsets(c, batch, oa, ob, oc);
+    gemm_batch_offsets(c, at.batch, oa, ob, oc);
     const T* Ab = A + oa;
     const T* Bb = B + ob;
-    T* ct = L.ct.data();
-    const int64_t ldc = nt * NR;
-    if (K == 0) std::fill(ct, ct + mt * MR * ldc, T{});
-    for (int64_t pc = 0; pc < K; pc += KC) {
-      const int64_t kc = std::min(KC, K - pc);
+    if (k0 >= k1) std::fill(ct, ct + mt * MR * ldc, T{});
+    for (int64_t pc = k0; pc < k1; pc += KC) {
+      const int64_t kc = std::min(KC, k1 - pc);
       for (int64_t s = 0; s < mt; ++s) {  // A slivers: dst[k*MR + i]
         T* dst = L.pa.data() + s * MR * kc;
-        const int64_t h = std::min(MR, mc - s * MR);
-        const int64_t* am = t.am.data() + m0 + s * MR;
+        const int64_t h = std::min(MR, at.mc - s * MR);
+        const int64_t* am = t.am.data() + at.m0 + s * MR;
         for (int64_t k = 0; k < kc; ++k, dst += MR) {
           const T* col = Ab + t.ak[pc + k];
           int64_t i = 0;
@@ -131,7 +148,7 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
       }
       for (int64_t q = 0; q < nt; ++q) {  // B slivers: dst[k*NR + j]
         T* dst = L.pb.data() + q * NR * kc;
-        const int64_t j0 = n0 + q * NR, w = std::min(NR, nc - q * NR);
+        const int64_t j0 = at.n0 + q * NR, w = std::min(NR, at.nc - q * NR);
         const int64_t* bn = t.bn.data() + j0;
         if (t.bn_run[j0] >= w) {  // a stride-1 run: copy rows
           for (int64_t k = 0; k < kc; ++k, dst += NR) {
@@ -150,22 +167,47 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
       }
       for (int64_t s = 0; s < mt; ++s)
         for (int64_t q = 0; q < nt; ++q)
-          kern.fn(kc, L.pa.data() + s * MR * kc, L.pb.data() + q * NR * kc, ct + s * MR * ldc + q * NR, ldc, pc > 0);
+          kern.fn(kc, L.pa.data() + s * MR * kc, L.pb.data() + q * NR * kc, ct + s * MR * ldc + q * NR, ldc, pc > k0);
     }
-    for (int64_t m = 0; m < mc; ++m) {  // epilogue over the tile's rows, [batch.., M, N] linear
-      const int64_t start = (batch * M + m0 + m) * N + n0, end = start + nc;
+  };
+  auto finish = [&](const TileAt& at, const T* ct, Scratch& sc) {  // epilogue, [batch.., M, N] linear
+    for (int64_t m = 0; m < at.mc; ++m) {
+      const int64_t start = (at.batch * M + at.m0 + m) * N + at.n0, end = start + at.nc;
       const T* acc = ct + m * ldc;
       for (int64_t s = start; s < end; s += ep.block()) {
         const int64_t e = std::min(end, s + ep.block());
-        ep.store(s, e, ep.eval(s, e, L.sc, acc + (s - start)), L.sc);
+        ep.store(s, e, ep.eval(s, e, sc, acc + (s - start)), sc);
       }
     }
   };
-  if (tasks == 1 || batches * M * N * std::max<int64_t>(K, 1) < (int64_t{1} << 20)) {
-    for (int64_t i = 0; i < tasks; ++i) body(i);
-  } else {
-    tbb::parallel_for(int64_t{0}, tasks, body);
+  const bool serial = tiles * parts == 1 || batches * M * N * std::max<int64_t>(K, 1) < (int64_t{1} << 20);
+  auto for_tasks = [&](int64_t n, const auto& f) {
+    if (serial) for (int64_t i = 0; i < n; ++i) f(i);
+    else tbb::parallel_for(int64_t{0}, n, f);
+  };
+  if (parts == 1) {
+    for_tasks(tiles, [&](int64_t tile) {
+      WindowLocal<T>& L = locals.local();
+      const TileAt at = tile_at(tile);
+      compute(at, 0, K, L.ct.data(), L);
+      finish(at, L.ct.data(), L.sc);
+    });
+    return;
   }
+  const int64_t per_part = (panels + parts - 1) / parts * KC;
+  for_tasks(tiles * parts, [&](int64_t task) {
+    const int64_t tile = task / parts, part = task % parts;
+    const int64_t k0 = std::min(K, part * per_part), k1 = std::min(K, k0 + per_part);
+    compute(tile_at(tile), k0, k1, partial.data() + task * tile_elems, locals.local());
+  });
+  for_tasks(tiles, [&](int64_t tile) {
+    T* sum = partial.data() + tile * parts * tile_elems;
+    for (int64_t p = 1; p < parts; ++p) {
+      const T* add = sum + p * tile_elems;
+      for (int64_t i = 0; i < tile_elems; ++i) sum[i] += add[i];
+    }
+    finish(tile_at(tile), sum, locals.local().sc);
+  });
 }
 
 template <int DT>

@@ -59,6 +59,33 @@ void register_window_contraction_cases() {
   add_window("f32/conv_kernel_covers_input", [=] { return window_case(RVL_DTYPE_F32, one, false, 14); });
   // A large N (several column tiles and slivers with runs that break at row ends).
   add_window("f32/conv_wide", [] { return window_case(RVL_DTYPE_F32, Window{3, 4, 12, 37, 7, 3, 3, 1, 1}, true, 15); });
+  // A convolution's weight gradient: dW[o, (c, kh, kw)] = sum over (n, oh, ow) of dY[o, (n, oh, ow)]
+  // * X[n, c, oh + kh, ow + kw]: K long (4 x 24 x 24) against a small C (plugins may split K).
+  for (int32_t dt : {RVL_DTYPE_F32, RVL_DTYPE_F64, RVL_DTYPE_I32}) {
+    add_window(dtype_str(dt) + "/conv_weight_gradient", [=] {
+      const Window g{4, 2, 26, 26, 5, 3, 3, 1, 1};
+      const int64_t p = g.oh() * g.ow();
+      ContractionCase c;
+      c.dtype = dt;
+      c.m = g.o;
+      c.n = g.c * g.kh * g.kw;
+      c.k = g.n * p;
+      const Data kind = ref::is_float(dt) ? Data::Small : Data::Mixed;
+      // dY stored [n, o, oh, ow]: M = o (stride p), K = (n, oh, ow) with strides (o*p, ow, 1).
+      c.a = Input{make_data(dt, g.n * g.o * p, 21, kind), view_of({c.m, c.k}, {p, 0})};
+      c.b = Input{make_data(dt, g.n * g.c * g.h * g.w, 22, kind), view_of({c.k, c.n}, {0, 0})};
+      c.k_shape = {g.n, g.oh(), g.ow()};
+      c.a_k = {g.o * p, g.ow(), 1};
+      c.b_k = {g.c * g.h * g.w, g.w, 1};
+      c.n_shape = {g.c, g.kh, g.kw};
+      c.b_n = {g.h * g.w, g.w, 1};
+      Input cc{make_data(dt, c.m * c.n, 3, Data::Small), view_of({c.m, c.n}, {c.n, 1})};
+      c.c = cc.data;
+      c.c_view = cc.view;
+      c.threshold = threshold(Accuracy::Accumulation, dt);
+      return c;
+    });
+  }
   // M as a group too: A = [o1, o2] of a transposed W, with a batch axis over two weight sets.
   add_window("f64/batch_and_m_group_epilogue", [] {
     const Window g{2, 2, 6, 7, 6, 2, 2, 1, 1};
