@@ -168,10 +168,11 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
 // out[n, o, p] = sum_{c, t} x[n, c, p * stride + t * dilation] w[o, c, t]: with the window view
 // (Note [Convolution as a window view]) laid out [C * taps, N * P] this is one matmul of the
 // weight [O, C * taps] with it, which the scheduler runs as one GEMM kernel (Note [Matmul as mul
-// + sum]). The contraction kernel takes one summed axis and unpadded operands, so the window view
-// is copied once into that matrix (im2col) by the reshape; feeding the GEMM packer straight from
-// the strided window, with no copy, needs a contraction that sums several axes of a strided
-// operand (docs/performance.md, "Convolution"). Why [C * taps, N * P] and not PyTorch's [N * P,
+// + sum]). On a device whose contraction takes several axes per M, K and N (ABI 1.7, Note
+// [Implicit im2col]) the sum runs over the window view itself: no im2col matrix, only a pad copy
+// of the input, and both gradients are such contractions too. Elsewhere (and for groups > 1 or
+// 3-D) the 1.0 contraction takes one summed axis, so the window view is copied once into that
+// matrix (im2col) by the reshape. Why [C * taps, N * P] and not PyTorch's [N * P,
 // C * taps]: its rows are runs of the input's rows (the copy reads and writes ow-contiguous runs,
 // not runs of kw = 3), the result [O, N * P] is returned as the permuted view [N, O, P] whose
 // spatial axes stay contiguous for the ops that follow, the output gradient [N, O, P] is brought

@@ -1,9 +1,11 @@
-/* Ravel backend C ABI, version 1.6 (1.1 added rvl_device_properties.arch/warp_size/details and
+/* Ravel backend C ABI, version 1.7 (1.1 added rvl_device_properties.arch/warp_size/details and
  * rvl_probe_result.reason; 1.2 the optional members buffer_address/buffer_wrap; 1.3
  * rvl_device_properties.dlpack_device_type/dlpack_device_id; 1.4 the reduction
  * RVL_REDUCE_LOGSUMEXP and rvl_device_properties.reduce_ops; 1.5 the optional member
  * buffer_copy_peer, copies between two devices of one plugin; 1.6 rvl_device_properties.ops,
- * the instructions a device implements; nothing else changed).
+ * the instructions a device implements; 1.7 (im2col block, renumbered at merge if another 1.7
+ * lands) the multi-axis members of rvl_contraction and rvl_device_properties.contraction_axes;
+ * nothing else changed).
  *
  * Plain C99. A backend plugin is a shared object that exports exactly one symbol,
  * `rvl_backend_entry`, returning a pointer to a static, append-only table of function pointers
@@ -44,7 +46,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 6
+#define RVL_ABI_MINOR 7 /* im2col block; the lead renumbers at merge */
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
