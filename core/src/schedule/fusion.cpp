@@ -91,14 +91,15 @@ void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<
     if (!candidate(b) || per_kernel[e] != 1) continue;
     // The read must be the contraction's output layout, viewed as [batch..., m, n].
     const ContractionPlan& p = plan.contractions.at(b);
-    // (Size-1 axes belong to no group of a multi-axis plan: compare the others.)
+    // (Size-1 axes change no layout, and a plan for a device taking several axes per group puts
+    // them in no group: compare the others.)
     const bool multi = p.m_axes.size() > 1 || p.n_axes.size() > 1 || p.r_axes.size() > 1;
     std::vector<int64_t> axes, expect;
     for (int64_t d = 0; d < static_cast<int64_t>(b->shape.size()); ++d)
-      if (!((b->axes >> d) & 1u) && (!multi || b->shape[d] != 1)) axes.push_back(d);
+      if (!((b->axes >> d) & 1u) && b->shape[d] != 1) axes.push_back(d);
     for (const auto* g : {&p.batch, &p.m_axes, &p.n_axes})
       for (int64_t d : *g)
-        if (!multi || b->shape[d] != 1) expect.push_back(d);
+        if (b->shape[d] != 1) expect.push_back(d);
     if (p.m_axes.empty() || p.n_axes.empty() || axes != expect) continue;
     // The epilogue runs over [batch..., m, n]; the kernel's own shape and the view it reads the
     // contraction through may differ from that by size-1 axes only (same layout).
