@@ -145,6 +145,23 @@ BOOST_AUTO_TEST_CASE(conv2d_allocates_no_im2col_matrix) {
   BOOST_TEST(st.bytes_allocated < im2col, st.bytes_allocated << " bytes allocated, im2col is " << im2col);
 }
 
+// Both gradients are GEMMs too: the weight gradient sums (n, oh, ow) of the output gradient
+// times the window view, the input gradient's column part sums o (Note [Implicit im2col]). A
+// masked operand (the output gradient of a cut output) once sent both to reduce kernels, ~100x
+// slower; this checks that every product-and-sum of the step ran as a contraction.
+BOOST_AUTO_TEST_CASE(conv2d_gradients_are_contractions) {
+  if (ravel::fusion_options().policy < ravel::FusionPolicy::Reduce) return;
+  Tensor x = Tensor::randn({2, 3, 9, 8}, 21).realize();
+  Tensor w = Tensor::randn({4, 3, 3, 3}, 22).realize();
+  Tensor r = Tensor::randn({2, 4, 9, 8}, 23).realize();
+  nn::ConvOptions opt;
+  opt.padding = {1, 1};
+  Tensor y = nn::conv2d(x, w, std::nullopt, opt);
+  std::vector<Tensor> g = ravel::gradients((y * r).sum(), {x, w});
+  ravel::realize({y, g[0], g[1]});
+  BOOST_TEST(ravel::last_realization_stats().contractions == 3);
+}
+
 BOOST_AUTO_TEST_CASE(conv2d_without_batch_axis) {
   Tensor x = Tensor::randn({2, 5, 5}, 3, ravel::DType::F64), w = Tensor::randn({3, 2, 3, 3}, 4, ravel::DType::F64);
   nn::ConvOptions o;
