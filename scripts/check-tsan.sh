@@ -33,4 +33,13 @@ taskset -c 0 "$B/bin/multidevice_abi" --report_level=short
 echo "tsan: sharding (queues on)"
 RAVEL_CONFIG= RAVEL_PLUGIN_PATH= RAVEL_TBB_DEVICES=8 RAVEL_TBB_ASYNC=1 taskset -c 0 "$B/bin/sharding" --report_level=short \
   --run_test=data_parallel_sgd_matches_one_device,a_captured_data_parallel_step_replays_like_the_eager_one,matmul_data_and_tensor_parallel
+# A Jit replay with a host thread per device (Note [Replay by device]), devices synchronous (each
+# kernel runs on its lane's thread) and then queued; and a kernel failing inside such a replay.
+echo "tsan: sharding (a replay's lanes)"
+RAVEL_CONFIG= RAVEL_PLUGIN_PATH= RAVEL_TBB_DEVICES=8 taskset -c 0 "$B/bin/sharding" --report_level=short \
+  --run_test=a_replay_with_a_thread_per_device_gives_the_bits_of_the_replay_in_order
+RAVEL_CONFIG= RAVEL_PLUGIN_PATH= RAVEL_TBB_DEVICES=8 RAVEL_TBB_ASYNC=1 taskset -c 0 "$B/bin/sharding" --report_level=short \
+  --run_test=a_replay_with_a_thread_per_device_gives_the_bits_of_the_replay_in_order
+RAVEL_CONFIG= RAVEL_PLUGIN_PATH= RAVEL_TBB_DEVICES=4 RAVEL_JIT_LANES=1 RAVEL_TBB_TEST_FAULT=150 taskset -c 0 "$B/bin/sharding" \
+  --report_level=short --run_test=a_failing_kernel_in_a_replay_by_device_is_a_device_error
 echo "tsan: no data races reported"

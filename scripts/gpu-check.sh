@@ -15,7 +15,7 @@
 # A second, shorter call can leave steps out and run part of the test suite:
 #   GPU_CHECK_SKIP="precompile conformance memcheck cpu" GPU_CHECK_TESTS='^(sharding|core_)' ...
 # Step keys for GPU_CHECK_SKIP, in the order they run: precompile conformance opencl bench makemore
-# cpu mesh dp-devices dp memcheck (the test suite runs last, with the time left). All of them
+# cpu scaling mesh dp-devices dp memcheck (the test suite runs last, with the time left). All of them
 # together do not fit one 8-minute call: the deadline skips the last ones, so leave out what an
 # earlier call already measured (docs/performance.md, "GPU backends", says what that was).
 set -uo pipefail
@@ -119,6 +119,14 @@ skipped makemore "makemore on hip:0" || run_step "makemore on hip:0" 40 "$out/ma
 
 skipped cpu "cpu rows (16 cores)" || run_step "cpu rows (16 cores)" 70 "$out/bench-cpu.txt" "$build/bin/ravel-bench" \
   configs/bench/cpu-16core.json --out "$out/bench-cpu"
+
+# Issue 26: the cpu-vs-peers workloads on 2, 4, 8 and 16 of this machine's cores
+# (scripts/cpu-scaling.sh; every row that gets slower with more cores is marked).
+if ! skipped scaling "cpu scaling (2-16 cores)"; then
+  cmake --build "$build" -j"$jobs" --target ravel-peer-loops >/dev/null 2>&1
+  run_step "cpu scaling (2-16 cores)" 120 "$out/cpu-scaling.txt" env CPU_SCALING_ARGS="--reps 3" \
+    scripts/cpu-scaling.sh "$build" "$out/cpu-scaling"
+fi
 
 # Issue 21: a mixed mesh of hip:0 and tbb_cpu:0 (transfers through host memory, and a sharded
 # tensor over both), then data parallelism over 1, 2 and 4 tbb_cpu devices on 16 cores with the

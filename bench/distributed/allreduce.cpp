@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -19,9 +20,14 @@ int main(int argc, char** argv) try {
   o.check_arguments = !(argc > 1 && std::strcmp(argv[1], "--no-check") == 0);
   dist::init(o);
   const char* label = o.check_arguments ? "ravel" : "ravel-nocheck";
-  for (int64_t bytes : {int64_t{4} << 10, int64_t{64} << 10, int64_t{1} << 20, int64_t{16} << 20, int64_t{64} << 20}) {
+  // RAVEL_BENCH_MAX_BYTES: stop after this size (a profile of the small sizes alone).
+  const char* max_env = std::getenv("RAVEL_BENCH_MAX_BYTES");
+  const int64_t max_bytes = max_env && *max_env ? std::atoll(max_env) : (int64_t{64} << 20);
+  for (int64_t bytes : {int64_t{4} << 10, int64_t{16} << 10, int64_t{64} << 10, int64_t{1} << 20, int64_t{16} << 20, int64_t{64} << 20}) {
+    if (bytes > max_bytes) break;
     const int64_t n = bytes / 4;
-    const int reps = bytes <= (64 << 10) ? 200 : bytes <= (1 << 20) ? 40 : 8;
+    const char* reps_env = std::getenv("RAVEL_BENCH_REPS");  // more repetitions for a profile
+    const int reps = reps_env && *reps_env ? std::atoi(reps_env) : bytes <= (64 << 10) ? 200 : bytes <= (1 << 20) ? 40 : 8;
     // A tensor with a buffer of its own (a realized `full` is a constant, computed on each read).
     ravel::Tensor x = ravel::Tensor::from_vector(std::vector<float>(n, 1.0f + dist::rank()), {n});
     std::vector<double> us;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "comm_plugin.hpp"
@@ -26,7 +27,10 @@ int main(int argc, char** argv) {
   }
   int32_t rank = 0;
   p.take(api->comm_rank(w, &rank));
-  for (long bytes : {4L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20}) {
+  const char* max_env = std::getenv("RAVEL_BENCH_MAX_BYTES");  // stop after this size
+  const long max_bytes = max_env && *max_env ? std::atol(max_env) : (64L << 20);
+  for (long bytes : {4L << 10, 16L << 10, 64L << 10, 1L << 20, 16L << 20, 64L << 20}) {
+    if (bytes > max_bytes) break;
     const long n = bytes / 4;
     const int reps = bytes <= (64L << 10) ? 200 : bytes <= (1L << 20) ? 40 : 8;
     std::vector<float> in(n, 1.0f + rank), out(n);

@@ -1,7 +1,15 @@
 // Hand-written loop peer for ravel-bench (docs/bench.md, "Peers"): the loops a performance-aware
 // C++ programmer writes by hand with OpenMP, so that "Ravel >= 0.9x the hand loop" is measured in
-// the same ravel-bench run as Ravel itself. Built with the same flags as Ravel (the build type's,
-// no -march, no -ffast-math) plus -fopenmp; std::exp as a user would call it.
+// the same ravel-bench run as Ravel itself. Two builds of this one file (tools/ravel_bench):
+//  * ravel-peer-loops, the limit (issue 26): -O3 -march=native -ffast-math -fopenmp, so std::exp in
+//    an `omp simd` loop becomes glibc's vector expf (libmvec) and every loop uses the machine's
+//    widest vectors; the transpose is 64x64 tiles of 8x8 AVX register transposes
+//    (RAVEL_LOOPS_NATIVE). Streaming (non-temporal) stores were tried for the elementwise and
+//    softmax outputs and measured slower on the 2-core EPYC VM (docs/performance.md, issue 26),
+//    so they are not used.
+//  * ravel-peer-loops-sse2: Ravel's own flags (the build type's, no -march, no -ffast-math) plus
+//    -fopenmp and the plain loops: what the same programmer gets without tuning for the machine.
+// The flags are printed in the result line ("threads", listed under ravel-bench's table).
 //   ravel-peer-loops --workload NAME --size AxB --warmup W --reps R
 // Workloads: elementwise (d = exp(a) * b + c), softmax (rows: max, exp and sum, scale; a row
 // stays in cache between its passes), sum_axis0 (rows streamed into a vector of column sums),
@@ -9,6 +17,13 @@
 // Threads: OpenMP's (ravel-bench sets OMP_NUM_THREADS to every core and OMP_WAIT_POLICY=passive);
 // the settings in effect are printed in the result line ("threads").
 #include <omp.h>
+#if defined(RAVEL_LOOPS_NATIVE) && defined(__AVX__)
+#include <immintrin.h>
+#define RAVEL_LOOPS_AVX 1
+#endif
+#ifndef RAVEL_LOOPS_FLAGS
+#define RAVEL_LOOPS_FLAGS "(flags unknown)"
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -28,8 +43,20 @@ float uniform(uint64_t i) {  // deterministic inputs in [-1, 1)
   return static_cast<float>(x >> 40) / static_cast<float>(1 << 23) - 1.0f;
 }
 
-std::vector<float> filled(size_t n, uint64_t seed) {
-  std::vector<float> v(n);
+// 64-byte aligned storage (cache-line aligned rows for every build of the peer).
+template <class T>
+struct Aligned {
+  using value_type = T;
+  Aligned() = default;
+  template <class U> Aligned(const Aligned<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64)); }
+  void deallocate(T* p, size_t) { std::free(p); }
+  bool operator==(const Aligned&) const { return true; }
+};
+using Floats = std::vector<float, Aligned<float>>;
+
+Floats filled(size_t n, uint64_t seed) {
+  Floats v(n);
   for (size_t i = 0; i < n; ++i) v[i] = uniform(seed * 0x100000000ull + i);
   return v;
 }
@@ -40,6 +67,25 @@ std::string env_or(const char* name, const char* dflt) {
 }
 
 bool close(double got, double want, double tol) { return std::abs(got - want) <= tol * (1 + std::abs(want)); }
+
+#ifdef RAVEL_LOOPS_AVX
+// The 8x8 block at src (row stride ss) transposed into dst (row stride ds): 24 shuffles, no gathers.
+void transpose8x8(const float* src, long ss, float* dst, long ds) {
+  __m256 r[8], t[8];
+  for (int k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(src + k * ss);
+  for (int k = 0; k < 8; k += 2) t[k] = _mm256_unpacklo_ps(r[k], r[k + 1]), t[k + 1] = _mm256_unpackhi_ps(r[k], r[k + 1]);
+  for (int k = 0; k < 8; k += 4) {
+    r[k] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    r[k + 1] = _mm256_shuffle_ps(t[k], t[k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    r[k + 2] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    r[k + 3] = _mm256_shuffle_ps(t[k + 1], t[k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int k = 0; k < 4; ++k) {
+    _mm256_storeu_ps(dst + k * ds, _mm256_permute2f128_ps(r[k], r[k + 4], 0x20));
+    _mm256_storeu_ps(dst + (k + 4) * ds, _mm256_permute2f128_ps(r[k], r[k + 4], 0x31));
+  }
+}
+#endif
 
 }  // namespace
 
@@ -61,7 +107,7 @@ int main(int argc, char** argv) {
   std::string size_json;
   for (long d : dims) size_json += (size_json.empty() ? "" : ",") + std::to_string(d);
   const std::string threads = "OpenMP " + std::to_string(omp_get_max_threads()) + " threads, OMP_WAIT_POLICY=" +
-                              env_or("OMP_WAIT_POLICY", "(unset)");
+                              env_or("OMP_WAIT_POLICY", "(unset)") + "; " + RAVEL_LOOPS_FLAGS;
   auto unavailable = [&](const char* why) {
     std::printf("{\"workload\": \"%s\", \"size\": [%s], \"unavailable\": \"%s\"}\n", workload.c_str(),
                 size_json.c_str(), why);
@@ -70,13 +116,15 @@ int main(int argc, char** argv) {
 
   std::function<void()> run;
   std::function<bool()> check;  // after one run: the result against a naive double computation
-  std::vector<float> a, b, c, d;
+  Floats a, b, c, d;
   if (workload == "elementwise" && dims.size() == 1) {
     const long n = dims[0];
     a = filled(n, 1), b = filled(n, 2), c = filled(n, 3), d.assign(n, 0);
     run = [&, n] {
       const float *x = a.data(), *y = b.data(), *z = c.data();
       float* out = d.data();
+      // Native: vector expf (libmvec). Streaming the output (through an L1 buffer, so the stores
+      // are non-temporal) was measured slower here (docs/performance.md, issue 26), so not used.
 #pragma omp parallel for simd schedule(static)
       for (long i = 0; i < n; ++i) out[i] = std::exp(x[i]) * y[i] + z[i];
     };
@@ -159,6 +207,25 @@ int main(int argc, char** argv) {
     const long rows = dims[0], cols = dims[1];
     a = filled(rows * cols, 1), d.assign(rows * cols, 0);
     run = [&, rows, cols] {
+#ifdef RAVEL_LOOPS_AVX
+      // 64x64 tiles (16 KiB in, 16 KiB out: both in L1), each as 8x8 AVX register transposes.
+      constexpr long T = 64;
+#pragma omp parallel for collapse(2) schedule(static)
+      for (long i0 = 0; i0 < cols; i0 += T)
+        for (long j0 = 0; j0 < rows; j0 += T) {
+          const long i1 = std::min(cols, i0 + T), j1 = std::min(rows, j0 + T);
+          long i = i0;
+          for (; i + 8 <= i1; i += 8) {
+            long j = j0;
+            for (; j + 8 <= j1; j += 8) transpose8x8(&a[j * cols + i], cols, &d[i * rows + j], rows);
+            for (; j < j1; ++j)
+              for (long k = i; k < i + 8; ++k) d[k * rows + j] = a[j * cols + k];
+          }
+          for (; i < i1; ++i)
+            for (long j = j0; j < j1; ++j) d[i * rows + j] = a[j * cols + i];
+        }
+      return;
+#endif
       constexpr long B = 32;
 #pragma omp parallel for collapse(2) schedule(static)
       for (long i0 = 0; i0 < cols; i0 += B)

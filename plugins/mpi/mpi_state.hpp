@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -21,6 +23,9 @@ struct rvl_coll_error {
 
 struct rvl_communicator {
   MPI_Comm comm = MPI_COMM_NULL;
+  // Note [Small all-reduces]: a duplicate of `comm` that carries only the point-to-point
+  // all-reduce's messages, so no send/recv of the host program (any tag) can match them.
+  MPI_Comm small_comm = MPI_COMM_NULL;
   int rank = 0, size = 1;
   bool world = false;             // the one comm_create_world made (its destroy finalizes MPI)
   std::vector<int> world_rank_of;  // this communicator's rank -> rank in MPI_COMM_WORLD
@@ -37,6 +42,12 @@ struct rvl_coll_request {
   rvl_coll_status status = RVL_COLL_STATUS_OK;  // of a completed request
   std::string message;                          // ...and its message
   int32_t error_rank = -1;
+  // Note [Small all-reduces]: a request made of several point-to-point messages (tested with
+  // MPI_Testall; `request` is unused then), the peers' contributions they receive, and the
+  // reduction run once when all completed without error.
+  std::vector<MPI_Request> parts;
+  std::unique_ptr<uint8_t[]> scratch;
+  std::function<void()> finish;
 };
 
 namespace mpi_plugin {
@@ -75,6 +86,12 @@ rvl_coll_error* request_wait(rvl_coll_request* r, int64_t timeout_ms);
 void request_free(rvl_coll_request* r);
 // A live collective for `comm` that has not started yet (the caller fills request and what).
 rvl_coll_request* new_request(rvl_communicator* comm, std::string what);
+
+// Note [Small all-reduces] (mpi_small.cpp): whether all_reduce of `bytes` on `comm` goes point to
+// point, and starting it. `op_code` and `dtype` are collectives.h's.
+bool small_all_reduce_applies(const rvl_communicator* comm, uint64_t bytes);
+rvl_coll_error* start_small_all_reduce(rvl_communicator* comm, const void* send, void* recv, uint64_t count,
+                                       rvl_dtype dtype, rvl_coll_op op, std::string what, rvl_coll_request** out);
 
 // World start-up and shut-down (mpi_world.cpp).
 rvl_coll_error* create_world(int64_t timeout_ms, rvl_communicator** out);

@@ -62,6 +62,25 @@ bool wait_for(MPI_Request* req, int64_t timeout_ms, int* rc) {
   }
 }
 
+// Note [Small all-reduces]: the communicator their messages travel on, a duplicate of `comm`
+// (MPI_Comm_idup under the deadline: every rank of `comm` takes part).
+rvl_coll_error* duplicate_for_small(MPI_Comm comm, int64_t timeout_ms, MPI_Comm* out) {
+  MPI_Request req;
+  int rc;
+  {
+    std::lock_guard<std::mutex> lock(process().mutex);
+    rc = MPI_Comm_idup(comm, out, &req);
+  }
+  if (rc != MPI_SUCCESS) return make_error(RVL_COLL_STATUS_COMM_ERROR, mpi_message(rc, "MPI_Comm_idup"));
+  if (!wait_for(&req, timeout_ms, &rc))
+    return make_error(RVL_COLL_STATUS_TIMEOUT, "MPI_Comm_idup (small all-reduce communicator) did not complete within " +
+                                                   std::to_string(timeout_ms) + " ms");
+  if (rc != MPI_SUCCESS) return make_error(RVL_COLL_STATUS_COMM_ERROR, mpi_message(rc, "MPI_Comm_idup"));
+  std::lock_guard<std::mutex> lock(process().mutex);
+  MPI_Comm_set_errhandler(*out, MPI_ERRORS_RETURN);
+  return nullptr;
+}
+
 rvl_communicator* wrap(MPI_Comm comm) {
   auto* c = new (std::nothrow) rvl_communicator();
   if (!c) return nullptr;
@@ -140,10 +159,13 @@ rvl_coll_error* create_world(int64_t timeout_ms, rvl_communicator** out) {
   if (!wait_for(&req, timeout_ms, &rc))
     return make_error(RVL_COLL_STATUS_TIMEOUT, "start-up: MPI_Comm_idup did not complete within " +
                                                    std::to_string(timeout_ms) + " ms");
+  MPI_Comm small = MPI_COMM_NULL;
+  if (rvl_coll_error* e = duplicate_for_small(dup, timeout_ms, &small)) return e;
   std::lock_guard<std::mutex> lock(p.mutex);
   MPI_Comm_set_errhandler(dup, MPI_ERRORS_RETURN);
   rvl_communicator* c = wrap(dup);
   if (!c) return make_error(RVL_COLL_STATUS_OUT_OF_MEMORY, "comm_create_world: out of memory");
+  c->small_comm = small;
   c->world = true;
   p.world_created = true;
   *out = c;
@@ -183,7 +205,7 @@ rvl_coll_error* split(rvl_communicator* comm, int32_t color, int32_t key, int64_
   std::sort(members.begin(), members.end());
   std::vector<int> ranks;
   for (auto& m : members) ranks.push_back(m.second);
-  std::lock_guard<std::mutex> lock(p.mutex);
+  std::unique_lock<std::mutex> lock(p.mutex);
   MPI_Group parent, group;
   MPI_Comm_group(comm->comm, &parent);
   MPI_Group_incl(parent, static_cast<int>(ranks.size()), ranks.data(), &group);
@@ -194,7 +216,14 @@ rvl_coll_error* split(rvl_communicator* comm, int32_t color, int32_t key, int64_
   if (rc != MPI_SUCCESS) return make_error(RVL_COLL_STATUS_COMM_ERROR, mpi_message(rc, "MPI_Comm_create_group"));
   MPI_Comm_set_errhandler(child, MPI_ERRORS_RETURN);
   *out = wrap(child);
-  return *out ? nullptr : make_error(RVL_COLL_STATUS_OUT_OF_MEMORY, "comm_split: out of memory");
+  if (!*out) return make_error(RVL_COLL_STATUS_OUT_OF_MEMORY, "comm_split: out of memory");
+  lock.unlock();
+  if (rvl_coll_error* e = duplicate_for_small(child, timeout_ms, &(*out)->small_comm)) {
+    destroy(*out);
+    *out = nullptr;
+    return e;
+  }
+  return nullptr;
 }
 
 rvl_coll_error* destroy(rvl_communicator* comm) {
@@ -206,6 +235,7 @@ rvl_coll_error* destroy(rvl_communicator* comm) {
   if (!p.broken.load()) {
     std::lock_guard<std::mutex> lock(p.mutex);
     MPI_Comm_free(&comm->comm);  // local when nothing is pending
+    if (comm->small_comm != MPI_COMM_NULL) MPI_Comm_free(&comm->small_comm);
   }
   delete comm;
   if (!world || !p.initialized_here) return nullptr;

@@ -3,6 +3,7 @@
 
 #include "dtype_ops.hpp"
 #include "fast_math.hpp"
+#include "half_convert.hpp"
 
 #include <ravel/op_table.hpp>
 
@@ -19,7 +20,7 @@ namespace {
 // Which (op, source dtype) pairs get an array loop: every arithmetic row of the op table on the
 // dtypes it accepts. LOAD, CONST, ACC and CAST are handled by the evaluator itself.
 constexpr bool supported(int op, int dt) {
-  return rvl::op_is_arithmetic(op) && op != RVL_OP_CAST && rvl::op_accepts(op, dt);
+  return rvl::op_is_arithmetic(op) && op != RVL_OP_CAST && rvl::op_accepts(op, dt) && tbb_runs(dt);
 }
 template <int OP> inline constexpr bool kNoFunctor = false;
 
@@ -121,13 +122,13 @@ constexpr ArrayFn pick() {
   else return &array_loop<OP, DT>;
 }
 template <bool AVX2, int OP, size_t... D>
-constexpr std::array<ArrayFn, RVL_DTYPE_COUNT_> op_row(std::index_sequence<D...>) {
+constexpr std::array<ArrayFn, kTbbDTypeCount> op_row(std::index_sequence<D...>) {
   return {pick<AVX2, OP, static_cast<int>(D)>()...};
 }
 template <bool AVX2, size_t... O>
 constexpr auto make_op_table(std::index_sequence<O...>) {
-  return std::array<std::array<ArrayFn, RVL_DTYPE_COUNT_>, RVL_OP_COUNT_>{
-      op_row<AVX2, static_cast<int>(O)>(std::make_index_sequence<RVL_DTYPE_COUNT_>{})...};
+  return std::array<std::array<ArrayFn, kTbbDTypeCount>, RVL_OP_COUNT_>{
+      op_row<AVX2, static_cast<int>(O)>(std::make_index_sequence<kTbbDTypeCount>{})...};
 }
 constexpr auto kOpTable = make_op_table<false>(std::make_index_sequence<RVL_OP_COUNT_>{});
 constexpr auto kOpTableAvx2 = make_op_table<true>(std::make_index_sequence<RVL_OP_COUNT_>{});
@@ -147,30 +148,43 @@ bool use_avx2() {
 
 template <int FROM, int TO>
 void cast_loop(void* dst, const void* src, int64_t n) {
+  // f32 <-> f16/bf16, the casts every half kernel is made of (Note [Halves in f32]): vector loops
+  if constexpr (FROM == RVL_DTYPE_F32 && TO == RVL_DTYPE_F16)
+    return f32_to_f16(static_cast<uint16_t*>(dst), static_cast<const float*>(src), n);
+  if constexpr (FROM == RVL_DTYPE_F16 && TO == RVL_DTYPE_F32)
+    return f16_to_f32(static_cast<float*>(dst), static_cast<const uint16_t*>(src), n);
+  if constexpr (FROM == RVL_DTYPE_F32 && TO == RVL_DTYPE_BF16)
+    return f32_to_bf16(static_cast<uint16_t*>(dst), static_cast<const float*>(src), n);
+  if constexpr (FROM == RVL_DTYPE_BF16 && TO == RVL_DTYPE_F32)
+    return bf16_to_f32(static_cast<float*>(dst), static_cast<const uint16_t*>(src), n);
   auto* __restrict d = static_cast<ctype<TO>*>(dst);
   auto* __restrict s = static_cast<const ctype<FROM>*>(src);
   for (int64_t i = 0; i < n; ++i) d[i] = s_cast<TO, FROM>(s[i]);
 }
+template <int FROM, int TO>
+constexpr CastFn cast_entry() {
+  return &cast_loop<FROM, TO>;  // every pair, the halves included (Note [Halves in f32])
+}
 template <int FROM, size_t... T>
-constexpr std::array<CastFn, RVL_DTYPE_COUNT_> cast_row(std::index_sequence<T...>) {
-  return {&cast_loop<FROM, static_cast<int>(T)>...};
+constexpr std::array<CastFn, kTbbDTypeCount> cast_row(std::index_sequence<T...>) {
+  return {cast_entry<FROM, static_cast<int>(T)>()...};
 }
 template <size_t... F>
 constexpr auto make_cast_table(std::index_sequence<F...>) {
-  return std::array<std::array<CastFn, RVL_DTYPE_COUNT_>, RVL_DTYPE_COUNT_>{
-      cast_row<static_cast<int>(F)>(std::make_index_sequence<RVL_DTYPE_COUNT_>{})...};
+  return std::array<std::array<CastFn, kTbbDTypeCount>, kTbbDTypeCount>{
+      cast_row<static_cast<int>(F)>(std::make_index_sequence<kTbbDTypeCount>{})...};
 }
-constexpr auto kCastTable = make_cast_table(std::make_index_sequence<RVL_DTYPE_COUNT_>{});
+constexpr auto kCastTable = make_cast_table(std::make_index_sequence<kTbbDTypeCount>{});
 
 }  // namespace
 
 ArrayFn array_kernel(int32_t op, int32_t dt) {
-  if (op < 0 || op >= RVL_OP_COUNT_ || dt < 0 || dt >= RVL_DTYPE_COUNT_) return nullptr;
+  if (op < 0 || op >= RVL_OP_COUNT_ || dt < 0 || dt >= kTbbDTypeCount) return nullptr;
   return use_avx2() ? kOpTableAvx2[op][dt] : kOpTable[op][dt];
 }
 
 CastFn cast_kernel(int32_t from, int32_t to) {
-  if (from < 0 || from >= RVL_DTYPE_COUNT_ || to < 0 || to >= RVL_DTYPE_COUNT_) return nullptr;
+  if (from < 0 || from >= kTbbDTypeCount || to < 0 || to >= kTbbDTypeCount) return nullptr;
   return kCastTable[from][to];
 }
 

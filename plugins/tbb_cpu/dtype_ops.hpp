@@ -9,6 +9,7 @@
 #pragma once
 
 #include <ravel/backend.h>
+#include <ravel/half.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -16,6 +17,14 @@
 #include <type_traits>
 
 namespace tbbcpu {
+
+// The dtypes with typed array loops: every dtype but the 16-bit floats, whose kernels are
+// rewritten to compute in f32 (Note [Halves in f32] in half_kernels.cpp) and which only appear
+// here as LOADs, stores and CASTs. The tables below are indexed by every dtype; the half rows
+// of the op tables are null, their cast entries are not.
+inline constexpr int kTbbDTypeCount = RVL_DTYPE_COUNT_;
+inline constexpr uint32_t kTbbDTypes = RVL_DTYPES_ALL & ~((1u << RVL_DTYPE_F16) | (1u << RVL_DTYPE_BF16));
+constexpr bool tbb_runs(int dt) noexcept { return dt >= 0 && dt < kTbbDTypeCount && ((kTbbDTypes >> dt) & 1u); }
 
 // C++ storage type of each dtype. BOOL and U8 share uint8_t, so dispatch is by dtype value (DT).
 template <int DT> struct dtype_traits;
@@ -25,11 +34,19 @@ template <> struct dtype_traits<RVL_DTYPE_I32> { using type = int32_t; };
 template <> struct dtype_traits<RVL_DTYPE_I64> { using type = int64_t; };
 template <> struct dtype_traits<RVL_DTYPE_F32> { using type = float; };
 template <> struct dtype_traits<RVL_DTYPE_F64> { using type = double; };
+template <> struct dtype_traits<RVL_DTYPE_I8> { using type = int8_t; };
+template <> struct dtype_traits<RVL_DTYPE_I16> { using type = int16_t; };
+template <> struct dtype_traits<RVL_DTYPE_U16> { using type = uint16_t; };
+template <> struct dtype_traits<RVL_DTYPE_U32> { using type = uint32_t; };
+template <> struct dtype_traits<RVL_DTYPE_U64> { using type = uint64_t; };
+template <> struct dtype_traits<RVL_DTYPE_F16> { using type = rvl::Float16; };
+template <> struct dtype_traits<RVL_DTYPE_BF16> { using type = rvl::BFloat16; };
 template <int DT> using ctype = typename dtype_traits<DT>::type;
 
 template <int DT> inline constexpr bool is_bool_v = DT == RVL_DTYPE_BOOL;
 template <int DT> inline constexpr bool is_float_v = DT == RVL_DTYPE_F32 || DT == RVL_DTYPE_F64;
-template <int DT> inline constexpr bool is_int_v = !is_bool_v<DT> && !is_float_v<DT>;
+template <int DT> inline constexpr bool is_half_v = DT == RVL_DTYPE_F16 || DT == RVL_DTYPE_BF16;
+template <int DT> inline constexpr bool is_int_v = !is_bool_v<DT> && !is_float_v<DT> && !is_half_v<DT>;
 
 // Calls f(std::integral_constant<int, DT>{}) for the runtime dtype `dt` (already validated).
 template <class F>
@@ -40,7 +57,12 @@ inline decltype(auto) dispatch_dtype(int dt, F&& f) {
     case RVL_DTYPE_I32: return f(std::integral_constant<int, RVL_DTYPE_I32>{});
     case RVL_DTYPE_I64: return f(std::integral_constant<int, RVL_DTYPE_I64>{});
     case RVL_DTYPE_F32: return f(std::integral_constant<int, RVL_DTYPE_F32>{});
-    default: return f(std::integral_constant<int, RVL_DTYPE_F64>{});
+    case RVL_DTYPE_I8: return f(std::integral_constant<int, RVL_DTYPE_I8>{});
+    case RVL_DTYPE_I16: return f(std::integral_constant<int, RVL_DTYPE_I16>{});
+    case RVL_DTYPE_U16: return f(std::integral_constant<int, RVL_DTYPE_U16>{});
+    case RVL_DTYPE_U32: return f(std::integral_constant<int, RVL_DTYPE_U32>{});
+    case RVL_DTYPE_U64: return f(std::integral_constant<int, RVL_DTYPE_U64>{});
+    default: return f(std::integral_constant<int, RVL_DTYPE_F64>{});  // F64 (halves never get here)
   }
 }
 
@@ -51,8 +73,9 @@ template <class T> inline T wrap_add(T a, T b) {
   return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
 }
 template <class T> inline T wrap_mul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  // uint8_t promotes to int: 255*255 fits, no overflow. Wider types stay unsigned.
+  // Types narrower than int promote to (signed) int, where 65535 * 65535 would overflow: they
+  // multiply as unsigned int instead. Wider types stay unsigned.
+  using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
   return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
 }
 template <class T> inline T wrap_neg(T a) {
@@ -135,7 +158,14 @@ template <class To, class From> inline To float_to_int(From x) {
 
 template <int TO, int FROM> inline ctype<TO> s_cast(ctype<FROM> x) {
   using T = ctype<TO>;
-  if constexpr (is_bool_v<TO>) {
+  if constexpr (is_half_v<FROM>) {
+    return s_cast<TO, RVL_DTYPE_F32>(static_cast<float>(x));  // exact widening, then as from f32
+  } else if constexpr (is_half_v<TO>) {
+    // One rounding to nearest even from f32/f64 (<ravel/half.hpp>); integers via f64, as the
+    // reference does.
+    if constexpr (is_float_v<FROM>) return T(x);
+    else return T(static_cast<double>(x));
+  } else if constexpr (is_bool_v<TO>) {
     return x != 0 ? 1 : 0;  // NaN != 0, so NaN -> true
   } else if constexpr (is_float_v<TO>) {
     return static_cast<T>(x);  // int->float rounds to nearest; f64->f32 rounds (IEEE: +-inf)

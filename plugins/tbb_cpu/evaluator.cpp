@@ -417,6 +417,7 @@ Scratch Evaluator::make_scratch() const {
     const int in = rank_ - 1;
     switch (rvl::dtype_size(v.dtype)) {
       case 1: fill_rows(static_cast<uint8_t*>(dst), v, in, shape_[in], block_); break;
+      case 2: fill_rows(static_cast<uint16_t*>(dst), v, in, shape_[in], block_); break;
       case 4: fill_rows(static_cast<uint32_t*>(dst), v, in, shape_[in], block_); break;
       default: fill_rows(static_cast<uint64_t*>(dst), v, in, shape_[in], block_); break;
     }
@@ -486,6 +487,7 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
           const int64_t row = s / shape_[1];
           switch (rvl::dtype_size(v.dtype)) {
             case 1: fill_per_row(static_cast<uint8_t*>(slot), v, row, shape_[1], n); break;
+            case 2: fill_per_row(static_cast<uint16_t*>(slot), v, row, shape_[1], n); break;
             case 4: fill_per_row(static_cast<uint32_t*>(slot), v, row, shape_[1], n); break;
             default: fill_per_row(static_cast<uint64_t*>(slot), v, row, shape_[1], n); break;
           }
@@ -506,6 +508,7 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
         const void* r = nullptr;
         switch (rvl::dtype_size(v.dtype)) {
           case 1: r = load_any(v, sc, a, g, rank_, static_cast<uint8_t*>(slot)); break;
+          case 2: r = load_any(v, sc, a, g, rank_, static_cast<uint16_t*>(slot)); break;
           case 4: r = load_any(v, sc, a, g, rank_, static_cast<uint32_t*>(slot)); break;
           default: r = load_any(v, sc, a, g, rank_, static_cast<uint64_t*>(slot)); break;
         }
@@ -570,6 +573,7 @@ void Evaluator::store_segs(const void* values, Scratch& sc) const {
   if (direct_ok_ && values == direct_output(sc)) return;  // already there
   switch (rvl::dtype_size(out_.dtype)) {
     case 1: store_typed(out_, sc.segs(), rank_, static_cast<const uint8_t*>(values)); break;
+    case 2: store_typed(out_, sc.segs(), rank_, static_cast<const uint16_t*>(values)); break;
     case 4: store_typed(out_, sc.segs(), rank_, static_cast<const uint32_t*>(values)); break;
     default: store_typed(out_, sc.segs(), rank_, static_cast<const uint64_t*>(values)); break;
   }

@@ -131,6 +131,7 @@ class Evaluator {
   void run_logsumexp_any() const;
   void run_elementwise() const;
   void run_tiled() const;
+  bool run_permute_copy() const;  // permute_copy.cpp: false when the program is not a plain copy
   void choose_tiling(View* const* views, int n_views);
   void find_row_invariant_loads();
 

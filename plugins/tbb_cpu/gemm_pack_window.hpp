@@ -1,4 +1,4 @@
-// Multi-axis contractions (ABI 1.7 im2col block, Note [Implicit im2col] in the core's
+// Multi-axis contractions (ABI 1.8 im2col block, Note [Implicit im2col] in the core's
 // schedule/contraction.cpp): M, K and N may each be several strided axes, as a convolution's
 // window view is. Run by contraction.cpp when the validated contraction has a group.
 #pragma once

@@ -13,5 +13,9 @@ using rvl::validate::View;
 
 void run_program(const Program& p);
 void run_contraction(const Contraction& c);
+// run_program / run_contraction, or for a kernel with f16/bf16 in it, its f32 rewrite
+// (half_kernels.cpp, Note [Halves in f32]).
+void run_kernel(const Program& p);
+void run_kernel(const Contraction& c);
 
 }  // namespace tbbcpu

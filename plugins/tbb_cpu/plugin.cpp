@@ -98,7 +98,7 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     out->kind = RVL_DEVICE_CPU;
     out->memory_bytes = physical_memory() / static_cast<uint64_t>(n);
     out->compute_units = threads;
-    out->dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
+    out->dtypes = RVL_DTYPES_ALL;  // f16/bf16 through half_kernels.cpp
     out->max_rank = RVL_MAX_RANK;
     if (RVL_HAS_MEMBER(out, rvl_device_properties, details)) {
       set_chars(out->arch, sizeof out->arch, "x86-64");
@@ -122,7 +122,7 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     // ABI 1.6: every row (array_ops.cpp and evaluator.cpp switch over all of them, and a row
     // they miss does not compile).
     if (RVL_HAS_MEMBER(out, rvl_device_properties, ops)) out->ops = RVL_OPS_ALL;
-    // ABI 1.7 (im2col block): multi-axis contractions (gemm_pack_window.cpp). RAVEL_TBB_NO_WINDOW_GEMM=1
+    // ABI 1.8 (im2col block): multi-axis contractions (gemm_pack_window.cpp). RAVEL_TBB_NO_WINDOW_GEMM=1
     // hides them, so the core's 1.0 path (conv's im2col copy) can be tested on this device.
     const char* no_window = std::getenv("RAVEL_TBB_NO_WINDOW_GEMM");
     if (RVL_HAS_MEMBER(out, rvl_device_properties, contraction_axes))
@@ -221,18 +221,18 @@ rvl_error* execute_program(int32_t device, rvl_stream* stream, const rvl_program
   return rvl::guard([&] {
     Device& d = device_at(device);
     stream_device(stream, device, "execute_program");
-    Program p = rvl::validate::validate_program(program, lookup_on(device));
+    Program p = rvl::validate::validate_program(program, lookup_on(device), RVL_DTYPES_ALL);
     const bool fault = inject_fault();
     if (!d.queue) {
       if (fault) injected();
-      run_on(d, [&] { run_program(p); });
+      run_on(d, [&] { run_kernel(p); });
       return;
     }
     std::vector<rvl_instruction> code(p.ins, p.ins + p.n_ins);
     p.ins = code.data();  // a moved vector keeps its storage
     d.queue->push([p = std::move(p), code = std::move(code), fault] {
       if (fault) injected();
-      run_program(p);
+      run_kernel(p);
     });
   });
 }
@@ -241,18 +241,18 @@ rvl_error* execute_contraction(int32_t device, rvl_stream* stream, const rvl_con
   return rvl::guard([&] {
     Device& d = device_at(device);
     stream_device(stream, device, "execute_contraction");
-    Contraction c = rvl::validate::validate_contraction(contraction, lookup_on(device));
+    Contraction c = rvl::validate::validate_contraction(contraction, lookup_on(device), RVL_DTYPES_ALL);
     const bool fault = inject_fault();
     if (!d.queue) {
       if (fault) injected();
-      run_on(d, [&] { run_contraction(c); });
+      run_on(d, [&] { run_kernel(c); });
       return;
     }
     std::vector<rvl_instruction> code(c.epilogue.ins, c.epilogue.ins + c.epilogue.n_ins);
     c.epilogue.ins = code.data();
     d.queue->push([c = std::move(c), code = std::move(code), fault] {
       if (fault) injected();
-      run_contraction(c);
+      run_kernel(c);
     });
   });
 }

@@ -103,7 +103,10 @@ void for_range(const Evaluator& ev, int64_t begin, int64_t end, int64_t grain, i
 
 void Evaluator::run_elementwise() const {
   const int64_t nblocks = (total_ + block_ - 1) / block_;
-  if (tile_axis_ >= 0 && nblocks > 1) return run_tiled();
+  if (tile_axis_ >= 0 && nblocks > 1) {
+    if (run_permute_copy()) return;  // Note [Permuting copies]
+    return run_tiled();
+  }
   if (nblocks <= 1 || run_inline(total_ * n_ins_)) {  // Note [Inline small kernels]
     Scratch sc = make_scratch();
     for (int64_t s = 0; s < total_; s += block_) {

@@ -22,7 +22,7 @@ struct rvl_coll_request {
   int done;
 };
 
-static const size_t kSize[RVL_DTYPE_COUNT_] = {1, 1, 4, 8, 4, 8};
+static const size_t kSize[RVL_DTYPE_COUNT_] = {1, 1, 4, 8, 4, 8, 2, 2, 1, 2, 2, 4, 8};
 
 static rvl_coll_error* fail(rvl_coll_status code, const char* what) {
   rvl_coll_error* e = (rvl_coll_error*)malloc(sizeof *e);

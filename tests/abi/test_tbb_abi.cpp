@@ -4,6 +4,9 @@
 
 #include <dlfcn.h>
 
+#include <ravel/backend.hpp>
+#include <ravel/validate.hpp>
+
 #include <cstring>
 #include <memory>
 
@@ -185,7 +188,7 @@ BOOST_AUTO_TEST_CASE(info_and_devices) {
   BOOST_TEST(p.kind == RVL_DEVICE_CPU);
   BOOST_TEST(p.compute_units >= 1);
   BOOST_TEST(p.memory_bytes > 0u);
-  BOOST_TEST(p.dtypes == 0x3Fu);
+  BOOST_TEST(p.dtypes == 0x1FFFu);  // every dtype of ABI 1.7 (bits 0..12)
   BOOST_TEST(p.max_rank == RVL_MAX_RANK);
   expect_error(api().device_properties(1, &p), "device 1");
   p.struct_size = 8;
@@ -233,6 +236,60 @@ BOOST_AUTO_TEST_CASE(errors_carry_code_and_message) {
   BOOST_TEST(api().error_code(e) == RVL_STATUS_INVALID_ARGUMENT);
   BOOST_TEST(std::strlen(api().error_message(e)) > 0u);
   api().error_destroy(e);
+}
+
+// ABI 1.7: tbb_cpu states every dtype, f16 and bf16 computed in f32 (Note [Halves in f32] in
+// half_kernels.cpp): 1.5 + 1.5 in f16 is 3 (binary16 0x3E00 + 0x3E00 = 0x4200). A plugin that
+// does not state a dtype answers UNSUPPORTED "dtype ..." for it: the validator with the 1.0-1.6
+// mask (what a plugin that passes none gets) says so for the same, well-formed, kernel, and
+// INVALID_ARGUMENT still comes first for a malformed one.
+BOOST_AUTO_TEST_CASE(f16_kernels_and_the_validators_dtype_mask) {
+  rvl_device_properties props{};
+  props.struct_size = sizeof props;
+  ok(api().device_properties(0, &props), "device_properties");
+  BOOST_TEST(props.dtypes == RVL_DTYPES_ALL);
+  const int64_t shape[1] = {4};
+  HostBuf h;
+  h.dtype = RVL_DTYPE_F16;
+  h.bytes.resize(8);
+  for (int i = 0; i < 4; ++i) h.bytes[2 * i] = 0x00, h.bytes[2 * i + 1] = 0x3E;  // 1.5, little-endian
+  DevBuf in(h), out(8);
+  rvl_instruction code[2] = {load(RVL_DTYPE_F16, 0), ins(RVL_OP_ADD, RVL_DTYPE_F16, 0, 0)};
+  rvl_operand src = operand(in.get(), RVL_DTYPE_F16, contiguous(1, shape));
+  rvl_program p{};
+  p.struct_size = sizeof(rvl_program);
+  p.rank = 1;
+  p.shape[0] = 4;
+  p.n_inputs = 1;
+  p.inputs = &src;
+  p.n_instructions = 2;
+  p.instructions = code;
+  p.output = operand(out.get(), RVL_DTYPE_F16, contiguous(1, shape));
+  ok(api().execute_program(0, nullptr, &p), "f16 add");
+  const HostBuf r = out.read(RVL_DTYPE_F16);
+  for (int i = 0; i < 4; ++i) BOOST_TEST((r.bytes[2 * i] == 0x00 && r.bytes[2 * i + 1] == 0x42));
+  std::byte mem[8] = {};
+  const rvl::validate::BufferLookup lookup = [&](const rvl_buffer*, const char*) {
+    return rvl::validate::BufferRef{mem, sizeof mem};
+  };
+  try {
+    (void)rvl::validate::validate_program(&p, lookup);
+    BOOST_ERROR("the 1.0-1.6 mask accepted an f16 kernel");
+  } catch (const std::exception& ex) {
+    const auto* e = dynamic_cast<const rvl::Error*>(&ex);
+    BOOST_TEST_REQUIRE(e != nullptr);
+    BOOST_TEST(e->code() == RVL_STATUS_UNSUPPORTED);
+    BOOST_TEST(std::string(e->what()).rfind("dtype f16", 0) == 0u, e->what());
+  }
+  p.shape[0] = 5;  // now the output view leaves its buffer: malformed before unsupported
+  try {
+    (void)rvl::validate::validate_program(&p, lookup);
+    BOOST_ERROR("a malformed kernel was accepted");
+  } catch (const std::exception& ex) {
+    const auto* e = dynamic_cast<const rvl::Error*>(&ex);
+    BOOST_TEST_REQUIRE(e != nullptr);
+    BOOST_TEST(e->code() == RVL_STATUS_INVALID_ARGUMENT);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(buffers) {
@@ -326,8 +383,8 @@ BOOST_AUTO_TEST_CASE(op_mask_respects_the_hosts_struct_size) {
   BOOST_TEST((q.ops & RVL_OPS_1_0) == RVL_OPS_1_0);
 }
 
-// ABI 1.7 (im2col block) rvl_device_properties.contraction_axes: a 1.6 host passes the 1.6 size
-// and gets nothing written past it; a 1.7 host learns that tbb_cpu takes groups of up to
+// ABI 1.8 (im2col block) rvl_device_properties.contraction_axes: a 1.6 host passes the 1.6 size
+// and gets nothing written past it; a 1.8 host learns that tbb_cpu takes groups of up to
 // RVL_MAX_RANK axes (gemm_pack_window.cpp).
 BOOST_AUTO_TEST_CASE(contraction_axes_respects_the_hosts_struct_size) {
   constexpr unsigned char kGuard = 0x5A;

@@ -245,7 +245,7 @@ BOOST_AUTO_TEST_CASE(missing_device_and_failing_workload_fail_the_run_but_the_re
 }
 
 BOOST_AUTO_TEST_CASE(shipped_configs_parse) {
-  for (const char* f : {"configs/bench/fusion-policies.json", "configs/bench/cpu-vs-peers.json", "configs/bench/data-parallel.json", "configs/bench/cpu-16core.json", "configs/bench/gpu-vs-torch.json", "configs/default.json", "configs/cpu.json"}) {
+  for (const char* f : {"configs/bench/fusion-policies.json", "configs/bench/cpu-vs-peers.json", "configs/bench/data-parallel.json", "configs/bench/cpu-16core.json", "configs/bench/cpu-scaling.json", "configs/bench/gpu-vs-torch.json", "configs/default.json", "configs/cpu.json"}) {
     fs::path p = fs::path(RAVEL_SOURCE_DIR) / f;
     BOOST_TEST_CONTEXT(f) {
       ravel::RuntimeOptions o;

@@ -6,6 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -58,6 +59,19 @@ inline Tensor to_tensor(const NDArray& a) {
     case DType::I64: return typed_tensor<int64_t>(a);
     case DType::F32: return typed_tensor<float>(a);
     case DType::F64: return typed_tensor<double>(a);
+    case DType::I8: return typed_tensor<int8_t>(a);
+    case DType::I16: return typed_tensor<int16_t>(a);
+    case DType::U16: return typed_tensor<uint16_t>(a);
+    case DType::U32: return typed_tensor<uint32_t>(a);
+    case DType::U64: return typed_tensor<uint64_t>(a);
+    case DType::F16: case DType::BF16: {  // rounded once from the double (<ravel/half.hpp>)
+      std::vector<unsigned char> bytes(2 * a.v.size());
+      for (size_t k = 0; k < a.v.size(); ++k) {
+        const uint16_t b = a.dtype == DType::F16 ? rvl::f16_bits_from(a.v[k]) : rvl::bf16_bits_from(a.v[k]);
+        std::memcpy(bytes.data() + 2 * k, &b, 2);
+      }
+      return Tensor::from_data(bytes.data(), a.dtype, a.shape);
+    }
   }
   throw std::logic_error("bad dtype");
 }
@@ -77,6 +91,12 @@ inline std::vector<double> values(const Tensor& t) {
     case DType::I64: return as_doubles<int64_t>(t);
     case DType::F32: return as_doubles<float>(t);
     case DType::F64: return as_doubles<double>(t);
+    case DType::I8: return as_doubles<int8_t>(t);
+    case DType::I16: return as_doubles<int16_t>(t);
+    case DType::U16: return as_doubles<uint16_t>(t);
+    case DType::U32: return as_doubles<uint32_t>(t);
+    case DType::U64: return as_doubles<uint64_t>(t);
+    case DType::F16: case DType::BF16: return as_doubles<float>(t);  // exact: a half widens exactly
   }
   throw std::logic_error("bad dtype");
 }

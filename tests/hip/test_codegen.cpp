@@ -216,8 +216,11 @@ BOOST_AUTO_TEST_CASE(literals_are_exact) {
 
 // Every op of the op table, on every dtype it accepts, in one program per dtype (so that a
 // compiler run covers them all); ops whose result is FREE are exercised by CAST to every dtype.
+// The HIP plugin states the 1.0-1.6 dtypes (RVL_DTYPES_1_0, BOOL .. F64): the 1.7 ones are not
+// generated yet (issue 25, §2).
 BOOST_AUTO_TEST_CASE(every_op_of_the_op_table_generates_and_compiles) {
-  for (int32_t dt = 0; dt < RVL_DTYPE_COUNT_; ++dt) {
+  constexpr int32_t kDTypes = RVL_DTYPE_F64 + 1;
+  for (int32_t dt = 0; dt < kDTypes; ++dt) {
     std::vector<rvl_instruction> code{ins(RVL_OP_LOAD, dt, -1, -1, -1, 0), ins(RVL_OP_LOAD, dt, -1, -1, -1, 1),
                                       ins(RVL_OP_LOAD, RVL_DTYPE_BOOL, -1, -1, -1, 2)};
     int32_t last = 0, ops = 0;
@@ -227,7 +230,7 @@ BOOST_AUTO_TEST_CASE(every_op_of_the_op_table_generates_and_compiles) {
       const bool select = info.accepts == rvl::OpAccepts::Select;
       const int32_t rdt = info.result == rvl::OpResult::Bool ? RVL_DTYPE_BOOL : dt;
       if (info.result == rvl::OpResult::Free) {  // CAST: to every dtype and back
-        for (int32_t to = 0; to < RVL_DTYPE_COUNT_; ++to) {
+        for (int32_t to = 0; to < kDTypes; ++to) {
           code.push_back(ins(op, to, 0));
           code.push_back(ins(op, dt, int32_t(code.size()) - 1));
         }

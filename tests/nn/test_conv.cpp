@@ -121,7 +121,7 @@ BOOST_AUTO_TEST_CASE(conv_matches_naive_loops) {
   }
 }
 
-// Note [Implicit im2col]: on tbb_cpu (ABI 1.7 contraction_axes > 1) the GEMM packer reads the
+// Note [Implicit im2col]: on tbb_cpu (ABI 1.8 contraction_axes > 1) the GEMM packer reads the
 // window view in place, so a padded 3x3 convolution allocates its output and a pad copy of the
 // input (~1.3x the input), not the im2col matrix (9x the input). The values are checked against
 // the naive loops above; this checks the buffers and that one GEMM ran.

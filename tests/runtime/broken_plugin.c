@@ -83,7 +83,7 @@ static rvl_error* device_properties(int32_t device, rvl_device_properties* out) 
   out->kind = RVL_DEVICE_CPU;
   out->memory_bytes = 1u << 30;
   out->compute_units = 1;
-  out->dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
+  out->dtypes = RVL_DTYPES_1_0;
   out->max_rank = RVL_MAX_RANK;
 #if BROKEN_CASE != V1_0
   if (RVL_HAS_MEMBER(out, rvl_device_properties, details)) {

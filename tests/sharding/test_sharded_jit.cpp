@@ -1,6 +1,9 @@
 // ravel::Jit on sharded programs (Note [Sharded Jit]): a data-parallel training step captured
 // once and replayed gives the losses and parameters of the same step run eagerly on one device;
 // a new layout of the inputs is a new capture.
+#include <cstdlib>
+
+#include "../core/expect_error.hpp"
 #include "sharding_common.hpp"
 
 using namespace stest;
@@ -10,6 +13,12 @@ namespace {
 struct Trained {
   std::vector<double> losses;
   std::vector<std::vector<double>> params;
+};
+
+// Sets RAVEL_JIT_LANES (Note [Replay by device], read at every replay) for the scope.
+struct LanesEnv {
+  explicit LanesEnv(const char* v) { setenv("RAVEL_JIT_LANES", v, 1); }
+  ~LanesEnv() { unsetenv("RAVEL_JIT_LANES"); }
 };
 
 Trained train(const std::vector<Device>& devices, bool jit, int steps) {
@@ -78,4 +87,70 @@ BOOST_AUTO_TEST_CASE(a_new_layout_is_a_new_capture) {
   BOOST_TEST(f.captures() == 2);
   check_close(by_columns, want);
   BOOST_TEST(by_columns.sharding().value().axis.value() == 0);
+}
+
+// Note [Replay by device]: with a host thread per device, every device launches the same kernels
+// in the same order as in a replay on one thread, so the results are the same bits; the
+// comparison is exact. 8 devices on this machine's cores: the lanes wait for each other at every
+// transfer and all-reduce.
+BOOST_AUTO_TEST_CASE(a_replay_with_a_thread_per_device_gives_the_bits_of_the_replay_in_order) {
+  for (size_t n : {2u, 4u, 8u}) {
+    BOOST_TEST_CONTEXT(n << " devices") {
+      Trained in_order, by_device;
+      {
+        LanesEnv off("0");
+        in_order = train(mesh(n), true, 6);
+      }
+      {
+        LanesEnv on("1");
+        by_device = train(mesh(n), true, 6);
+      }
+      BOOST_TEST(by_device.losses == in_order.losses, boost::test_tools::per_element());
+      for (size_t p = 0; p < in_order.params.size(); ++p)
+        BOOST_TEST(by_device.params[p] == in_order.params[p], boost::test_tools::per_element());
+    }
+  }
+}
+
+// Run by its own CTest entry with RAVEL_TBB_TEST_FAULT (a kernel fails on whichever device's
+// thread launches it) and RAVEL_JIT_LANES=1: the replay's DeviceError reaches the caller, the
+// other devices' threads stop instead of waiting for a kernel that never ran, the parameters keep
+// the values of the last step that completed, and the next call runs.
+BOOST_AUTO_TEST_CASE(a_failing_kernel_in_a_replay_by_device_is_a_device_error, *boost::unit_test::disabled()) {
+  BOOST_TEST_REQUIRE(std::getenv("RAVEL_TBB_TEST_FAULT") != nullptr);
+  const std::vector<Device> devices = mesh(4);
+  ravel::nn::MLP mlp({6, 16, 3}, ravel::nn::Activation::Tanh, 5);
+  std::vector<Tensor*> params = mlp.parameters();
+  for (Tensor* p : params) p->assign(p->replicate(devices));
+  ravel::nn::SGD opt(params, 0.2);
+  ravel::Jit jitted(
+      [&](const std::vector<Tensor>& in) {
+        Tensor loss = ravel::nn::cross_entropy(mlp(in[0]), in[1]);
+        opt.zero_grad();
+        loss.backward();
+        opt.step({loss});
+        opt.zero_grad();
+        return std::vector<Tensor>{loss};
+      },
+      params);
+  Tensor x = data({24, 6}, 1).shard(devices, 0);
+  std::vector<int64_t> t;
+  for (int i = 0; i < 24; ++i) t.push_back(i % 3);
+  Tensor y = Tensor::from_vector<int64_t>(t, {24}).shard(devices, 0);
+  int failures = 0;
+  for (int call = 0; call < 40 && failures == 0; ++call) {
+    const std::vector<double> before = params[0]->to_vector<double>();
+    try {
+      jitted({x, y})[0].item<double>();
+    } catch (const ravel::DeviceError& e) {
+      ++failures;
+      BOOST_TEST(std::string(e.what()).find("injected fault") != std::string::npos, e.what());
+      // The fault must come in a replay, not the capture (about 110 kernels; each replay about 100):
+      // if the capture grows past RAVEL_TBB_TEST_FAULT, raise it in tests/sharding/CMakeLists.txt.
+      BOOST_TEST(call >= 1);
+      BOOST_TEST(params[0]->to_vector<double>() == before, boost::test_tools::per_element());
+    }
+  }
+  BOOST_TEST_REQUIRE(failures == 1);
+  BOOST_TEST(std::isfinite(jitted({x, y})[0].item<double>()));
 }

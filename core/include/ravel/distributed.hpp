@@ -133,4 +133,56 @@ class DataParallel {
   mutable int buckets_ = 0;
 };
 
+// One mesh over ranks x local devices (JAX's multi-controller model): every rank runs the same
+// program over its own local devices (RAVEL_TBB_DEVICES=2 gives two tbb_cpu devices), and the
+// mesh's devices are the (rank, local device) pairs, rank-major. A tensor laid out on it is, on
+// each rank, an ordinary tensor sharded (or replicated) over that rank's local devices; the ranks
+// hold the other parts. Data parallelism over it:
+//
+//   distributed::Mesh mesh(local_devices);            // collective: every rank, same count
+//   p.assign(mesh.replicate(p));                       // rank 0's values on every device
+//   Tensor x = mesh.shard_batch(global_x);             // this rank's rows, split over its devices
+//   Tensor loss = nn::cross_entropy(model(x), mesh.shard_batch(global_y)) * mesh.batch_share();
+//   auto [l, g] = value_and_grad(...);                 // g: summed over local devices (docs/sharding.md)
+//   g = mesh.all_reduce(g);                            // ... then over ranks: hierarchical all-reduce
+//
+// docs/distributed.md ("One mesh over ranks and local devices").
+struct MeshDevice {
+  int rank = 0;
+  Device device;
+};
+class Mesh {
+ public:
+  // Collective (every rank calls it, in the same order as its other collectives): the ranks
+  // exchange their local device counts, which must be equal (a ShapeError on every rank naming
+  // both counts otherwise). Devices must be distinct (DeviceError otherwise).
+  explicit Mesh(std::vector<Device> local_devices, DataParallelConfig config = {});
+  int ranks() const { return ranks_; }
+  int rank() const { return rank_; }
+  const std::vector<Device>& local_devices() const { return local_; }
+  int64_t size() const { return static_cast<int64_t>(ranks_) * static_cast<int64_t>(local_.size()); }
+  std::vector<MeshDevice> devices() const;  // rank-major: (0, d0), (0, d1), (1, d0), ...
+  std::string str() const;                  // "2 ranks x [tbb_cpu:0, tbb_cpu:1]"
+
+  // This rank's rows of `global` (the whole batch, the same on every rank) split over its local
+  // devices: rank r holds rows [r n / R, (r + 1) n / R) along `axis`. Every device of the mesh
+  // gets the same number of rows: ShapeError naming the axis size and the mesh size otherwise.
+  Tensor shard_batch(const Tensor& global, int64_t axis = 0) const;
+  // The fraction of the global batch on this rank (1 / ranks): a loss that is a mean over this
+  // rank's rows times it sums over the ranks to the global batch's mean.
+  double batch_share() const { return 1.0 / ranks_; }
+  // Rank 0's `t` on every local device of every rank (a broadcast over the ranks, then replicas).
+  Tensor replicate(const Tensor& t) const;
+  // The hierarchical all-reduce of gradients: each tensor is replicated over this rank's local
+  // devices (or on one device) and already holds the sum over them, as autodiff gives for a
+  // replicated parameter; the result is scale times the sum over the ranks, replicated over the
+  // local devices. One replica per tensor crosses ranks, in DataParallel's buckets.
+  std::vector<Tensor> all_reduce(const std::vector<Tensor>& local_sums, double scale = 1.0) const;
+
+ private:
+  std::vector<Device> local_;
+  int ranks_ = 1, rank_ = 0;
+  DataParallel buckets_;
+};
+
 }  // namespace ravel::distributed

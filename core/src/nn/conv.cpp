@@ -90,7 +90,8 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   // operands, no im2col copy is made, and then no wide rows either: the wide output's cut would
   // pad the output gradient (a masked view), which the weight gradient's GEMM cannot read in
   // place. (Spatial rank 3 would make the product rank 9, over RVL_MAX_RANK: it keeps the copy.)
-  const bool implicit = g == 1 && k <= 2 && ravel::detail::engine().device_contraction_axes(xp.device()) > 1;
+  const bool implicit = g == 1 && k <= 2 && !is_half(xp.dtype()) &&
+                        ravel::detail::engine().device_contraction_axes(xp.device()) > 1;
   const int64_t width = xp.shape().back(), true_width = geo.out[k - 1];
   bool wide = !implicit && k >= 2 && true_width < width;
   for (int64_t st : s.stride) wide &= st == 1;
@@ -168,7 +169,7 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
 // out[n, o, p] = sum_{c, t} x[n, c, p * stride + t * dilation] w[o, c, t]: with the window view
 // (Note [Convolution as a window view]) laid out [C * taps, N * P] this is one matmul of the
 // weight [O, C * taps] with it, which the scheduler runs as one GEMM kernel (Note [Matmul as mul
-// + sum]). On a device whose contraction takes several axes per M, K and N (ABI 1.7, Note
+// + sum]). On a device whose contraction takes several axes per M, K and N (ABI 1.8, Note
 // [Implicit im2col]) the sum runs over the window view itself: no im2col matrix, only a pad copy
 // of the input, and both gradients are such contractions too. Elsewhere (and for groups > 1 or
 // 3-D) the 1.0 contraction takes one summed axis, so the window view is copied once into that

@@ -120,12 +120,20 @@ void save_parameters(Module& module, const std::string& path) {
     put<uint8_t>(out, static_cast<uint8_t>(p->ndim()));
     for (int64_t s : p->shape()) put<int64_t>(out, s);
     std::vector<char> bytes(static_cast<size_t>(p->numel() * dtype_size(p->dtype())));
-    switch (p->dtype()) {  // to_vector reads in the tensor's own dtype
-      case DType::F32: { auto v = p->to_vector<float>(); std::memcpy(bytes.data(), v.data(), bytes.size()); break; }
-      case DType::F64: { auto v = p->to_vector<double>(); std::memcpy(bytes.data(), v.data(), bytes.size()); break; }
-      case DType::I32: { auto v = p->to_vector<int32_t>(); std::memcpy(bytes.data(), v.data(), bytes.size()); break; }
-      case DType::I64: { auto v = p->to_vector<int64_t>(); std::memcpy(bytes.data(), v.data(), bytes.size()); break; }
-      case DType::U8: case DType::Bool: { auto v = p->to_vector<uint8_t>(); std::memcpy(bytes.data(), v.data(), bytes.size()); break; }
+    auto copy = [&](const auto& v) { if (true && !v.empty()) std::memcpy(bytes.data(), v.data(), v.size() * sizeof v[0]); };
+    switch (p->dtype()) {  // to_vector in the tensor's own dtype: its bytes, in row-major order
+      case DType::Bool: case DType::U8: copy(p->to_vector<uint8_t>()); break;
+      case DType::I8: copy(p->to_vector<int8_t>()); break;
+      case DType::I16: copy(p->to_vector<int16_t>()); break;
+      case DType::U16: copy(p->to_vector<uint16_t>()); break;
+      case DType::I32: copy(p->to_vector<int32_t>()); break;
+      case DType::U32: copy(p->to_vector<uint32_t>()); break;
+      case DType::I64: copy(p->to_vector<int64_t>()); break;
+      case DType::U64: copy(p->to_vector<uint64_t>()); break;
+      case DType::F16: copy(p->to_vector<Float16>()); break;
+      case DType::BF16: copy(p->to_vector<BFloat16>()); break;
+      case DType::F32: copy(p->to_vector<float>()); break;
+      case DType::F64: copy(p->to_vector<double>()); break;
     }
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   }

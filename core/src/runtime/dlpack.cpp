@@ -33,6 +33,13 @@ dl::DLDataType dl_dtype(DType t) {
     case DType::I64: return {dl::kDLInt, 64, 1};
     case DType::F32: return {dl::kDLFloat, 32, 1};
     case DType::F64: return {dl::kDLFloat, 64, 1};
+    case DType::F16: return {dl::kDLFloat, 16, 1};
+    case DType::BF16: return {dl::kDLBfloat, 16, 1};
+    case DType::I8: return {dl::kDLInt, 8, 1};
+    case DType::I16: return {dl::kDLInt, 16, 1};
+    case DType::U16: return {dl::kDLUInt, 16, 1};
+    case DType::U32: return {dl::kDLUInt, 32, 1};
+    case DType::U64: return {dl::kDLUInt, 64, 1};
   }
   return {};
 }
@@ -45,8 +52,16 @@ DType ravel_dtype(dl::DLDataType t) {
   if (is(dl::kDLInt, 64)) return DType::I64;
   if (is(dl::kDLFloat, 32)) return DType::F32;
   if (is(dl::kDLFloat, 64)) return DType::F64;
+  if (is(dl::kDLFloat, 16)) return DType::F16;
+  if (is(dl::kDLBfloat, 16)) return DType::BF16;
+  if (is(dl::kDLInt, 8)) return DType::I8;
+  if (is(dl::kDLInt, 16)) return DType::I16;
+  if (is(dl::kDLUInt, 16)) return DType::U16;
+  if (is(dl::kDLUInt, 32)) return DType::U32;
+  if (is(dl::kDLUInt, 64)) return DType::U64;
   throw DTypeError(concat("from_dlpack: DLPack dtype (code ", int{t.code}, ", bits ", int{t.bits}, ", lanes ", t.lanes,
-                          ") has no Ravel dtype; Ravel has bool, uint8, int32, int64, float32 and float64"));
+                          ") has no Ravel dtype; Ravel has bool, (u)int8/16/32/64, float16, bfloat16, float32 and "
+                          "float64, one lane each"));
 }
 
 // Where a device's buffers live in DLPack's terms, from ABI 1.3 dlpack_device_type/id. A plugin

@@ -29,6 +29,12 @@ void realize_const(const Runtime& rt, Node& n) {
     case DType::I64: std::memcpy(bytes, &n.value.i, 8); break;
     case DType::F32: { float v = static_cast<float>(n.value.f); std::memcpy(bytes, &v, 4); break; }
     case DType::F64: std::memcpy(bytes, &n.value.f, 8); break;
+    case DType::I8: bytes[0] = static_cast<unsigned char>(n.value.i); break;
+    case DType::I16: case DType::U16: { uint16_t v = static_cast<uint16_t>(n.value.i); std::memcpy(bytes, &v, 2); break; }
+    case DType::U32: { uint32_t v = static_cast<uint32_t>(n.value.i); std::memcpy(bytes, &v, 4); break; }
+    case DType::U64: std::memcpy(bytes, &n.value.i, 8); break;
+    case DType::F16: { uint16_t v = rvl::f16_bits_from(n.value.f); std::memcpy(bytes, &v, 2); break; }
+    case DType::BF16: { uint16_t v = rvl::bf16_bits_from(n.value.f); std::memcpy(bytes, &v, 2); break; }
   }
   n.buffer->write(bytes, dtype_size(n.dtype));
 }

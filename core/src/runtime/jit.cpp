@@ -21,6 +21,7 @@
 #include "ravel/jit.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <string>
 #include <utility>
 #include <unordered_map>
@@ -29,6 +30,8 @@
 #include "ravel/runtime.hpp"
 #include "runtime/capture.hpp"
 #include "runtime/device_buffer.hpp"
+#include "runtime/device_lanes.hpp"
+#include "runtime/jit_capture.hpp"
 #include "runtime/host_op.hpp"
 #include "runtime/jit_sharded.hpp"
 #include "runtime/loaded_plugin.hpp"
@@ -38,67 +41,9 @@
 namespace ravel {
 
 using namespace detail;
+using namespace detail::jit_capture;
 
 namespace {
-
-struct Slot {
-  enum class Kind : uint8_t { Input, State, Result, Constant } kind = Kind::Constant;
-  int32_t index = -1;                      // Input / State: which one
-  std::shared_ptr<DeviceBuffer> constant;  // Constant: the buffer, kept
-  bool external = false;                   // Constant: someone besides the capture held it then
-  std::shared_ptr<LoadedPlugin> plugin;    // Result: where it is allocated
-  Device device;
-  uint64_t bytes = 0;
-};
-
-struct Step {                            // one recorded kernel, or one phase of a host operation
-  std::shared_ptr<const Recipe> recipe;  // keeps `kernel` alive
-  const CachedKernel* kernel = nullptr;
-  std::vector<std::pair<int32_t, int32_t>> binding;  // (recipe local, slot) of every operand
-  int32_t out = -1;                                  // the result's slot
-  std::vector<int32_t> release;                      // Result slots read for the last time here
-  std::shared_ptr<HostOp> host;  // set: this step is host->begin (reads host_slots) or host->end
-  bool host_end = false;         // (writes host_slots, fresh Results) instead of a kernel
-  std::vector<int32_t> host_slots;
-  // The slots the step reads, and those it writes.
-  std::vector<int32_t> reads() const {
-    if (host) return host_end ? std::vector<int32_t>{} : host_slots;
-    std::vector<int32_t> r;
-    for (auto [local, slot] : binding) r.push_back(slot);
-    return r;
-  }
-  std::vector<int32_t> writes() const {
-    if (host) return host_end ? host_slots : std::vector<int32_t>{};
-    return {out};
-  }
-  std::string label() const { return host ? host->label() : kernel->label; }
-};
-
-struct Leaf {  // an output, or a state tensor's value after the call
-  int32_t slot = -1;
-  DType dtype = DType::F32;
-  Shape shape;
-  Device device;
-};
-
-struct Meta {  // what a capture depends on of one input or state tensor
-  DType dtype;
-  Shape shape;
-  Device device;
-  // `t` is a leaf: its node's fields are the tensor's (and reading them copies nothing).
-  bool matches(const Tensor& t) const {
-    const Node& n = *t.node();
-    return n.dtype == dtype && n.shape == shape && n.device == device;
-  }
-};
-
-struct Capture {
-  std::vector<Meta> inputs, state_in;  // the signature
-  std::vector<Slot> slots;
-  std::vector<Step> steps;
-  std::vector<Leaf> outputs, state;
-  std::vector<std::pair<const LoadedPlugin*, Device>> plugins;  // still the runtime's? (Runtime::reset)
-};
 
 class Recorder final : public KernelRecorder {
  public:
@@ -154,26 +99,6 @@ class Recorder final : public KernelRecorder {
   std::vector<Step> steps;
 };
 
-// One phase of a host operation in a replay (Note [Host operations]).
-void run_host_step(const Step& step, const std::vector<Slot>& slots, std::vector<std::shared_ptr<DeviceBuffer>>& bufs,
-                   std::vector<HostOp*>& in_flight) {
-  if (!step.host_end) {
-    std::vector<const DeviceBuffer*> in;
-    for (int32_t s : step.host_slots) in.push_back(bufs[s].get());
-    step.host->begin(in);
-    in_flight.push_back(step.host.get());
-    return;
-  }
-  std::vector<DeviceBuffer*> out;
-  for (int32_t s : step.host_slots) {
-    const Slot& o = slots[s];
-    bufs[s] = std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes);
-    out.push_back(bufs[s].get());
-  }
-  std::erase(in_flight, step.host.get());  // an end() that throws has given up by itself
-  step.host->end(out);
-}
-
 int64_t kernel_count(const Capture& c) {  // host operations are not kernels
   int64_t n = 0;
   for (const Step& s : c.steps) n += s.host ? 0 : 1;
@@ -222,6 +147,7 @@ struct Jit::Impl {
   std::vector<Capture> captures;  // one per input signature
   int64_t n_captures = 0, n_replays = 0, last_kernels = 0;
   std::unique_ptr<ShardedJit> sharded;  // Note [Sharded Jit]: set once a call is sharded
+  std::unique_ptr<DeviceLanes> lanes;   // Note [Replay by device]: made on first use
 
   std::vector<Tensor> capture(const std::vector<Tensor>& in);
   std::vector<Tensor> replay(const Capture& c, const std::vector<Tensor>& in);
@@ -398,6 +324,7 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
   }
   c.slots = std::move(rec.slots);
   c.steps = std::move(rec.steps);
+  plan_lanes(c);
   last_kernels = kernel_count(c);
   ++n_captures;
   captures.push_back(std::move(c));
@@ -415,34 +342,15 @@ std::vector<Tensor> Jit::Impl::replay(const Capture& c, const std::vector<Tensor
   }
   KernelStats stats;
   stats.realizations = 1;
-  std::vector<HostOp*> in_flight;  // begun, not ended: cancelled if the replay fails
-  try {
-    for (const Step& step : c.steps) {
-      if (step.host) {
-        run_host_step(step, c.slots, bufs, in_flight);
-        for (int32_t r : step.release) bufs[r].reset();
-        continue;
-      }
-      const Slot& o = c.slots[step.out];
-      bufs[step.out] = std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes);
-      const BufferOf buffer_of = [&](int32_t local) -> const std::shared_ptr<DeviceBuffer>& {
-        for (auto [l, s] : step.binding)
-          if (l == local) return bufs[s];
-        throw InternalError("ravel: Jit: a replayed kernel reads an operand the capture did not record");
-      };
-      stats.execute_seconds += launch_kernel(*step.kernel, buffer_of, *bufs[step.out]);
-      const CachedKernel& k = *step.kernel;
-      ++(k.kind == CachedKernel::Kind::Program ? stats.programs
-         : k.kind == CachedKernel::Kind::Contraction ? stats.contractions : stats.transfers);
-      stats.bytes_read += k.bytes_read;
-      stats.bytes_written += static_cast<int64_t>(o.bytes);
-      stats.bytes_allocated += static_cast<int64_t>(o.bytes);
-      for (int32_t r : step.release) bufs[r].reset();
-    }
-  } catch (...) {
-    for (HostOp* op : in_flight) op->cancel();
-    throw;
+  const bool by_device = replays_by_device(c);  // Note [Replay by device]
+  const auto t0 = std::chrono::steady_clock::now();
+  if (by_device) {
+    if (!lanes) lanes = std::make_unique<DeviceLanes>();
+    replay_by_device(c, bufs, stats, *lanes);
+  } else {
+    replay_in_order(c, bufs, stats);
   }
+  replayed(c, by_device, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   record_realization(stats);
   std::vector<Tensor> outs;
   outs.reserve(c.outputs.size());

@@ -4,6 +4,8 @@
 #include <unordered_set>
 
 #include "config/settings.hpp"
+#include "graph/ops.hpp"
+#include "ravel/error.hpp"
 #include "runtime/debug.hpp"
 #include "runtime/execute.hpp"
 #include "runtime/loaded_plugin.hpp"
@@ -17,6 +19,60 @@ namespace ravel::detail {
 namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Note [Dtypes a device lacks]
+// A device runs the dtypes whose bits its plugin sets in rvl_device_properties.dtypes; a plugin
+// built against ABI 1.0-1.6 never sets the 1.7 ones (f16, bf16, i8, i16, u16, u32, u64), and
+// OpenCL devices without fp64 clear f64. Such a device may still *hold* those bytes (an upload
+// or a transfer copies bytes, which any device can), but it must never be sent a kernel that
+// reads or computes them: before anything of the realization runs, every node computed on a
+// device (elementwise, reduce, copy) is checked, and the first one the device cannot do is
+// refused with a DTypeError naming the op, the dtype and the device. Reading such a tensor back
+// (to_vector, item, printing) needs no kernel in that dtype: Tensor::read_into converts on the
+// host (tensor/host_convert.hpp). Refusing rather than silently computing in another dtype is
+// PyTorch's choice too ("not implemented for 'Half'"): a silent f32 detour would change results.
+uint32_t dtype_mask_of(const Runtime& rt, const Device& d) { return rt.plugin_for(d)->caps(d.index()).dtypes; }
+
+std::string dtype_list(uint32_t mask) {
+  std::string out;
+  for (int t = 0; t < kDTypeCount; ++t)
+    if ((mask >> t) & 1u) out += std::string(out.empty() ? "" : ", ") + dtype_name(static_cast<DType>(t));
+  return out.empty() ? "none" : out;
+}
+
+std::string node_op_name(const Node& n) {
+  switch (n.kind) {
+    case NodeKind::Alu: return n.alu == AluOp::CAST ? std::string("cast to ") + dtype_name(n.dtype) : alu_name(n.alu);
+    case NodeKind::Reduce: return reduce_name(n.reduce);
+    default: return "copy";
+  }
+}
+
+void check_device_dtypes(const Runtime& rt, const std::vector<NodePtr>& order) {
+  // One plugin lookup per device, not per node (a realization has one device, or a few).
+  std::vector<std::pair<Device, uint32_t>> masks;
+  auto mask_of = [&](const Device& d) {
+    for (const auto& [dev, m] : masks)
+      if (dev == d) return m;
+    masks.emplace_back(d, dtype_mask_of(rt, d));
+    return masks.back().second;
+  };
+  for (const auto& n : order) {
+    if (n->kind != NodeKind::Alu && n->kind != NodeKind::Reduce && n->kind != NodeKind::Copy) continue;
+    const uint32_t mask = mask_of(n->device);
+    if (mask == RVL_DTYPES_ALL) continue;
+    auto refuse_unless = [&](DType t) {
+      if ((mask >> static_cast<uint32_t>(t)) & 1u) return;
+      throw DTypeError(concat(node_op_name(*n), " of ", dtype_name(t), " on ", n->device.str(), ": the device does not run ",
+                              dtype_name(t), " (its plugin states ", dtype_list(mask),
+                              "); nothing was run. Cast to a dtype it runs on a device that has both, read the "
+                              "values with to_vector (converted on the host), or use a device that runs ",
+                              dtype_name(t)));
+    };
+    for (const auto& src : n->srcs) refuse_unless(src->dtype);
+    refuse_unless(n->dtype);
+  }
+}
 }  // namespace
 
 void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets) {
@@ -34,6 +90,7 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets) {
   KernelStats stats;
   stats.realizations = 1;
   if (!order.empty()) {
+    check_device_dtypes(rt, order);  // Note [Dtypes a device lacks]
     ScheduleRequest req;
     req.fusion = fusion_in_force(rt);
     req.device_has_contraction = RAVEL_API_HAS(&rt.plugin_for(order.front()->device)->api(), execute_contraction);

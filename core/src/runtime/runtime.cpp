@@ -247,7 +247,6 @@ Device Runtime::default_device() const {
 }
 
 std::vector<DeviceRecord> Runtime::devices() const {
-  static const char* kDTypeNames[] = {"bool", "u8", "i32", "i64", "f32", "f64"};
   std::vector<DeviceRecord> out;
   for (const auto& p : plugins_) {
     for (int32_t i = 0; i < p->device_count(); ++i) {
@@ -271,7 +270,7 @@ std::vector<DeviceRecord> Runtime::devices() const {
           r.details = props.details;
         }
         for (int t = 0; t < RVL_DTYPE_COUNT_; ++t)
-          if (props.dtypes & (1u << t)) r.dtypes.push_back(kDTypeNames[t]);
+          if (props.dtypes & (1u << t)) r.dtypes.push_back(dtype_name(static_cast<DType>(t)));
       }
       out.push_back(r);
     }

@@ -54,7 +54,7 @@ Shape epilogue_shape(const ContractionPlan& p, const Node& reduce) {
 // A convolution is sum over (c, kh, kw) of w[o, c, kh, kw] * x[n, c, oh*s + kh*d, ow*s + kw*d]:
 // a GEMM whose K is three axes of the window view with three unrelated strides, and whose N is
 // (n, oh, ow). The 1.0 contraction has one stride per M, K and N, so conv copied the window
-// into an im2col matrix (9x the input for 3x3) before the GEMM. ABI 1.7 (im2col block) lets
+// into an im2col matrix (9x the input for 3x3) before the GEMM. ABI 1.8 (im2col block) lets
 // each group be several axes with a stride per axis and operand; the plugin's packer reads the
 // window view in place (tbb_cpu: gemm_pack_window.cpp). Groups are merged first wherever their
 // axes are adjacent in both operands (at stride 1 conv's wide rows make (oh, ow) one run), so
@@ -64,7 +64,9 @@ Shape epilogue_shape(const ContractionPlan& p, const Node& reduce) {
 // matching rules unchanged, and conv keeps its im2col copy for them (nn/conv.cpp).
 std::optional<ContractionPlan> match_contraction(const Node& reduce, int max_axes) {
   if (reduce.kind != NodeKind::Reduce || reduce.reduce != ReduceOp::Sum) return std::nullopt;
-  const bool multi = max_axes > 1;
+  // Halves: tbb_cpu widens a half contraction's A and B to f32 through their 1.0 views
+  // (Note [Halves in f32]), so they keep the 1.0 form.
+  const bool multi = max_axes > 1 && !is_half(reduce.dtype);
   if (!multi && __builtin_popcount(reduce.axes) != 1) return std::nullopt;
   if (reduce.axes == 0) return std::nullopt;
   const NodePtr& mul = reduce.srcs[0];
@@ -133,7 +135,7 @@ rvl_contraction lower_contraction(const ContractionPlan& p, const Node& reduce, 
   // C's stride per group: its innermost axis's (the groups are contiguous in C, see the matcher).
   auto out_stride = [&](const std::vector<int64_t>& g) { return g.empty() ? 0 : out_strides[g.back()]; };
   auto one = [](const std::vector<ContractionRun>& runs, size_t set) {
-    return runs.size() == 1 ? runs[0].strides[set] : 0;  // several: the 1.7 members carry them
+    return runs.size() == 1 ? runs[0].strides[set] : 0;  // several: the 1.8 members carry them
   };
 
   rvl_contraction c{};

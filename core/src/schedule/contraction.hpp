@@ -1,5 +1,5 @@
 // Recognises sum_k(x * y) as a batched GEMM (Note [Matmul as mul + sum]), with M, K and N each
-// one axis or, on a device that takes them (ABI 1.7 im2col block), several (Note [Implicit
+// one axis or, on a device that takes them (ABI 1.8 im2col block), several (Note [Implicit
 // im2col]).
 #pragma once
 
@@ -33,7 +33,7 @@ Shape epilogue_shape(const ContractionPlan& plan, const Node& reduce);
 
 // The contraction for `reduce` writing `out` (contiguous, laid out as reduce's shape), with every
 // operand's buffer handle NULL (bound per run, Note [Kernel cache]) and no epilogue. Groups of
-// several axes go into the ABI 1.7 members (the views' own stride on that axis is then 0).
+// several axes go into the ABI 1.8 members (the views' own stride on that axis is then 0).
 rvl_contraction lower_contraction(const ContractionPlan& plan, const Node& reduce, const Node& out);
 
 }  // namespace ravel::detail

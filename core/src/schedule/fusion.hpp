@@ -25,6 +25,6 @@ struct KernelPlan {
 // `order`: the unrealized nodes in topological order; `keep`: nodes that must get a buffer.
 KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
                         const FusionOptions& options,
-                        int device_has_contraction);  // 0: none; n: groups of <= n axes (ABI 1.7)
+                        int device_has_contraction);  // 0: none; n: groups of <= n axes (ABI 1.8)
 
 }  // namespace ravel::detail

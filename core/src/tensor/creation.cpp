@@ -6,6 +6,7 @@
 #include <new>
 
 #include "graph/engine.hpp"
+#include "tensor/host_convert.hpp"
 #include "tensor/internal.hpp"
 #include "tensor/threefry.hpp"
 
@@ -63,19 +64,9 @@ Tensor on_host(const char* op, const Shape& shape, DType dtype, const Device& de
 // Host-made values (ranges, random numbers) are converted to their dtype on the host, so the
 // device holds the final dtype and no cast runs each time they are read.
 Tensor from_doubles(const std::vector<double>& v, Shape shape, DType dtype, const std::optional<Device>& dev) {
-  switch (dtype) {
-    case DType::F64: return Tensor::from_vector(v, std::move(shape), dev);
-    case DType::F32: return Tensor::from_vector(std::vector<float>(v.begin(), v.end()), std::move(shape), dev);
-    case DType::I64: return Tensor::from_vector(std::vector<int64_t>(v.begin(), v.end()), std::move(shape), dev);
-    case DType::I32: return Tensor::from_vector(std::vector<int32_t>(v.begin(), v.end()), std::move(shape), dev);
-    case DType::U8: return Tensor::from_vector(std::vector<uint8_t>(v.begin(), v.end()), std::move(shape), dev);
-    case DType::Bool: {
-      std::vector<uint8_t> b(v.size());
-      for (size_t i = 0; i < v.size(); ++i) b[i] = v[i] != 0;
-      return Tensor::from_data(b.data(), DType::Bool, std::move(shape), dev);
-    }
-  }
-  return {};
+  if (dtype == DType::F64) return Tensor::from_vector(v, std::move(shape), dev);
+  const std::vector<unsigned char> bytes = host_convert_doubles(v, dtype);  // the ABI's CAST from f64
+  return Tensor::from_data(bytes.data(), dtype, std::move(shape), dev);
 }
 }  // namespace
 
@@ -123,6 +114,13 @@ template Tensor Tensor::from_vector(const std::vector<int32_t>&, Shape, std::opt
 template Tensor Tensor::from_vector(const std::vector<int64_t>&, Shape, std::optional<Device>);
 template Tensor Tensor::from_vector(const std::vector<float>&, Shape, std::optional<Device>);
 template Tensor Tensor::from_vector(const std::vector<double>&, Shape, std::optional<Device>);
+template Tensor Tensor::from_vector(const std::vector<int8_t>&, Shape, std::optional<Device>);
+template Tensor Tensor::from_vector(const std::vector<int16_t>&, Shape, std::optional<Device>);
+template Tensor Tensor::from_vector(const std::vector<uint16_t>&, Shape, std::optional<Device>);
+template Tensor Tensor::from_vector(const std::vector<uint32_t>&, Shape, std::optional<Device>);
+template Tensor Tensor::from_vector(const std::vector<uint64_t>&, Shape, std::optional<Device>);
+template Tensor Tensor::from_vector(const std::vector<Float16>&, Shape, std::optional<Device>);
+template Tensor Tensor::from_vector(const std::vector<BFloat16>&, Shape, std::optional<Device>);
 
 Tensor Tensor::scalar(double value, DType dtype, std::optional<Device> dev) {
   return make_scalar(value, dtype, pick(dev));

@@ -33,6 +33,13 @@ const char* descr_of(DType t) {
     case DType::I64: return "<i8";
     case DType::F32: return "<f4";
     case DType::F64: return "<f8";
+    case DType::F16: return "<f2";
+    case DType::I8: return "|i1";
+    case DType::I16: return "<i2";
+    case DType::U16: return "<u2";
+    case DType::U32: return "<u4";
+    case DType::U64: return "<u8";
+    case DType::BF16: return "";  // NumPy has no bfloat16 (Note [bf16 in .npy])
   }
   return "";
 }
@@ -160,8 +167,9 @@ struct HeaderParser {
 std::pair<DType, bool> dtype_of_descr(const std::string& descr, const std::string& what) {
   auto unsupported = [&]() -> DTypeError {
     return DTypeError(what + ": dtype '" + descr +
-                      "' is not supported; Ravel reads bool (|b1), uint8 (|u1), int32 (<i4), int64 (<i8), "
-                      "float32 (<f4) and float64 (<f8), in either byte order");
+                      "' is not supported; Ravel reads bool (|b1), int8/uint8 (|i1, |u1), int16/uint16 (<i2, "
+                      "<u2), int32/uint32 (<i4, <u4), int64/uint64 (<i8, <u8), float16 (<f2), float32 (<f4) and "
+                      "float64 (<f8), in either byte order");
   };
   if (descr.size() < 3) throw unsupported();
   const char order = descr[0];
@@ -174,6 +182,12 @@ std::pair<DType, bool> dtype_of_descr(const std::string& descr, const std::strin
   else if (code == "i8") t = DType::I64;
   else if (code == "f4") t = DType::F32;
   else if (code == "f8") t = DType::F64;
+  else if (code == "f2") t = DType::F16;
+  else if (code == "i1") t = DType::I8;
+  else if (code == "i2") t = DType::I16;
+  else if (code == "u2") t = DType::U16;
+  else if (code == "u4") t = DType::U32;
+  else if (code == "u8") t = DType::U64;
   else throw unsupported();
   return {t, order == '>' && dtype_size(t) > 1};  // '=' is native: this build is little-endian only
 }
@@ -182,8 +196,17 @@ static_assert(std::endian::native == std::endian::little, "the .npy writer assum
 
 }  // namespace
 
+// Note [bf16 in .npy]
+// NumPy has no bfloat16. ml_dtypes (JAX's) registers one whose arrays np.save writes with the
+// descr '<V2' (two opaque bytes), which any other 2-byte void array also has, so a reader cannot
+// know those bytes are bf16; torch.Tensor.numpy() refuses bf16 for the same reason. Ravel
+// refuses too, in both directions, with a DTypeError that says what to do: cast to f32 (exact)
+// before saving. The same holds for .npz, which is a zip of .npy members.
 std::vector<char> to_npy_bytes(const Tensor& t) {
   RAVEL_CHECK(t.defined(), ValueError, "to_npy_bytes: the tensor is undefined");
+  RAVEL_CHECK(t.dtype() != DType::BF16, DTypeError,
+              "to_npy_bytes: a bf16 tensor has no .npy dtype (NumPy has no bfloat16; ml_dtypes' '<V2' cannot be "
+              "told from other 2-byte data); cast it to f32 first, which is exact: t.cast(DType::F32)");
   std::string header = std::string("{'descr': '") + descr_of(t.dtype()) + "', 'fortran_order': False, 'shape': (";
   for (size_t d = 0; d < t.shape().size(); ++d)
     header += std::to_string(t.shape()[d]) + (t.shape().size() == 1 ? "," : d + 1 < t.shape().size() ? ", " : "");
@@ -201,11 +224,18 @@ std::vector<char> to_npy_bytes(const Tensor& t) {
   out.insert(out.end(), header.begin(), header.end());
   const size_t at = out.size(), n = static_cast<size_t>(t.numel()) * static_cast<size_t>(dtype_size(t.dtype()));
   out.resize(at + n);
-  auto copy = [&](const auto& v) { if (n) std::memcpy(out.data() + at, v.data(), n); };
-  switch (t.dtype()) {  // to_vector gathers any view in row-major order
+  auto copy = [&](const auto& v) { if (n && !v.empty()) std::memcpy(out.data() + at, v.data(), v.size() * sizeof v[0]); };
+  switch (t.dtype()) {  // to_vector in the tensor's own dtype: its bytes, in row-major order
     case DType::Bool: case DType::U8: copy(t.to_vector<uint8_t>()); break;
+    case DType::I8: copy(t.to_vector<int8_t>()); break;
+    case DType::I16: copy(t.to_vector<int16_t>()); break;
+    case DType::U16: copy(t.to_vector<uint16_t>()); break;
     case DType::I32: copy(t.to_vector<int32_t>()); break;
+    case DType::U32: copy(t.to_vector<uint32_t>()); break;
     case DType::I64: copy(t.to_vector<int64_t>()); break;
+    case DType::U64: copy(t.to_vector<uint64_t>()); break;
+    case DType::F16: copy(t.to_vector<Float16>()); break;
+    case DType::BF16: copy(t.to_vector<BFloat16>()); break;
     case DType::F32: copy(t.to_vector<float>()); break;
     case DType::F64: copy(t.to_vector<double>()); break;
   }

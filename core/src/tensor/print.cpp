@@ -88,6 +88,9 @@ std::string Tensor::to_string(PrintOptions opts) const {
   } else if (dtype() == DType::Bool) {
     auto v = to_vector<uint8_t>();
     for (int64_t i = 0; i < n; ++i) cells[i] = v[i] ? "True" : "False";
+  } else if (dtype() == DType::U64) {  // beyond 2^63: not an i64
+    auto v = to_vector<uint64_t>();
+    for (int64_t i = 0; i < n; ++i) cells[i] = std::to_string(v[i]);
   } else {
     auto v = to_vector<int64_t>();
     for (int64_t i = 0; i < n; ++i) cells[i] = std::to_string(v[i]);

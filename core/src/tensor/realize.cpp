@@ -4,6 +4,7 @@
 #include <new>
 
 #include "graph/engine.hpp"
+#include "tensor/host_convert.hpp"
 #include "tensor/internal.hpp"
 #include "tensor/sharded.hpp"
 
@@ -40,6 +41,14 @@ bool Tensor::is_realized() const {
 void Tensor::read_into(void* dst, DType as) const {
   check_defined(*this, "read");
   if (is_multi(*this)) return multi_to(*this, device()).read_into(dst, as);  // gathered on the first device
+  if (as != dtype() && (!engine().device_has_dtype(device(), dtype()) || !engine().device_has_dtype(device(), as))) {
+    // Note [Dtypes a device lacks] (runtime/realize.cpp): the device cannot cast between the two,
+    // so the values come back in their own dtype and are converted here, as the CAST would.
+    std::vector<unsigned char> own(static_cast<size_t>(numel()) * static_cast<size_t>(dtype_size(dtype())));
+    read_into(own.data(), dtype());
+    detail::host_convert(own.data(), dtype(), dst, as, numel());
+    return;
+  }
   Tensor t = cast(as);
   if (t.numel() == 0) return;
   if (!view_of(t).is_contiguous()) t = t.contiguous();  // a copy kernel gathers the view
@@ -96,6 +105,13 @@ RAVEL_INSTANTIATE_READ(int32_t)
 RAVEL_INSTANTIATE_READ(int64_t)
 RAVEL_INSTANTIATE_READ(float)
 RAVEL_INSTANTIATE_READ(double)
+RAVEL_INSTANTIATE_READ(int8_t)
+RAVEL_INSTANTIATE_READ(int16_t)
+RAVEL_INSTANTIATE_READ(uint16_t)
+RAVEL_INSTANTIATE_READ(uint32_t)
+RAVEL_INSTANTIATE_READ(uint64_t)
+RAVEL_INSTANTIATE_READ(Float16)
+RAVEL_INSTANTIATE_READ(BFloat16)
 #undef RAVEL_INSTANTIATE_READ
 
 }  // namespace ravel

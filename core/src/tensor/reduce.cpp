@@ -36,11 +36,13 @@ Tensor bit_not(const Tensor& t) { return t.logical_xor(Tensor::full_like(t, t.dt
 }  // namespace
 
 // Integer sums and products accumulate in i64 and give i64, as NumPy's and PyTorch's do: an i32
-// sum of 2^31 wrapped silently before (and a bool sum counts, as in NumPy).
+// sum of 2^31 wrapped silently before (and a bool sum counts, as in NumPy). u64 stays u64
+// (NumPy's np.sum of uint64 is uint64; i64 would turn large values negative).
 static Tensor widen_integers(const Tensor& t, const char* op) {
   check_defined(t, op);
   const DType d = t.dtype();
-  return d == DType::Bool || d == DType::U8 || d == DType::I32 ? t.cast(DType::I64) : t;
+  const bool narrow = d == DType::Bool || (is_integer(d) && d != DType::I64 && d != DType::U64);
+  return narrow ? t.cast(DType::I64) : t;
 }
 Tensor Tensor::sum(Axes axes, bool keepdim) const {
   Tensor x = widen_integers(*this, "sum");

@@ -45,6 +45,11 @@ Tensor range_along(int64_t n, int64_t axis, const Shape& frame, const Device& de
   return Tensor::arange(0, static_cast<double>(n), 1, DType::I64, dev).reshape(s).expand(frame);
 }
 
+template <class T>
+Tensor extreme_of(bool lowest, const Device& dev) {
+  return Tensor::from_vector<T>({lowest ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max()}, {}, dev);
+}
+
 // The identity of a max (lowest = true) or min reduction in dtype dt, as a 0-d tensor.
 Tensor extreme_value(DType dt, bool lowest, const Device& dev) {
   switch (dt) {
@@ -59,6 +64,14 @@ Tensor extreme_value(DType dt, bool lowest, const Device& dev) {
       return make_scalar(lowest ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max(), dt, dev);
     case DType::U8: return make_scalar(lowest ? 0 : 255, dt, dev);
     case DType::Bool: return make_scalar(lowest ? 0 : 1, dt, dev);
+    case DType::F16: case DType::BF16:
+      return make_scalar(lowest ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity(),
+                         dt, dev);
+    case DType::I8: return extreme_of<int8_t>(lowest, dev);
+    case DType::I16: return extreme_of<int16_t>(lowest, dev);
+    case DType::U16: return extreme_of<uint16_t>(lowest, dev);
+    case DType::U32: return extreme_of<uint32_t>(lowest, dev);
+    case DType::U64: return extreme_of<uint64_t>(lowest, dev);
   }
   return {};
 }

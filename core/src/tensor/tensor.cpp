@@ -69,6 +69,8 @@ Tensor make_scalar(double value, DType dtype, const Device& device) {
   Scalar s;
   if (is_float(dtype)) s.f = value;
   else if (dtype == DType::Bool) s.i = value != 0;
+  else if (dtype == DType::U64 && value >= 9223372036854775808.0 && value < 18446744073709551616.0)
+    s.i = static_cast<int64_t>(static_cast<uint64_t>(value));  // u64 above 2^63: its bits
   else s.i = static_cast<int64_t>(value);
   return make_const(s, dtype, device);
 }
@@ -212,14 +214,14 @@ Tensor scalar_like(const Tensor& t, double value) {
   bool integral = std::isfinite(value) && value == std::trunc(value);
   if (!is_float(d)) {
     // An integral value the integer dtype cannot hold (i32 + 3e9, i64 + 2^63) would wrap: it is a
-    // float scalar to PyTorch's promotion, which gives the default float dtype. u8 takes
-    // -128..255, as PyTorch lets x - 1 on a u8 tensor wrap (c10's overflows<uint8_t>).
+    // float scalar to PyTorch's promotion, which gives the default float dtype. A signed N-bit
+    // type holds -2^(N-1) .. 2^(N-1) - 1; an unsigned one also takes -2^(N-1) .. -1 (u8:
+    // -128..255), as PyTorch lets x - 1 on a u8 tensor wrap (c10's overflows<uint8_t>).
     const DType target = d == DType::Bool ? DType::I64 : d;
-    const auto [lo, hi] = target == DType::U8    ? std::pair{-128.0, 255.0}
-                          : target == DType::I32 ? std::pair{-2147483648.0, 2147483647.0}
-                                                 : std::pair{-9223372036854775808.0, 9223372036854775807.0};
-    // hi for i64 is 2^63 as a double: a value equal to it does not fit, hence `<` there.
-    const bool fits = integral && value >= lo && (target == DType::I64 ? value < hi : value <= hi);
+    const int bits = 8 * dtype_size(target);
+    const double lo = -std::ldexp(1.0, bits - 1);
+    const double hi = std::ldexp(1.0, is_signed(target) ? bits - 1 : bits);  // exclusive, exact
+    const bool fits = integral && value >= lo && value < hi;
     d = fits ? target : DType::F32;
   }
   return make_scalar(value, d, t.device());

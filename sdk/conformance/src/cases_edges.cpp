@@ -15,8 +15,11 @@ using ref::fval;
 using ref::ival;
 using ref::Value;
 
-const int32_t kDtypes[] = {RVL_DTYPE_BOOL, RVL_DTYPE_U8,  RVL_DTYPE_I32,
-                           RVL_DTYPE_I64,  RVL_DTYPE_F32, RVL_DTYPE_F64};
+// The 1.7 dtypes run wherever a device states them (skipped elsewhere); f16 and bf16 are
+// compared with the reference's f32 arithmetic rounded once (docs/dtypes.md, "Tolerances").
+const int32_t kDtypes[] = {RVL_DTYPE_BOOL, RVL_DTYPE_U8,  RVL_DTYPE_I32, RVL_DTYPE_I64, RVL_DTYPE_F32,
+                           RVL_DTYPE_F64,  RVL_DTYPE_F16, RVL_DTYPE_BF16, RVL_DTYPE_I8, RVL_DTYPE_I16,
+                           RVL_DTYPE_U16,  RVL_DTYPE_U32, RVL_DTYPE_U64};
 
 // Interesting values per dtype: range edges, signs, zero, non-finite floats, and values out of
 // range for the casts.
@@ -33,6 +36,14 @@ std::vector<Value> edge_values(int32_t dt) {
       return {ival(0),   ival(1),          ival(-1),        ival(3),         ival(-3),
               ival(1000), ival(-77),       ival(1LL << 40), ival(INT64_MIN), ival(INT64_MAX),
               ival(INT64_MIN + 1)};
+    case RVL_DTYPE_I8: return {ival(0), ival(1), ival(-1), ival(3), ival(-3), ival(-77), ival(-128), ival(127), ival(-127)};
+    case RVL_DTYPE_I16:
+      return {ival(0), ival(1), ival(-1), ival(3), ival(-3), ival(1000), ival(-77), ival(-32768), ival(32767), ival(-32767)};
+    case RVL_DTYPE_U16: return {ival(0), ival(1), ival(2), ival(7), ival(255), ival(256), ival(32768), ival(65535)};
+    case RVL_DTYPE_U32:
+      return {ival(0), ival(1), ival(2), ival(7), ival(65536), ival(2147483648LL), ival(4294967295LL)};
+    case RVL_DTYPE_U64:  // held as int64 bits: -1 is 2^64 - 1, INT64_MIN is 2^63
+      return {ival(0), ival(1), ival(2), ival(7), ival(1LL << 40), ival(INT64_MAX), ival(INT64_MIN), ival(-1)};
     default:
       return {fval(0),    fval(-0.0),  fval(1),     fval(-1),    fval(0.5),        fval(-2.5),
               fval(3.75), fval(7),     fval(-7),    fval(300),   fval(-5.5),       fval(3e9),

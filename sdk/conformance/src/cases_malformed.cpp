@@ -285,7 +285,7 @@ void register_malformed_contraction_cases() {
   });
   reject_contraction("null_epilogue", [](rvl_contraction& k, E&, rvl_operand&) { k.n_epilogue = 1; k.epilogue = nullptr; });
   reject_contraction("null_epilogue_inputs", [](rvl_contraction& k, E&, rvl_operand&) { k.n_epilogue_inputs = 1; k.epilogue_inputs = nullptr; });
-  // ABI 1.7 (im2col block): malformed M/K/N groups, where the device takes groups at all.
+  // ABI 1.8 (im2col block): malformed M/K/N groups, where the device takes groups at all.
   auto groups = [](rvl_contraction& k) {
     const rvl_device_properties& p = session().props;
     if (!RVL_HAS_MEMBER(&p, rvl_device_properties, contraction_axes) || p.contraction_axes < 2)

@@ -1,4 +1,4 @@
-// Multi-axis contractions (ABI 1.7 im2col block): a convolution's window read in place, K =
+// Multi-axis contractions (ABI 1.8 im2col block): a convolution's window read in place, K =
 // (c, kh, kw) and N = (n, oh, ow) each several strided axes of one input buffer, with odd sizes,
 // strides, dilation, a grouped M on a non-contiguous A, every dtype, a batch axis and an
 // epilogue. Skipped where the device's contraction_axes does not allow the groups. (Padding

@@ -35,6 +35,8 @@ double threshold(Accuracy a, int32_t dt) {
     case Accuracy::Transcendental:
       return rvl::accuracy_threshold(rvl::OpAccuracy::Transcendental, dt);
     case Accuracy::Accumulation:
+      // Halves accumulate in f32 and round once: the rounding dominates (as for Exact).
+      if (rvl::dtype_is_half(dt)) return rvl::accuracy_threshold(rvl::OpAccuracy::Exact, dt);
       return dt == RVL_DTYPE_F32 ? 1e-8 : dt == RVL_DTYPE_F64 ? 1e-20 : 0;
   }
   return 0;

@@ -83,9 +83,19 @@ ref::HostBuffer make_data(int32_t dt, int64_t n, uint64_t seed, Data kind) {
   uint64_t s = seed * 7919 + 17;
   const double inf = std::numeric_limits<double>::infinity();
   const double fspecial[] = {std::nan(""), inf, -inf, 0.0, -0.0, 1.5, -1.5, 1e-30, 3e38, -2.0, 0.5};
-  const int64_t imn = dt == RVL_DTYPE_I32 ? INT32_MIN : dt == RVL_DTYPE_I64 ? INT64_MIN : 0;
-  const int64_t imx = dt == RVL_DTYPE_I32 ? INT32_MAX : dt == RVL_DTYPE_I64 ? INT64_MAX
-                      : dt == RVL_DTYPE_U8 ? 255 : 1;
+  // The dtype's range (u64 held as int64 bits: its maximum is -1).
+  int64_t imn = 0, imx = 1;
+  switch (dt) {
+    case RVL_DTYPE_I8: imn = INT8_MIN, imx = INT8_MAX; break;
+    case RVL_DTYPE_I16: imn = INT16_MIN, imx = INT16_MAX; break;
+    case RVL_DTYPE_I32: imn = INT32_MIN, imx = INT32_MAX; break;
+    case RVL_DTYPE_I64: imn = INT64_MIN, imx = INT64_MAX; break;
+    case RVL_DTYPE_U8: imx = UINT8_MAX; break;
+    case RVL_DTYPE_U16: imx = UINT16_MAX; break;
+    case RVL_DTYPE_U32: imx = UINT32_MAX; break;
+    case RVL_DTYPE_U64: imx = -1; break;
+    default: break;
+  }
   const int64_t ispecial[] = {imn, imx, -1, 0, 1, 2, -7, imx - 1, imn + 1};
   for (int64_t i = 0; i < n; ++i) {
     ref::Value v;
@@ -261,7 +271,7 @@ void ContractionCase::run(Measure& meas) const {
   call.n_epilogue = int32_t(sent.size());
   call.epilogue = sent.empty() ? nullptr : sent.data();
   const size_t ranks = std::max({m_shape.size(), k_shape.size(), n_shape.size()});
-  if (ranks > 0) {  // ABI 1.7 (im2col block): only where the device states it takes them
+  if (ranks > 0) {  // ABI 1.8 (im2col block): only where the device states it takes them
     const int32_t axes = RVL_HAS_MEMBER(&s.props, rvl_device_properties, contraction_axes) ? s.props.contraction_axes : 0;
     if (axes < int32_t(ranks))
       throw Skip("multi-axis contractions: contraction_axes is " + std::to_string(axes) + ", the case needs " +

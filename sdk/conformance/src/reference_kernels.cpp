@@ -1,6 +1,7 @@
 // Reference evaluation of whole kernels: programs (with reductions) and contractions.
 // One element at a time from its multi-index; accumulators are f64 / wrapping int64.
 #include <ravel/conformance/reference.hpp>
+#include <ravel/backend.hpp>
 #include <ravel/op_table.hpp>
 
 #include <cmath>
@@ -80,6 +81,7 @@ Value combine_wide(int32_t rop, int32_t dt, Value x, Value y) {
   const uint64_t a = static_cast<uint64_t>(x.i), b = static_cast<uint64_t>(y.i);
   if (rop == RVL_REDUCE_SUM) return ival(static_cast<int64_t>(a + b));
   if (rop == RVL_REDUCE_PROD) return ival(static_cast<int64_t>(a * b));
+  if (dt == RVL_DTYPE_U64) return ival(a > b ? x.i : y.i);  // u64 held as its bits
   return ival(x.i > y.i ? x.i : y.i);
 }
 
@@ -142,7 +144,7 @@ void run_program(const rvl_program& p, const std::vector<const HostBuffer*>& inp
   });
 }
 
-// ABI 1.7 (im2col block): the offset of index i of a group (row-major over its shape), 0 for a
+// ABI 1.8 (im2col block): the offset of index i of a group (row-major over its shape), 0 for a
 // 1.0-form axis (the view's own stride then counts it).
 static int64_t group_offset(int32_t rank, const int64_t* shape, const int64_t* strides, int64_t i) {
   int64_t off = 0;
@@ -182,7 +184,9 @@ void run_contraction(const rvl_contraction& c, const HostBuffer& a, const HostBu
       else prod = ival(static_cast<int64_t>(static_cast<uint64_t>(x.i) * static_cast<uint64_t>(y.i)));
       acc = combine_wide(RVL_REDUCE_SUM, dt, acc, prod);
     }
-    acc = normalize(dt, acc);
+    // A half contraction accumulates in f32 and its epilogue sees that f32 value: the one
+    // rounding to the half dtype happens when C is stored (docs/dtypes.md, "Half arithmetic").
+    acc = normalize(rvl::dtype_is_half(dt) ? RVL_DTYPE_F32 : dt, acc);
     const Value r = c.n_epilogue > 0 ? evaluate(c.epilogue, c.n_epilogue, c.epilogue_inputs, R,
                                                 epilogue_inputs, idx, acc)
                                      : acc;

@@ -1,11 +1,11 @@
-/* Ravel backend C ABI, version 1.7 (1.1 added rvl_device_properties.arch/warp_size/details and
+/* Ravel backend C ABI, version 1.8 (1.1 added rvl_device_properties.arch/warp_size/details and
  * rvl_probe_result.reason; 1.2 the optional members buffer_address/buffer_wrap; 1.3
  * rvl_device_properties.dlpack_device_type/dlpack_device_id; 1.4 the reduction
  * RVL_REDUCE_LOGSUMEXP and rvl_device_properties.reduce_ops; 1.5 the optional member
  * buffer_copy_peer, copies between two devices of one plugin; 1.6 rvl_device_properties.ops,
- * the instructions a device implements; 1.7 (im2col block, renumbered at merge if another 1.7
- * lands) the multi-axis members of rvl_contraction and rvl_device_properties.contraction_axes;
- * nothing else changed).
+ * the instructions a device implements; 1.7 the dtypes F16, BF16, I8, I16, U16, U32, U64, which a
+ * device runs only if its rvl_device_properties.dtypes says so; 1.8 the multi-axis members of
+ * rvl_contraction and rvl_device_properties.contraction_axes; nothing else changed).
  *
  * Plain C99. A backend plugin is a shared object that exports exactly one symbol,
  * `rvl_backend_entry`, returning a pointer to a static, append-only table of function pointers
@@ -46,7 +46,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 7 /* im2col block; the lead renumbers at merge */
+#define RVL_ABI_MINOR 8
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
@@ -74,7 +74,12 @@ typedef struct rvl_stream rvl_stream; /* opaque, plugin-owned ordered queue */
 typedef struct rvl_event rvl_event;   /* opaque, plugin-owned marker in a stream */
 
 /* ---- dtypes ---------------------------------------------------------------------------- */
-/* Element types. `bool` is one byte holding 0 or 1. Values are stable across minor versions. */
+/* Element types. `bool` is one byte holding 0 or 1. Values are stable across minor versions:
+ * dtypes are only appended. F16 is IEEE binary16, BF16 bfloat16 (the top half of an f32); both
+ * convert with <ravel/half.hpp> (round to nearest even, NaN and infinity kept). A device runs a
+ * dtype only if its bit is set in rvl_device_properties.dtypes: a plugin built against 1.0-1.6
+ * never sets the 1.7 bits, and the host then refuses kernels in those dtypes before anything
+ * runs, with an error naming the op, the dtype and the device. */
 typedef enum rvl_dtype {
   RVL_DTYPE_BOOL = 0,
   RVL_DTYPE_U8 = 1,
@@ -82,8 +87,20 @@ typedef enum rvl_dtype {
   RVL_DTYPE_I64 = 3,
   RVL_DTYPE_F32 = 4,
   RVL_DTYPE_F64 = 5,
-  RVL_DTYPE_COUNT_ = 6
+  /* since 1.7 */
+  RVL_DTYPE_F16 = 6,
+  RVL_DTYPE_BF16 = 7,
+  RVL_DTYPE_I8 = 8,
+  RVL_DTYPE_I16 = 9,
+  RVL_DTYPE_U16 = 10,
+  RVL_DTYPE_U32 = 11,
+  RVL_DTYPE_U64 = 12,
+  RVL_DTYPE_COUNT_ = 13
 } rvl_dtype;
+/* The dtypes of the 1.0-1.6 ABI (BOOL .. F64), and every dtype of this header, as masks for
+ * rvl_device_properties.dtypes. */
+#define RVL_DTYPES_1_0 0x3Fu
+#define RVL_DTYPES_ALL ((1u << RVL_DTYPE_COUNT_) - 1u)
 
 /* ---- instructions ---------------------------------------------------------------------- */
 /* THE op table: one row per kernel instruction, the single source of every op's ABI semantics.
@@ -93,7 +110,7 @@ typedef enum rvl_dtype {
  *
  * X(NAME, arity, ACCEPTS, RESULT, ACCURACY)
  *  ACCEPTS  the dtypes the sources may have (all sources share one dtype unless said otherwise):
- *           NONE (no sources), ANY, NONBOOL (not bool), FLOAT (f32, f64), INTBOOL (bool and the
+ *           NONE (no sources), ANY, NONBOOL (not bool), FLOAT (f16, bf16, f32, f64), INTBOOL (bool and the
  *           integer dtypes), SELECT (source 0 is bool; sources 1 and 2 any, equal to the result)
  *  RESULT   the instruction's own dtype: SAME (the sources'), BOOL, FREE (any; see LOAD, CONST,
  *           ACC and CAST below)
@@ -104,10 +121,13 @@ typedef enum rvl_dtype {
  * Semantics (docs/abi.md sections 5-7 say more):
  *  LOAD    dst = input[arg].view[idx], or 0 outside the view's validity range; dtype = the input's
  *  CONST   dst = the constant in `value`, of the instruction's dtype (value.i is converted to
- *          U8/I32/BOOL like a CAST from I64; value.f to F32 like a CAST from F64)
+ *          the integer dtypes and BOOL like a CAST from I64, and holds a U64's bits; value.f to F32,
+ *          F16, BF16 like a CAST from F64)
  *  ACC     (contraction epilogues only) dst = the contraction's accumulated value
  *  CAST    dst = (dtype) src0; float->int truncates toward zero and saturates at the target's
- *          range (NaN -> 0); int->int wraps (two's complement); ->bool is (x != 0)
+ *          range (NaN -> 0); int->int wraps (two's complement); ->bool is (x != 0); to F16/BF16
+ *          rounds to nearest even in one step (<ravel/half.hpp>), overflowing to infinity.
+ *          Half dtypes compute every other op in f32 (or wider) and round the result once.
  *  NEG TRUNC                             every dtype but bool (NEG) / every dtype (TRUNC)
  *  RECIP SQRT EXP2 LOG2 SIN              float math
  *  ADD MUL MAX                           every dtype; ints wrap on overflow; bool: or/and/or;
@@ -188,8 +208,8 @@ typedef enum rvl_reduce_op {
 
 /* A scalar constant; read the member that matches the instruction's dtype class. */
 typedef union rvl_scalar {
-  double f;  /* F32, F64 */
-  int64_t i; /* BOOL, U8, I32, I64 */
+  double f;  /* F16, BF16, F32, F64 */
+  int64_t i; /* BOOL and the integer dtypes (a U64 stored as its two's complement bits) */
 } rvl_scalar;
 
 /* One SSA instruction. Instruction j may only name instructions < j as sources. */
@@ -263,7 +283,7 @@ typedef struct rvl_contraction {
   const rvl_operand* epilogue_inputs;
   int32_t n_epilogue;
   const rvl_instruction* epilogue;
-  /* ---- since 1.7 (implicit im2col; this block is renumbered at merge if another 1.7 lands) ----
+  /* ---- since 1.8 (implicit im2col) ----
    * Several axes per M, K and N (docs/abi.md "Multi-axis contractions"). A group whose rank is
    * 0 is the 1.0 form: one axis, with the operand views' own stride. A group of rank r > 0
    * (1..RVL_MAX_RANK) replaces that axis: its extents (row-major, product equal to m, k or n)
@@ -333,7 +353,7 @@ typedef struct rvl_device_properties {
      refuses the kernel with an error naming the op, its dtype and the device. A plugin still
      rejects (RVL_STATUS_UNSUPPORTED) an op it lacks if one arrives (an older host). */
   uint64_t ops;
-  /* ---- since 1.7 (implicit im2col; renumbered at merge if another 1.7 lands) ----
+  /* ---- since 1.8 (implicit im2col) ----
    * The largest group rank (m_rank, k_rank, n_rank of rvl_contraction) execute_contraction
    * accepts. 0 or 1: only the 1.0 form, what every older plugin gets (the host zero-initialises
    * the struct); the host then lowers a multi-axis contraction to the 1.0 form itself. */
@@ -515,8 +535,8 @@ typedef struct rvl_backend_api {
 #define RVL_BACKEND_INFO_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_backend_info, description)
 #define RVL_PROGRAM_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_program, output)
 #define RVL_CONTRACTION_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_contraction, epilogue)
-#define RVL_CONTRACTION_STRUCT_SIZE_1_7 RVL_STRUCT_SIZE(rvl_contraction, b_n_strides) /* im2col block */
-#define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_7 RVL_STRUCT_SIZE(rvl_device_properties, contraction_axes) /* im2col block */
+#define RVL_CONTRACTION_STRUCT_SIZE_1_8 RVL_STRUCT_SIZE(rvl_contraction, b_n_strides)
+#define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_8 RVL_STRUCT_SIZE(rvl_device_properties, contraction_axes)
 #define RVL_OPERAND_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_operand, view)
 #define RVL_VIEW_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_view, valid_hi)
 

@@ -112,10 +112,15 @@ inline void error_destroy(rvl_error* e) noexcept {
 // ---- dtypes -------------------------------------------------------------------------------
 constexpr bool dtype_valid(int32_t dt) noexcept { return dt >= 0 && dt < RVL_DTYPE_COUNT_; }
 constexpr bool dtype_is_float(int32_t dt) noexcept {
-  return dt == RVL_DTYPE_F32 || dt == RVL_DTYPE_F64;
+  return dt == RVL_DTYPE_F32 || dt == RVL_DTYPE_F64 || dt == RVL_DTYPE_F16 || dt == RVL_DTYPE_BF16;
 }
+// f16 and bf16: stored in two bytes, computed in f32 (<ravel/half.hpp>).
+constexpr bool dtype_is_half(int32_t dt) noexcept { return dt == RVL_DTYPE_F16 || dt == RVL_DTYPE_BF16; }
 constexpr bool dtype_is_int(int32_t dt) noexcept {  // integer dtypes, bool excluded
-  return dt == RVL_DTYPE_U8 || dt == RVL_DTYPE_I32 || dt == RVL_DTYPE_I64;
+  return dtype_valid(dt) && dt != RVL_DTYPE_BOOL && !dtype_is_float(dt);
+}
+constexpr bool dtype_is_unsigned(int32_t dt) noexcept {
+  return dt == RVL_DTYPE_U8 || dt == RVL_DTYPE_U16 || dt == RVL_DTYPE_U32 || dt == RVL_DTYPE_U64;
 }
 // Size of one element in bytes; 0 for an invalid dtype.
 constexpr size_t dtype_size(int32_t dt) noexcept {
@@ -126,6 +131,10 @@ constexpr size_t dtype_size(int32_t dt) noexcept {
     case RVL_DTYPE_I64: return 8;
     case RVL_DTYPE_F32: return 4;
     case RVL_DTYPE_F64: return 8;
+    case RVL_DTYPE_F16: case RVL_DTYPE_BF16: case RVL_DTYPE_I16: case RVL_DTYPE_U16: return 2;
+    case RVL_DTYPE_I8: return 1;
+    case RVL_DTYPE_U32: return 4;
+    case RVL_DTYPE_U64: return 8;
     default: return 0;
   }
 }
@@ -137,6 +146,13 @@ constexpr const char* dtype_name(int32_t dt) noexcept {
     case RVL_DTYPE_I64: return "i64";
     case RVL_DTYPE_F32: return "f32";
     case RVL_DTYPE_F64: return "f64";
+    case RVL_DTYPE_F16: return "f16";
+    case RVL_DTYPE_BF16: return "bf16";
+    case RVL_DTYPE_I8: return "i8";
+    case RVL_DTYPE_I16: return "i16";
+    case RVL_DTYPE_U16: return "u16";
+    case RVL_DTYPE_U32: return "u32";
+    case RVL_DTYPE_U64: return "u64";
     default: return "<invalid dtype>";
   }
 }

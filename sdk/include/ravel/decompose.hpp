@@ -37,10 +37,14 @@ constexpr bool ops_have(uint64_t ops, int32_t op) noexcept { return op_valid(op)
 namespace decompose_detail {
 // (<ravel/backend.hpp> has these too, but the core does not include the plugin helper.)
 inline const char* dtype_text(int32_t dtype) noexcept {
-  static const char* const names[] = {"bool", "u8", "i32", "i64", "f32", "f64"};
+  static const char* const names[] = {"bool", "u8", "i32", "i64", "f32", "f64", "f16",
+                                      "bf16", "i8",  "i16", "u16", "u32", "u64"};
+  static_assert(sizeof names / sizeof names[0] == RVL_DTYPE_COUNT_, "a name per dtype");
   return dtype >= 0 && dtype < RVL_DTYPE_COUNT_ ? names[dtype] : "?";
 }
-constexpr bool is_float(int32_t dtype) noexcept { return dtype == RVL_DTYPE_F32 || dtype == RVL_DTYPE_F64; }
+constexpr bool is_float(int32_t dtype) noexcept {
+  return dtype == RVL_DTYPE_F32 || dtype == RVL_DTYPE_F64 || dtype == RVL_DTYPE_F16 || dtype == RVL_DTYPE_BF16;
+}
 }  // namespace decompose_detail
 
 class Rewriter;

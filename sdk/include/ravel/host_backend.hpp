@@ -208,7 +208,7 @@ class Backend {
       const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
       out->memory_bytes = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : 0;
       out->compute_units = 1;
-      out->dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
+      out->dtypes = RVL_DTYPES_1_0;  // not the 1.7 dtypes: its kernels do not implement them
       out->max_rank = RVL_MAX_RANK;
       if (RVL_HAS_MEMBER(out, rvl_device_properties, details)) {
         set_chars(out->arch, sizeof out->arch, "");

@@ -26,8 +26,8 @@ enum class OpAccepts : uint8_t {
   None,       // no sources (LOAD, CONST, ACC)
   Any,        // every dtype
   NonBool,    // every dtype but bool
-  Float,      // f32, f64
-  IntOrBool,  // bool, u8, i32, i64
+  Float,      // f16, bf16, f32, f64
+  IntOrBool,  // bool and the integer dtypes (u8, i8, i16, u16, i32, u32, i64, u64)
   Select,     // source 0 bool; sources 1 and 2 any dtype, equal to the result
 };
 
@@ -90,7 +90,8 @@ constexpr bool op_is_arithmetic(int32_t op) noexcept {
 // ops without sources.
 constexpr bool op_accepts(int32_t op, int32_t dtype) noexcept {
   if (!op_valid(op) || dtype < 0 || dtype >= RVL_DTYPE_COUNT_) return false;
-  const bool fp = dtype == RVL_DTYPE_F32 || dtype == RVL_DTYPE_F64;
+  const bool fp = dtype == RVL_DTYPE_F32 || dtype == RVL_DTYPE_F64 || dtype == RVL_DTYPE_F16 ||
+                  dtype == RVL_DTYPE_BF16;
   switch (op_info(op).accepts) {
     case OpAccepts::None: return false;
     case OpAccepts::Any: return true;
@@ -108,7 +109,7 @@ constexpr const char* op_accepts_text(int32_t op) noexcept {
     case OpAccepts::None: return "no sources";
     case OpAccepts::Any: return "any dtype";
     case OpAccepts::NonBool: return "a numeric dtype (not bool)";
-    case OpAccepts::Float: return "a float dtype (f32, f64)";
+    case OpAccepts::Float: return "a float dtype (f16, bf16, f32, f64)";
     case OpAccepts::IntOrBool: return "bool or an integer dtype";
     case OpAccepts::Select: return "a bool condition and values of any dtype";
   }
@@ -129,7 +130,21 @@ constexpr int32_t op_result_dtype(int32_t op, int32_t source_dtype) noexcept {
 // Conformance threshold on the normalised mean squared error of a float result of this
 // accuracy class (0, i.e. exact, for other dtypes). Roughly: rms relative error of a couple of
 // ulps for Exact, ~5 ulps for Rounding, ~15 ulps for Transcendental.
+// Half dtypes (docs/dtypes.md, "Tolerances"): an rms relative error of one unit of the format's
+// precision, 2^-10 for f16 and 2^-7 for bf16 (a result rounded once carries at most half of
+// that), 4x that squared for Rounding and 16x for Transcendental: the f32 math under a half
+// result is far more accurate than the final rounding.
 constexpr double accuracy_threshold(OpAccuracy a, int32_t dtype) noexcept {
+  if (dtype == RVL_DTYPE_F16 || dtype == RVL_DTYPE_BF16) {
+    const double unit = dtype == RVL_DTYPE_F16 ? 1.0 / 1024 : 1.0 / 128;
+    const double exact = unit * unit;
+    switch (a) {
+      case OpAccuracy::Exact: return exact;
+      case OpAccuracy::Rounding: return 4 * exact;
+      case OpAccuracy::Transcendental: return 16 * exact;
+    }
+    return 0;
+  }
   const bool f32 = dtype == RVL_DTYPE_F32, f64 = dtype == RVL_DTYPE_F64;
   if (!f32 && !f64) return 0;
   switch (a) {

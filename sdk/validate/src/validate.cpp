@@ -16,6 +16,7 @@
 #include "name.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <string>
 
@@ -218,7 +219,22 @@ void check_count(const char* what, int32_t n, bool allow_zero, const void* ptr) 
 
 }  // namespace
 
-Program validate_program(const rvl_program* p, const BufferLookup& lookup) {
+namespace {
+// The UNSUPPORTED error for a dtype outside the device's mask (validate.hpp).
+void require_dtype(int32_t dt, uint32_t dtypes, const char* where) {
+  if ((dtypes >> dt) & 1u) return;
+  rvl::fail(RVL_STATUS_UNSUPPORTED, std::string("dtype ") + rvl::dtype_name(dt) + " (" + where +
+                                        ") is not run by this device; its dtypes mask is " + to_string(dtypes));
+}
+
+void require_dtypes(const Program& p, uint32_t dtypes, const char* kind) {
+  require_dtype(p.out.dtype, dtypes, kind);
+  for (const View& v : p.inputs) require_dtype(v.dtype, dtypes, kind);
+  for (int32_t j = 0; j < p.n_ins; ++j) require_dtype(p.ins[j].dtype, dtypes, kind);
+}
+}  // namespace
+
+Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes) {
   rvl::require_struct(p, "program");
   Program out;
   check_shape("program", p->rank, p->shape);
@@ -250,12 +266,13 @@ Program validate_program(const rvl_program* p, const BufferLookup& lookup) {
   check_instructions("instruction", p->instructions, p->n_instructions, out.inputs, -1, last_dtype);
   out.ins = p->instructions;
   out.n_ins = p->n_instructions;
+  require_dtypes(out, dtypes, "program");
   return out;
 }
 
 namespace {
 
-// ABI 1.7 (im2col block): the M, K and N groups of a multi-axis contraction. Each group's
+// ABI 1.8 (im2col block): the M, K and N groups of a multi-axis contraction. Each group's
 // extents multiply to m, k or n; the view stride of a replaced axis is 0 (so check_operand has
 // already bounded the batch part); the extreme element of each operand, batch part plus group
 // terms, lies inside its buffer.
@@ -332,12 +349,13 @@ void check_groups(const rvl_contraction* c, Contraction& out, const BufferLookup
 
 }  // namespace
 
-Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& lookup) {
+Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& lookup, uint32_t dtypes) {
   // One ACC instruction per dtype: the implicit epilogue when the host gives none.
-  static const rvl_instruction kAccOnly[RVL_DTYPE_COUNT_] = {
-      {RVL_OP_ACC, 0, {-1, -1, -1}, 0, {0}}, {RVL_OP_ACC, 1, {-1, -1, -1}, 0, {0}},
-      {RVL_OP_ACC, 2, {-1, -1, -1}, 0, {0}}, {RVL_OP_ACC, 3, {-1, -1, -1}, 0, {0}},
-      {RVL_OP_ACC, 4, {-1, -1, -1}, 0, {0}}, {RVL_OP_ACC, 5, {-1, -1, -1}, 0, {0}}};
+  static const auto kAccOnly = [] {
+    std::array<rvl_instruction, RVL_DTYPE_COUNT_> acc{};
+    for (int32_t dt = 0; dt < RVL_DTYPE_COUNT_; ++dt) acc[dt] = {RVL_OP_ACC, dt, {-1, -1, -1}, 0, {0}};
+    return acc;
+  }();
 
   rvl::require_struct(c, "contraction");
   Contraction out;
@@ -388,6 +406,8 @@ Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& l
     e.ins = &kAccOnly[c->dtype];
     e.n_ins = 1;
   }
+  require_dtype(c->dtype, dtypes, "contraction");
+  require_dtypes(e, dtypes, "contraction epilogue");
   if (RVL_HAS_MEMBER(c, rvl_contraction, b_n_strides)) check_groups(c, out, lookup);
   return out;
 }

@@ -66,7 +66,7 @@ struct Contraction {
   View a, b;             // rank batch_rank + 2, [batch.., M, K] and [batch.., K, N]
   Program epilogue;      // iteration space [batch.., M, N]; output is C. Without a host epilogue
                          // this is a single ACC instruction (static storage), so n_ins >= 1.
-  // ABI 1.7 (im2col block): a group of rank > 0 replaces A's row / A's column and B's row / B's
+  // ABI 1.8 (im2col block): a group of rank > 0 replaces A's row / A's column and B's row / B's
   // column axis (whose view stride is then 0); ranks are 0 for the 1.0 form and for a host that
   // does not fill the members. Every element of every group lies inside its buffer.
   struct Group {
@@ -77,8 +77,13 @@ struct Contraction {
   bool multi_axis() const { return m_group.rank > 0 || k_group.rank > 0 || n_group.rank > 0; }
 };
 
-// Validate and normalise a kernel; throw rvl::Error(INVALID_ARGUMENT) on any violation.
-Program validate_program(const rvl_program* p, const BufferLookup& lookup);
-Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& lookup);
+// Validate and normalise a kernel; throw rvl::Error(INVALID_ARGUMENT) on any violation. Then,
+// if a well-formed kernel has a view, instruction or contraction dtype outside `dtypes` (the
+// device's rvl_device_properties.dtypes), throw rvl::Error(UNSUPPORTED) with a message that
+// starts "dtype " and names it (the host reads that as a DTypeError). The default is the 1.0-1.6
+// dtypes, so a plugin that does not pass its mask never runs the 1.7 dtypes it was not written for.
+Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes = RVL_DTYPES_1_0);
+Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& lookup,
+                                 uint32_t dtypes = RVL_DTYPES_1_0);
 
 }  // namespace rvl::validate

@@ -1,0 +1,174 @@
+// Replaying a ravel::Jit capture: in order, or one lane per device (Note [Replay by device]).
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "ravel/error.hpp"
+#include "runtime/device_lanes.hpp"
+#include "runtime/execute.hpp"
+#include "runtime/jit_capture.hpp"
+
+namespace ravel::detail::jit_capture {
+
+namespace {
+
+// One phase of a host operation in a replay (Note [Host operations]).
+void run_host_step(const Step& step, const std::vector<Slot>& slots, std::vector<std::shared_ptr<DeviceBuffer>>& bufs,
+                   std::vector<HostOp*>& in_flight) {
+  if (!step.host_end) {
+    std::vector<const DeviceBuffer*> in;
+    for (int32_t s : step.host_slots) in.push_back(bufs[s].get());
+    step.host->begin(in);
+    in_flight.push_back(step.host.get());
+    return;
+  }
+  std::vector<DeviceBuffer*> out;
+  for (int32_t s : step.host_slots) {
+    const Slot& o = slots[s];
+    bufs[s] = std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes);
+    out.push_back(bufs[s].get());
+  }
+  std::erase(in_flight, step.host.get());  // an end() that throws has given up by itself
+  step.host->end(out);
+}
+
+// Allocates the step's result, launches its kernel and counts it in `stats`.
+void launch_step(const Capture& c, const Step& step, std::vector<std::shared_ptr<DeviceBuffer>>& bufs,
+                 KernelStats& stats) {
+  const Slot& o = c.slots[step.out];
+  bufs[step.out] = std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes);
+  const BufferOf buffer_of = [&](int32_t local) -> const std::shared_ptr<DeviceBuffer>& {
+    for (auto [l, s] : step.binding)
+      if (l == local) return bufs[s];
+    throw InternalError("ravel: Jit: a replayed kernel reads an operand the capture did not record");
+  };
+  stats.execute_seconds += launch_kernel(*step.kernel, buffer_of, *bufs[step.out]);
+  const CachedKernel& k = *step.kernel;
+  ++(k.kind == CachedKernel::Kind::Program ? stats.programs
+     : k.kind == CachedKernel::Kind::Contraction ? stats.contractions : stats.transfers);
+  stats.bytes_read += k.bytes_read;
+  stats.bytes_written += static_cast<int64_t>(o.bytes);
+  stats.bytes_allocated += static_cast<int64_t>(o.bytes);
+}
+
+void add(KernelStats& to, const KernelStats& s) {
+  to.programs += s.programs;
+  to.contractions += s.contractions;
+  to.transfers += s.transfers;
+  to.bytes_read += s.bytes_read;
+  to.bytes_written += s.bytes_written;
+  to.bytes_allocated += s.bytes_allocated;
+  to.execute_seconds += s.execute_seconds;
+}
+
+// RAVEL_JIT_LANES: "1" always, "0" never, anything else (unset) chosen by measuring.
+enum class LanesMode { Always, Never, Measure };
+LanesMode lanes_mode() {
+  const char* v = std::getenv("RAVEL_JIT_LANES");
+  if (v != nullptr && std::strcmp(v, "1") == 0) return LanesMode::Always;
+  if (v != nullptr && std::strcmp(v, "0") == 0) return LanesMode::Never;
+  return LanesMode::Measure;
+}
+
+}  // namespace
+
+void plan_lanes(Capture& c) {
+  c.lane_of.assign(c.steps.size(), 0);
+  c.reads_before_release.assign(c.slots.size(), -1);
+  c.has_host_steps = false;
+  std::vector<Device> devices;
+  for (size_t i = 0; i < c.steps.size(); ++i) {
+    const Step& step = c.steps[i];
+    if (step.host) {
+      c.has_host_steps = true;
+      continue;
+    }
+    const Device& d = c.slots[step.out].device;
+    size_t k = 0;
+    while (k < devices.size() && !(devices[k] == d)) ++k;
+    if (k == devices.size()) devices.push_back(d);
+    c.lane_of[i] = static_cast<int32_t>(k);
+  }
+  c.lanes = static_cast<int32_t>(devices.size());
+  for (const Step& step : c.steps)
+    for (int32_t r : step.release) c.reads_before_release[r] = 0;
+  for (const Step& step : c.steps)
+    for (int32_t r : step.reads())
+      if (c.reads_before_release[r] >= 0) ++c.reads_before_release[r];
+}
+
+void replay_in_order(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>>& bufs, KernelStats& stats) {
+  std::vector<HostOp*> in_flight;  // begun, not ended: cancelled if the replay fails
+  try {
+    for (const Step& step : c.steps) {
+      if (step.host)
+        run_host_step(step, c.slots, bufs, in_flight);
+      else
+        launch_step(c, step, bufs, stats);
+      for (int32_t r : step.release) bufs[r].reset();
+    }
+  } catch (...) {
+    for (HostOp* op : in_flight) op->cancel();
+    throw;
+  }
+}
+
+bool replays_by_device(const Capture& c) {
+  if (c.lanes < 2 || c.has_host_steps) return false;
+  switch (lanes_mode()) {
+    case LanesMode::Always: return true;
+    case LanesMode::Never: return false;
+    case LanesMode::Measure: break;
+  }
+  const LaneChoice& t = c.lane_choice;
+  if (t.chosen >= 0) return t.chosen == 1;
+  return t.trials % 2 == 1;  // in order first, then by device, alternating
+}
+
+void replayed(const Capture& c, bool by_device, double seconds) {
+  LaneChoice& t = c.lane_choice;
+  if (t.chosen >= 0 || lanes_mode() != LanesMode::Measure || c.lanes < 2 || c.has_host_steps) return;
+  double& best = t.best_seconds[by_device ? 1 : 0];
+  best = std::min(best, seconds);
+  if (++t.trials < 2 * LaneChoice::kTrialsEach) return;
+  // Lanes take a thread per device: they must win clearly, not by noise.
+  t.chosen = t.best_seconds[1] < 0.9 * t.best_seconds[0] ? 1 : 0;
+}
+
+void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>>& bufs, KernelStats& stats,
+                      DeviceLanes& lanes) {
+  const size_t n = static_cast<size_t>(c.lanes);
+  // A slot is waited for only if a step of this replay makes it; the others are bound already.
+  SlotFlags made(c.slots.size());
+  std::vector<uint8_t> made_here(c.slots.size(), 0);
+  for (const Step& step : c.steps) made_here[step.out] = 1;
+  for (size_t s = 0; s < c.slots.size(); ++s)
+    if (!made_here[s]) made.set_made(s);
+  std::vector<std::atomic<int32_t>> reads_left(c.slots.size());
+  for (size_t s = 0; s < c.slots.size(); ++s) reads_left[s].store(c.reads_before_release[s], std::memory_order_relaxed);
+  std::vector<KernelStats> lane_stats(n);
+
+  // Every release goes through here: the lane that ends the last read frees the buffer.
+  auto read_done = [&](int32_t s) {
+    if (c.reads_before_release[s] >= 0 && reads_left[s].fetch_sub(1, std::memory_order_acq_rel) == 1) bufs[s].reset();
+  };
+  const std::function<void(size_t)> lane = [&](size_t k) {
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      if (static_cast<size_t>(c.lane_of[i]) != k) continue;
+      const Step& step = c.steps[i];
+      const std::vector<int32_t> reads = step.reads();
+      for (int32_t r : reads) made.wait_made(static_cast<size_t>(r));
+      launch_step(c, step, bufs, lane_stats[k]);
+      if (c.reads_before_release[step.out] == 0) bufs[step.out].reset();  // never read: made and dropped
+      else made.set_made(static_cast<size_t>(step.out));
+      for (int32_t r : reads) read_done(r);
+    }
+  };
+  const std::function<void()> stop_all = [&] { made.stop(); };
+  lanes.run(n, lane, stop_all);
+  for (const KernelStats& s : lane_stats) add(stats, s);
+}
+
+}  // namespace ravel::detail::jit_capture

@@ -1,0 +1,14 @@
+// Array conversions between f32 and f16/bf16, the CASTs of Note [Halves in f32]: vectorised (F16C
+// for f16, chosen at run time; integer shifts for bf16) and bitwise equal to <ravel/half.hpp>.
+#pragma once
+
+#include <cstdint>
+
+namespace tbbcpu {
+
+void f32_to_f16(uint16_t* dst, const float* src, int64_t n);
+void f16_to_f32(float* dst, const uint16_t* src, int64_t n);
+void f32_to_bf16(uint16_t* dst, const float* src, int64_t n);
+void bf16_to_f32(float* dst, const uint16_t* src, int64_t n);
+
+}  // namespace tbbcpu
