@@ -19,6 +19,7 @@
 
 #include "dtype_ops.hpp"
 #include "gemm_blocked.hpp"
+#include "gemm_pack_window.hpp"
 #include "gemm_small.hpp"
 #include "parallel.hpp"
 
@@ -128,6 +129,7 @@ void gemm_generic(const Contraction& c, const Evaluator& ep) {
 
 void run_contraction(const Contraction& c) {
   const Evaluator ep(c.epilogue);
+  if (c.multi_axis()) return run_window_contraction(c, ep);  // ABI 1.8 groups: gemm_pack_window.cpp
   dispatch_dtype(c.dtype, [&](auto tag) {
     constexpr int DT = decltype(tag)::value;
     if constexpr (is_float_v<DT>) {

@@ -190,6 +190,10 @@ void run_kernel(const Program& p) {
 void run_kernel(const Contraction& c) {
   using namespace half_detail;
   if (!is_half(c.dtype) && !program_has_half(c.epilogue)) return run_contraction(c);
+  // The widening below reads A and B through their 1.0 views; the host never sends a half
+  // contraction with multi-axis groups (schedule/contraction.cpp), and one that arrives is refused.
+  if (is_half(c.dtype) && c.multi_axis())
+    throw rvl::Error(RVL_STATUS_UNSUPPORTED, "contraction: multi-axis groups (ABI 1.8) are not supported for f16/bf16");
   Contraction w = c;
   std::vector<float> a, b;
   const int32_t r = c.batch_rank + 2;

@@ -122,6 +122,11 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     // ABI 1.6: every row (array_ops.cpp and evaluator.cpp switch over all of them, and a row
     // they miss does not compile).
     if (RVL_HAS_MEMBER(out, rvl_device_properties, ops)) out->ops = RVL_OPS_ALL;
+    // ABI 1.8 (im2col block): multi-axis contractions (gemm_pack_window.cpp). RAVEL_TBB_NO_WINDOW_GEMM=1
+    // hides them, so the core's 1.0 path (conv's im2col copy) can be tested on this device.
+    const char* no_window = std::getenv("RAVEL_TBB_NO_WINDOW_GEMM");
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, contraction_axes))
+      out->contraction_axes = no_window && *no_window && *no_window != '0' ? 1 : RVL_MAX_RANK;
   });
 }
 

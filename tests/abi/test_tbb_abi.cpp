@@ -382,3 +382,21 @@ BOOST_AUTO_TEST_CASE(op_mask_respects_the_hosts_struct_size) {
   BOOST_TEST(q.ops == RVL_OPS_ALL);
   BOOST_TEST((q.ops & RVL_OPS_1_0) == RVL_OPS_1_0);
 }
+
+// ABI 1.8 (im2col block) rvl_device_properties.contraction_axes: a 1.6 host passes the 1.6 size
+// and gets nothing written past it; a 1.8 host learns that tbb_cpu takes groups of up to
+// RVL_MAX_RANK axes (gemm_pack_window.cpp).
+BOOST_AUTO_TEST_CASE(contraction_axes_respects_the_hosts_struct_size) {
+  constexpr unsigned char kGuard = 0x5A;
+  rvl_device_properties p;
+  std::memset(&p, kGuard, sizeof p);
+  p.struct_size = RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_6;
+  ok(api().device_properties(0, &p));
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&p);
+  for (size_t i = RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_6; i < sizeof p; ++i)
+    BOOST_TEST_REQUIRE(int(bytes[i]) == int(kGuard), "byte " << i << " past the 1.6 struct was written");
+  rvl_device_properties q{};
+  q.struct_size = sizeof q;
+  ok(api().device_properties(0, &q));
+  BOOST_TEST(q.contraction_axes == RVL_MAX_RANK);
+}

@@ -121,6 +121,47 @@ BOOST_AUTO_TEST_CASE(conv_matches_naive_loops) {
   }
 }
 
+// Note [Implicit im2col]: on tbb_cpu (ABI 1.8 contraction_axes > 1) the GEMM packer reads the
+// window view in place, so a padded 3x3 convolution allocates its output and a pad copy of the
+// input (~1.3x the input), not the im2col matrix (9x the input). The values are checked against
+// the naive loops above; this checks the buffers and that one GEMM ran.
+BOOST_AUTO_TEST_CASE(conv2d_allocates_no_im2col_matrix) {
+  // Below `reduce` no contraction runs at all (the product is a kernel of its own, as matmul's).
+  if (ravel::fusion_options().policy < ravel::FusionPolicy::Reduce) return;
+  const int64_t n = 2, c = 8, o = 16, h = 14, wd = 14;
+  Tensor x = Tensor::randn({n, c, h, wd}, 11).realize();
+  Tensor w = Tensor::randn({o, c, 3, 3}, 12).realize();
+  nn::ConvOptions opt;
+  opt.padding = {1, 1};
+  Tensor y = nn::conv2d(x, w, std::nullopt, opt);
+  y.realize();
+  const ravel::KernelStats st = ravel::last_realization_stats();
+  const int64_t f = 4;  // f32 bytes
+  const int64_t im2col = c * 9 * n * h * wd * f;          // what the copy wrote
+  const int64_t padded = n * c * (h + 2) * (wd + 2) * f;  // the pad copy
+  const int64_t output = o * n * h * wd * f;              // the GEMM's [O, N * P]
+  BOOST_TEST(st.contractions == 1);
+  BOOST_TEST(st.bytes_allocated <= padded + output, st.bytes_allocated << " bytes allocated");
+  BOOST_TEST(st.bytes_allocated < im2col, st.bytes_allocated << " bytes allocated, im2col is " << im2col);
+}
+
+// Both gradients are GEMMs too: the weight gradient sums (n, oh, ow) of the output gradient
+// times the window view, the input gradient's column part sums o (Note [Implicit im2col]). A
+// masked operand (the output gradient of a cut output) once sent both to reduce kernels, ~100x
+// slower; this checks that every product-and-sum of the step ran as a contraction.
+BOOST_AUTO_TEST_CASE(conv2d_gradients_are_contractions) {
+  if (ravel::fusion_options().policy < ravel::FusionPolicy::Reduce) return;
+  Tensor x = Tensor::randn({2, 3, 9, 8}, 21).realize();
+  Tensor w = Tensor::randn({4, 3, 3, 3}, 22).realize();
+  Tensor r = Tensor::randn({2, 4, 9, 8}, 23).realize();
+  nn::ConvOptions opt;
+  opt.padding = {1, 1};
+  Tensor y = nn::conv2d(x, w, std::nullopt, opt);
+  std::vector<Tensor> g = ravel::gradients((y * r).sum(), {x, w});
+  ravel::realize({y, g[0], g[1]});
+  BOOST_TEST(ravel::last_realization_stats().contractions == 3);
+}
+
 BOOST_AUTO_TEST_CASE(conv2d_without_batch_axis) {
   Tensor x = Tensor::randn({2, 5, 5}, 3, ravel::DType::F64), w = Tensor::randn({3, 2, 3, 3}, 4, ravel::DType::F64);
   nn::ConvOptions o;

@@ -36,6 +36,10 @@ class Engine {
   // dtype `t`. DeviceError unless the device exists.
   bool device_has_reduce(const Device& device, ReduceOp op) { return device_ops(device).has(op); }
   virtual bool device_has_dtype(const Device& device, DType t) = 0;
+  // The largest axis group a contraction on `device` may carry (ABI 1.8 im2col block,
+  // rvl_device_properties.contraction_axes; 1 for the 1.0 form and for devices that lower
+  // contractions to programs). conv uses it to skip the im2col copy (Note [Implicit im2col]).
+  virtual int device_contraction_axes(const Device& device) = 0;
   // A new buffer of `bytes` bytes on `device` holding a copy of `data`.
   virtual std::shared_ptr<DeviceBuffer> upload(const Device& device, const void* data, uint64_t bytes) = 0;
   // Copies the first `bytes` bytes of `buffer` to `dst`.

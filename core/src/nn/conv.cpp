@@ -1,6 +1,7 @@
 // conv1d/2d/3d and conv_transpose1d/2d/3d (ravel/conv.hpp) over window views (nn/window.hpp).
 #include <string>
 
+#include "graph/engine.hpp"
 #include "nn/window.hpp"
 #include "ravel/conv.hpp"
 
@@ -85,8 +86,14 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   // windows of the extra columns run past the end of a row into the next one (and past the
   // plane's last row into `slack` zero rows added below it); their outputs are cut away, and
   // since their cotangent is zero the window view's per-axis adjoint may drop what they read.
+  // Note [Implicit im2col] (schedule/contraction.cpp): where the device's GEMM takes multi-axis
+  // operands, no im2col copy is made, and then no wide rows either: the wide output's cut would
+  // pad the output gradient (a masked view), which the weight gradient's GEMM cannot read in
+  // place. (Spatial rank 3 would make the product rank 9, over RVL_MAX_RANK: it keeps the copy.)
+  const bool implicit = g == 1 && k <= 2 && !is_half(xp.dtype()) &&
+                        ravel::detail::engine().device_contraction_axes(xp.device()) > 1;
   const int64_t width = xp.shape().back(), true_width = geo.out[k - 1];
-  bool wide = k >= 2 && true_width < width;
+  bool wide = !implicit && k >= 2 && true_width < width;
   for (int64_t st : s.stride) wide &= st == 1;
   if (wide) {
     const int64_t overrun = s.dilation[k - 1] * (s.kernel[k - 1] - 1), slack = (overrun + width - 1) / width;
@@ -109,6 +116,31 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   order.push_back(0);
   for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
   Tensor y;
+  if (implicit) {
+    // The sum over (c, k...) of the weight times the window view [C, k..., N, out...], which
+    // the device's GEMM packer reads in place. Only a padded input is copied (the packer reads
+    // unmasked views): ~1.3x the input at 14x14, pad 1, where the im2col matrix is 9x.
+    xp = xp.contiguous();  // no copy when neither padded nor viewed
+    Tensor wv = window::view(xp, geo);
+    for (int64_t& a : order) a = a == 0 ? 0 : a - 1;
+    order.erase(order.begin());
+    Tensor cols = wv.permute(order).unsqueeze(0);  // [1, C, k..., N, out...]
+    Shape full{o};
+    full.insert(full.end(), cols.shape().begin() + 1, cols.shape().end());
+    Shape wshape(w.shape().begin(), w.shape().end());  // [O, C, k...] + (1 + k) unit axes
+    wshape.insert(wshape.end(), k + 1, 1);
+    std::vector<int64_t> summed;
+    for (size_t i = 0; i <= k; ++i) summed.push_back(static_cast<int64_t>(1 + i));
+    y = w.reshape(wshape).expand(full).mul(cols.expand(full)).sum(Axes(summed));  // [O, N, out...]
+    if (bias) {
+      Shape bshape(k + 2, 1);
+      bshape[0] = o;
+      y = y + bias->reshape(bshape);  // in the GEMM's layout: its epilogue (Note [Epilogue fusion])
+    }
+    std::vector<int64_t> to_nchw{1, 0};
+    for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
+    return y.permute(to_nchw);
+  }
   if (g == 1) {  // no group axis: [N, C, out..., k...] -> [C, k..., N, out...] (rank 8 for 3-D)
     for (int64_t& a : order) a = a == 0 ? 0 : a - 1;
     order.erase(order.begin());
@@ -137,10 +169,11 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
 // out[n, o, p] = sum_{c, t} x[n, c, p * stride + t * dilation] w[o, c, t]: with the window view
 // (Note [Convolution as a window view]) laid out [C * taps, N * P] this is one matmul of the
 // weight [O, C * taps] with it, which the scheduler runs as one GEMM kernel (Note [Matmul as mul
-// + sum]). The contraction kernel takes one summed axis and unpadded operands, so the window view
-// is copied once into that matrix (im2col) by the reshape; feeding the GEMM packer straight from
-// the strided window, with no copy, needs a contraction that sums several axes of a strided
-// operand (docs/performance.md, "Convolution"). Why [C * taps, N * P] and not PyTorch's [N * P,
+// + sum]). On a device whose contraction takes several axes per M, K and N (ABI 1.8, Note
+// [Implicit im2col]) the sum runs over the window view itself: no im2col matrix, only a pad copy
+// of the input, and both gradients are such contractions too. Elsewhere (and for groups > 1 or
+// 3-D) the 1.0 contraction takes one summed axis, so the window view is copied once into that
+// matrix (im2col) by the reshape. Why [C * taps, N * P] and not PyTorch's [N * P,
 // C * taps]: its rows are runs of the input's rows (the copy reads and writes ow-contiguous runs,
 // not runs of kw = 3), the result [O, N * P] is returned as the permuted view [N, O, P] whose
 // spatial axes stay contiguous for the ops that follow, the output gradient [N, O, P] is brought

@@ -21,6 +21,11 @@ class RuntimeEngine final : public Engine {
     const auto& caps = Runtime::get().plugin_for(device)->caps(device.index());
     return (caps.dtypes >> static_cast<uint32_t>(t)) & 1u;
   }
+  int device_contraction_axes(const Device& device) override {
+    const auto plugin = Runtime::get().plugin_for(device);
+    if (!RAVEL_API_HAS(&plugin->api(), execute_contraction)) return 1;
+    return plugin->caps(device.index()).contraction_axes;
+  }
   bool copy_on_mixed_devices() override { return Runtime::get().on_mixed_devices() == MixedDevices::Copy; }
   // Copies and realizations hold the buffer lock (Note [Threads] in graph/node.hpp); allocation
   // does not need it (the ABI makes buffer_allocate/free callable from any thread).

@@ -164,6 +164,9 @@ void LoadedPlugin::start() {
     // ABI 1.6: likewise 0 (every 1.0-1.5 plugin) is the 1.0 op table.
     caps_[d].ops = rvl::effective_ops(RVL_HAS_MEMBER(&props, rvl_device_properties, ops) ? props.ops : 0);
     caps_[d].dtypes = props.dtypes;
+    // ABI 1.8 (im2col block): 0 (every older plugin) reads as 1, the 1.0 form.
+    if (RVL_HAS_MEMBER(&props, rvl_device_properties, contraction_axes))
+      caps_[d].contraction_axes = std::clamp<int32_t>(props.contraction_axes, 1, RVL_MAX_RANK);
   }
 }
 

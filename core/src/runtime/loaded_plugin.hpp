@@ -71,6 +71,7 @@ class LoadedPlugin {
     uint32_t reduce_ops = RVL_REDUCE_OPS_BASIC;  // bit (1u << rvl_reduce_op); never 0 (ABI 1.4)
     uint64_t ops = RVL_OPS_1_0;                  // bit RVL_OP_BIT(rvl_op), as rvl::effective_ops reads it (1.6)
     uint32_t dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
+    int32_t contraction_axes = 1;                // rvl_device_properties.contraction_axes (1.8 im2col), >= 1
   };
   // The capabilities of `device` (0 .. device_count() - 1; others get the defaults).
   const DeviceCaps& caps(int32_t device) const;

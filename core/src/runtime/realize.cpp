@@ -94,6 +94,8 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets) {
     ScheduleRequest req;
     req.fusion = fusion_in_force(rt);
     req.device_has_contraction = RAVEL_API_HAS(&rt.plugin_for(order.front()->device)->api(), execute_contraction);
+    if (req.device_has_contraction)
+      req.contraction_axes = rt.plugin_for(order.front()->device)->caps(order.front()->device.index()).contraction_axes;
     req.use_cache = kernel_cache_enabled(req.fusion) && settings.kernel_cache;
     req.describe = settings.debug != 0;
     req.device_ops = [&rt](const Device& d) { return device_op_set(rt, d).alu; };

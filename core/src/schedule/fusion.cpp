@@ -27,6 +27,26 @@ bool is_kernel(const Node& n) {
 }
 }  // namespace
 
+// Whether every view the kernel tree rooted at `root` loads reshapes to `space` (an epilogue of a
+// multi-axis contraction runs over the flattened [batch..., M, N], Note [Implicit im2col]).
+bool epilogue_views_flatten(const Node* root, const Shape& space, const KernelPlan& plan) {
+  std::unordered_set<const Node*> seen;
+  std::vector<const Node*> stack{root};
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (const auto& s : n->srcs) {
+      Source src = resolve(s);
+      if (reads_base_in_place(*s) && plan.inlined.count(src.base.get())) {
+        if (seen.insert(src.base.get()).second) stack.push_back(src.base.get());
+        continue;
+      }
+      if (!src.view.reshape(space)) return false;
+    }
+  }
+  return true;
+}
+
 // Note [Epilogue fusion]
 // Under `full`, an elementwise kernel whose only read of a contraction's result is through a
 // plain reshape to exactly [batch..., m, n] (the contraction's own output layout) runs as that
@@ -71,13 +91,16 @@ void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<
     if (!candidate(b) || per_kernel[e] != 1) continue;
     // The read must be the contraction's output layout, viewed as [batch..., m, n].
     const ContractionPlan& p = plan.contractions.at(b);
-    std::vector<int64_t> axes;
+    // (Size-1 axes change no layout, and a plan for a device taking several axes per group puts
+    // them in no group: compare the others.)
+    const bool multi = p.m_axes.size() > 1 || p.n_axes.size() > 1 || p.r_axes.size() > 1;
+    std::vector<int64_t> axes, expect;
     for (int64_t d = 0; d < static_cast<int64_t>(b->shape.size()); ++d)
-      if (d != p.r) axes.push_back(d);
-    std::vector<int64_t> expect = p.batch;
-    expect.push_back(p.m_axis);
-    expect.push_back(p.n_axis);
-    if (p.m_axis < 0 || p.n_axis < 0 || axes != expect) continue;
+      if (!((b->axes >> d) & 1u) && b->shape[d] != 1) axes.push_back(d);
+    for (const auto* g : {&p.batch, &p.m_axes, &p.n_axes})
+      for (int64_t d : *g)
+        if (b->shape[d] != 1) expect.push_back(d);
+    if (p.m_axes.empty() || p.n_axes.empty() || axes != expect) continue;
     // The epilogue runs over [batch..., m, n]; the kernel's own shape and the view it reads the
     // contraction through may differ from that by size-1 axes only (same layout).
     auto squeezed = [](const Shape& sh) {
@@ -86,10 +109,16 @@ void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<
         if (x != 1) out.push_back(x);
       return out;
     };
-    const Shape want = squeezed(epilogue_shape(p, *b));
+    // With several M or N axes the epilogue space flattens them ([batch..., M, N]): compare the
+    // unflattened shape here, and every view the epilogue reads must reshape to the flat space.
+    Shape full;
+    for (const auto* g : {&p.batch, &p.m_axes, &p.n_axes})
+      for (int64_t d : *g) full.push_back(b->shape[d]);
+    const Shape want = squeezed(multi ? full : epilogue_shape(p, *b));
     StridedView v = resolve(s).view;
     // ABI v1: C has the contraction's dtype, so the epilogue must end in that dtype too.
     if (!v.is_contiguous() || squeezed(v.shape) != want || squeezed(e->shape) != want || e->dtype != b->dtype) continue;
+    if (multi && !epilogue_views_flatten(e, epilogue_shape(p, *b), plan)) continue;
     plan.epilogues[e] = b;
     plan.fused_contractions.insert(b);
   }
@@ -174,7 +203,7 @@ void inline_by_kernel_count(const std::vector<NodePtr>& order, const std::unorde
 }
 
 KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
-                        const FusionOptions& opt, bool device_has_contraction) {
+                        const FusionOptions& opt, int device_has_contraction) {
   KernelPlan plan;
   std::unordered_map<const Node*, Use> uses;
   for (const auto& k : order)
@@ -191,7 +220,7 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
   if (opt.policy >= FusionPolicy::Reduce && device_has_contraction)
     for (const auto& k : order) {
       if (k->kind != NodeKind::Reduce) continue;
-      auto c = match_contraction(*k);
+      auto c = match_contraction(*k, device_has_contraction);
       const Node* mul = k->srcs[0].get();
       if (!c || uses[mul].count != 1 || keep.count(mul)) continue;
       absorbed.insert(mul);

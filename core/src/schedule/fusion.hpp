@@ -24,6 +24,7 @@ struct KernelPlan {
 
 // `order`: the unrealized nodes in topological order; `keep`: nodes that must get a buffer.
 KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
-                        const FusionOptions& options, bool device_has_contraction);
+                        const FusionOptions& options,
+                        int device_has_contraction);  // 0: none; n: groups of <= n axes (ABI 1.8)
 
 }  // namespace ravel::detail

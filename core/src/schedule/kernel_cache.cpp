@@ -54,7 +54,7 @@ struct KeyWriter {
 }  // namespace
 
 GraphKey make_graph_key(const std::vector<NodePtr>& order, const std::vector<NodePtr>& targets,
-                        const FusionOptions& o, bool device_has_contraction) {
+                        const FusionOptions& o, int device_has_contraction) {
   GraphKey g;
   g.key.reserve(order.size() * 96 + 64);
   g.locals.reserve(order.size() * 2);

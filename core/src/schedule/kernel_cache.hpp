@@ -26,7 +26,7 @@ struct GraphKey {
 
 // `order`: the unrealized nodes below `targets` in topological order (sources first).
 GraphKey make_graph_key(const std::vector<NodePtr>& order, const std::vector<NodePtr>& targets,
-                        const FusionOptions& options, bool device_has_contraction);
+                        const FusionOptions& options, int device_has_contraction);
 
 // Process-wide LRU cache, safe to use from several threads.
 std::shared_ptr<const Recipe> kernel_cache_find(const std::string& key);

@@ -25,7 +25,7 @@ int64_t view_bytes(const StridedView& v, DType t) {
 }  // namespace
 
 std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
-                                          const GraphKey& g, const FusionOptions& options, bool has_contraction,
+                                          const GraphKey& g, const FusionOptions& options, int has_contraction,
                                           bool debug, const DeviceOps& ops) {
   KernelPlan plan = plan_kernels(order, keep, options, has_contraction);
   auto r = std::make_shared<Recipe>();

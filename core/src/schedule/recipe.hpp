@@ -56,7 +56,7 @@ using DeviceOps = std::vector<std::pair<Device, uint64_t>>;
 // `describe`: fill CachedKernel::detail for RAVEL_DEBUG. DeviceError, before anything runs, for
 // an op a device lacks that has no decomposition.
 std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
-                                          const GraphKey& g, const FusionOptions& options, bool has_contraction,
+                                          const GraphKey& g, const FusionOptions& options, int has_contraction,
                                           bool describe, const DeviceOps& ops = {});
 
 }  // namespace ravel::detail

@@ -35,7 +35,9 @@ namespace {
 Schedule schedule_unchecked(const std::vector<NodePtr>& order, const std::vector<NodePtr>& roots,
                             const std::unordered_set<const Node*>& keep, const ScheduleRequest& req) {
   Schedule s;
-  s.graph = make_graph_key(order, roots, req.fusion, req.device_has_contraction);
+  // 0: no contraction kernels; n >= 1: contractions whose M, K and N groups have <= n axes.
+  const int contraction = req.device_has_contraction ? std::max(req.contraction_axes, 1) : 0;
+  s.graph = make_graph_key(order, roots, req.fusion, contraction);
   // The lowered kernels depend on each device's op mask (ops it lacks are decomposed), which
   // RAVEL_MASK_OPS or a plugin reloaded by Runtime::reset may change: it is part of the key.
   DeviceOps ops;
@@ -50,7 +52,7 @@ Schedule schedule_unchecked(const std::vector<NodePtr>& order, const std::vector
     s.cache = Schedule::Cache::Hit;
     return s;
   }
-  s.recipe = make_recipe(order, keep, s.graph, req.fusion, req.device_has_contraction, req.describe, ops);
+  s.recipe = make_recipe(order, keep, s.graph, req.fusion, contraction, req.describe, ops);
   if (req.use_cache) {
     s.cache = Schedule::Cache::Miss;
     kernel_cache_insert(s.graph.key, s.recipe, req.fusion);

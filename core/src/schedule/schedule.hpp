@@ -26,6 +26,7 @@ std::vector<NodePtr> topo_order(const std::vector<NodePtr>& roots);
 struct ScheduleRequest {
   FusionOptions fusion;
   bool device_has_contraction = false;  // the target device implements execute_contraction
+  int contraction_axes = 1;             // its largest M/K/N axis group (ABI 1.8 im2col block)
   bool use_cache = true;                // look up and insert into the kernel cache
   bool describe = false;                // keep RAVEL_DEBUG text in the kernels
   // The op mask of a device (Note [Capabilities] in graph/ops.hpp); unset: every op.

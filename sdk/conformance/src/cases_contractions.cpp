@@ -135,6 +135,7 @@ void register_contraction_cases() {
     c.epilogue = {ins(RVL_OP_ACC, RVL_DTYPE_F32), load(RVL_DTYPE_F32, 0), ins(RVL_OP_ADD, RVL_DTYPE_F32, 0, 1)};
     return c;
   });
+  register_window_contraction_cases();
 }
 
 }  // namespace rvl::conformance

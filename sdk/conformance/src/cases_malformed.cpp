@@ -285,6 +285,23 @@ void register_malformed_contraction_cases() {
   });
   reject_contraction("null_epilogue", [](rvl_contraction& k, E&, rvl_operand&) { k.n_epilogue = 1; k.epilogue = nullptr; });
   reject_contraction("null_epilogue_inputs", [](rvl_contraction& k, E&, rvl_operand&) { k.n_epilogue_inputs = 1; k.epilogue_inputs = nullptr; });
+  // ABI 1.8 (im2col block): malformed M/K/N groups, where the device takes groups at all.
+  auto groups = [](rvl_contraction& k) {
+    const rvl_device_properties& p = session().props;
+    if (!RVL_HAS_MEMBER(&p, rvl_device_properties, contraction_axes) || p.contraction_axes < 2)
+      throw Skip("multi-axis contractions are not supported (contraction_axes < 2)");
+    k.k_rank = 2, k.k_shape[0] = 2, k.k_shape[1] = 2;  // K = (2, 2), A [4, 2x2], B [2x2, 4]
+    k.a_k_strides[0] = 2, k.a_k_strides[1] = 1, k.b_k_strides[0] = 8, k.b_k_strides[1] = 4;
+    k.a.view.strides[1] = 0, k.b.view.strides[0] = 0;
+  };
+  reject_contraction("group_product", [groups](rvl_contraction& k, E&, rvl_operand&) { groups(k); k.k_shape[1] = 3; });
+  reject_contraction("group_rank", [groups](rvl_contraction& k, E&, rvl_operand&) { groups(k); k.k_rank = RVL_MAX_RANK + 1; });
+  reject_contraction("group_view_stride", [groups](rvl_contraction& k, E&, rvl_operand&) { groups(k); k.b.view.strides[0] = 4; });
+  reject_contraction("group_outside_buffer", [groups](rvl_contraction& k, E&, rvl_operand&) { groups(k); k.b_k_strides[0] = 16; });
+  reject_contraction("group_negative_extent", [groups](rvl_contraction& k, E&, rvl_operand&) {
+    groups(k);
+    k.k_shape[0] = -2, k.k_shape[1] = -2;
+  });
 }
 
 }  // namespace

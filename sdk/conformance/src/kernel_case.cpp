@@ -1,6 +1,8 @@
 #include "kernel_case.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <limits>
 #include <memory>
 
@@ -268,6 +270,23 @@ void ContractionCase::run(Measure& meas) const {
   call.epilogue_inputs = epi.ops.empty() ? nullptr : epi.ops.data();
   call.n_epilogue = int32_t(sent.size());
   call.epilogue = sent.empty() ? nullptr : sent.data();
+  const size_t ranks = std::max({m_shape.size(), k_shape.size(), n_shape.size()});
+  if (ranks > 0) {  // ABI 1.8 (im2col block): only where the device states it takes them
+    const int32_t axes = RVL_HAS_MEMBER(&s.props, rvl_device_properties, contraction_axes) ? s.props.contraction_axes : 0;
+    if (axes < int32_t(ranks))
+      throw Skip("multi-axis contractions: contraction_axes is " + std::to_string(axes) + ", the case needs " +
+                 std::to_string(ranks) + " (optional, allowed)");
+    call.m_rank = int32_t(m_shape.size());
+    call.k_rank = int32_t(k_shape.size());
+    call.n_rank = int32_t(n_shape.size());
+    std::copy(m_shape.begin(), m_shape.end(), call.m_shape);
+    std::copy(k_shape.begin(), k_shape.end(), call.k_shape);
+    std::copy(n_shape.begin(), n_shape.end(), call.n_shape);
+    std::copy(a_m.begin(), a_m.end(), call.a_m_strides);
+    std::copy(a_k.begin(), a_k.end(), call.a_k_strides);
+    std::copy(b_k.begin(), b_k.end(), call.b_k_strides);
+    std::copy(b_n.begin(), b_n.end(), call.b_n_strides);
+  }
   check_ok(s.api->execute_contraction(s.device, nullptr, &call), "execute_contraction");
   check_ok(s.api->synchronize(s.device), "synchronize");
   up.check_unchanged({a, b}, "operand");

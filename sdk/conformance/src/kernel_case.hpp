@@ -66,6 +66,8 @@ struct ContractionCase {
   std::vector<Input> epilogue_inputs;
   std::vector<rvl_instruction> epilogue;
   double threshold = 0;
+  // ABI 1.8 (im2col block): M, K and N groups ({} = the 1.0 form); strides per operand.
+  std::vector<int64_t> m_shape, k_shape, n_shape, a_m, a_k, b_k, b_n;
 
   void run(Measure& m) const;
 };

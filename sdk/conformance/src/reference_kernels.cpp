@@ -144,6 +144,17 @@ void run_program(const rvl_program& p, const std::vector<const HostBuffer*>& inp
   });
 }
 
+// ABI 1.8 (im2col block): the offset of index i of a group (row-major over its shape), 0 for a
+// 1.0-form axis (the view's own stride then counts it).
+static int64_t group_offset(int32_t rank, const int64_t* shape, const int64_t* strides, int64_t i) {
+  int64_t off = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    off += (i % shape[d]) * strides[d];
+    i /= shape[d];
+  }
+  return off;
+}
+
 void run_contraction(const rvl_contraction& c, const HostBuffer& a, const HostBuffer& b,
                      const std::vector<const HostBuffer*>& epilogue_inputs, HostBuffer& out) {
   const int br = c.batch_rank, R = br + 2;
@@ -158,10 +169,15 @@ void run_contraction(const rvl_contraction& c, const HostBuffer& a, const HostBu
     for (int d = 0; d < br; ++d) ia[d] = ib[d] = idx[d];
     ia[br] = idx[br];
     ib[br + 1] = idx[br + 1];
+    const bool groups = RVL_HAS_MEMBER(&c, rvl_contraction, b_n_strides);
+    const int64_t am = groups ? group_offset(c.m_rank, c.m_shape, c.a_m_strides, idx[br]) : 0;
+    const int64_t bn = groups ? group_offset(c.n_rank, c.n_shape, c.b_n_strides, idx[br + 1]) : 0;
     for (int64_t k = 0; k < c.k; ++k) {
       ia[br + 1] = k;
       ib[br] = k;
-      const Value x = a.get(address(c.a.view, R, ia)), y = b.get(address(c.b.view, R, ib));
+      const int64_t ak = groups ? am + group_offset(c.k_rank, c.k_shape, c.a_k_strides, k) : 0;
+      const int64_t bk = groups ? bn + group_offset(c.k_rank, c.k_shape, c.b_k_strides, k) : 0;
+      const Value x = a.get(address(c.a.view, R, ia) + ak), y = b.get(address(c.b.view, R, ib) + bk);
       Value prod;
       if (is_float(dt)) prod = fval(x.f * y.f);
       else if (dt == RVL_DTYPE_BOOL) prod = ival(x.i && y.i);

@@ -1,10 +1,11 @@
-/* Ravel backend C ABI, version 1.7 (1.1 added rvl_device_properties.arch/warp_size/details and
+/* Ravel backend C ABI, version 1.8 (1.1 added rvl_device_properties.arch/warp_size/details and
  * rvl_probe_result.reason; 1.2 the optional members buffer_address/buffer_wrap; 1.3
  * rvl_device_properties.dlpack_device_type/dlpack_device_id; 1.4 the reduction
  * RVL_REDUCE_LOGSUMEXP and rvl_device_properties.reduce_ops; 1.5 the optional member
  * buffer_copy_peer, copies between two devices of one plugin; 1.6 rvl_device_properties.ops,
  * the instructions a device implements; 1.7 the dtypes F16, BF16, I8, I16, U16, U32, U64, which a
- * device runs only if its rvl_device_properties.dtypes says so; nothing else changed).
+ * device runs only if its rvl_device_properties.dtypes says so; 1.8 the multi-axis members of
+ * rvl_contraction and rvl_device_properties.contraction_axes; nothing else changed).
  *
  * Plain C99. A backend plugin is a shared object that exports exactly one symbol,
  * `rvl_backend_entry`, returning a pointer to a static, append-only table of function pointers
@@ -45,7 +46,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 7
+#define RVL_ABI_MINOR 8
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
@@ -282,6 +283,21 @@ typedef struct rvl_contraction {
   const rvl_operand* epilogue_inputs;
   int32_t n_epilogue;
   const rvl_instruction* epilogue;
+  /* ---- since 1.8 (implicit im2col) ----
+   * Several axes per M, K and N (docs/abi.md "Multi-axis contractions"). A group whose rank is
+   * 0 is the 1.0 form: one axis, with the operand views' own stride. A group of rank r > 0
+   * (1..RVL_MAX_RANK) replaces that axis: its extents (row-major, product equal to m, k or n)
+   * and each operand's stride per extent. Row m of A is then at
+   *   sum_i m_i * a_m_strides[i]  (m unravelled over m_shape),
+   * column k of A / row k of B at sum_j k_j * a_k_strides[j] / b_k_strides[j], column n of B at
+   * sum_j n_j * b_n_strides[j], each added to the view's offset and batch terms; the view's own
+   * stride on a replaced axis must then be 0. C keeps the 1.0 form. So a convolution's window
+   * (c, kh, kw taps of x at n, oh, ow) feeds the GEMM without an im2col copy. The host sends
+   * ranks > 0 only to a device whose rvl_device_properties.contraction_axes allows them. */
+  int32_t m_rank, k_rank, n_rank;
+  int64_t m_shape[RVL_MAX_RANK], k_shape[RVL_MAX_RANK], n_shape[RVL_MAX_RANK];
+  int64_t a_m_strides[RVL_MAX_RANK], a_k_strides[RVL_MAX_RANK];
+  int64_t b_k_strides[RVL_MAX_RANK], b_n_strides[RVL_MAX_RANK];
 } rvl_contraction;
 
 /* ---- info ---------------------------------------------------------------------------------- */
@@ -337,6 +353,11 @@ typedef struct rvl_device_properties {
      refuses the kernel with an error naming the op, its dtype and the device. A plugin still
      rejects (RVL_STATUS_UNSUPPORTED) an op it lacks if one arrives (an older host). */
   uint64_t ops;
+  /* ---- since 1.8 (implicit im2col) ----
+   * The largest group rank (m_rank, k_rank, n_rank of rvl_contraction) execute_contraction
+   * accepts. 0 or 1: only the 1.0 form, what every older plugin gets (the host zero-initialises
+   * the struct); the host then lowers a multi-axis contraction to the 1.0 form itself. */
+  int32_t contraction_axes;
 } rvl_device_properties;
 
 typedef struct rvl_probe_result {
@@ -514,6 +535,8 @@ typedef struct rvl_backend_api {
 #define RVL_BACKEND_INFO_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_backend_info, description)
 #define RVL_PROGRAM_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_program, output)
 #define RVL_CONTRACTION_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_contraction, epilogue)
+#define RVL_CONTRACTION_STRUCT_SIZE_1_8 RVL_STRUCT_SIZE(rvl_contraction, b_n_strides)
+#define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_8 RVL_STRUCT_SIZE(rvl_device_properties, contraction_axes)
 #define RVL_OPERAND_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_operand, view)
 #define RVL_VIEW_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_view, valid_hi)
 

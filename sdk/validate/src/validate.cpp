@@ -270,6 +270,85 @@ Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint3
   return out;
 }
 
+namespace {
+
+// ABI 1.8 (im2col block): the M, K and N groups of a multi-axis contraction. Each group's
+// extents multiply to m, k or n; the view stride of a replaced axis is 0 (so check_operand has
+// already bounded the batch part); the extreme element of each operand, batch part plus group
+// terms, lies inside its buffer.
+void check_groups(const rvl_contraction* c, Contraction& out, const BufferLookup& lookup) {
+  struct Spec {
+    const char* name;
+    int32_t rank;
+    const int64_t* shape;
+    int64_t extent;
+    Contraction::Group* dst;
+  };
+  const Spec specs[3] = {{"m", c->m_rank, c->m_shape, c->m, &out.m_group},
+                         {"k", c->k_rank, c->k_shape, c->k, &out.k_group},
+                         {"n", c->n_rank, c->n_shape, c->n, &out.n_group}};
+  const int br = c->batch_rank;
+  for (const Spec& s : specs) {
+    if (s.rank == 0) continue;
+    if (s.rank < 0 || s.rank > RVL_MAX_RANK)
+      rvl::invalid(std::string("contraction: ") + s.name + "_rank " + to_string(s.rank) + " out of range, expected 0.." +
+                   to_string(RVL_MAX_RANK));
+    int64_t total = 1;
+    for (int i = 0; i < s.rank; ++i) {
+      if (s.shape[i] < 0)
+        rvl::invalid(std::string("contraction: ") + s.name + "_shape[" + to_string(i) + "] is " +
+                     to_string(s.shape[i]) + ", expected >= 0");
+      if (__builtin_mul_overflow(total, s.shape[i], &total))
+        rvl::invalid(std::string("contraction: ") + s.name + "_shape overflows int64");
+    }
+    if (total != s.extent)
+      rvl::invalid(std::string("contraction: ") + s.name + "_shape multiplies to " + to_string(total) + ", expected " +
+                   s.name + " = " + to_string(s.extent));
+    s.dst->rank = s.rank;
+    std::copy(s.shape, s.shape + s.rank, s.dst->shape);
+  }
+  std::copy(c->a_m_strides, c->a_m_strides + out.m_group.rank, out.m_group.stride[0]);
+  std::copy(c->a_k_strides, c->a_k_strides + out.k_group.rank, out.k_group.stride[0]);
+  std::copy(c->b_k_strides, c->b_k_strides + out.k_group.rank, out.k_group.stride[1]);
+  std::copy(c->b_n_strides, c->b_n_strides + out.n_group.rank, out.n_group.stride[0]);
+  if (!out.multi_axis() || c->m == 0 || c->n == 0 || c->k == 0) return;
+  for (int d = 0; d < br; ++d)
+    if (c->batch_shape[d] == 0) return;  // nothing is addressed
+  // One operand: its view (row/col strides must be 0 where a group replaces them) plus groups.
+  auto check = [&](const char* what, const View& v, const rvl_operand& op, int64_t row_extent, int64_t col_extent,
+                   const Contraction::Group& row, int row_set, const Contraction::Group& col, int col_set) {
+    for (int side = 0; side < 2; ++side) {
+      const Contraction::Group& g = side == 0 ? row : col;
+      if (g.rank > 0 && op.view.strides[br + side] != 0)
+        rvl::invalid(std::string(what) + ": axis " + to_string(br + side) + " is replaced by a group but has stride " +
+                     to_string(op.view.strides[br + side]) + ", expected 0");
+    }
+    if (v.empty) return;
+    int64_t lo = v.offset, hi = v.offset;
+    bool overflow = false;
+    auto add = [&](int64_t stride, int64_t extent) {
+      int64_t a = 0;
+      overflow |= __builtin_mul_overflow(stride, extent - 1, &a);
+      overflow |= __builtin_add_overflow(lo, std::min<int64_t>(a, 0), &lo);
+      overflow |= __builtin_add_overflow(hi, std::max<int64_t>(a, 0), &hi);
+    };
+    for (int d = 0; d < br; ++d) add(v.stride[d], c->batch_shape[d]);  // full validity
+    add(row.rank > 0 ? 0 : v.stride[br], row_extent);
+    add(col.rank > 0 ? 0 : v.stride[br + 1], col_extent);
+    for (int i = 0; i < row.rank; ++i) add(row.stride[row_set][i], row.shape[i]);
+    for (int i = 0; i < col.rank; ++i) add(col.stride[col_set][i], col.shape[i]);
+    const int64_t elems = static_cast<int64_t>(lookup(op.buffer, what).size / rvl::dtype_size(op.dtype));
+    if (overflow) rvl::invalid(std::string(what) + ": group address computation overflows int64");
+    if (lo < 0 || hi >= elems)
+      rvl::invalid(std::string(what) + ": its groups reach element " + to_string(lo < 0 ? lo : hi) +
+                   ", outside the buffer of " + to_string(elems) + " elements");
+  };
+  check("contraction operand A", out.a, c->a, c->m, c->k, out.m_group, 0, out.k_group, 0);
+  check("contraction operand B", out.b, c->b, c->k, c->n, out.k_group, 1, out.n_group, 0);
+}
+
+}  // namespace
+
 Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& lookup, uint32_t dtypes) {
   // One ACC instruction per dtype: the implicit epilogue when the host gives none.
   static const auto kAccOnly = [] {
@@ -329,6 +408,7 @@ Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& l
   }
   require_dtype(c->dtype, dtypes, "contraction");
   require_dtypes(e, dtypes, "contraction epilogue");
+  if (RVL_HAS_MEMBER(c, rvl_contraction, b_n_strides)) check_groups(c, out, lookup);
   return out;
 }
 

@@ -66,6 +66,15 @@ struct Contraction {
   View a, b;             // rank batch_rank + 2, [batch.., M, K] and [batch.., K, N]
   Program epilogue;      // iteration space [batch.., M, N]; output is C. Without a host epilogue
                          // this is a single ACC instruction (static storage), so n_ins >= 1.
+  // ABI 1.8 (im2col block): a group of rank > 0 replaces A's row / A's column and B's row / B's
+  // column axis (whose view stride is then 0); ranks are 0 for the 1.0 form and for a host that
+  // does not fill the members. Every element of every group lies inside its buffer.
+  struct Group {
+    int32_t rank = 0;
+    int64_t shape[RVL_MAX_RANK] = {};
+    int64_t stride[2][RVL_MAX_RANK] = {};  // m: {A}; k: {A, B}; n: {B}
+  } m_group, k_group, n_group;
+  bool multi_axis() const { return m_group.rank > 0 || k_group.rank > 0 || n_group.rank > 0; }
 };
 
 // Validate and normalise a kernel; throw rvl::Error(INVALID_ARGUMENT) on any violation. Then,

@@ -1,0 +1,252 @@
+// Note [Packing from offset tables]
+// A multi-axis operand has no single row or column stride, so the packers read it through
+// offset tables built once per call: A's element (m, k) is at am[m] + ak[k], B's (k, n) at
+// bk[k] + bn[n] (each table the sum of its group's index * stride terms, or i * stride for a
+// 1.0-form axis). The tables are small (M + K + K + N entries: 64 + 288 + 288 + 25088 for the
+// ResNet 3x3 forward) and turn any group into one gather per element. Where a sliver's columns
+// are a stride-1 run of B (a convolution's output positions along ow, or whole rows of them
+// at stride 1, Note [Wide rows]), the B sliver is copied row by row as from a row-major matrix;
+// `run` holds each column's run length for that test. The blocks are then the micro-kernels of
+// the float path (gemm_kernels.hpp), on tiles of C that each task accumulates privately over
+// all of K before the epilogue runs over them, so no im2col matrix is ever written. Tiles:
+// MC rows x NC columns of C, as many as the two cores need; K in panels of KC (the packed A and
+// B panels stay in L2). Integer and bool dtypes take a plain triple loop over the same tables.
+#include "gemm_pack_window.hpp"
+
+#include "dtype_ops.hpp"
+#include "gemm_blocked.hpp"
+#include "gemm_kernels.hpp"
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace tbbcpu {
+namespace {
+
+// Offsets of every index of a group (row-major over its shape), or of a 1.0-form axis.
+std::vector<int64_t> window_offsets(const Contraction::Group& g, int set, int64_t extent, int64_t stride) {
+  std::vector<int64_t> t(static_cast<size_t>(extent));
+  if (g.rank == 0) {
+    for (int64_t i = 0; i < extent; ++i) t[i] = static_cast<int64_t>(static_cast<uint64_t>(i) * static_cast<uint64_t>(stride));
+    return t;
+  }
+  int64_t idx[RVL_MAX_RANK] = {};
+  int64_t off = 0;
+  for (int64_t i = 0; i < extent; ++i) {
+    t[i] = off;
+    for (int d = g.rank - 1; d >= 0; --d) {  // odometer step
+      off += g.stride[set][d];
+      if (++idx[d] < g.shape[d]) break;
+      off -= g.stride[set][d] * g.shape[d];
+      idx[d] = 0;
+    }
+  }
+  return t;
+}
+
+// run[i]: how many entries from i on step by exactly 1 (t[i + j] == t[i] + j).
+std::vector<int64_t> window_runs(const std::vector<int64_t>& t) {
+  std::vector<int64_t> run(t.size());
+  for (size_t i = t.size(); i-- > 0;)
+    run[i] = (i + 1 < t.size() && t[i + 1] == t[i] + 1) ? run[i + 1] + 1 : 1;
+  return run;
+}
+
+struct WindowTables {
+  std::vector<int64_t> am, ak, bk, bn, bn_run;
+  WindowTables(const Contraction& c) {
+    const int br = c.batch_rank;
+    am = window_offsets(c.m_group, 0, c.m, c.a.stride[br]);
+    ak = window_offsets(c.k_group, 0, c.k, c.a.stride[br + 1]);
+    bk = window_offsets(c.k_group, 1, c.k, c.b.stride[br]);
+    bn = window_offsets(c.n_group, 0, c.n, c.b.stride[br + 1]);
+    bn_run = window_runs(bn);
+  }
+};
+
+int64_t window_batches(const Contraction& c) {
+  int64_t n = 1;
+  for (int d = 0; d < c.batch_rank; ++d) n *= c.batch_shape[d];
+  return n;
+}
+
+template <class T>
+struct WindowLocal {
+  Scratch sc;
+  std::vector<T> pa, pb, ct;
+};
+
+// Note [Split K for weight gradients]: a convolution's weight gradient is M x N = O x C*taps
+// (64 x 288) summed over K = N*P (25088): one or two tiles of C, far fewer than the threads.
+// There K is split into parts that the tasks sum into private tiles, added afterwards in part
+// order (a fixed order: the result does not depend on the threads).
+template <int DT>
+void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTables& t) {
+  using T = ctype<DT>;
+  gemm::Kernel<T> kern;
+  if constexpr (DT == RVL_DTYPE_F32) kern = gemm::select_kernel_f32();
+  else kern = gemm::select_kernel_f64();
+  const int64_t MR = kern.mr, NR = kern.nr, M = c.m, N = c.n, K = c.k;
+  const int64_t batches = window_batches(c);
+  auto round_up = [](int64_t x, int64_t r) { return (x + r - 1) / r * r; };
+  const int64_t KC = std::min<int64_t>(256, round_up(std::max<int64_t>(K, 1), 8));
+  const int64_t MC = std::min(round_up(M, MR), MR * 16);
+  const int threads = std::max(1, tbb::this_task_arena::max_concurrency());
+  const int64_t m_tiles = (M + MC - 1) / MC;
+  const int64_t panels = (K + KC - 1) / KC;
+  // Long K against a small C: whole rows of C per tile, K split (Note [Split K for weight gradients]).
+  const bool long_k = panels >= 8 && batches * m_tiles * ((N + 64 * NR - 1) / (64 * NR)) < 2 * threads;
+  int64_t NC;
+  if (long_k) {
+    NC = std::min(round_up(N, NR), 64 * NR);
+  } else {  // enough tiles for every thread (x4) without making them thinner than 4 slivers
+    NC = round_up(std::max<int64_t>(1, (N * m_tiles * batches + 4 * threads - 1) / (4 * threads)), NR);
+    NC = std::clamp<int64_t>(NC, 4 * NR, 64 * NR);
+  }
+  const int64_t n_tiles = (N + NC - 1) / NC, tiles = batches * m_tiles * n_tiles;
+  const int64_t parts = long_k ? std::clamp<int64_t>((4 * threads + tiles - 1) / tiles, 1, panels / 4) : 1;
+  const int64_t ldc = round_up(NC, NR), tile_elems = round_up(MC, MR) * ldc;
+  const T* A = reinterpret_cast<const T*>(c.a.data);
+  const T* B = reinterpret_cast<const T*>(c.b.data);
+  tbb::enumerable_thread_specific<WindowLocal<T>> locals([&] {
+    return WindowLocal<T>{ep.make_scratch(), std::vector<T>(MC * KC), std::vector<T>(NC * KC),
+                          std::vector<T>(parts > 1 ? 0 : tile_elems)};
+  });
+  std::vector<T> partial(parts > 1 ? static_cast<size_t>(tiles * parts * tile_elems) : 0);
+  struct TileAt {
+    int64_t batch, m0, n0, mc, nc;
+  };
+  auto tile_at = [&](int64_t tile) {
+    const int64_t batch = tile / (m_tiles * n_tiles), rest = tile % (m_tiles * n_tiles);
+    const int64_t m0 = (rest / n_tiles) * MC, n0 = (rest % n_tiles) * NC;
+    return TileAt{batch, m0, n0, std::min(MC, M - m0), std::min(NC, N - n0)};
+  };
+  // C tile += A[m0.., k0..k1) @ B[k0..k1), n0..) into ct (row stride ldc), overwritten at k0.
+  auto compute = [&](const TileAt& at, int64_t k0, int64_t k1, T* ct, WindowLocal<T>& L) {
+    const int64_t mt = (at.mc + MR - 1) / MR, nt = (at.nc + NR - 1) / NR;
+    int64_t oa, ob, oc;
+    gemm_batch_offsets(c, at.batch, oa, ob, oc);
+    const T* Ab = A + oa;
+    const T* Bb = B + ob;
+    if (k0 >= k1) std::fill(ct, ct + mt * MR * ldc, T{});
+    for (int64_t pc = k0; pc < k1; pc += KC) {
+      const int64_t kc = std::min(KC, k1 - pc);
+      for (int64_t s = 0; s < mt; ++s) {  // A slivers: dst[k*MR + i]
+        T* dst = L.pa.data() + s * MR * kc;
+        const int64_t h = std::min(MR, at.mc - s * MR);
+        const int64_t* am = t.am.data() + at.m0 + s * MR;
+        for (int64_t k = 0; k < kc; ++k, dst += MR) {
+          const T* col = Ab + t.ak[pc + k];
+          int64_t i = 0;
+          for (; i < h; ++i) dst[i] = col[am[i]];
+          for (; i < MR; ++i) dst[i] = T{};
+        }
+      }
+      for (int64_t q = 0; q < nt; ++q) {  // B slivers: dst[k*NR + j]
+        T* dst = L.pb.data() + q * NR * kc;
+        const int64_t j0 = at.n0 + q * NR, w = std::min(NR, at.nc - q * NR);
+        const int64_t* bn = t.bn.data() + j0;
+        if (t.bn_run[j0] >= w) {  // a stride-1 run: copy rows
+          for (int64_t k = 0; k < kc; ++k, dst += NR) {
+            const T* row = Bb + t.bk[pc + k] + bn[0];
+            std::copy(row, row + w, dst);
+            std::fill(dst + w, dst + NR, T{});
+          }
+        } else {
+          for (int64_t k = 0; k < kc; ++k, dst += NR) {
+            const T* row = Bb + t.bk[pc + k];
+            int64_t j = 0;
+            for (; j < w; ++j) dst[j] = row[bn[j]];
+            for (; j < NR; ++j) dst[j] = T{};
+          }
+        }
+      }
+      for (int64_t s = 0; s < mt; ++s)
+        for (int64_t q = 0; q < nt; ++q)
+          kern.fn(kc, L.pa.data() + s * MR * kc, L.pb.data() + q * NR * kc, ct + s * MR * ldc + q * NR, ldc, pc > k0);
+    }
+  };
+  auto finish = [&](const TileAt& at, const T* ct, Scratch& sc) {  // epilogue, [batch.., M, N] linear
+    for (int64_t m = 0; m < at.mc; ++m) {
+      const int64_t start = (at.batch * M + at.m0 + m) * N + at.n0, end = start + at.nc;
+      const T* acc = ct + m * ldc;
+      for (int64_t s = start; s < end; s += ep.block()) {
+        const int64_t e = std::min(end, s + ep.block());
+        ep.store(s, e, ep.eval(s, e, sc, acc + (s - start)), sc);
+      }
+    }
+  };
+  const bool serial = tiles * parts == 1 || batches * M * N * std::max<int64_t>(K, 1) < (int64_t{1} << 20);
+  auto for_tasks = [&](int64_t n, const auto& f) {
+    if (serial) for (int64_t i = 0; i < n; ++i) f(i);
+    else tbb::parallel_for(int64_t{0}, n, f);
+  };
+  if (parts == 1) {
+    for_tasks(tiles, [&](int64_t tile) {
+      WindowLocal<T>& L = locals.local();
+      const TileAt at = tile_at(tile);
+      compute(at, 0, K, L.ct.data(), L);
+      finish(at, L.ct.data(), L.sc);
+    });
+    return;
+  }
+  const int64_t per_part = (panels + parts - 1) / parts * KC;
+  for_tasks(tiles * parts, [&](int64_t task) {
+    const int64_t tile = task / parts, part = task % parts;
+    const int64_t k0 = std::min(K, part * per_part), k1 = std::min(K, k0 + per_part);
+    compute(tile_at(tile), k0, k1, partial.data() + task * tile_elems, locals.local());
+  });
+  for_tasks(tiles, [&](int64_t tile) {
+    T* sum = partial.data() + tile * parts * tile_elems;
+    for (int64_t p = 1; p < parts; ++p) {
+      const T* add = sum + p * tile_elems;
+      for (int64_t i = 0; i < tile_elems; ++i) sum[i] += add[i];
+    }
+    finish(tile_at(tile), sum, locals.local().sc);
+  });
+}
+
+template <int DT>
+void window_gemm_plain(const Contraction& c, const Evaluator& ep, const WindowTables& t) {
+  using T = ctype<DT>;
+  const int64_t M = c.m, N = c.n, K = c.k, batches = window_batches(c);
+  const T* A = reinterpret_cast<const T*>(c.a.data);
+  const T* B = reinterpret_cast<const T*>(c.b.data);
+  Scratch sc = ep.make_scratch();
+  std::vector<T> acc(static_cast<size_t>(N));
+  for (int64_t b = 0; b < batches; ++b) {
+    int64_t oa, ob, oc;
+    gemm_batch_offsets(c, b, oa, ob, oc);
+    for (int64_t m = 0; m < M; ++m) {
+      std::fill(acc.begin(), acc.end(), T{});
+      for (int64_t k = 0; k < K; ++k) {
+        const T a = A[oa + t.am[m] + t.ak[k]];
+        const T* row = B + ob + t.bk[k];
+        for (int64_t n = 0; n < N; ++n) acc[n] = s_add<DT>(acc[n], s_mul<DT>(a, row[t.bn[n]]));
+      }
+      const int64_t start = (b * M + m) * N;
+      for (int64_t s = start; s < start + N; s += ep.block()) {
+        const int64_t e = std::min(start + N, s + ep.block());
+        ep.store(s, e, ep.eval(s, e, sc, acc.data() + (s - start)), sc);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void run_window_contraction(const Contraction& c, const Evaluator& ep) {
+  if (window_batches(c) == 0 || c.m == 0 || c.n == 0) return;
+  const WindowTables t(c);
+  dispatch_dtype(c.dtype, [&](auto tag) {
+    constexpr int DT = decltype(tag)::value;
+    if constexpr (is_float_v<DT>) window_gemm_float<DT>(c, ep, t);
+    else window_gemm_plain<DT>(c, ep, t);
+  });
+}
+
+}  // namespace tbbcpu
