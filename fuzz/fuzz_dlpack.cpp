@@ -17,6 +17,7 @@
 
 #include "ravel/backend.h"
 #include "ravel/dlpack.hpp"
+#include "ravel/half.hpp"
 #include "ravel/ravel.hpp"
 
 namespace dl = ravel::dlpack;
@@ -62,10 +63,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int32_t d = 0; d < rank; ++d) strides[d] = in.extent();
   const bool null_strides = flags & 1, legacy = flags & 2, bad_dtype = (flags & 0x0C) == 0x0C;
   const bool other_device = (flags & 0x30) == 0x30, bad_version = (flags & 0xC0) == 0xC0;
+  // Every dtype Ravel imports (ABI 1.7 added the 16-bit floats and the narrow and unsigned
+  // integers); a bad one has 24 bits, which no DLPack code Ravel reads has.
   static const dl::DLDataType dtypes[] = {{dl::kDLFloat, 64, 1}, {dl::kDLFloat, 32, 1}, {dl::kDLInt, 32, 1},
-                                          {dl::kDLInt, 64, 1},   {dl::kDLUInt, 8, 1},   {dl::kDLBool, 8, 1}};
+                                          {dl::kDLInt, 64, 1},   {dl::kDLUInt, 8, 1},   {dl::kDLBool, 8, 1},
+                                          {dl::kDLFloat, 16, 1}, {dl::kDLBfloat, 16, 1}, {dl::kDLInt, 8, 1},
+                                          {dl::kDLInt, 16, 1},   {dl::kDLUInt, 16, 1},  {dl::kDLUInt, 32, 1},
+                                          {dl::kDLUInt, 64, 1}};
+  constexpr uint64_t kDTypes = sizeof dtypes / sizeof dtypes[0];
   const uint64_t dt = in.take(1);
-  const dl::DLDataType dtype = bad_dtype ? dl::DLDataType{static_cast<uint8_t>(in.take(1)), 16, 1} : dtypes[dt % 6];
+  const dl::DLDataType dtype = bad_dtype ? dl::DLDataType{static_cast<uint8_t>(in.take(1)), 24, 1} : dtypes[dt % kDTypes];
   const int64_t es = dtype.bits / 8;
   const uint64_t off_sel = in.take(1);
   const uint64_t byte_offset = off_sel < 200 ? (off_sel % 64) * static_cast<uint64_t>(es)
@@ -138,13 +145,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       for (int32_t d = 0; d < rank; ++d) at += static_cast<__int128>(idx[d]) * eff[d] * es;
       const char* p = reinterpret_cast<const char*>(buffer) + static_cast<size_t>(at);
       double x = 0;
-      switch (dt % 6) {
+      uint16_t h;
+      switch (dt % kDTypes) {
         case 0: { double y; std::memcpy(&y, p, 8); x = y; break; }
         case 1: { float y; std::memcpy(&y, p, 4); x = y; break; }
         case 2: { int32_t y; std::memcpy(&y, p, 4); x = y; break; }
         case 3: { int64_t y; std::memcpy(&y, p, 8); x = static_cast<double>(y); break; }
         case 4: x = static_cast<uint8_t>(*p); break;
         case 5: x = *p != 0; break;
+        case 6: std::memcpy(&h, p, 2); x = rvl::f32_from_f16_bits(h); break;
+        case 7: std::memcpy(&h, p, 2); x = rvl::f32_from_bf16_bits(h); break;
+        case 8: x = static_cast<int8_t>(*p); break;
+        case 9: { int16_t y; std::memcpy(&y, p, 2); x = y; break; }
+        case 10: std::memcpy(&h, p, 2); x = h; break;
+        case 11: { uint32_t y; std::memcpy(&y, p, 4); x = y; break; }
+        case 12: { uint64_t y; std::memcpy(&y, p, 8); x = static_cast<double>(y); break; }
       }
       want.push_back(x);
       for (int32_t d = rank; d-- > 0;)
