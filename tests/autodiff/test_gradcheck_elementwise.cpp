@@ -161,32 +161,33 @@ BOOST_AUTO_TEST_CASE(mod_and_idiv_away_from_jumps) {
 // three broadcasting against each other; the comparisons and logical ops make masks only.
 BOOST_AUTO_TEST_CASE(where_and_comparisons) {
   uint64_t seed = 4000;
-  Tensor c = signed_away({3, 4}, seed, 0.2, 2.0);
-  Tensor a = normal({4}, seed + 1), b = normal({3, 1}, seed + 2);
+  // The inputs; the lambdas' own parameters are named c, a, b.
+  Tensor c_in = signed_away({3, 4}, seed, 0.2, 2.0);
+  Tensor a_in = normal({4}, seed + 1), b_in = normal({3, 1}, seed + 2);
   auto f3 = [](std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)> f) {
     return [f](const std::vector<Tensor>& v) { return f(v[0], v[1], v[2]); };
   };
   gradcheck("where(c > 0, a, b)", f3([](const Tensor& c, const Tensor& a, const Tensor& b) {
               return Tensor::where(c.gt(Tensor::scalar(0.0, DType::F64)), a, b);
-            }), {c, a, b}, seed);
+            }), {c_in, a_in, b_in}, seed);
   gradcheck("where(c < 0, a * c, sin(b) + c)", f3([](const Tensor& c, const Tensor& a, const Tensor& b) {
               return Tensor::where(c < 0.0, a * c, b.sin() + c);
-            }), {c, a, b}, seed);
+            }), {c_in, a_in, b_in}, seed);
   gradcheck("where((c > 0.5) and not (c >= 1.5) or (c <= -1), a, b)",
             f3([](const Tensor& c, const Tensor& a, const Tensor& b) {
               Tensor m = (c > 0.5).logical_and((c >= 1.5).logical_not()).logical_or(c <= -1.0);
               return Tensor::where(m, a, b);
-            }), {c, a, b}, seed);
+            }), {c_in, a_in, b_in}, seed);
   gradcheck("where(c != a, c, a) + where(c == c, b, a)  (xor/ne/eq masks)",
             f3([](const Tensor& c, const Tensor& a, const Tensor& b) {
               Tensor m = c.ne(a).logical_xor((c > 1.0));
               return Tensor::where(m, c, a) + Tensor::where(c.eq(c), b, a);
-            }), {c, a, b}, seed);
+            }), {c_in, a_in, b_in}, seed);
   // comparison results cast to float are constants: the gradient of c * (c > 0) is (c > 0).
-  gradcheck1("c * cast(c > 0)", [](const Tensor& c) { return c * (c > 0.0).cast(DType::F64); }, c, seed);
+  gradcheck1("c * cast(c > 0)", [](const Tensor& c) { return c * (c > 0.0).cast(DType::F64); }, c_in, seed);
   gradcheck1("c * cast(c.lt(0.3)) + c.le(c)", [](const Tensor& c) {
     return c * c.lt(Tensor::scalar(0.3, DType::F64)).cast(DType::F64) + c.le(c).cast(DType::F64);
-  }, c, seed);
+  }, c_in, seed);
 }
 
 // cast: f64 -> f32 -> f64 passes the gradient through (rounded to f32), f64 -> integer -> f64
