@@ -10,6 +10,7 @@
 
 #include <ravel/backend.h>
 #include <ravel/half.hpp>
+#include <ravel/lowering/plan.hpp>
 
 #include <cmath>
 #include <cstdint>
@@ -182,17 +183,10 @@ template <int DT> inline ctype<DT> const_value(const rvl_scalar& v) {
   else return s_cast<DT, RVL_DTYPE_I64>(v.i);
 }
 
-// Reduction identity in the output dtype.
+// Reduction identity in the output dtype: the SDK's one table (rvl::lower::reduce_identity),
+// read once per launch. Only SUM, MAX and PROD reach it (LOGSUMEXP has its own state).
 template <int DT> inline ctype<DT> reduce_identity(int reduce_op) {
-  using T = ctype<DT>;
-  switch (reduce_op) {
-    case RVL_REDUCE_MAX:
-      if constexpr (is_float_v<DT>) return -std::numeric_limits<T>::infinity();
-      else if constexpr (is_bool_v<DT>) return 0;
-      else return std::numeric_limits<T>::lowest();
-    case RVL_REDUCE_PROD: return 1;
-    default: return 0;
-  }
+  return const_value<DT>(rvl::lower::reduce_identity(reduce_op, DT));
 }
 template <int DT> inline ctype<DT> reduce_combine(int reduce_op, ctype<DT> a, ctype<DT> b) {
   switch (reduce_op) {

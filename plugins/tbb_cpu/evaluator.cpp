@@ -7,6 +7,7 @@
 #include "slot_plan.hpp"
 
 #include <ravel/backend.hpp>
+#include <ravel/lowering/space.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -29,12 +30,6 @@ int64_t choose_block(int32_t n_slots) {
   int64_t b = 1024;
   while (b > 64 && b * n_slots > bound) b /= 2;
   return b;
-}
-
-void move_axis(View& v, int to, int from) {
-  v.stride[to] = v.stride[from];
-  v.lo[to] = v.lo[from];
-  v.hi[to] = v.hi[from];
 }
 
 // Address arithmetic is done in uint64 (wrapping, never UB); validation guarantees that the
@@ -229,59 +224,17 @@ Evaluator::Evaluator(const Program& p)
     }
     reduced_outer_ = ok && any_red && any_kept;
   }
-  // 1. Reduced axes innermost (stable order otherwise), or outermost when reduced_outer_.
-  //    Without a reduction this is identity.
-  int perm[RVL_MAX_RANK];
-  int n = 0;
-  for (int d = 0; d < p.rank; ++d)
-    if (reduced(d) == reduced_outer_) perm[n++] = d;
-  split_ = n;
-  for (int d = 0; d < p.rank; ++d)
-    if (reduced(d) != reduced_outer_) perm[n++] = d;
-  for (int w = 0; w < n_views; ++w) {
-    View* v = views[w];
-    const View old = *v;
-    for (int d = 0; d < p.rank; ++d) {
-      v->stride[d] = old.stride[perm[d]];
-      v->lo[d] = old.lo[perm[d]];
-      v->hi[d] = old.hi[perm[d]];
-    }
-  }
-  rank_ = 0;
-  int first = 0;
-  // 2. Drop extent-1 axes (index is always 0: contributes nothing to addresses; validity at 0
-  //    was already folded into View::empty by validation).
-  for (int d = 0; d < p.rank; ++d) {
-    const int64_t ext = p.shape[perm[d]];
-    if (ext == 1) continue;
-    if (d < split_) ++first;
-    shape_[rank_] = ext;
-    for (View* v : std::span(views, n_views)) move_axis(*v, rank_, d);
-    ++rank_;
-  }
-  split_ = first;
-  // 3. Fuse neighbours d, d+1 (same group) that every non-empty view walks densely and fully.
-  for (int d = rank_ - 2; d >= 0; --d) {
-    if (d + 1 == split_) continue;
-    bool ok = true;
-    for (View* v : std::span(views, n_views)) {
-      if (v->empty) continue;
-      int64_t step = 0;
-      ok = ok && !__builtin_mul_overflow(v->stride[d + 1], shape_[d + 1], &step) &&
-           step == v->stride[d] && v->lo[d] == 0 && v->hi[d] == shape_[d] &&
-           v->lo[d + 1] == 0 && v->hi[d + 1] == shape_[d + 1];
-    }
-    if (!ok) continue;
-    shape_[d] *= shape_[d + 1];  // cannot overflow: validation bounded the element count
-    for (View* v : std::span(views, n_views)) {
-      v->stride[d] = v->stride[d + 1];
-      v->lo[d] = 0;
-      v->hi[d] = shape_[d];
-      for (int e = d + 1; e + 1 < rank_; ++e) move_axis(*v, e, e + 1);
-    }
-    for (int e = d + 1; e + 1 < rank_; ++e) shape_[e] = shape_[e + 1];
-    --rank_;
-    if (d + 1 < split_) --split_;
+  // 1-3. The shared simplification (Ravel::lowering, Note [Space simplification], run in place
+  //    without allocating): extent-1 axes dropped, dense neighbours of one kind merged, reduced
+  //    axes innermost (kept first) or, when reduced_outer_, left outermost in the given order.
+  const rvl::lower::FlatSpace flat = rvl::lower::simplify_in_place(
+      p.rank, p.shape, p.reduce_axes, views, static_cast<size_t>(n_views),
+      reduced_outer_ ? rvl::lower::Order::Original : rvl::lower::Order::KeptFirst);
+  rank_ = flat.rank;
+  split_ = 0;
+  for (int d = 0; d < rank_; ++d) {
+    shape_[d] = flat.extent[d];
+    if (split_ == d && flat.reduced[d] == reduced_outer_) ++split_;
   }
   // 4. Rank 0 becomes one axis of extent 1 so every loop can assume rank >= 1.
   if (rank_ == 0) {

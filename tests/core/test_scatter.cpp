@@ -81,7 +81,8 @@ BOOST_AUTO_TEST_CASE(scatter_family_against_naive_loop) {
                       const int64_t ax = axis < 0 ? axis + 2 : axis;
                       const Domain dom = mode == "prod" ? Domain::Prod : Domain::Any;
                       Built self = build(k, {3, 4}, dt, dom, ++seed);
-                      Built src = build(kAllKinds[seed % kAllKinds.size()], {5, 5}, dt, dom, ++seed);
+                      const ViewKind src_kind = kAllKinds[seed % kAllKinds.size()];
+                      Built src = build(src_kind, {5, 5}, dt, dom, ++seed);
                       Shape is = ax == 0 ? Shape{5, 3} : Shape{2, 5};  // larger than self along the axis
                       NDArray idx = index_values(is, self.r.shape[ax], ++seed);
                       Tensor it = to_tensor(idx);

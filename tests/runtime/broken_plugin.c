@@ -251,6 +251,7 @@ static const rvl_backend_api kApi = {
     synchronize,
     NULL, /* buffer_address (optional, ABI 1.2) */
     NULL, /* buffer_wrap (optional, ABI 1.2) */
+    NULL, /* buffer_copy_peer (optional, ABI 1.5) */
 };
 
 #if BROKEN_CASE == NO_ENTRY

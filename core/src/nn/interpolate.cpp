@@ -37,10 +37,10 @@ bool interp_is_nearest(InterpolateMode m) { return m == InterpolateMode::Nearest
 // Source weights of one axis: w[i * out + o] is the weight of input i in output o.
 template <class F>
 std::vector<double> interp_weights(int64_t in, int64_t out, InterpolateMode mode, bool align_corners,
-                                   std::optional<double> scale_factor) {
+                                   double scale_factor) {
   std::vector<double> w(size_t(in * out), 0.0);
   // compute_scales_value: 1 / scale_factor when one is given, else in / out.
-  const F scale = scale_factor && *scale_factor > 0 ? F(1.0 / *scale_factor) : F(in) / F(out);
+  const F scale = scale_factor > 0 ? F(1.0 / scale_factor) : F(in) / F(out);
   if (interp_is_nearest(mode)) {
     const bool exact = mode == InterpolateMode::NearestExact;
     for (int64_t o = 0; o < out; ++o) {
@@ -73,7 +73,7 @@ std::vector<int64_t> interp_sources(const std::vector<double>& w, int64_t in, in
 }
 
 Tensor interp_resample_axis(const Tensor& x, int64_t axis, int64_t out, InterpolateMode mode, bool align_corners,
-                     std::optional<double> scale_factor) {
+                     double scale_factor) {
   const int64_t in = x.size(axis);
   std::vector<double> w = x.dtype() == DType::F32 ? interp_weights<float>(in, out, mode, align_corners, scale_factor)
                                                   : interp_weights<double>(in, out, mode, align_corners, scale_factor);
@@ -114,7 +114,9 @@ Tensor interp_impl(const Tensor& x, const Shape& size, InterpolateMode mode, boo
   // Nearest on integers: the one-hot contraction in f64 is exact for every |value| < 2^53.
   Tensor y = fp ? x : x.cast(DType::F64);
   for (int64_t a = 0; a < spatial; ++a) {
-    std::optional<double> sf = scale_factor.empty() ? std::nullopt : std::optional<double>(scale_factor[size_t(a)]);
+    // A factor of 0 stands for none given (user factors are checked positive above). A plain
+    // double, not std::optional: GCC 12 warned that the optional's value may be uninitialised.
+    const double sf = scale_factor.empty() ? 0.0 : scale_factor[size_t(a)];
     y = interp_resample_axis(y, a + 2, size[size_t(a)], mode, align_corners, sf);
   }
   return fp ? y : y.cast(x.dtype());

@@ -16,9 +16,11 @@ rvl_scalar reduce_identity(int32_t reduce_op, int32_t dt) {
     case RVL_REDUCE_PROD: fl ? void(v.f = 1.0) : void(v.i = 1); break;
     case RVL_REDUCE_MAX:
       if (fl) v.f = -HUGE_VAL;
+      else if (dt == RVL_DTYPE_I8) v.i = std::numeric_limits<int8_t>::min();
+      else if (dt == RVL_DTYPE_I16) v.i = std::numeric_limits<int16_t>::min();
       else if (dt == RVL_DTYPE_I32) v.i = std::numeric_limits<int32_t>::min();
       else if (dt == RVL_DTYPE_I64) v.i = std::numeric_limits<int64_t>::min();
-      break;  // u8 and bool: 0 / false
+      break;  // unsigned and bool: 0 / false
     default:
       fail(RVL_STATUS_INTERNAL, "lowering: no identity for reduce op " + std::to_string(reduce_op));
   }

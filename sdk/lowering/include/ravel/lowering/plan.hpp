@@ -15,7 +15,8 @@ namespace rvl::lower {
 
 // ---- reductions ------------------------------------------------------------------------------
 // The identity of SUM / PROD / MAX in `dtype` (docs/abi.md 8): 0, 1, and for MAX -inf, the
-// integer's lowest value, or false/0 for bool and u8. Floats in .f, everything else in .i.
+// signed integer's lowest value, or false/0 for bool and unsigned types. Floats (halves included)
+// in .f, everything else in .i. The one table: the CPU plugin's typed identities read it too.
 // Throws rvl::Error(INTERNAL) for any other reduce op.
 rvl_scalar reduce_identity(int32_t reduce_op, int32_t dtype);
 

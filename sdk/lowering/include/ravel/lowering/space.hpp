@@ -1,6 +1,6 @@
-// The iteration space of a kernel after simplification, shared by every GPU code generator
-// (plugins/hip, plugins/level_zero) and the CPU evaluator's geometry: C++ for plugin authors,
-// no core headers (link Ravel::lowering).
+// The iteration space of a kernel after simplification, shared by every code generator
+// (plugins/hip, plugins/level_zero, plugins/opencl) and the CPU evaluator (plugins/tbb_cpu): C++
+// for plugin authors, no core headers (link Ravel::lowering).
 //
 // Note [Space simplification]
 // simplify() drops axes of extent 1 (the index is always 0 there), turns a reduced space with an
@@ -50,6 +50,26 @@ struct Space {
 };
 
 enum class Order { Original, KeptFirst };
+
+// Note [Simplification in place]
+// The algorithm itself works on validated views in place, on fixed-capacity arrays, and allocates
+// nothing: the CPU evaluator (plugins/tbb_cpu) simplifies at every launch, where a heap allocation
+// is a measurable share of a small kernel's cost (its Note [Per-launch cost]). simplify() below
+// runs it on copies and returns vectors, which is what the code generators want. Two axes merge
+// only when the product stride * extent is representable (a view with a narrow validity range may
+// have a stride whose product with the extent overflows int64; such axes are left apart).
+struct FlatSpace {
+  int32_t rank = 0;  // simplified axes; 0 when every extent is 1
+  int64_t extent[RVL_MAX_RANK] = {};
+  bool reduced[RVL_MAX_RANK] = {};
+  int64_t n_out = 1, n_red = 1;  // as in Space
+};
+// `views[0, n_views)`: the inputs then the output, of rank `rank` over `shape`. On return axis
+// d < rank of every view describes simplified axis d (the output's stride is 0 on reduced axes and
+// its validity range full); offset, dtype and empty are unchanged.
+FlatSpace simplify_in_place(int32_t rank, const int64_t* shape, uint32_t reduce_axes,
+                            validate::View* const* views, size_t n_views,
+                            Order order = Order::Original);
 
 // `views`: inputs then output, all of rank `rank` over `shape`; `reduce_axes` as in rvl_program.
 Space simplify(int32_t rank, const int64_t* shape, uint32_t reduce_axes,
