@@ -61,9 +61,12 @@ void register_reduction_cases() {
   add_case("reductions", "SUM/f64/inf_and_nan", [](Measure& m) {
     reduction({11, 4}, 1u, RVL_REDUCE_SUM, RVL_DTYPE_F64, Data::Specials, 1).run(m);
   });
-  // An empty reduced extent stores the identity.
+  // An empty reduced extent stores the identity, in every dtype (MAX's is the type's lowest
+  // value: -inf, INT8_MIN, ..., 0 for the unsigned types and false).
   for (int32_t rop : {RVL_REDUCE_SUM, RVL_REDUCE_MAX, RVL_REDUCE_PROD})
-    for (int32_t dt : {RVL_DTYPE_F32, RVL_DTYPE_I32, RVL_DTYPE_BOOL})
+    for (int32_t dt : {RVL_DTYPE_F32, RVL_DTYPE_F64, RVL_DTYPE_F16, RVL_DTYPE_BF16, RVL_DTYPE_I8,
+                       RVL_DTYPE_I16, RVL_DTYPE_I32, RVL_DTYPE_I64, RVL_DTYPE_U8, RVL_DTYPE_U16,
+                       RVL_DTYPE_U32, RVL_DTYPE_U64, RVL_DTYPE_BOOL})
       add_case("reductions", std::string(rop_name(rop)) + "/" + dtype_str(dt) + "/empty_extent",
                [=](Measure& m) { reduction({3, 0}, 2u, rop, dt, Data::Small, 3).run(m); });
   // Reduction fused with element-wise work, into a strided output with an offset.
