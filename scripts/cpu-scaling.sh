@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scaling with cores (issue 26): runs configs/bench/cpu-scaling.json once per core count under
+# Scaling with cores: runs configs/bench/cpu-scaling.json once per core count under
 # `taskset -c 0-(N-1)` (oneTBB and OpenMP both size their pools from the affinity mask, and
 # ravel-bench gives peers the cores it may use), then prints Ravel's median per workload and core
 # count, its speed relative to the limit hand loop, and marks every row that got slower than with

@@ -102,7 +102,8 @@ skipped conformance conformance || run_step conformance 90 "$out/conformance.txt
   "$build/lib/ravel/plugins/libravel_backend_hip.so" --json "$out/conformance.json"
 
 # The OpenCL backend on the driver's own OpenCL (NVIDIA's ICD on this machine; no PoCL there):
-# the platform it found, then the whole conformance suite (issue 23, part 4).
+# the platform it found, then the whole conformance suite (the OpenCL backend is the proof that the shared lowering
+# makes a backend cheap; docs/architecture.md decision 36).
 if [ -f "$build/lib/opencl/libravel_backend_opencl.so" ] && ! skipped opencl "opencl conformance"; then
   RAVEL_PLUGIN_PATH="$build/lib/opencl" "$build/bin/ravel-info" 2>&1 | grep -A2 '^  opencl:' > "$out/opencl-info.txt"
   cat "$out/opencl-info.txt"
@@ -120,7 +121,7 @@ skipped makemore "makemore on hip:0" || run_step "makemore on hip:0" 40 "$out/ma
 skipped cpu "cpu rows (16 cores)" || run_step "cpu rows (16 cores)" 70 "$out/bench-cpu.txt" "$build/bin/ravel-bench" \
   configs/bench/cpu-16core.json --out "$out/bench-cpu"
 
-# Issue 26: the cpu-vs-peers workloads on 2, 4, 8 and 16 of this machine's cores
+# Scaling with cores: the cpu-vs-peers workloads on 2, 4, 8 and 16 of this machine's cores
 # (scripts/cpu-scaling.sh; every row that gets slower with more cores is marked).
 if ! skipped scaling "cpu scaling (2-16 cores)"; then
   cmake --build "$build" -j"$jobs" --target ravel-peer-loops >/dev/null 2>&1
@@ -128,7 +129,7 @@ if ! skipped scaling "cpu scaling (2-16 cores)"; then
     scripts/cpu-scaling.sh "$build" "$out/cpu-scaling"
 fi
 
-# Issue 21: a mixed mesh of hip:0 and tbb_cpu:0 (transfers through host memory, and a sharded
+# Several devices: a mixed mesh of hip:0 and tbb_cpu:0 (transfers through host memory, and a sharded
 # tensor over both), then data parallelism over 1, 2 and 4 tbb_cpu devices on 16 cores with the
 # all_reduce row against memcpy (configs/bench/data-parallel.json).
 if ! skipped mesh "mixed mesh hip:0+tbb_cpu:0"; then
@@ -144,7 +145,7 @@ if ! skipped dp-devices "data parallel (tbb devices)"; then
     configs/bench/data-parallel.json --out "$out/data-parallel-devices"
 fi
 
-# Issue 22: the data-parallel makemore step on 1 to 8 ranks of this machine's 16 cores, against
+# Several processes: the data-parallel makemore step on 1 to 8 ranks of this machine's 16 cores, against
 # PyTorch DDP over Gloo (bench/distributed/dp.sh; one round each), where Open MPI is installed.
 if command -v mpirun >/dev/null && ! skipped dp "data parallel (1-8 ranks)"; then
   cmake --build "$build" -j"$jobs" --target ravel_comm_mpi >/dev/null 2>&1

@@ -1,11 +1,11 @@
 // Hand-written loop peer for ravel-bench (docs/bench.md, "Peers"): the loops a performance-aware
 // C++ programmer writes by hand with OpenMP, so that "Ravel >= 0.9x the hand loop" is measured in
 // the same ravel-bench run as Ravel itself. Two builds of this one file (tools/ravel_bench):
-//  * ravel-peer-loops, the limit (issue 26): -O3 -march=native -ffast-math -fopenmp, so std::exp in
+//  * ravel-peer-loops, the limit: -O3 -march=native -ffast-math -fopenmp, so std::exp in
 //    an `omp simd` loop becomes glibc's vector expf (libmvec) and every loop uses the machine's
 //    widest vectors; the transpose is 64x64 tiles of 8x8 AVX register transposes
 //    (RAVEL_LOOPS_NATIVE). Streaming (non-temporal) stores were tried for the elementwise and
-//    softmax outputs and measured slower on the 2-core EPYC VM (docs/performance.md, issue 26),
+//    softmax outputs and measured slower on the 2-core EPYC VM (docs/performance.md, "The limit as a peer"),
 //    so they are not used.
 //  * ravel-peer-loops-sse2: Ravel's own flags (the build type's, no -march, no -ffast-math) plus
 //    -fopenmp and the plain loops: what the same programmer gets without tuning for the machine.
@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
       const float *x = a.data(), *y = b.data(), *z = c.data();
       float* out = d.data();
       // Native: vector expf (libmvec). Streaming the output (through an L1 buffer, so the stores
-      // are non-temporal) was measured slower here (docs/performance.md, issue 26), so not used.
+      // are non-temporal) was measured slower here (docs/performance.md, "The limit as a peer"), so not used.
 #pragma omp parallel for simd schedule(static)
       for (long i = 0; i < n; ++i) out[i] = std::exp(x[i]) * y[i] + z[i];
     };

@@ -218,10 +218,10 @@ rvl_coll_error* split(rvl_communicator* comm, int32_t color, int32_t key, int64_
   *out = wrap(child);
   if (!*out) return make_error(RVL_COLL_STATUS_OUT_OF_MEMORY, "comm_split: out of memory");
   lock.unlock();
-  if (rvl_coll_error* e = duplicate_for_small(child, timeout_ms, &(*out)->small_comm)) {
+  if (rvl_coll_error* dup_err = duplicate_for_small(child, timeout_ms, &(*out)->small_comm)) {
     destroy(*out);
     *out = nullptr;
-    return e;
+    return dup_err;
   }
   return nullptr;
 }

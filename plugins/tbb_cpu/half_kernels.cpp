@@ -23,7 +23,7 @@ namespace tbbcpu {
 //    part of their buffers the views address, GEMM in f32) write an f32 copy of the output,
 //    which is then rounded into the output view element by element.
 // Cost: the f32 copies of contraction operands and reduction outputs; the elementwise path
-// converts in the same pass. F16C/AVX512-BF16 conversion loops are the next step (issue 25 §2).
+// converts in the same pass. F16C/AVX512-BF16 conversion loops are the next step (docs/dtypes.md).
 namespace half_detail {
 
 bool is_half(int32_t dt) { return rvl::dtype_is_half(dt); }

@@ -1,5 +1,5 @@
-// The oneTBB plugin's dispatch decisions under other thread counts (issue 26, "scaling with
-// cores"): whether a kernel runs inline (Note [Inline small kernels]) and how it is split (chunks
+// The oneTBB plugin's dispatch decisions under other thread counts (so that scaling to more
+// cores is covered on a 2-core machine): whether a kernel runs inline (Note [Inline small kernels]) and how it is split (chunks
 // of outputs per thread, a deterministic reduce over the reduced range, tiles of a permuting
 // copy) depend on tbb::this_task_arena::max_concurrency(). With one device the plugin runs a
 // synchronous kernel in the caller's arena, so running it inside arenas of 1, 3, 16 and 64

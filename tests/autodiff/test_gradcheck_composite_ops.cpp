@@ -1,4 +1,4 @@
-// Gradient checks of issue 24's composites (clamp, remainder, the special functions, the nn
+// Gradient checks of the composite operators (clamp, remainder, the special functions, the nn
 // activations, the shape ops and interpolate) against central finite differences: reverse mode,
 // forward mode (gradcheck in gradcheck.hpp), and the second derivative (gradcheck of the
 // gradient), in f64 away from the kinks and jumps, where the finite differences are exact to

@@ -257,7 +257,7 @@ BOOST_AUTO_TEST_CASE(shipped_configs_parse) {
   }
 }
 
-// Issue 27, class 3: hostile peers. Every result line is checked field by field; a bad one fails
+// Hostile peers. Every result line is checked field by field; a bad one fails
 // its row with a message naming the field (a wrong type threw nlohmann's type_error out of the
 // whole run, a negative time went into the report).
 namespace {

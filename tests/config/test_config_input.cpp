@@ -132,7 +132,7 @@ BOOST_AUTO_TEST_CASE(files_are_read_with_a_bound) {
   }
 }
 
-// Issue 27 §2: a FIFO as RAVEL_CONFIG hung start-up in open() (no writer) or read() (a writer
+// A FIFO as RAVEL_CONFIG hung start-up in open() (no writer) or read() (a writer
 // that never closes). It is refused at once, and the message says what to do instead. The test
 // runs the read on a thread and gives up after 20 s, so a regression fails rather than hangs.
 BOOST_AUTO_TEST_CASE(a_fifo_config_is_refused_without_blocking) {
@@ -245,7 +245,7 @@ BOOST_AUTO_TEST_CASE(ravel_bench_quotes_only_the_tail_of_a_peers_stderr) {
   fs::remove_all(dir);
 }
 
-// Issue 27, class 8: plugins.load and plugins.skip list backend names; a file name or path there
+// plugins.load and plugins.skip list backend names; a file name or path there
 // matched nothing and skipped every plugin without a word. A NUL inside any string is refused.
 BOOST_AUTO_TEST_CASE(plugin_name_lists_and_nul_bytes_say_what_to_fix) {
   std::string m = config_error(R"({"plugins": {"load": ["tbb_cpu", "build/libravel_backend_hip.so"]}})");

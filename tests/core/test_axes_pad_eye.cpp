@@ -1,4 +1,4 @@
-// Issue 14, section 3: an empty axis list is no axes (numpy axis=()) for every function taking
+// An empty axis list is no axes (numpy axis=()) for every function taking
 // Axes, with Axes::every() / ravel::all_axes spelling every axis; pad with a constant value
 // (numpy.pad constant_values); eye(n, m, k) (numpy.eye). Expected values are NumPy's, written
 // out by hand from its documented semantics.

@@ -197,7 +197,7 @@ BOOST_AUTO_TEST_CASE(randn_standard_normal) {
   BOOST_TEST((Tensor::randn({2}, 3, DType::F64).dtype() == DType::F64));
 }
 
-// Issue 27, class 8: from_data checks its arguments at the API; a null pointer or a dtype code
+// from_data checks its arguments at the API; a null pointer or a dtype code
 // outside the enum failed later inside the plugin, in the plugin's words.
 #include "expect_error.hpp"
 BOOST_AUTO_TEST_CASE(from_data_checks_pointer_and_dtype_at_the_api) {

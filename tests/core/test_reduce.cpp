@@ -140,7 +140,7 @@ BOOST_AUTO_TEST_CASE(max_propagates_nan) {
   BOOST_TEST(std::isnan(x.max().item<float>()));
 }
 
-// Issue 27, class 7: integer sums and products accumulate in i64 (NumPy's and PyTorch's
+// Integer sums and products accumulate in i64 (NumPy's and PyTorch's
 // accumulator); an i32 sum past 2^31 wrapped silently before.
 BOOST_AUTO_TEST_CASE(integer_sums_accumulate_in_i64) {
   const Tensor big = Tensor::full({3}, 2147483647.0, DType::I32);

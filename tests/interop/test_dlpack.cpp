@@ -222,7 +222,7 @@ BOOST_AUTO_TEST_CASE(half_and_narrow_integer_dtypes) {
 
 BOOST_AUTO_TEST_CASE(bad_imports_are_typed_errors_and_keep_ownership) {
   Producer p({1, 2}, {2}, {1});
-  p.managed.dl_tensor.dtype = {dl::kDLFloat, 8, 1};  // fp8: no Ravel dtype (f16 has one since issue 25)
+  p.managed.dl_tensor.dtype = {dl::kDLFloat, 8, 1};  // fp8: no Ravel dtype (f16 has one since ABI 1.7)
   BOOST_CHECK_THROW(ravel::from_dlpack(&p.managed), ravel::DTypeError);
   p.managed.dl_tensor.dtype = {dl::kDLFloat, 64, 2};  // vector lanes
   BOOST_CHECK_THROW(ravel::from_dlpack(&p.managed), ravel::DTypeError);
@@ -241,7 +241,7 @@ BOOST_AUTO_TEST_CASE(bad_imports_are_typed_errors_and_keep_ownership) {
   BOOST_CHECK_THROW(ravel::to_dlpack(Tensor()), ravel::ValueError);
 }
 
-// Issue 27, class 1: sizes, strides and byte_offset from the producer are checked before any
+// Hostile producers: sizes, strides and byte_offset from the producer are checked before any
 // arithmetic on them, and every refusal leaves the managed tensor with its owner (no deleter call:
 // a caller following the ownership rule calls it itself, so a call here would be a double free).
 BOOST_AUTO_TEST_CASE(hostile_sizes_strides_and_offsets_keep_ownership) {

@@ -264,7 +264,7 @@ std::vector<char> npy_with(const std::string& dict, size_t data_bytes = 0) {
 }
 }  // namespace
 
-// Issue 27, class 1: a shape whose product overflows int64 (or wraps to 0) is refused before
+// Hostile files: a shape whose product overflows int64 (or wraps to 0) is refused before
 // anything is multiplied or allocated; an honest empty shape still loads.
 BOOST_AUTO_TEST_CASE(npy_shapes_are_checked_before_multiplying) {
   for (const char* shape : {"(4294967296, 4294967296)", "(4294967296, 4294967296, 3)", "(549755813888, 549755813888, 0)",
@@ -299,7 +299,7 @@ bool has(const std::string& s, const std::string& part) {
 }
 }  // namespace
 
-// Issue 27, class 2: only regular files are read, and nothing blocks: a directory was a
+// Hostile paths: only regular files are read, and nothing blocks: a directory was a
 // std::ios_failure, a FIFO blocked in open(), /dev/zero never ended. Each error names the file.
 BOOST_AUTO_TEST_CASE(only_regular_files_are_read) {
   const auto dir = temp("ravel_npy_dir");

@@ -170,7 +170,7 @@ BOOST_AUTO_TEST_CASE(expressions_realized_outside_are_recomputed) {
   check_close(y.to_vector<float>(), {2, 4, 6}, 0);
 }
 
-// Issue 27, class 6: misuse that segfaulted or replayed a wrong capture silently.
+// Misuse that segfaulted or replayed a wrong capture silently.
 BOOST_AUTO_TEST_CASE(a_moved_from_jit_is_a_typed_error) {
   ravel::Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0}; });
   ravel::Jit g = std::move(f);

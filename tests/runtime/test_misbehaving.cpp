@@ -104,7 +104,7 @@ BOOST_AUTO_TEST_CASE(excluded_plugins_are_recorded_not_loaded) {
   Runtime::reset(RuntimeOptions{});
 }
 
-// Issue 27 §5: a plugin reporting INT32_MAX devices made every program allocate per-device
+// A plugin reporting INT32_MAX devices made every program allocate per-device
 // records without bound; a backend name no device name can spell loaded but was unreachable.
 // Both are refused, with the rule in the message, and the other backends work.
 BOOST_AUTO_TEST_CASE(device_counts_are_capped_and_names_must_be_spellable) {

@@ -199,7 +199,7 @@ BOOST_AUTO_TEST_CASE(same_name_loaded_twice_keeps_the_first) {
   BOOST_TEST(rt.devices().size() == 1u);
 }
 
-// Issue 27, class 8: a plugin file that is a loop of symbolic links resolved to "" and was handed
+// A plugin file that is a loop of symbolic links resolved to "" and was handed
 // to dlopen (which opens the program itself). It is recorded, not loaded, with what to fix.
 BOOST_AUTO_TEST_CASE(a_plugin_symlink_loop_is_recorded_with_the_fix) {
   const fs::path dir = fs::temp_directory_path() / ("ravel_plugin_loop_" + std::to_string(::getpid()));

@@ -38,7 +38,7 @@ def main():
     np.save(os.path.join(HERE, "empty_i64.npy"), np.zeros((0, 4), dtype=np.int64))
     np.save(os.path.join(HERE, "vector_f64.npy"), np.arange(5, dtype=np.float64) / 4)
     np.save(os.path.join(HERE, "rank4_u8.npy"), np.arange(2 * 3 * 4 * 5, dtype=np.uint8).reshape(2, 3, 4, 5))
-    # float16: read since issue 25 (it was the unsupported example before).
+    # float16: read since ABI 1.7 added the half dtypes (it was the unsupported example before).
     np.save(os.path.join(HERE, "float16.npy"), np.ones(3, dtype=np.float16))
     # Unsupported dtypes: each must be a DTypeError, never a crash or a silent conversion.
     np.save(os.path.join(HERE, "complex64.npy"), np.ones(3, dtype=np.complex64))
