@@ -25,9 +25,14 @@ void run_host_step(const Step& step, const std::vector<Slot>& slots, std::vector
     return;
   }
   std::vector<DeviceBuffer*> out;
-  for (int32_t s : step.host_slots) {
+  std::vector<std::shared_ptr<DeviceBuffer>> own = step.host->take_outputs();  // written in begin
+  if (!own.empty() && own.size() != step.host_slots.size())
+    throw InternalError("ravel: Jit: " + step.host->label() + " wrote " + std::to_string(own.size()) + " outputs, " +
+                        std::to_string(step.host_slots.size()) + " were recorded");
+  for (size_t i = 0; i < step.host_slots.size(); ++i) {
+    const int32_t s = step.host_slots[i];
     const Slot& o = slots[s];
-    bufs[s] = std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes);
+    bufs[s] = own.empty() ? std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes) : std::move(own[i]);
     out.push_back(bufs[s].get());
   }
   std::erase(in_flight, step.host.get());  // an end() that throws has given up by itself
