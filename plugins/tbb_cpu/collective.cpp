@@ -16,7 +16,7 @@
 // tasks meet on an atomic counter before they read (every earlier task of every device has run)
 // and again after they wrote (no later task of any device starts before all chunks are done):
 // Note [Peer copies]'s two-sided barrier with n sides. Without queues the call runs the n chunks
-// at once, chunk k inside device k's arena, and returns when all are done. Mixed (device 0 on the
+// at once on the caller's oneTBB threads, and returns when all are done. Mixed (device 0 on the
 // launching thread, RAVEL_TBB_ASYNC=caller): the queued devices are drained first, then the same.
 #include "devices.hpp"
 #include "dtype_ops.hpp"
@@ -180,12 +180,6 @@ int64_t chunk_start(const Job& j, int32_t k) {
   return std::min(j.count, blocks * k / j.n * kBlock);
 }
 
-template <class Fn>
-void run_on(Device& d, Fn&& fn) {
-  if (d.arena) d.arena->execute(std::forward<Fn>(fn));
-  else fn();
-}
-
 // The n sides of a queued all-reduce meet twice on a counter (Note [Host all-reduce]).
 struct Meeting {
   const int n;
@@ -267,10 +261,11 @@ rvl_error* all_reduce(int32_t n, rvl_stream* const* streams, const rvl_buffer* c
     }
     for (Device* d : j->devices)
       if (d->queue) d->queue->drain();  // their earlier work first (an error stays for the next sync)
-    // Now, on the calling thread and oneTBB's workers: chunk k inside device k's arena.
-    tbb::parallel_for(int32_t{0}, j->n, [&](int32_t k) {
-      run_on(*j->devices[k], [&] { reduce_range(*j, chunk_start(*j, k), chunk_start(*j, k + 1)); });
-    });
+    // Now, on the calling thread and oneTBB's workers in the caller's arena, not the devices':
+    // another host thread may be running a kernel in device k's arena (a Jit replay by device,
+    // Note [Host steps in lanes] in the core), and a call waiting for a slot there while that
+    // thread waits for this all-reduce would never return.
+    tbb::parallel_for(int32_t{0}, j->n, [&](int32_t k) { reduce_range(*j, chunk_start(*j, k), chunk_start(*j, k + 1)); });
   });
 }
 

@@ -191,6 +191,31 @@ BOOST_AUTO_TEST_CASE(a_jit_replays_it_with_each_calls_values) {
   BOOST_TEST(f.replays() >= 2);
 }
 
+// Note [Host steps in lanes]: with a host thread per device (RAVEL_JIT_LANES=1) the all-reduce
+// runs in the first lane, after the other lanes made its inputs, and they wait for its results.
+BOOST_AUTO_TEST_CASE(a_replay_with_a_thread_per_device_runs_it_in_a_lane) {
+  CollectivesEnv env("1");
+  setenv("RAVEL_JIT_LANES", "1", 1);
+  for (size_t n : {2u, 3u, 8u}) {
+    BOOST_TEST_CONTEXT(n << " devices") {
+      const int64_t len = 5000;
+      ravel::Jit f([](const std::vector<Tensor>& in) {
+        Tensor s = ravel::all_reduce((in[0] * 3.0).exp());
+        return std::vector<Tensor>{ravel::all_reduce(s * s, CollectiveOp::Max) - 1.0};
+      });
+      for (int call = 0; call < 3; ++call) {
+        Tensor whole = data({static_cast<int64_t>(n), len}, call + 7);
+        Tensor out = f({whole.reshape({static_cast<int64_t>(n) * len}).shard(mesh(n), 0)})[0];
+        const Tensor s = (whole * 3.0).exp().sum(0);
+        const Tensor want = s * s - 1.0;
+        for (const Tensor& p : out.shards()) check_close(p, want, 1e-5);
+      }
+      BOOST_TEST(f.replays() == 2);
+    }
+  }
+  unsetenv("RAVEL_JIT_LANES");
+}
+
 BOOST_AUTO_TEST_CASE(auto_takes_it_from_the_threshold_and_a_bad_setting_is_an_error) {
   {
     CollectivesEnv env("auto");

@@ -66,6 +66,7 @@ class PluginAllReduce final : public HostOp {
   std::vector<std::shared_ptr<DeviceBuffer>> take_outputs() override { return std::exchange(outputs_, {}); }
   void end(const std::vector<DeviceBuffer*>&) override {}
   void cancel() noexcept override { outputs_.clear(); }
+  bool runs_in_a_lane() const override { return true; }
 
  private:
   std::shared_ptr<LoadedPlugin> plugin_;
