@@ -74,9 +74,12 @@ void fold_block(ctype<DT>* acc, const ctype<DT>* x, const ctype<DT>* __restrict 
 // parts spends (one core's memcpy saturates it: two memcpys at once take twice as long), so the
 // results skip the cache: each block is folded in a scratch block that stays in L1, then written
 // to every output with non-temporal stores, which spare the read-for-ownership of every output
-// line (a third of the traffic otherwise). Small all-reduces keep ordinary stores, whose lines
-// the next kernel reads from cache.
-constexpr uint64_t kStreamBytes = 1u << 20;
+// line (a third of the traffic otherwise): 2 x 16 MiB went from 0.45-0.54x memcpy to 0.75-0.93x.
+// Parts below kStreamBytes keep ordinary stores, whose lines the next kernel reads from cache
+// (L2 is 4 MiB a core here): with a 1 MiB threshold the data-parallel MLP step, whose gradient
+// bucket is 2.7 MB, took 5.7-6.1 ms against 5.1-5.4 with the composition; with 8 MiB, 5.2 ms
+// (docs/performance.md §6, 2026-12-06).
+constexpr uint64_t kStreamBytes = 8u << 20;
 
 void store_block(std::byte* dst, const std::byte* src, size_t bytes, bool stream) {
 #if defined(__SSE2__)
