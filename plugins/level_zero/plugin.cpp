@@ -406,6 +406,10 @@ rvl_error* synchronize(int32_t device) {
   return guard([&] { synchronize_device(device_state(device)); });
 }
 
+// ABI 1.9 all_reduce: not offered (yet); the core composes its collectives from peer copies
+// and kernels (docs/abi.md §17).
+constexpr std::nullptr_t all_reduce = nullptr;
+
 // The entry table from the SDK's one list of members (<ravel/plugin_kit.hpp>).
 constexpr rvl_backend_api kTable = RVL_BACKEND_TABLE_OF_FUNCTIONS();
 

@@ -1,6 +1,7 @@
 // The in-order queue of one tbb_cpu device (Note [Device queues]).
 #include "device_queue.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <new>
 #include <utility>
@@ -68,6 +69,18 @@ void DeviceQueue::push_pair(DeviceQueue& a, Task on_a, DeviceQueue& b, Task on_b
   }
   a.work_cv_.notify_one();  // both may be asleep; a notify with no waiter costs no system call
   b.work_cv_.notify_one();
+}
+
+void DeviceQueue::push_group(std::vector<std::pair<DeviceQueue*, Task>> group) {
+  // Locks in device order: any two groups (and push_pair's scoped_lock, which backs off rather
+  // than wait holding a lock) acquire shared queues consistently.
+  std::sort(group.begin(), group.end(), [](const auto& a, const auto& b) { return a.first->device_ < b.first->device_; });
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(group.size());
+  for (auto& g : group) locks.emplace_back(g.first->mu_);
+  for (auto& g : group) g.first->push_locked(std::move(g.second));
+  locks.clear();
+  for (auto& g : group) g.first->work_cv_.notify_one();
 }
 
 uint64_t DeviceQueue::last_ticket() {

@@ -18,6 +18,9 @@
 //  - push_pair() appends one task to each of two queues under both locks, so that every pair of
 //    queues sees two-sided tasks (peer copies) in the same relative order: tasks that wait for
 //    each other can then never wait in a cycle (Note [Peer copies] in memory.cpp);
+//  - push_group() does the same for n queues (all_reduce's n-sided barrier, Note [Host
+//    all-reduce] in collective.cpp), taking the locks in one global order (the queues' device
+//    indices), so it cannot deadlock with another group or a pair;
 //  - the destructor runs what is queued and joins the worker.
 // Every device that has a queue uses it for all its work (kernels, copies, frees of its buffers),
 // which is what makes a buffer's device queue the one place that orders every access to it.
@@ -35,6 +38,8 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace tbbcpu {
 
@@ -53,6 +58,8 @@ class DeviceQueue {
 
   uint64_t push(Task task);
   static void push_pair(DeviceQueue& a, Task on_a, DeviceQueue& b, Task on_b);
+  // One task per queue, queued atomically; the queues are distinct.
+  static void push_group(std::vector<std::pair<DeviceQueue*, Task>> group);
   // The ticket of the last task pushed (0 before any).
   uint64_t last_ticket();
   // True when every task pushed so far has run.

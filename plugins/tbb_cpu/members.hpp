@@ -1,5 +1,6 @@
 // The tbb_cpu table members, defined in plugin.cpp (info, devices, lifetime, kernels), memory.cpp
-// (buffers and copies) and streams.cpp (streams, events, synchronisation); table.cpp lists them.
+// (buffers and copies), streams.cpp (streams, events, synchronisation) and collective.cpp
+// (all_reduce); table.cpp lists them.
 #pragma once
 
 #include <ravel/backend.h>
@@ -34,5 +35,8 @@ rvl_error* event_destroy(rvl_event* event);
 rvl_error* execute_program(int32_t device, rvl_stream* stream, const rvl_program* program);
 rvl_error* execute_contraction(int32_t device, rvl_stream* stream, const rvl_contraction* contraction);
 rvl_error* synchronize(int32_t device);
+// ABI 1.9, collective.cpp (Note [Host all-reduce]).
+rvl_error* all_reduce(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs, rvl_buffer* const* outputs,
+                      uint64_t count, int32_t dtype, int32_t op);
 
 }  // namespace tbbcpu

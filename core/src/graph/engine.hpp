@@ -48,6 +48,13 @@ class Engine {
   virtual void realize(const std::vector<NodePtr>& targets) = 0;
   // RAVEL_DEBUG as the runtime read it (0 when unset): the tensor layer prints shardings.
   virtual int debug_level() = 0;
+  // The parts (single-device tensors of one shape and dtype, on distinct devices) all-reduced by
+  // their plugin's own collective (ABI 1.9 all_reduce; Note [Plugin all-reduce] in
+  // runtime/plugin_collective.hpp): one realized node per part, on its part's device, all equal.
+  // Empty when that path does not apply (devices of several plugins, a plugin without the
+  // member, an op or dtype it lacks, RAVEL_PLUGIN_COLLECTIVES); the caller then composes the
+  // collective from transfers and ops. `min` turns Max into the minimum.
+  virtual std::vector<NodePtr> plugin_all_reduce(const std::vector<NodePtr>& parts, ReduceOp op, bool min) = 0;
 };
 
 // The installed engine; InternalError if none is (libravel_core's runtime installs one at load).

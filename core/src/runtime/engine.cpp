@@ -6,6 +6,7 @@
 #include "ravel/runtime.hpp"
 #include "runtime/device_buffer.hpp"
 #include "runtime/loaded_plugin.hpp"
+#include "runtime/plugin_collective.hpp"
 #include "runtime/realize.hpp"
 
 namespace ravel::detail {
@@ -40,6 +41,9 @@ class RuntimeEngine final : public Engine {
     buffer.read(dst, bytes);
   }
   int debug_level() override { return Runtime::get().settings().debug; }
+  std::vector<NodePtr> plugin_all_reduce(const std::vector<NodePtr>& parts, ReduceOp op, bool min) override {
+    return run_plugin_all_reduce(parts, op, min);
+  }
   void realize(const std::vector<NodePtr>& targets) override {
     std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
     realize_nodes(Runtime::get(), targets);

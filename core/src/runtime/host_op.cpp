@@ -63,13 +63,17 @@ std::vector<Tensor> end_host_op(const std::shared_ptr<HostOp>& op, const std::ve
   std::vector<DeviceBuffer*> bufs;
   std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
   try {
-    for (const HostOutput& o : outputs) {
+    held = op->take_outputs();  // an operation that wrote its outputs in begin (HostOp::take_outputs)
+    RAVEL_CHECK(held.empty() || held.size() == outputs.size(), InternalError, op->label(), ": wrote ", held.size(),
+                " outputs, expected ", outputs.size());
+    for (size_t i = 0; held.size() < outputs.size(); ++i) {
+      const HostOutput& o = outputs[i];
       int64_t n = 1;
       for (int64_t d : o.shape) n *= d;
       held.push_back(std::make_shared<DeviceBuffer>(Runtime::get().plugin_for(o.device), o.device.index(),
                                                     static_cast<uint64_t>(n) * dtype_size(o.dtype)));
-      bufs.push_back(held.back().get());
     }
+    for (const auto& b : held) bufs.push_back(b.get());
   } catch (...) {
     op->cancel();  // could not even allocate: the operation must not stay in flight
     throw;

@@ -38,6 +38,16 @@ class HostOp {
   virtual void begin(const std::vector<const DeviceBuffer*>& inputs) = 0;
   virtual void end(const std::vector<DeviceBuffer*>& outputs) = 0;
   virtual void cancel() noexcept = 0;
+  // An operation that wrote its outputs already in `begin` (a collective a plugin runs on its own
+  // devices, Note [Plugin all-reduce] in runtime/plugin_collective.hpp: it must read its inputs
+  // while they are alive, and writes fresh buffers of its own) hands them over here, once, in
+  // output order; `end` then receives them. Empty (the default): the caller allocates fresh
+  // outputs for `end` to write.
+  virtual std::vector<std::shared_ptr<DeviceBuffer>> take_outputs() { return {}; }
+  // Whether a Jit replay with a host thread per device may run it in its first lane (Note [Host
+  // steps in lanes] in runtime/jit_replay.cpp): true only for work ordered by the devices'
+  // own streams (a plugin's collective); false (the default) keeps a replay with it in order.
+  virtual bool runs_in_a_lane() const { return false; }
 };
 
 // What an output of a host operation is: its dtype, shape and device.

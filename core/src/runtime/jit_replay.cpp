@@ -25,9 +25,14 @@ void run_host_step(const Step& step, const std::vector<Slot>& slots, std::vector
     return;
   }
   std::vector<DeviceBuffer*> out;
-  for (int32_t s : step.host_slots) {
+  std::vector<std::shared_ptr<DeviceBuffer>> own = step.host->take_outputs();  // written in begin
+  if (!own.empty() && own.size() != step.host_slots.size())
+    throw InternalError("ravel: Jit: " + step.host->label() + " wrote " + std::to_string(own.size()) + " outputs, " +
+                        std::to_string(step.host_slots.size()) + " were recorded");
+  for (size_t i = 0; i < step.host_slots.size(); ++i) {
+    const int32_t s = step.host_slots[i];
     const Slot& o = slots[s];
-    bufs[s] = std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes);
+    bufs[s] = own.empty() ? std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes) : std::move(own[i]);
     out.push_back(bufs[s].get());
   }
   std::erase(in_flight, step.host.get());  // an end() that throws has given up by itself
@@ -82,7 +87,9 @@ void plan_lanes(Capture& c) {
   for (size_t i = 0; i < c.steps.size(); ++i) {
     const Step& step = c.steps[i];
     if (step.host) {
-      c.has_host_steps = true;
+      // A collective of a plugin's own devices runs in the first lane, after the lanes that make
+      // its inputs (Note [Host steps in lanes]); any other host operation keeps the replay in order.
+      if (!step.host->runs_in_a_lane()) c.has_host_steps = true;
       continue;
     }
     const Device& d = c.slots[step.out].device;
@@ -143,7 +150,8 @@ void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer
   // A slot is waited for only if a step of this replay makes it; the others are bound already.
   SlotFlags made(c.slots.size());
   std::vector<uint8_t> made_here(c.slots.size(), 0);
-  for (const Step& step : c.steps) made_here[step.out] = 1;
+  for (const Step& step : c.steps)
+    for (int32_t w : step.writes()) made_here[w] = 1;
   for (size_t s = 0; s < c.slots.size(); ++s)
     if (!made_here[s]) made.set_made(s);
   std::vector<std::atomic<int32_t>> reads_left(c.slots.size());
@@ -154,12 +162,26 @@ void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer
   auto read_done = [&](int32_t s) {
     if (c.reads_before_release[s] >= 0 && reads_left[s].fetch_sub(1, std::memory_order_acq_rel) == 1) bufs[s].reset();
   };
+  // Note [Host steps in lanes]: a host operation that may run in a lane (HostOp::runs_in_a_lane:
+  // the plugin all-reduce, Note [Plugin all-reduce]) runs in lane 0, its begin waiting for its
+  // inputs like a kernel for its operands, its end marking its outputs made. Its plugin orders it
+  // on every device (the ABI's n-sided barrier), so the other lanes only wait where they read it.
+  std::vector<HostOp*> in_flight;  // lane 0's begun host operations, cancelled if the replay fails
   const std::function<void(size_t)> lane = [&](size_t k) {
     for (size_t i = 0; i < c.steps.size(); ++i) {
       if (static_cast<size_t>(c.lane_of[i]) != k) continue;
       const Step& step = c.steps[i];
       const std::vector<int32_t> reads = step.reads();
       for (int32_t r : reads) made.wait_made(static_cast<size_t>(r));
+      if (step.host) {
+        run_host_step(step, c.slots, bufs, in_flight);
+        for (int32_t w : step.writes()) {
+          if (c.reads_before_release[w] == 0) bufs[w].reset();
+          else made.set_made(static_cast<size_t>(w));
+        }
+        for (int32_t r : reads) read_done(r);
+        continue;
+      }
       launch_step(c, step, bufs, lane_stats[k]);
       if (c.reads_before_release[step.out] == 0) bufs[step.out].reset();  // never read: made and dropped
       else made.set_made(static_cast<size_t>(step.out));
@@ -167,7 +189,12 @@ void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer
     }
   };
   const std::function<void()> stop_all = [&] { made.stop(); };
-  lanes.run(n, lane, stop_all);
+  try {
+    lanes.run(n, lane, stop_all);
+  } catch (...) {
+    for (HostOp* op : in_flight) op->cancel();
+    throw;
+  }
   for (const KernelStats& s : lane_stats) add(stats, s);
 }
 

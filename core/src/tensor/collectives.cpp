@@ -1,10 +1,13 @@
 // Collectives between the parts of a sharded tensor, and the public sharding API
-// (ravel/sharding.hpp). Every collective is a composition of Transfer nodes and ordinary ops.
+// (ravel/sharding.hpp). Every collective is a composition of Transfer nodes and ordinary ops,
+// except an all-reduce that the devices' plugin runs itself (Note [Plugin all-reduce] in
+// runtime/plugin_collective.hpp), reached through the Engine.
 #include <cmath>
 #include <set>
 #include <sstream>
 
 #include "graph/engine.hpp"
+#include "tensor/custom_vjp.hpp"
 #include "tensor/internal.hpp"
 #include "tensor/sharded.hpp"
 
@@ -45,6 +48,57 @@ Tensor fold_on(const std::vector<Tensor>& parts, const Device& device, ReduceOp 
 
 namespace {
 
+// Note [Plugin all-reduce gradients]
+// The plugin's all-reduce returns realized leaves; each result k gets, as its derivative rule,
+// the chain rule through the fold it stands for, acc_0 = x_0, acc_j = combine2(acc_{j-1}, x_j)
+// on result k's device, step by step with the primitives' own rules (ADD: g to both; MUL: g
+// times the other; MAX: to the larger, half each on a tie, Note [Gradient of max]; MIN as the
+// core's minimum, -max(-a, -b)). So gradients are those of the composition it replaces, to any
+// order (the rule is built from tensor ops); for a sum, each part receives g moved to its device,
+// and summing over the results is the all-reduce of the cotangents.
+std::vector<Tensor> fold_vjp(const std::vector<Tensor>& xs, const Tensor& g, ReduceOp op, bool min) {
+  const Device home = g.device();
+  std::vector<Tensor> x;
+  for (const auto& t : xs) x.push_back(t.to(home));
+  std::vector<Tensor> acc{x[0]};
+  for (size_t j = 1; j < x.size(); ++j) acc.push_back(combine2(acc.back(), x[j], op, min));
+  std::vector<Tensor> grads(x.size());
+  Tensor ga = g;
+  for (size_t j = x.size() - 1; j >= 1; --j) {
+    const Tensor& a = acc[j - 1];
+    const Tensor& b = x[j];
+    switch (op) {
+      case ReduceOp::Sum: grads[j] = ga; break;
+      case ReduceOp::Prod: grads[j] = ga * a, ga = ga * b; break;
+      default: {
+        const Tensor wins = min ? a.lt(b) : a.gt(b);
+        Tensor w = Tensor::where(wins, Tensor::ones_like(ga), Tensor::where(a.eq(b), Tensor::full_like(ga, 0.5), Tensor::zeros_like(ga)));
+        grads[j] = ga * (Tensor::ones_like(w) - w);
+        ga = ga * w;
+      }
+    }
+  }
+  grads[0] = ga;
+  for (size_t j = 0; j < x.size(); ++j) grads[j] = grads[j].to(xs[j].device());
+  return grads;
+}
+
+// The plugin's all-reduce of `parts` (Note [Plugin all-reduce]), with the fold's derivative;
+// empty where the Engine does not take it.
+std::vector<Tensor> plugin_combine(const std::vector<Tensor>& parts, ReduceOp op, bool min) {
+  std::vector<NodePtr> nodes;
+  for (const auto& p : parts) nodes.push_back(p.node());
+  std::vector<NodePtr> r = engine().plugin_all_reduce(nodes, op, min);
+  std::vector<Tensor> out;
+  if (r.empty()) return out;
+  auto rule = std::make_shared<CustomRule>();
+  rule->name = "all_reduce";
+  rule->vjp = [op, min](const std::vector<Tensor>& xs, const Tensor&, const Tensor& g) { return fold_vjp(xs, g, op, min); };
+  for (const NodePtr& n : r)
+    out.push_back(is_float(parts[0].dtype()) ? with_custom_vjp(Tensor(n), parts, rule) : Tensor(n));
+  return out;
+}
+
 // Above this many elements a combine over more than two devices goes in chunks (tinygrad's
 // threshold for its ring all-reduce): below it, latency dominates and one step is best.
 constexpr int64_t kChunkedElements = 256 * 1024;
@@ -61,6 +115,7 @@ std::vector<Tensor> combine_across(const std::vector<Tensor>& parts, ReduceOp op
     for (const auto& d : devices) out.push_back(Tensor::zeros(parts[0].shape(), parts[0].dtype(), d));
     return out;
   }
+  if (std::vector<Tensor> r = plugin_combine(parts, op, min); !r.empty()) return r;
   if (n <= 2 || elems < kChunkedElements) {
     for (const auto& d : devices) out.push_back(fold_on(parts, d, op, min));
     return out;

@@ -5,7 +5,8 @@
  * buffer_copy_peer, copies between two devices of one plugin; 1.6 rvl_device_properties.ops,
  * the instructions a device implements; 1.7 the dtypes F16, BF16, I8, I16, U16, U32, U64, which a
  * device runs only if its rvl_device_properties.dtypes says so; 1.8 the multi-axis members of
- * rvl_contraction and rvl_device_properties.contraction_axes; nothing else changed).
+ * rvl_contraction and rvl_device_properties.contraction_axes; 1.9 the optional member all_reduce,
+ * a collective over buffers on several devices of one plugin; nothing else changed).
  *
  * Plain C99. A backend plugin is a shared object that exports exactly one symbol,
  * `rvl_backend_entry`, returning a pointer to a static, append-only table of function pointers
@@ -46,7 +47,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 8
+#define RVL_ABI_MINOR 9
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
@@ -500,7 +501,38 @@ typedef struct rvl_backend_api {
   rvl_error* (*buffer_copy_peer)(rvl_stream* src_stream, const rvl_buffer* src, uint64_t src_offset,
                                  rvl_stream* dst_stream, rvl_buffer* dst, uint64_t dst_offset,
                                  uint64_t bytes);
+
+  /* ---- since 1.9: collectives across devices of this plugin (docs/abi.md §17) */
+  /* (optional, since 1.9) All-reduce over n buffers on n distinct devices of this plugin, NCCL's
+   * grouped ncclAllReduce in one call: for every element i < count and every k < n,
+   *   outputs[k][i] = inputs[0][i] op inputs[1][i] op ... op inputs[n-1][i]
+   * combined left to right in that order (so every output holds the same bytes, and a float sum
+   * equals the fold a host would compute in that order; halves round after each step, as two
+   * ADDs would). Elements are `dtype` (a dtype every device of the call runs), from byte 0 of each
+   * buffer, which must hold count * size(dtype) bytes. `op` is an rvl_all_reduce_op: SUM, MAX,
+   * PROD mean what the reductions mean (bool: or, or, and; ints wrap; MAX and MIN propagate NaN),
+   * MIN is the minimum (bool: and). inputs[k] and outputs[k] are buffers of one device, and the n
+   * devices are distinct; outputs[k] may be inputs[k] (in place), and no other output may be an
+   * input or another output. `streams` is NULL (every device's default stream) or n entries,
+   * each NULL or a stream of device k. n == 1 is a copy (or nothing, in place); count == 0 is
+   * valid and touches nothing. NULL arrays or buffers, n < 1, a repeated device, a buffer of
+   * another plugin or too small, a stream of another device, an unknown op or dtype are
+   * INVALID_ARGUMENT; a dtype a device does not run is UNSUPPORTED.
+   * Ordering: the peer copy's barrier (buffer_copy_peer), n-sided: the call reads and writes only
+   * after all work queued before it on every streams[k] completed, and work queued after it on
+   * any streams[k] starts only after it completed. May return before it completes; a failure
+   * while it runs is returned by the next synchronising call on any of its devices. */
+  rvl_error* (*all_reduce)(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs,
+                           rvl_buffer* const* outputs, uint64_t count, int32_t dtype, int32_t op);
 } rvl_backend_api;
+
+/* The combining op of all_reduce (since 1.9). SUM, MAX and PROD have rvl_reduce_op's values. */
+typedef enum rvl_all_reduce_op {
+  RVL_ALL_REDUCE_SUM = 1,
+  RVL_ALL_REDUCE_MAX = 2,
+  RVL_ALL_REDUCE_PROD = 3,
+  RVL_ALL_REDUCE_MIN = 4
+} rvl_all_reduce_op;
 
 /* The members every plugin must provide (non-NULL, within struct_size). The core's loader and
  * ravel-conformance both check exactly this list. */
@@ -525,6 +557,7 @@ typedef struct rvl_backend_api {
 #define RVL_BACKEND_API_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_backend_api, synchronize)
 #define RVL_BACKEND_API_STRUCT_SIZE_1_2 RVL_STRUCT_SIZE(rvl_backend_api, buffer_wrap)
 #define RVL_BACKEND_API_STRUCT_SIZE_1_5 RVL_STRUCT_SIZE(rvl_backend_api, buffer_copy_peer)
+#define RVL_BACKEND_API_STRUCT_SIZE_1_9 RVL_STRUCT_SIZE(rvl_backend_api, all_reduce)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_device_properties, max_rank)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_1 RVL_STRUCT_SIZE(rvl_device_properties, details)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_3 RVL_STRUCT_SIZE(rvl_device_properties, dlpack_device_id)
