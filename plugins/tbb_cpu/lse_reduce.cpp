@@ -218,17 +218,23 @@ template <class T> inline void fold_across(State<T>* st, const T* v, int64_t n) 
 
 // DT: the values' dtype (the last instruction's); Out: the output's C type (ctype<DT>, or
 // double for a widening f32 -> f64 reduction).
+// `epi` (ABI 1.10, Note [Row epilogue] in row_epilogue.cpp): the rows' results are not stored
+// but fed as ACC to the epilogue evaluator, rows a block at a time while they are in cache.
+// Returns false (having done nothing) for a layout without that path: the caller then runs the
+// reduction and the epilogue as two passes.
 template <int DT, class Out>
-void Evaluator::run_logsumexp() const {
+bool Evaluator::run_logsumexp(const Evaluator* epi) const {
   if constexpr (!is_float_v<DT>) {
-    return;  // unreachable: the validator accepts LOGSUMEXP only for float outputs
+    return true;  // unreachable: the validator accepts LOGSUMEXP only for float outputs
   } else {
     using T = ctype<DT>;
     using S = State<T>;
     const int64_t O = outputs_, R = reduced_;
-    if (O == 0) return;
+    if (epi && (reduced_outer_ || R == 0)) return false;
+    if (O == 0) return true;
     const int64_t work = total_ * n_ins_;
     auto make = [this] { return make_scratch(); };
+    if (epi && !(O >= 256 || R <= 4 * block_ || run_inline(work))) return false;  // rows split across threads
     if (reduced_outer_) {
       // Linear element r * O + o belongs to output o: rows are evaluated a block at a time and
       // folded into the outputs' states side by side (fold_across); with few outputs the rows
@@ -264,7 +270,7 @@ void Evaluator::run_logsumexp() const {
             finish(sc, st.data(), o0, o1);
           }
         });
-        return;
+        return true;
       }
       tbb::enumerable_thread_specific<Scratch> scratch(make);
       const std::vector<S> res = tbb::parallel_deterministic_reduce(
@@ -279,17 +285,39 @@ void Evaluator::run_logsumexp() const {
           });
       Scratch sc = make();
       finish(sc, res.data(), 0, O);
-      return;
+      return true;
     }
     auto put = [&](int64_t o, const S& st) { *reinterpret_cast<Out*>(output_address(o)) = result<Out>(st); };
     if (R == 0) {
       for (int64_t o = 0; o < O; ++o) put(o, S{});
-      return;
+      return true;
     }
     // Output o owns linear elements [o * R, (o + 1) * R).
     if (O >= 256 || R <= 4 * block_ || run_inline(work)) {
       parallel_for_work(0, O, std::max<int64_t>(1, block_ / R), work, [&](const tbb::blocked_range<int64_t>& r) {
         Scratch sc = make();
+        // With an epilogue: the results of the rows finished since the last flush, and the
+        // epilogue's scratch and ACC block (Note [Row epilogue]).
+        Scratch esc = epi ? epi->make_scratch() : Scratch{};
+        thread_local std::vector<Out> done, acc;
+        done.clear();
+        int64_t first = r.begin();  // the first row whose epilogue has not run
+        auto flush = [&] {
+          const int64_t eb = epi->block();
+          if (static_cast<int64_t>(acc.size()) < eb) acc.resize(static_cast<size_t>(eb));
+          const int64_t end = (first + static_cast<int64_t>(done.size())) * R;
+          for (int64_t s = first * R; s < end; s += eb) {
+            const int64_t e = std::min(end, s + eb);
+            for (int64_t k = s; k < e;) {  // ACC: each element's row result, a run per row
+              const int64_t row = k / R, stop = std::min(e, (row + 1) * R);
+              std::fill(acc.data() + (k - s), acc.data() + (stop - s), done[static_cast<size_t>(row - first)]);
+              k = stop;
+            }
+            epi->store(s, e, epi->eval(s, e, esc, acc.data()), esc);
+          }
+          first += static_cast<int64_t>(done.size());
+          done.clear();
+        };
         int64_t o = r.begin(), left = R;
         S st;
         const int64_t end = r.end() * R;
@@ -301,11 +329,16 @@ void Evaluator::run_logsumexp() const {
             fold(st, v + p, take);
             p += take;
             left -= take;
-            if (left == 0) put(o++, st), st = S{}, left = R;
+            if (left == 0) {
+              if (epi) done.push_back(result<Out>(st)), ++o;
+              else put(o++, st);
+              st = S{}, left = R;
+            }
           }
+          if (epi && !done.empty()) flush();  // the finished rows are still in cache
         }
       });
-      return;
+      return true;
     }
     // Few outputs with long rows: each row split across threads, states merged in a fixed tree.
     tbb::enumerable_thread_specific<Scratch> scratch(make);
@@ -323,16 +356,19 @@ void Evaluator::run_logsumexp() const {
           [](S a, const S& b) { return merge(a, b); });
       put(o, st);
     }
+    return true;
   }
 }
 
-void Evaluator::run_logsumexp_any() const {
+bool Evaluator::run_logsumexp_any(const Evaluator* epi) const {
   if (ins_[n_ins_ - 1].dtype == RVL_DTYPE_F32 && out_.dtype == RVL_DTYPE_F64)
-    return run_logsumexp<RVL_DTYPE_F32, double>();  // widening (the validator admits only this)
+    return run_logsumexp<RVL_DTYPE_F32, double>(epi);  // widening (the validator admits only this)
+  bool done = true;
   dispatch_dtype(out_.dtype, [&](auto tag) {
     constexpr int DT = decltype(tag)::value;
-    run_logsumexp<DT, ctype<DT>>();
+    done = run_logsumexp<DT, ctype<DT>>(epi);
   });
+  return done;
 }
 
 }  // namespace tbbcpu

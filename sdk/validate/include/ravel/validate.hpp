@@ -56,6 +56,11 @@ struct Program {
   int32_t reduce_op = RVL_REDUCE_NONE;
   uint32_t reduce_axes = 0;
   View out;
+  // ABI 1.10: a reduction's row epilogue (n_epilogue > 0): `out` then has the full iteration
+  // space and receives the epilogue's values; ACC in it has dtype acc_dtype.
+  const rvl_instruction* epilogue = nullptr;  // borrowed, like ins
+  int32_t n_epilogue = 0;
+  int32_t acc_dtype = -1;
 };
 
 struct Contraction {
