@@ -113,6 +113,11 @@ template <class Out, class T> inline Out result(const State<T>& st) {
   return Out(st.m) + std::log(Out(st.s));
 }
 
+// 32 bytes of T as one GCC vector (an attribute cannot apply to a dependent type directly).
+template <class T> struct Vec32;
+template <> struct Vec32<float> { typedef float type __attribute__((vector_size(32))); };
+template <> struct Vec32<double> { typedef double type __attribute__((vector_size(32))); };
+
 // Folds a contiguous slice (Note [Online log-sum-exp]). Compiled twice, like the array loops
 // (Note [Array loops per ISA] in array_ops.cpp): for baseline x86-64 and for AVX2, chosen at run
 // time; RAVEL_TBB_SIMD=portable keeps the baseline. This file is built with -fno-trapping-math
@@ -123,17 +128,29 @@ template <class Out, class T> inline Out result(const State<T>& st) {
 template <class T> __attribute__((always_inline)) inline void fold_body(State<T>& st, const T* v, int64_t n) {
   if (n <= 0 || std::isnan(st.m)) return;
   constexpr int L = 64 / sizeof(T);
-  T lane[L], chk[L];
-  for (int j = 0; j < L; ++j) lane[j] = -std::numeric_limits<T>::infinity(), chk[j] = 0;
+  // The max sweep in GCC vector types (two 32-byte vectors, L elements): written as scalar
+  // lanes, GCC 12 left it scalar in the AVX2 clone (ucomiss and cmov per element, the hottest
+  // loop of softmax in perf). Its result is a maximum and a NaN flag, so the lane layout
+  // changes no result.
+  using V = typename Vec32<T>::type;
+  constexpr int W = 32 / sizeof(T);
+  V lane0, lane1, chk0 = V{} , chk1 = V{};
+  for (int j = 0; j < W; ++j) lane0[j] = lane1[j] = -std::numeric_limits<T>::infinity();
   int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int j = 0; j < L; ++j) {
-      const T x = v[i + j];
-      lane[j] = lane[j] < x ? x : lane[j];
-      chk[j] += x - x;  // NaN exactly when x is NaN or infinite
-    }
+  for (; i + L <= n; i += L) {
+    V x0, x1;
+    std::memcpy(&x0, v + i, sizeof x0);
+    std::memcpy(&x1, v + i + W, sizeof x1);
+    lane0 = lane0 < x0 ? x0 : lane0;
+    lane1 = lane1 < x1 ? x1 : lane1;
+    chk0 += x0 - x0;  // NaN exactly when x is NaN or infinite
+    chk1 += x1 - x1;
+  }
   T bm = -std::numeric_limits<T>::infinity(), c = 0;
-  for (int j = 0; j < L; ++j) bm = bm < lane[j] ? lane[j] : bm, c += chk[j];
+  for (int j = 0; j < W; ++j) {
+    bm = bm < lane0[j] ? lane0[j] : bm, c += chk0[j];
+    bm = bm < lane1[j] ? lane1[j] : bm, c += chk1[j];
+  }
   for (int64_t k = i; k < n; ++k) bm = bm < v[k] ? v[k] : bm, c += v[k] - v[k];
   if (c != c) {  // a NaN or an infinity: the scalar rule
     for (int64_t k = 0; k < n; ++k) push(st, v[k]);
