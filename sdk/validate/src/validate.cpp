@@ -235,7 +235,9 @@ void require_dtypes(const Program& p, uint32_t dtypes, const char* kind) {
 }  // namespace
 
 Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes) {
-  rvl::require_struct(p, "program");
+  // A host built against <= 1.8 passes the 1.0 size: the 1.10 members are read only when
+  // struct_size covers them (RVL_HAS_MEMBER), so requiring sizeof here would refuse old hosts.
+  rvl::require_struct(p, "program", RVL_PROGRAM_STRUCT_SIZE_1_0);
   Program out;
   check_shape("program", p->rank, p->shape);
   out.rank = p->rank;
