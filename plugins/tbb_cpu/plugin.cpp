@@ -227,7 +227,8 @@ rvl_error* execute_program(int32_t device, rvl_stream* stream, const rvl_program
   return rvl::guard([&] {
     Device& d = device_at(device);
     stream_device(stream, device, "execute_program");
-    Program p = rvl::validate::validate_program(program, lookup_on(device), RVL_DTYPES_ALL);
+    // Every reduction takes a row epilogue here (row_epilogue.cpp), stated or not (ABI 1.10).
+    Program p = rvl::validate::validate_program(program, lookup_on(device), RVL_DTYPES_ALL, ~0u);
     const bool fault = inject_fault();
     if (!d.queue) {
       if (fault) injected();

@@ -234,7 +234,7 @@ void require_dtypes(const Program& p, uint32_t dtypes, const char* kind) {
 }
 }  // namespace
 
-Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes) {
+Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes, uint32_t epilogue_ops) {
   // A host built against <= 1.8 passes the 1.0 size: the 1.10 members are read only when
   // struct_size covers them (RVL_HAS_MEMBER), so requiring sizeof here would refuse old hosts.
   rvl::require_struct(p, "program", RVL_PROGRAM_STRUCT_SIZE_1_0);
@@ -293,6 +293,10 @@ Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint3
     out.acc_dtype = result_dtype;
     require_dtype(result_dtype, dtypes, "program accumulator");
     for (int32_t j = 0; j < p->n_epilogue; ++j) require_dtype(p->epilogue[j].dtype, dtypes, "program epilogue");
+    if (!((epilogue_ops >> p->reduce_op) & 1u))
+      rvl::fail(RVL_STATUS_UNSUPPORTED, "program: this device runs no row epilogue for reduce_op " +
+                                            to_string(p->reduce_op) + " (its reduce_epilogue_ops is " +
+                                            to_string(epilogue_ops) + ")");
   }
   require_dtypes(out, dtypes, "program");
   return out;

@@ -87,7 +87,11 @@ struct Contraction {
 // device's rvl_device_properties.dtypes), throw rvl::Error(UNSUPPORTED) with a message that
 // starts "dtype " and names it (the host reads that as a DTypeError). The default is the 1.0-1.6
 // dtypes, so a plugin that does not pass its mask never runs the 1.7 dtypes it was not written for.
-Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes = RVL_DTYPES_1_0);
+// ABI 1.10: a well-formed program with a row epilogue whose reduction's bit is not in
+// `epilogue_ops` (the device's rvl_device_properties.reduce_epilogue_ops) is UNSUPPORTED, so a
+// plugin that does not pass its mask never silently ignores an epilogue it does not run.
+Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes = RVL_DTYPES_1_0,
+                         uint32_t epilogue_ops = 0);
 Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& lookup,
                                  uint32_t dtypes = RVL_DTYPES_1_0);
 
