@@ -11,7 +11,8 @@
 //    -fopenmp and the plain loops: what the same programmer gets without tuning for the machine.
 // The flags are printed in the result line ("threads", listed under ravel-bench's table).
 //   ravel-peer-loops --workload NAME --size AxB --warmup W --reps R
-// Workloads: elementwise (d = exp(a) * b + c), softmax (rows: max, exp and sum, scale; a row
+// Workloads: elementwise (d = exp(a) * b + c), log_softmax (rows: max, exp-sum, x - shift),
+// softmax (rows: max, exp and sum, scale; a row
 // stays in cache between its passes), sum_axis0 (rows streamed into a vector of column sums),
 // sum_axis1 (a vectorised dot-like sum per row), transpose (32 x 32 blocks). Others: unavailable.
 // Threads: OpenMP's (ravel-bench sets OMP_NUM_THREADS to every core and OMP_WAIT_POLICY=passive);
@@ -162,6 +163,35 @@ int main(int argc, char** argv) {
       }
       return true;
     };
+  } else if (workload == "log_softmax" && dims.size() == 2) {
+    const long rows = dims[0], cols = dims[1];
+    a = filled(rows * cols, 1), d.assign(rows * cols, 0);
+    run = [&, rows, cols] {
+#pragma omp parallel for schedule(static)
+      for (long r = 0; r < rows; ++r) {
+        const float* x = a.data() + r * cols;
+        float* y = d.data() + r * cols;
+        float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+        for (long j = 0; j < cols; ++j) m = std::max(m, x[j]);
+        float s = 0;
+#pragma omp simd reduction(+ : s)
+        for (long j = 0; j < cols; ++j) s += std::exp(x[j] - m);
+        const float shift = m + std::log(s);
+#pragma omp simd
+        for (long j = 0; j < cols; ++j) y[j] = x[j] - shift;
+      }
+    };
+    check = [&, rows, cols] {
+      for (long r = 0; r < rows; r += std::max(1L, rows / 7)) {
+        double m = -INFINITY, s = 0;
+        for (long j = 0; j < cols; ++j) m = std::max(m, double(a[r * cols + j]));
+        for (long j = 0; j < cols; ++j) s += std::exp(a[r * cols + j] - m);
+        for (long j = 0; j < cols; j += 13)
+          if (!close(d[r * cols + j], a[r * cols + j] - m - std::log(s), 1e-4)) return false;
+      }
+      return true;
+    };
   } else if ((workload == "sum_axis0" || workload == "sum_axis1") && dims.size() == 2) {
     const long rows = dims[0], cols = dims[1];
     const bool axis0 = workload == "sum_axis0";
@@ -240,7 +270,7 @@ int main(int argc, char** argv) {
       return true;
     };
   } else {
-    return unavailable("the hand-loop peer times elementwise, softmax, sum_axis0, sum_axis1 and transpose");
+    return unavailable("the hand-loop peer times elementwise, softmax, log_softmax, sum_axis0, sum_axis1 and transpose");
   }
 
   run();

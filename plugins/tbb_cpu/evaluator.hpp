@@ -115,6 +115,11 @@ class Evaluator {
   void store(int64_t s, int64_t e, const void* values, Scratch& sc) const;
   // Runs the whole program (parallel), including reductions.
   void run() const;
+  // ABI 1.10 (Note [Row epilogue], row_epilogue.cpp): this LOGSUMEXP program's rows, each
+  // handed to `epilogue` (an elementwise evaluator over the same space, whose ACC is the row's
+  // result) while it is in cache; nothing is stored through this program's output. False, with
+  // nothing done, when the layout has no such path (reduced axes outermost, rows split).
+  bool run_logsumexp_fused(const Evaluator& epilogue) const { return run_logsumexp_any(&epilogue); }
 
  private:
   void segments(int64_t s, int64_t e, std::vector<Segment>& out) const;
@@ -127,8 +132,8 @@ class Evaluator {
   std::byte* output_address(int64_t o) const;  // reductions (not reduced_outer): output o
   template <int DT, int ROP> void run_reduce() const;
   template <int DT, int ROP> void run_reduce_outer() const;
-  template <int DT, class Out> void run_logsumexp() const;  // lse_reduce.cpp (ABI 1.4)
-  void run_logsumexp_any() const;
+  template <int DT, class Out> bool run_logsumexp(const Evaluator* epi) const;  // lse_reduce.cpp (ABI 1.4)
+  bool run_logsumexp_any(const Evaluator* epi = nullptr) const;
   void run_elementwise() const;
   void run_tiled() const;
   bool run_permute_copy() const;  // permute_copy.cpp: false when the program is not a plain copy

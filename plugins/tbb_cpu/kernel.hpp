@@ -17,5 +17,7 @@ void run_contraction(const Contraction& c);
 // (half_kernels.cpp, Note [Halves in f32]).
 void run_kernel(const Program& p);
 void run_kernel(const Contraction& c);
+// A program with a row epilogue (ABI 1.10, row_epilogue.cpp; run_kernel sends it there).
+void run_with_epilogue(const Program& p);
 
 }  // namespace tbbcpu

@@ -113,6 +113,11 @@ template <class Out, class T> inline Out result(const State<T>& st) {
   return Out(st.m) + std::log(Out(st.s));
 }
 
+// 32 bytes of T as one GCC vector (an attribute cannot apply to a dependent type directly).
+template <class T> struct Vec32;
+template <> struct Vec32<float> { typedef float type __attribute__((vector_size(32))); };
+template <> struct Vec32<double> { typedef double type __attribute__((vector_size(32))); };
+
 // Folds a contiguous slice (Note [Online log-sum-exp]). Compiled twice, like the array loops
 // (Note [Array loops per ISA] in array_ops.cpp): for baseline x86-64 and for AVX2, chosen at run
 // time; RAVEL_TBB_SIMD=portable keeps the baseline. This file is built with -fno-trapping-math
@@ -123,17 +128,29 @@ template <class Out, class T> inline Out result(const State<T>& st) {
 template <class T> __attribute__((always_inline)) inline void fold_body(State<T>& st, const T* v, int64_t n) {
   if (n <= 0 || std::isnan(st.m)) return;
   constexpr int L = 64 / sizeof(T);
-  T lane[L], chk[L];
-  for (int j = 0; j < L; ++j) lane[j] = -std::numeric_limits<T>::infinity(), chk[j] = 0;
+  // The max sweep in GCC vector types (two 32-byte vectors, L elements): written as scalar
+  // lanes, GCC 12 left it scalar in the AVX2 clone (ucomiss and cmov per element, the hottest
+  // loop of softmax in perf). Its result is a maximum and a NaN flag, so the lane layout
+  // changes no result.
+  using V = typename Vec32<T>::type;
+  constexpr int W = 32 / sizeof(T);
+  V lane0, lane1, chk0 = V{} , chk1 = V{};
+  for (int j = 0; j < W; ++j) lane0[j] = lane1[j] = -std::numeric_limits<T>::infinity();
   int64_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int j = 0; j < L; ++j) {
-      const T x = v[i + j];
-      lane[j] = lane[j] < x ? x : lane[j];
-      chk[j] += x - x;  // NaN exactly when x is NaN or infinite
-    }
+  for (; i + L <= n; i += L) {
+    V x0, x1;
+    std::memcpy(&x0, v + i, sizeof x0);
+    std::memcpy(&x1, v + i + W, sizeof x1);
+    lane0 = lane0 < x0 ? x0 : lane0;
+    lane1 = lane1 < x1 ? x1 : lane1;
+    chk0 += x0 - x0;  // NaN exactly when x is NaN or infinite
+    chk1 += x1 - x1;
+  }
   T bm = -std::numeric_limits<T>::infinity(), c = 0;
-  for (int j = 0; j < L; ++j) bm = bm < lane[j] ? lane[j] : bm, c += chk[j];
+  for (int j = 0; j < W; ++j) {
+    bm = bm < lane0[j] ? lane0[j] : bm, c += chk0[j];
+    bm = bm < lane1[j] ? lane1[j] : bm, c += chk1[j];
+  }
   for (int64_t k = i; k < n; ++k) bm = bm < v[k] ? v[k] : bm, c += v[k] - v[k];
   if (c != c) {  // a NaN or an infinity: the scalar rule
     for (int64_t k = 0; k < n; ++k) push(st, v[k]);
@@ -218,17 +235,23 @@ template <class T> inline void fold_across(State<T>* st, const T* v, int64_t n) 
 
 // DT: the values' dtype (the last instruction's); Out: the output's C type (ctype<DT>, or
 // double for a widening f32 -> f64 reduction).
+// `epi` (ABI 1.10, Note [Row epilogue] in row_epilogue.cpp): the rows' results are not stored
+// but fed as ACC to the epilogue evaluator, rows a block at a time while they are in cache.
+// Returns false (having done nothing) for a layout without that path: the caller then runs the
+// reduction and the epilogue as two passes.
 template <int DT, class Out>
-void Evaluator::run_logsumexp() const {
+bool Evaluator::run_logsumexp(const Evaluator* epi) const {
   if constexpr (!is_float_v<DT>) {
-    return;  // unreachable: the validator accepts LOGSUMEXP only for float outputs
+    return true;  // unreachable: the validator accepts LOGSUMEXP only for float outputs
   } else {
     using T = ctype<DT>;
     using S = State<T>;
     const int64_t O = outputs_, R = reduced_;
-    if (O == 0) return;
+    if (epi && (reduced_outer_ || R == 0)) return false;
+    if (O == 0) return true;
     const int64_t work = total_ * n_ins_;
     auto make = [this] { return make_scratch(); };
+    if (epi && !(O >= 256 || R <= 4 * block_ || run_inline(work))) return false;  // rows split across threads
     if (reduced_outer_) {
       // Linear element r * O + o belongs to output o: rows are evaluated a block at a time and
       // folded into the outputs' states side by side (fold_across); with few outputs the rows
@@ -264,7 +287,7 @@ void Evaluator::run_logsumexp() const {
             finish(sc, st.data(), o0, o1);
           }
         });
-        return;
+        return true;
       }
       tbb::enumerable_thread_specific<Scratch> scratch(make);
       const std::vector<S> res = tbb::parallel_deterministic_reduce(
@@ -279,17 +302,39 @@ void Evaluator::run_logsumexp() const {
           });
       Scratch sc = make();
       finish(sc, res.data(), 0, O);
-      return;
+      return true;
     }
     auto put = [&](int64_t o, const S& st) { *reinterpret_cast<Out*>(output_address(o)) = result<Out>(st); };
     if (R == 0) {
       for (int64_t o = 0; o < O; ++o) put(o, S{});
-      return;
+      return true;
     }
     // Output o owns linear elements [o * R, (o + 1) * R).
     if (O >= 256 || R <= 4 * block_ || run_inline(work)) {
       parallel_for_work(0, O, std::max<int64_t>(1, block_ / R), work, [&](const tbb::blocked_range<int64_t>& r) {
         Scratch sc = make();
+        // With an epilogue: the results of the rows finished since the last flush, and the
+        // epilogue's scratch and ACC block (Note [Row epilogue]).
+        Scratch esc = epi ? epi->make_scratch() : Scratch{};
+        thread_local std::vector<Out> done, acc;
+        done.clear();
+        int64_t first = r.begin();  // the first row whose epilogue has not run
+        auto flush = [&] {
+          const int64_t eb = epi->block();
+          if (static_cast<int64_t>(acc.size()) < eb) acc.resize(static_cast<size_t>(eb));
+          const int64_t end = (first + static_cast<int64_t>(done.size())) * R;
+          for (int64_t s = first * R; s < end; s += eb) {
+            const int64_t e = std::min(end, s + eb);
+            for (int64_t k = s; k < e;) {  // ACC: each element's row result, a run per row
+              const int64_t row = k / R, stop = std::min(e, (row + 1) * R);
+              std::fill(acc.data() + (k - s), acc.data() + (stop - s), done[static_cast<size_t>(row - first)]);
+              k = stop;
+            }
+            epi->store(s, e, epi->eval(s, e, esc, acc.data()), esc);
+          }
+          first += static_cast<int64_t>(done.size());
+          done.clear();
+        };
         int64_t o = r.begin(), left = R;
         S st;
         const int64_t end = r.end() * R;
@@ -301,11 +346,16 @@ void Evaluator::run_logsumexp() const {
             fold(st, v + p, take);
             p += take;
             left -= take;
-            if (left == 0) put(o++, st), st = S{}, left = R;
+            if (left == 0) {
+              if (epi) done.push_back(result<Out>(st)), ++o;
+              else put(o++, st);
+              st = S{}, left = R;
+            }
           }
+          if (epi && !done.empty()) flush();  // the finished rows are still in cache
         }
       });
-      return;
+      return true;
     }
     // Few outputs with long rows: each row split across threads, states merged in a fixed tree.
     tbb::enumerable_thread_specific<Scratch> scratch(make);
@@ -323,16 +373,19 @@ void Evaluator::run_logsumexp() const {
           [](S a, const S& b) { return merge(a, b); });
       put(o, st);
     }
+    return true;
   }
 }
 
-void Evaluator::run_logsumexp_any() const {
+bool Evaluator::run_logsumexp_any(const Evaluator* epi) const {
   if (ins_[n_ins_ - 1].dtype == RVL_DTYPE_F32 && out_.dtype == RVL_DTYPE_F64)
-    return run_logsumexp<RVL_DTYPE_F32, double>();  // widening (the validator admits only this)
+    return run_logsumexp<RVL_DTYPE_F32, double>(epi);  // widening (the validator admits only this)
+  bool done = true;
   dispatch_dtype(out_.dtype, [&](auto tag) {
     constexpr int DT = decltype(tag)::value;
-    run_logsumexp<DT, ctype<DT>>();
+    done = run_logsumexp<DT, ctype<DT>>(epi);
   });
+  return done;
 }
 
 }  // namespace tbbcpu

@@ -127,6 +127,12 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     const char* no_window = std::getenv("RAVEL_TBB_NO_WINDOW_GEMM");
     if (RVL_HAS_MEMBER(out, rvl_device_properties, contraction_axes))
       out->contraction_axes = no_window && *no_window && *no_window != '0' ? 1 : RVL_MAX_RANK;
+    // ABI 1.10: every reduction it has takes a row epilogue (row_epilogue.cpp; one pass over
+    // memory for LOGSUMEXP rows). RAVEL_TBB_NO_ROW_EPILOGUE=1 hides it, so the host's two-kernel
+    // form can be tested and measured on this device.
+    const char* no_epi = std::getenv("RAVEL_TBB_NO_ROW_EPILOGUE");
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_epilogue_ops))
+      out->reduce_epilogue_ops = no_epi && *no_epi && *no_epi != '0' ? 0u : out->reduce_ops;
   });
 }
 
@@ -221,16 +227,18 @@ rvl_error* execute_program(int32_t device, rvl_stream* stream, const rvl_program
   return rvl::guard([&] {
     Device& d = device_at(device);
     stream_device(stream, device, "execute_program");
-    Program p = rvl::validate::validate_program(program, lookup_on(device), RVL_DTYPES_ALL);
+    // Every reduction takes a row epilogue here (row_epilogue.cpp), stated or not (ABI 1.10).
+    Program p = rvl::validate::validate_program(program, lookup_on(device), RVL_DTYPES_ALL, ~0u);
     const bool fault = inject_fault();
     if (!d.queue) {
       if (fault) injected();
       run_on(d, [&] { run_kernel(p); });
       return;
     }
-    std::vector<rvl_instruction> code(p.ins, p.ins + p.n_ins);
+    std::vector<rvl_instruction> code(p.ins, p.ins + p.n_ins), epilogue(p.epilogue, p.epilogue + p.n_epilogue);
     p.ins = code.data();  // a moved vector keeps its storage
-    d.queue->push([p = std::move(p), code = std::move(code), fault] {
+    p.epilogue = epilogue.data();
+    d.queue->push([p = std::move(p), code = std::move(code), epilogue = std::move(epilogue), fault] {
       if (fault) injected();
       run_kernel(p);
     });

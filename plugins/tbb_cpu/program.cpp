@@ -289,7 +289,10 @@ void Evaluator::run_reduce() const {
 
 void Evaluator::run() const {
   if (reduce_op_ == RVL_REDUCE_NONE) return run_elementwise();
-  if (reduce_op_ == RVL_REDUCE_LOGSUMEXP) return run_logsumexp_any();  // lse_reduce.cpp
+  if (reduce_op_ == RVL_REDUCE_LOGSUMEXP) {  // lse_reduce.cpp
+    run_logsumexp_any();
+    return;
+  }
   dispatch_dtype(out_.dtype, [&](auto tag) {
     constexpr int DT = decltype(tag)::value;
     switch (reduce_op_) {

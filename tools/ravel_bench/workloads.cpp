@@ -289,6 +289,8 @@ const std::vector<WorkloadInfo>& workload_catalog() {
       {"elementwise", "d = exp(a) * b + c over n f32 elements (one fused kernel under elementwise and above)", 1, "n",
        {{1 << 20}, {1 << 24}}, false, ""},
       {"softmax", "softmax along the rows of an f32 [rows, cols] matrix", 2, "rows, cols", {{1024, 1024}}, false, ""},
+      {"log_softmax", "log_softmax along the rows of an f32 [rows, cols] matrix", 2, "rows, cols", {{1024, 1024}}, false,
+       ""},
       {"sum_axis0", "x.sum(0) of an f32 [rows, cols] matrix (down the columns)", 2, "rows, cols", {{2048, 2048}}, false, ""},
       {"sum_axis1", "x.sum(1) of an f32 [rows, cols] matrix (along the rows)", 2, "rows, cols", {{2048, 2048}}, false, ""},
       {"transpose", "x.transpose().contiguous(): a copy of an f32 [rows, cols] matrix into [cols, rows]", 2,
@@ -327,7 +329,7 @@ Work work_of(const std::string& name, const Size& s) {
   auto d = [&](size_t i) { return static_cast<double>(s[i]); };
   if (name == "matmul") return {2 * d(0) * d(1) * d(2), 4 * (d(0) * d(1) + d(1) * d(2) + d(0) * d(2))};
   if (name == "elementwise") return {3 * d(0), 16 * d(0)};
-  if (name == "softmax") return {5 * d(0) * d(1), 8 * d(0) * d(1)};
+  if (name == "softmax" || name == "log_softmax") return {5 * d(0) * d(1), 8 * d(0) * d(1)};
   if (name == "sum_axis0") return {d(0) * d(1), 4 * d(0) * d(1) + 4 * d(1)};
   if (name == "sum_axis1") return {d(0) * d(1), 4 * d(0) * d(1) + 4 * d(0)};
   if (name == "transpose") return {0, 8 * d(0) * d(1)};
@@ -396,6 +398,17 @@ std::unique_ptr<Instance> make_instance(const std::string& name, const Size& s, 
           for (int64_t j = 0; j < c; ++j) mx = std::max(mx, in[0][row * c + j]);
           for (int64_t j = 0; j < c; ++j) sum += std::exp(in[0][row * c + j] - mx);
           return std::exp(in[0][e] - mx) / sum;
+        }),
+        1e-6, 1e-4, size_t(r * c), 65536);
+  if (name == "log_softmax")
+    return std::make_unique<ExprInstance>(
+        std::vector<Tensor>{uniform({r, c}, 1, dev)}, [](const std::vector<Tensor>& t) { return t[0].log_softmax(-1); },
+        elementwise_naive([c](const V& in, size_t e) {
+          size_t row = e / size_t(c);
+          double mx = -1e300, sum = 0;
+          for (int64_t j = 0; j < c; ++j) mx = std::max(mx, in[0][row * c + j]);
+          for (int64_t j = 0; j < c; ++j) sum += std::exp(in[0][row * c + j] - mx);
+          return in[0][e] - mx - std::log(sum);
         }),
         1e-6, 1e-4, size_t(r * c), 65536);
   if (name == "sum_axis0" || name == "sum_axis1") {

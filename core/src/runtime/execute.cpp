@@ -83,6 +83,7 @@ double launch_kernel(const CachedKernel& ck, const BufferOf& buffer_of, DeviceBu
     rvl_program p = ck.program;
     p.inputs = ins;
     p.instructions = ck.instructions.data();
+    if (!ck.epilogue.empty()) p.epilogue = ck.epilogue.data();  // ABI 1.10 (n_epilogue is set)
     p.output.buffer = out.handle();
     const auto t0 = Clock::now();
     plugin.check(plugin.api().execute_program(out.device(), nullptr, &p), "kernel program");

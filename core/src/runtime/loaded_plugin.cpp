@@ -167,6 +167,9 @@ void LoadedPlugin::start() {
     // ABI 1.8 (im2col block): 0 (every older plugin) reads as 1, the 1.0 form.
     if (RVL_HAS_MEMBER(&props, rvl_device_properties, contraction_axes))
       caps_[d].contraction_axes = std::clamp<int32_t>(props.contraction_axes, 1, RVL_MAX_RANK);
+    // ABI 1.10 (row epilogues): 0 (every older plugin) is none; only reductions it has count.
+    if (RVL_HAS_MEMBER(&props, rvl_device_properties, reduce_epilogue_ops))
+      caps_[d].reduce_epilogue_ops = props.reduce_epilogue_ops & caps_[d].reduce_ops;
   }
 }
 

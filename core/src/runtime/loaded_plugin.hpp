@@ -72,6 +72,7 @@ class LoadedPlugin {
     uint64_t ops = RVL_OPS_1_0;                  // bit RVL_OP_BIT(rvl_op), as rvl::effective_ops reads it (1.6)
     uint32_t dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
     int32_t contraction_axes = 1;                // rvl_device_properties.contraction_axes (1.8 im2col), >= 1
+    uint32_t reduce_epilogue_ops = 0;            // rvl_device_properties.reduce_epilogue_ops (1.10), within reduce_ops
   };
   // The capabilities of `device` (0 .. device_count() - 1; others get the defaults).
   const DeviceCaps& caps(int32_t device) const;

@@ -99,6 +99,10 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets) {
     req.use_cache = kernel_cache_enabled(req.fusion) && settings.kernel_cache;
     req.describe = settings.debug != 0;
     req.device_ops = [&rt](const Device& d) { return device_op_set(rt, d).alu; };
+    // ABI 1.10: reductions masked by RAVEL_MASK_OPS are never sent, so neither are their epilogues.
+    req.reduce_epilogue_ops = [&rt](const Device& d) {
+      return rt.plugin_for(d)->caps(d.index()).reduce_epilogue_ops & device_op_set(rt, d).reduce;
+    };
     Schedule s = make_schedule(order, roots, keep, req);
     stats.cache_hits = s.cache == Schedule::Cache::Hit;
     stats.cache_misses = s.cache == Schedule::Cache::Miss;

@@ -203,7 +203,8 @@ void inline_by_kernel_count(const std::vector<NodePtr>& order, const std::unorde
 }
 
 KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
-                        const FusionOptions& opt, int device_has_contraction) {
+                        const FusionOptions& opt, int device_has_contraction,
+                        const std::vector<std::pair<Device, uint32_t>>& row_epilogue_ops) {
   KernelPlan plan;
   std::unordered_map<const Node*, Use> uses;
   for (const auto& k : order)
@@ -269,10 +270,11 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
 
   inline_by_kernel_count(order, keep, absorbed, operands, uses, cost, opt, plan);
   if (opt.policy >= FusionPolicy::Full) plan_epilogues(order, keep, uses, plan);
+  if (opt.policy >= FusionPolicy::Full) plan_row_epilogues(order, keep, opt, row_epilogue_ops, plan);
 
   for (const auto& k : order) {
     if (!is_kernel(*k) || absorbed.count(k.get()) || plan.inlined.count(k.get())) continue;
-    if (plan.fused_contractions.count(k.get())) continue;
+    if (plan.fused_contractions.count(k.get()) || plan.fused_reductions.count(k.get())) continue;
     plan.roots.push_back(k);
     // The buffers this kernel reads: leaves of its inlined tree (or the GEMM operands).
     std::vector<NodePtr>& r = plan.reads[k.get()];
@@ -292,7 +294,9 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
       for (const auto& s : n->srcs) {
         NodePtr b = resolve(s).base;
         if (!seen.insert(b.get()).second) continue;
-        if (reads_base_in_place(*s) && plan.inlined.count(b.get())) stack.push_back(b.get());
+        // A fused reduction's reads are its epilogue kernel's (Note [Row epilogue fusion]).
+        if ((reads_base_in_place(*s) && plan.inlined.count(b.get())) || plan.fused_reductions.count(b.get()))
+          stack.push_back(b.get());
         else if (b->kind != NodeKind::Const && !plan.fused_contractions.count(b.get())) r.push_back(b);
       }
     }

@@ -20,11 +20,26 @@ struct KernelPlan {
   // contraction then runs as part of the root's kernel and gets no buffer.
   std::unordered_map<const Node*, const Node*> epilogues;
   std::unordered_set<const Node*> fused_contractions;  // the values of `epilogues`
+  // (full, ABI 1.10) Alu root -> the reduction it reads broadcast over its rows, which then runs
+  // in the root's kernel with the root as its row epilogue and gets no buffer
+  // (Note [Row epilogue fusion], row_epilogue.cpp).
+  std::unordered_map<const Node*, const Node*> row_epilogues;
+  std::unordered_set<const Node*> fused_reductions;  // the values of `row_epilogues`
 };
+
+// The distinct buffers (not constants) the kernel tree rooted at `root` reads.
+std::unordered_set<const Node*> tree_inputs(const Node* root, const KernelPlan& plan);
+
+// Groups reductions with their row epilogues (Note [Row epilogue fusion]); `masks`: per device,
+// the reductions it runs with an epilogue (bit (1u << rvl_reduce_op)).
+void plan_row_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
+                        const FusionOptions& opt, const std::vector<std::pair<Device, uint32_t>>& masks,
+                        KernelPlan& plan);
 
 // `order`: the unrealized nodes in topological order; `keep`: nodes that must get a buffer.
 KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
                         const FusionOptions& options,
-                        int device_has_contraction);  // 0: none; n: groups of <= n axes (ABI 1.8)
+                        int device_has_contraction,  // 0: none; n: groups of <= n axes (ABI 1.8)
+                        const std::vector<std::pair<Device, uint32_t>>& row_epilogue_ops = {});
 
 }  // namespace ravel::detail

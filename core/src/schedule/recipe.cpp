@@ -3,6 +3,7 @@
 #include "schedule/recipe.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include "schedule/fusion.hpp"
 #include "schedule/kernel_builder.hpp"
@@ -26,8 +27,8 @@ int64_t view_bytes(const StridedView& v, DType t) {
 
 std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
                                           const GraphKey& g, const FusionOptions& options, int has_contraction,
-                                          bool debug, const DeviceOps& ops) {
-  KernelPlan plan = plan_kernels(order, keep, options, has_contraction);
+                                          bool debug, const DeviceOps& ops, const DeviceMasks& epilogues) {
+  KernelPlan plan = plan_kernels(order, keep, options, has_contraction, epilogues);
   auto r = std::make_shared<Recipe>();
   r->inlined.assign(g.locals.size(), 0);
   for (const Node* n : plan.inlined) r->inlined[g.local(n)] = 1;
@@ -73,6 +74,58 @@ std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, con
         take_builder(ck, b, k->device);
       }
       for (const auto& rd : plan.reads.at(k.get())) ck.bytes_read += rd->numel() * dtype_size(rd->dtype);
+    } else if (auto re = plan.row_epilogues.find(k.get()); re != plan.row_epilogues.end()) {
+      // Note [Row epilogue fusion]: the reduction's program, with this root as its epilogue.
+      const Node& red = *re->second;
+      ck.label = "reduce+epilogue";
+      const Shape& space = red.srcs[0]->shape;
+      KernelBuilder b(space, &plan.inlined);
+      b.value(red.srcs[0]);
+      KernelBuilder eb(space, &plan.inlined);
+      eb.set_accumulator(&red);
+      std::vector<int32_t> ins;
+      for (const auto& s : k->srcs) ins.push_back(eb.value(s));
+      eb.emit(abi_op(k->alu), k->dtype, ins);
+      ck.program = b.finish(red, static_cast<rvl_reduce_op>(red.reduce), red.axes);
+      ck.program.output = make_operand(k->dtype, StridedView::contiguous(k->shape));
+      if (debug)
+        ck.detail = std::string("    ") + reduce_name(red.reduce) + ", axes mask " + std::to_string(red.axes) + "\n";
+      take_builder(ck, b, k->device);
+      // The epilogue shares the reduction's inputs: a view the reduction already reads (x, for
+      // softmax) is the same input, so the program names x once; others are appended.
+      std::vector<NodePtr> bases = b.bases();
+      std::vector<int32_t> arg_of;
+      for (size_t i = 0; i < eb.inputs().size(); ++i) {
+        const rvl_operand& op = eb.inputs()[i];
+        int32_t found = -1;
+        for (size_t j = 0; j < ck.inputs.size() && found < 0; ++j)
+          if (bases[j] == eb.bases()[i] && ck.inputs[j].dtype == op.dtype &&
+              std::memcmp(&ck.inputs[j].view, &op.view, sizeof op.view) == 0)
+            found = static_cast<int32_t>(j);
+        if (found < 0) {
+          found = static_cast<int32_t>(ck.inputs.size());
+          ck.inputs.push_back(op);
+          bases.push_back(eb.bases()[i]);
+          ck.input_nodes.push_back(g.local(eb.bases()[i].get()));
+        }
+        arg_of.push_back(found);
+      }
+      auto mask = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.first == k->device; });
+      ck.epilogue = mask == ops.end() ? eb.instructions() : lower_for_device(eb.instructions(), mask->second, k->device.str());
+      if (debug) ck.detail += "    epilogue (its inputs renumbered into the program's):\n" + eb.describe(&ck.epilogue);
+      for (rvl_instruction& in : ck.epilogue)
+        if (in.op == RVL_OP_LOAD) in.arg = arg_of[static_cast<size_t>(in.arg)];
+      ck.program.n_inputs = static_cast<int32_t>(ck.inputs.size());
+      ck.program.n_epilogue = static_cast<int32_t>(ck.epilogue.size());
+      ck.program.acc_dtype = static_cast<int32_t>(red.dtype);
+      for (size_t i = 0; i < ck.inputs.size(); ++i) {
+        StridedView v = StridedView::contiguous(space);
+        v.strides.assign(ck.inputs[i].view.strides, ck.inputs[i].view.strides + ck.program.rank);
+        v.mask = std::vector<Range>(ck.program.rank);
+        for (int32_t d = 0; d < ck.program.rank; ++d)
+          (*v.mask)[d] = {ck.inputs[i].view.valid_lo[d], ck.inputs[i].view.valid_hi[d]};
+        ck.bytes_read += view_bytes(v, bases[i]->dtype);
+      }
     } else {
       const bool is_reduce = k->kind == NodeKind::Reduce;
       ck.label = is_reduce ? "reduce" : k->kind == NodeKind::Copy ? "copy" : "elementwise";
@@ -101,8 +154,9 @@ std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, con
     }
     ck.program.inputs = nullptr;  // pointed into the builder; re-aimed at every run
     ck.program.instructions = nullptr;
+    ck.program.epilogue = nullptr;
     r->bytes += sizeof(CachedKernel) + ck.inputs.size() * sizeof(rvl_operand) + ck.detail.size() +
-                ck.instructions.size() * sizeof(rvl_instruction) + (ck.reads.size() + ck.input_nodes.size()) * 4;
+                (ck.instructions.size() + ck.epilogue.size()) * sizeof(rvl_instruction) + (ck.reads.size() + ck.input_nodes.size()) * 4;
     r->kernels.push_back(std::move(ck));
   }
   r->bytes += sizeof(Recipe) + r->inlined.size() + r->keep.size() * 4;

@@ -35,6 +35,7 @@ struct CachedKernel {
   std::vector<rvl_operand> inputs;
   std::vector<int32_t> input_nodes;
   std::vector<rvl_instruction> instructions;
+  std::vector<rvl_instruction> epilogue;  // a reduction's row epilogue (ABI 1.10); program.n_epilogue
   std::vector<int32_t> reads;  // local nodes whose buffers this kernel reads (freeing temporaries)
   int64_t bytes_read = 0;
   std::string detail;  // RAVEL_DEBUG text
@@ -50,6 +51,8 @@ struct Recipe {
 
 // The op mask of every device of a realization (Note [Capabilities] in graph/ops.hpp).
 using DeviceOps = std::vector<std::pair<Device, uint64_t>>;
+// Per device, the reductions it runs with a row epilogue (ABI 1.10); a device not listed: none.
+using DeviceMasks = std::vector<std::pair<Device, uint32_t>>;
 
 // Plans `order` (Note [Fusion]) and lowers every kernel of the plan, unbound, rewriting the ops
 // a kernel's device lacks (`ops`; a device not listed has every op). `keep`: the targets' bases;
@@ -57,6 +60,6 @@ using DeviceOps = std::vector<std::pair<Device, uint64_t>>;
 // an op a device lacks that has no decomposition.
 std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
                                           const GraphKey& g, const FusionOptions& options, int has_contraction,
-                                          bool describe, const DeviceOps& ops = {});
+                                          bool describe, const DeviceOps& ops = {}, const DeviceMasks& epilogues = {});
 
 }  // namespace ravel::detail

@@ -31,6 +31,9 @@ struct ScheduleRequest {
   bool describe = false;                // keep RAVEL_DEBUG text in the kernels
   // The op mask of a device (Note [Capabilities] in graph/ops.hpp); unset: every op.
   std::function<uint64_t(const Device&)> device_ops;
+  // The reductions a device runs with a row epilogue (ABI 1.10, Note [Row epilogue fusion]);
+  // unset: none.
+  std::function<uint32_t(const Device&)> reduce_epilogue_ops;
 };
 
 struct Schedule {

@@ -205,9 +205,16 @@ void ProgramCase::run(Measure& m) const {
   // What a host sends: `code` with the ops the device lacks (or --decompose masks) rewritten;
   // the reference runs `code` itself.
   const std::vector<rvl_instruction> sent = s.lower(code);
+  const std::vector<rvl_instruction> sent_epilogue = epilogue.empty() ? std::vector<rvl_instruction>{} : s.lower(epilogue);
   std::vector<int32_t> dts{out.dtype};
   for (const rvl_instruction& i : sent) dts.push_back(i.dtype);
+  for (const rvl_instruction& i : sent_epilogue) dts.push_back(i.dtype);
   require_supported(int(shape.size()), dts);
+  if (!epilogue.empty()) {
+    const uint32_t ops = RVL_HAS_MEMBER(&s.props, rvl_device_properties, reduce_epilogue_ops) ? s.props.reduce_epilogue_ops : 0;
+    if (!((ops >> reduce_op) & 1u))
+      throw Skip("the device does not list this reduction in rvl_device_properties.reduce_epilogue_ops (optional)");
+  }
 
   Uploaded up;
   for (const Input& in : inputs) up.add(in);
@@ -223,6 +230,11 @@ void ProgramCase::run(Measure& m) const {
   p.reduce_op = reduce_op;
   p.reduce_axes = reduce_axes;
   p.output = operand_for(ob, out.dtype, out_view);
+  if (!epilogue.empty()) {
+    p.n_epilogue = int32_t(sent_epilogue.size());
+    p.epilogue = sent_epilogue.data();
+    p.acc_dtype = acc_dtype;
+  }
   check_ok(s.api->execute_program(s.device, nullptr, &p), "execute_program");
   check_ok(s.api->synchronize(s.device), "synchronize");
   up.check_unchanged(inputs, "input");
@@ -235,6 +247,7 @@ void ProgramCase::run(Measure& m) const {
   hp.n_instructions = int32_t(code.size());
   hp.instructions = code.data();
   hp.output.view = out_view;
+  if (!epilogue.empty()) hp.n_epilogue = int32_t(epilogue.size()), hp.epilogue = epilogue.data();
   ref::HostBuffer want = out;
   ref::run_program(hp, host_ptrs(inputs), want);
   m.threshold = threshold;

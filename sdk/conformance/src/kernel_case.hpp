@@ -46,6 +46,10 @@ struct ProgramCase {
   ref::HostBuffer out;  // initial contents (its dtype is the output dtype)
   rvl_view out_view{};
   double threshold = 0;
+  // ABI 1.10: a row epilogue (non-empty: the output has the full shape; ACC has acc_dtype).
+  // The case is a skip on a device whose reduce_epilogue_ops lacks reduce_op.
+  std::vector<rvl_instruction> epilogue;
+  int32_t acc_dtype = -1;
 
   // Runs it; records the error measure; throws Failure / Skip.
   void run(Measure& m) const;

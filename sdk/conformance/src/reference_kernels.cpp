@@ -120,6 +120,30 @@ void run_program(const rvl_program& p, const std::vector<const HostBuffer*>& inp
     kept_shape[d] = reduced ? 1 : p.shape[d];
     red_shape[d] = reduced ? p.shape[d] : 1;
   }
+  // ABI 1.10, a row epilogue: the reduction first, into its own acc_dtype buffer (one value
+  // per kept index, in row-major order over kept_shape), then the epilogue at every index with
+  // ACC its output's value, written through the full-space output view. Deliberately two
+  // separate passes: the plain reduction below, then plain elementwise evaluation.
+  if (RVL_HAS_MEMBER(&p, rvl_program, acc_dtype) && p.n_epilogue > 0) {
+    int64_t kept = 1, kstride[RVL_MAX_RANK];
+    for (int d = R - 1; d >= 0; --d) kstride[d] = kept, kept *= kept_shape[d];
+    HostBuffer reduced(p.acc_dtype, kept);
+    rvl_program q = p;
+    q.n_epilogue = 0;
+    q.output.dtype = p.acc_dtype;
+    q.output.view = rvl_view{};
+    q.output.view.struct_size = sizeof(rvl_view);
+    for (int d = 0; d < R; ++d) {
+      q.output.view.strides[d] = (p.reduce_axes >> d) & 1u ? 0 : kstride[d];
+      q.output.view.valid_hi[d] = p.shape[d];
+    }
+    run_program(q, inputs, reduced);
+    for_each_index(R, p.shape, [&](const int64_t* idx) {
+      const Value acc = reduced.get(address(q.output.view, R, idx));
+      out.set(address(ov, R, idx), evaluate(p.epilogue, p.n_epilogue, p.inputs, R, inputs, idx, acc));
+    });
+    return;
+  }
   if (p.reduce_op == RVL_REDUCE_LOGSUMEXP) {
     for_each_index(R, kept_shape, [&](const int64_t* kept) {
       std::vector<double> xs;

@@ -1,4 +1,4 @@
-/* Ravel backend C ABI, version 1.8 (1.1 added rvl_device_properties.arch/warp_size/details and
+/* Ravel backend C ABI, version 1.10 (1.1 added rvl_device_properties.arch/warp_size/details and
  * rvl_probe_result.reason; 1.2 the optional members buffer_address/buffer_wrap; 1.3
  * rvl_device_properties.dlpack_device_type/dlpack_device_id; 1.4 the reduction
  * RVL_REDUCE_LOGSUMEXP and rvl_device_properties.reduce_ops; 1.5 the optional member
@@ -6,7 +6,9 @@
  * the instructions a device implements; 1.7 the dtypes F16, BF16, I8, I16, U16, U32, U64, which a
  * device runs only if its rvl_device_properties.dtypes says so; 1.8 the multi-axis members of
  * rvl_contraction and rvl_device_properties.contraction_axes; 1.9 the optional member all_reduce,
- * a collective over buffers on several devices of one plugin; nothing else changed).
+ * a collective over buffers on several devices of one plugin; 1.10 the row epilogue of a
+ * reduction, rvl_program.n_epilogue/epilogue/acc_dtype and rvl_device_properties.reduce_epilogue_ops;
+ * nothing else changed).
  *
  * Plain C99. A backend plugin is a shared object that exports exactly one symbol,
  * `rvl_backend_entry`, returning a pointer to a static, append-only table of function pointers
@@ -47,7 +49,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 9
+#define RVL_ABI_MINOR 10
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
@@ -124,7 +126,8 @@ typedef enum rvl_dtype {
  *  CONST   dst = the constant in `value`, of the instruction's dtype (value.i is converted to
  *          the integer dtypes and BOOL like a CAST from I64, and holds a U64's bits; value.f to F32,
  *          F16, BF16 like a CAST from F64)
- *  ACC     (contraction epilogues only) dst = the contraction's accumulated value
+ *  ACC     (contraction epilogues and, since 1.10, reduction epilogues only) dst = the
+ *          contraction's accumulated value / the reduced value of the current row
  *  CAST    dst = (dtype) src0; float->int truncates toward zero and saturates at the target's
  *          range (NaN -> 0); int->int wraps (two's complement); ->bool is (x != 0); to F16/BF16
  *          rounds to nearest even in one step (<ravel/half.hpp>), overflowing to infinity.
@@ -261,6 +264,22 @@ typedef struct rvl_program {
   int32_t reduce_op;        /* rvl_reduce_op */
   uint32_t reduce_axes;     /* bit d set: axis d is reduced */
   rvl_operand output;
+  /* ---- since 1.10 (optional, a "reduction with a row epilogue"; docs/abi.md §18) ----
+   * With n_epilogue > 0 (only with a reduce_op, and only to a device whose
+   * rvl_device_properties.reduce_epilogue_ops has bit (1u << reduce_op)): the reduced values
+   * are not stored. Instead, for every index i of the iteration space, the `epilogue`
+   * instruction list is evaluated (LOADs read the same `inputs`, ACC is the reduced value of
+   * the output i belongs to, of dtype acc_dtype) and the value of its last instruction is
+   * stored at output.view[i]: the output then has the full iteration space (no stride-0
+   * requirement on the reduced axes; full validity and no aliasing as always). This is
+   * softmax's e^(x - logsumexp(x)) or layer norm's (x - mean) * rstd in one kernel, which a
+   * device may run one block of rows at a time, reading each row from memory once.
+   * acc_dtype: the reduction's result dtype, i.e. the last instruction's dtype, or F64 for a
+   * widening LOGSUMEXP of F32 values. n_epilogue == 0 (or a host built against <= 1.8, whose
+   * struct_size ends before these members) is the plain reduction above. */
+  int32_t n_epilogue;
+  const rvl_instruction* epilogue;
+  int32_t acc_dtype;        /* rvl_dtype of ACC in the epilogue */
 } rvl_program;
 
 /* ---- contractions -------------------------------------------------------------------------- */
@@ -359,6 +378,12 @@ typedef struct rvl_device_properties {
    * accepts. 0 or 1: only the 1.0 form, what every older plugin gets (the host zero-initialises
    * the struct); the host then lowers a multi-axis contraction to the 1.0 form itself. */
   int32_t contraction_axes;
+  /* ---- since 1.10 (row epilogues) ----
+   * The reductions (bit (1u << rvl_reduce_op)) for which execute_program accepts an epilogue
+   * (rvl_program.n_epilogue > 0). 0, what every older plugin gets (the host zero-initialises
+   * the struct): none; the host then runs the reduction and the elementwise kernel that reads
+   * its result as two kernels, as before. */
+  uint32_t reduce_epilogue_ops;
 } rvl_device_properties;
 
 typedef struct rvl_probe_result {
@@ -570,6 +595,8 @@ typedef enum rvl_all_reduce_op {
 #define RVL_CONTRACTION_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_contraction, epilogue)
 #define RVL_CONTRACTION_STRUCT_SIZE_1_8 RVL_STRUCT_SIZE(rvl_contraction, b_n_strides)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_8 RVL_STRUCT_SIZE(rvl_device_properties, contraction_axes)
+#define RVL_PROGRAM_STRUCT_SIZE_1_10 RVL_STRUCT_SIZE(rvl_program, acc_dtype)
+#define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_10 RVL_STRUCT_SIZE(rvl_device_properties, reduce_epilogue_ops)
 #define RVL_OPERAND_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_operand, view)
 #define RVL_VIEW_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_view, valid_hi)
 

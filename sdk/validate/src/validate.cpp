@@ -172,8 +172,8 @@ void check_instructions(const char* kind, const rvl_instruction* ins, int32_t n,
           rvl::invalid(w() + ": dtype " + dt_str(dt) + " differs from input " + to_string(I.arg) +
                        " dtype " + dt_str(inputs[I.arg].dtype));
       } else if (I.op == RVL_OP_ACC) {
-        if (acc_dtype < 0) rvl::invalid(w() + ": ACC is only allowed in contraction epilogues");
-        if (dt != acc_dtype) bad_dtype("the contraction dtype " + dt_str(acc_dtype));
+        if (acc_dtype < 0) rvl::invalid(w() + ": ACC is only allowed in epilogues (contractions, reductions)");
+        if (dt != acc_dtype) bad_dtype("the accumulator dtype " + dt_str(acc_dtype));
       }
       continue;
     }
@@ -234,8 +234,10 @@ void require_dtypes(const Program& p, uint32_t dtypes, const char* kind) {
 }
 }  // namespace
 
-Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes) {
-  rvl::require_struct(p, "program");
+Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes, uint32_t epilogue_ops) {
+  // A host built against <= 1.8 passes the 1.0 size: the 1.10 members are read only when
+  // struct_size covers them (RVL_HAS_MEMBER), so requiring sizeof here would refuse old hosts.
+  rvl::require_struct(p, "program", RVL_PROGRAM_STRUCT_SIZE_1_0);
   Program out;
   check_shape("program", p->rank, p->shape);
   out.rank = p->rank;
@@ -244,7 +246,8 @@ Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint3
     rvl::invalid("program: unknown reduce_op " + to_string(p->reduce_op) + ", expected 0..4");
   // LOGSUMEXP (1.4) is defined on floats only (backend.h). Whether the device implements it is
   // the plugin's business (rvl_device_properties.reduce_ops): this checks the kernel's form.
-  if (p->reduce_op == RVL_REDUCE_LOGSUMEXP && !rvl::dtype_is_float(p->output.dtype))
+  const bool has_epilogue = RVL_HAS_MEMBER(p, rvl_program, acc_dtype) && p->n_epilogue != 0;
+  if (p->reduce_op == RVL_REDUCE_LOGSUMEXP && !has_epilogue && !rvl::dtype_is_float(p->output.dtype))
     rvl::invalid("program: reduce_op LOGSUMEXP needs a float output (f32 or f64), got dtype " +
                  to_string(p->output.dtype));
   if (p->rank < 32 && (p->reduce_axes >> p->rank) != 0)
@@ -254,18 +257,47 @@ Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint3
     rvl::invalid("program: reduce_axes set but reduce_op is NONE");
   out.reduce_op = p->reduce_op;
   out.reduce_axes = p->reduce_axes;
+  // ABI 1.10: a row epilogue (backend.h). A host built against <= 1.8 has no such members.
+  const bool epi = RVL_HAS_MEMBER(p, rvl_program, acc_dtype) && p->n_epilogue != 0;
+  if (epi && p->reduce_op == RVL_REDUCE_NONE)
+    rvl::invalid("program: an epilogue (n_epilogue " + to_string(p->n_epilogue) + ") needs a reduce_op");
   out.inputs = check_inputs(lookup, "input", p->n_inputs, p->inputs, p->rank, p->shape);
+  // With an epilogue the output covers the whole iteration space: nothing is reduced into it.
   out.out = check_operand(lookup, Name("output"), &p->output, p->rank, p->shape, true, true,
-                          p->reduce_axes);
+                          epi ? 0u : p->reduce_axes);
   check_count("instruction", p->n_instructions, false, p->instructions);
-  // LOGSUMEXP may widen F32 values into an F64 output (backend.h); nothing else changes dtype.
-  int32_t last_dtype = out.out.dtype;
-  if (p->reduce_op == RVL_REDUCE_LOGSUMEXP && out.out.dtype == RVL_DTYPE_F64 &&
+  // The reduced value's dtype: the output's, or (with an epilogue) acc_dtype. LOGSUMEXP may
+  // widen F32 values into an F64 result (backend.h); nothing else changes dtype.
+  int32_t result_dtype = out.out.dtype;
+  if (epi) {
+    result_dtype = p->acc_dtype;
+    if (!rvl::dtype_valid(result_dtype))
+      rvl::invalid("program: unknown acc_dtype " + to_string(result_dtype));
+  }
+  if (p->reduce_op == RVL_REDUCE_LOGSUMEXP && !rvl::dtype_is_float(result_dtype))
+    rvl::invalid("program: reduce_op LOGSUMEXP needs a float acc_dtype (f32 or f64), got dtype " +
+                 to_string(result_dtype));
+  int32_t last_dtype = result_dtype;
+  if (p->reduce_op == RVL_REDUCE_LOGSUMEXP && result_dtype == RVL_DTYPE_F64 &&
       p->instructions[p->n_instructions - 1].dtype == RVL_DTYPE_F32)
     last_dtype = RVL_DTYPE_F32;
   check_instructions("instruction", p->instructions, p->n_instructions, out.inputs, -1, last_dtype);
   out.ins = p->instructions;
   out.n_ins = p->n_instructions;
+  if (epi) {
+    check_count("epilogue instruction", p->n_epilogue, false, p->epilogue);
+    check_instructions("epilogue instruction", p->epilogue, p->n_epilogue, out.inputs, result_dtype,
+                       out.out.dtype);
+    out.epilogue = p->epilogue;
+    out.n_epilogue = p->n_epilogue;
+    out.acc_dtype = result_dtype;
+    require_dtype(result_dtype, dtypes, "program accumulator");
+    for (int32_t j = 0; j < p->n_epilogue; ++j) require_dtype(p->epilogue[j].dtype, dtypes, "program epilogue");
+    if (!((epilogue_ops >> p->reduce_op) & 1u))
+      rvl::fail(RVL_STATUS_UNSUPPORTED, "program: this device runs no row epilogue for reduce_op " +
+                                            to_string(p->reduce_op) + " (its reduce_epilogue_ops is " +
+                                            to_string(epilogue_ops) + ")");
+  }
   require_dtypes(out, dtypes, "program");
   return out;
 }

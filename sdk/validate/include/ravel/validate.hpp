@@ -56,6 +56,11 @@ struct Program {
   int32_t reduce_op = RVL_REDUCE_NONE;
   uint32_t reduce_axes = 0;
   View out;
+  // ABI 1.10: a reduction's row epilogue (n_epilogue > 0): `out` then has the full iteration
+  // space and receives the epilogue's values; ACC in it has dtype acc_dtype.
+  const rvl_instruction* epilogue = nullptr;  // borrowed, like ins
+  int32_t n_epilogue = 0;
+  int32_t acc_dtype = -1;
 };
 
 struct Contraction {
@@ -82,7 +87,11 @@ struct Contraction {
 // device's rvl_device_properties.dtypes), throw rvl::Error(UNSUPPORTED) with a message that
 // starts "dtype " and names it (the host reads that as a DTypeError). The default is the 1.0-1.6
 // dtypes, so a plugin that does not pass its mask never runs the 1.7 dtypes it was not written for.
-Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes = RVL_DTYPES_1_0);
+// ABI 1.10: a well-formed program with a row epilogue whose reduction's bit is not in
+// `epilogue_ops` (the device's rvl_device_properties.reduce_epilogue_ops) is UNSUPPORTED, so a
+// plugin that does not pass its mask never silently ignores an epilogue it does not run.
+Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes = RVL_DTYPES_1_0,
+                         uint32_t epilogue_ops = 0);
 Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& lookup,
                                  uint32_t dtypes = RVL_DTYPES_1_0);
 
