@@ -1,9 +1,9 @@
 // Optimizers. Updates are built lazily under a NoGradGuard, realized together in one scheduling
 // pass, and land with Tensor::assign, so parameters stay leaves and the graph does not grow.
 #include <cmath>
+#include <optional>
 
 #include "ravel/nn.hpp"
-#include "ravel/runtime.hpp"
 #include "tensor/sharded.hpp"
 
 namespace ravel::nn {
@@ -89,7 +89,7 @@ void Adam::update(const std::vector<Tensor>& also, const Scaling& scaling) {
   Tensor c1t, c2t;
   double c1 = 0, c2 = 0;
   if (scaling.skip.defined() || steps_.defined()) {
-    const Device dev = params_.empty() ? Runtime::get().default_device() : params_.front()->device();
+    const std::optional<Device> dev = params_.empty() ? std::nullopt : std::optional<Device>(params_.front()->device());
     const DType dt = !params_.empty() && params_.front()->dtype() == DType::F64 ? DType::F64 : DType::F32;
     if (!steps_.defined()) steps_ = Tensor::full({}, static_cast<double>(t_), dt, dev);
     Tensor t = steps_ + 1.0;
