@@ -269,6 +269,18 @@ BOOST_AUTO_TEST_CASE(misuse_and_disabled) {
   nn::SGD sgd_h({&h}, 0.1);
   scaler.scale((h * 2.0).sum()).backward();
   BOOST_CHECK_THROW(scaler.step(sgd_h), ravel::DTypeError);
+  // One step() per optimizer between update()s; two optimizers share the scale and its backoff.
+  Tensor a = Tensor::from_vector<float>({1}, {1}).requires_grad_(), b = Tensor::from_vector<float>({1}, {1}).requires_grad_();
+  nn::SGD sa({&a}, 0.5), sb({&b}, 0.5);
+  nn::GradScaler shared;
+  shared.scale((a * 2.0).sum() + (b * 1e38).sum()).backward();  // b's scaled gradient is inf
+  shared.step(sa);
+  BOOST_CHECK_THROW(shared.step(sa), ravel::ValueError);
+  shared.step(sb);
+  shared.update();
+  BOOST_CHECK_EQUAL(a.to_vector<float>()[0], 0.0f);  // a's step applied (1 - 0.5 * 2)
+  BOOST_CHECK_EQUAL(b.to_vector<float>()[0], 1.0f);  // b's skipped
+  BOOST_CHECK_EQUAL(shared.get_scale(), 32768.0);     // and the scale backed off
   // Disabled: scale() is the loss itself and step() the optimizer's.
   nn::GradScaler::Options off;
   off.enabled = false;

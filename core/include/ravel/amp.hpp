@@ -75,7 +75,8 @@ class GradScaler {
 
   Tensor scale(const Tensor& loss) const;  // loss * scale, at least f32
   // Unscales the optimizer's gradients and applies its step unless one is inf or NaN; `also`
-  // is realized in the same pass (Optimizer::step's argument).
+  // is realized in the same pass (Optimizer::step's argument). Once per optimizer between
+  // update()s (a ValueError for a second time); several optimizers may share the scaler.
   void step(Optimizer& optimizer, const std::vector<Tensor>& also = {});
   // Adjusts the scale after step() (a ValueError without a step() since the last update()).
   void update();
@@ -91,7 +92,8 @@ class GradScaler {
   Options options_;
   Tensor scale_;    // 0-dim f32
   Tensor tracker_;  // 0-dim i64: good steps in a row
-  Tensor found_inf_;  // 0-dim bool from step() until update()
+  Tensor found_inf_;  // 0-dim bool from step() until update(): any stepped optimizer's skip
+  std::vector<const Optimizer*> stepped_;  // the optimizers stepped since the last update()
 };
 
 }  // namespace ravel::nn

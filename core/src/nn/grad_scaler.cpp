@@ -54,6 +54,10 @@ Tensor GradScaler::scale(const Tensor& loss) const {
 
 void GradScaler::step(Optimizer& optimizer, const std::vector<Tensor>& also) {
   if (!options_.enabled) return optimizer.step(also);
+  // As PyTorch: one step() per optimizer between update()s (several optimizers may share a
+  // scaler; update() then backs off if any of them saw a non-finite gradient).
+  for (const Optimizer* o : stepped_)
+    RAVEL_CHECK(o != &optimizer, ValueError, "GradScaler::step: this optimizer already stepped since the last update()");
   NoGradGuard no_grad;
   Optimizer::Scaling scaling;
   scaling.inv_scale = scale_.recip();
@@ -69,7 +73,8 @@ void GradScaler::step(Optimizer& optimizer, const std::vector<Tensor>& also) {
                     .logical_not().sum().to(bad.device());  // NaN < inf is false too
   }
   scaling.skip = bad.gt(Tensor::zeros({}, DType::I64));
-  found_inf_ = scaling.skip;
+  found_inf_ = found_inf_.defined() ? found_inf_.logical_or(scaling.skip) : scaling.skip;
+  stepped_.push_back(&optimizer);
   std::vector<Tensor> with_flag = also;
   with_flag.push_back(found_inf_);  // realized in the step's pass: update() reads it
   optimizer.update(with_flag, scaling);
@@ -90,6 +95,7 @@ void GradScaler::update() {
   scale_.assign(scale);
   tracker_.assign(tracker);
   found_inf_ = Tensor();
+  stepped_.clear();
 }
 
 double GradScaler::get_scale() const { return options_.enabled ? scale_.item<double>() : 1.0; }
