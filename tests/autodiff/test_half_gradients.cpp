@@ -189,3 +189,28 @@ BOOST_AUTO_TEST_CASE(integer_dtypes_get_no_gradient) {
     }
   }
 }
+
+BOOST_AUTO_TEST_CASE(forward_mode_and_second_order) {
+  // jvp (a transposed vjp) and grad of grad run in the half dtype too, within the same bound.
+  Tensor xv = uniform({7}, 41, 0.5, 1.5), tv = normal({7}, 42);
+  const TensorFn f = [](const std::vector<Tensor>& x) { return (x[0].sin() * x[0]).exp(); };
+  for (DType d : kHalves) {
+    guarded(ravel::dtype_name(d), [&] {
+      Tensor x = xv.cast(d), t = tv.cast(d);
+      auto [y, jt] = ravel::jvp(f, {x}, {t});
+      auto [y64, jt64] = ravel::jvp(f, {x.cast(DType::F64)}, {t.cast(DType::F64)});
+      BOOST_CHECK(jt.dtype() == d);
+      // f''(x) elementwise (f acts elementwise): the gradient of sum(grad(sum f)).
+      const ravel::UnaryFn first = ravel::grad(ravel::UnaryFn([&](const Tensor& v) { return f({v}).sum(); }));
+      const ravel::UnaryFn second = ravel::grad(ravel::UnaryFn([&](const Tensor& v) { return first(v).sum(); }));
+      Tensor h = second(x), h64 = second(x.cast(DType::F64));
+      BOOST_CHECK(h.dtype() == d);
+      for (auto [got, want] : {std::pair{jt, jt64}, std::pair{h, h64}}) {
+        std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+        double scale = 0, worst = 0;
+        for (size_t k = 0; k < g.size(); ++k) scale = std::max(scale, std::fabs(w[k])), worst = std::max(worst, std::fabs(g[k] - w[k]));
+        BOOST_CHECK_LE(worst, 16 * unit_roundoff(d) * scale);
+      }
+    });
+  }
+}
