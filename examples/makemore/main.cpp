@@ -75,7 +75,9 @@ Options parse(int argc, char** argv) {
       else if (a == "--jit" && (v == "on" || v == "off")) o.jit = v == "on";
       else if (a == "--jit") throw std::invalid_argument(v);
       else if (a == "--dtype" && (v == "f32" || v == "bf16" || v == "f16"))
-        o.half = v == "f32" ? std::nullopt : std::optional<ravel::DType>(v == "bf16" ? ravel::DType::BF16 : ravel::DType::F16);
+        o.half = v == "f32"    ? std::nullopt
+                 : v == "bf16" ? std::optional<ravel::DType>(ravel::DType::BF16)
+                               : std::optional<ravel::DType>(ravel::DType::F16);
       else if (a == "--dtype") {
         std::fprintf(stderr, "makemore: bad value '%s' for --dtype (expected f32, bf16 or f16)\n", v.c_str());
         usage(2);

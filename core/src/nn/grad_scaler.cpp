@@ -57,7 +57,8 @@ void GradScaler::step(Optimizer& optimizer, const std::vector<Tensor>& also) {
   // As PyTorch: one step() per optimizer between update()s (several optimizers may share a
   // scaler; update() then backs off if any of them saw a non-finite gradient).
   for (const Optimizer* o : stepped_)
-    RAVEL_CHECK(o != &optimizer, ValueError, "GradScaler::step: this optimizer already stepped since the last update()");
+    RAVEL_CHECK(o != &optimizer, ValueError,
+                "GradScaler::step: this optimizer already stepped since the last update()");
   NoGradGuard no_grad;
   Optimizer::Scaling scaling;
   scaling.inv_scale = scale_.recip();

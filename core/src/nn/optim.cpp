@@ -83,9 +83,9 @@ void Adam::update(const std::vector<Tensor>& also, const Scaling& scaling) {
   const std::vector<Tensor> grads = gradients(scaling);
   // The bias corrections 1 - beta^t. A skipped step must not advance t (PyTorch skips the whole
   // optimizer.step()), and a skip decided on the device cannot tell the host, so from the first
-  // scaled step on the count lives on the device (an f32 scalar, exact to 2^24 steps, or f64 for f64 parameters), selected
-  // with the rest (Note [Device-side loss scaling] in grad_scaler.cpp). Plain steps before that
-  // count on the host, as before: their update has no extra ops.
+  // scaled step on the count lives on the device (an f32 scalar, exact to 2^24 steps; f64 for
+  // f64 parameters), selected with the rest (Note [Device-side loss scaling] in
+  // grad_scaler.cpp). Plain steps before that count on the host, as before: no extra ops.
   Tensor c1t, c2t;
   double c1 = 0, c2 = 0;
   if (scaling.skip.defined() || steps_.defined()) {
