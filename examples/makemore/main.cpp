@@ -4,7 +4,9 @@
 // writes the loss curve as an SVG file. Under mpirun it trains data-parallel: the same global
 // batch split over the ranks (docs/distributed.md); only rank 0 prints and writes files.
 //   makemore [--steps N] [--batch N] [--hidden N] [--embed N] [--block N] [--lr X] [--seed N]
-//            [--config FILE] [--words FILE] [--out DIR]
+//            [--config FILE] [--words FILE] [--out DIR] [--jit on|off] [--dtype f32|bf16|f16]
+// --dtype bf16/f16 trains in mixed precision (docs/nn.md): f32 master weights, the layers in the
+// half dtype under nn::Autocast, and for f16 dynamic loss scaling (nn::GradScaler).
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +16,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -35,16 +38,19 @@ struct Options {
   double lr = 0.1;
   uint64_t seed = 42;
   bool jit = true;  // capture the training step once and replay it (ravel/jit.hpp)
+  std::optional<ravel::DType> half;  // --dtype bf16|f16: the layers' compute dtype (f32: none)
   std::string config, words = "/usr/share/dict/american-english", out = ".";
 };
 
 [[noreturn]] void usage(int code) {
   std::puts(
       "usage: makemore [--steps N] [--batch N] [--hidden N] [--embed N] [--block N] [--lr X] [--seed N]\n"
-      "                [--config FILE] [--words FILE] [--out DIR] [--jit on|off]\n"
+      "                [--config FILE] [--words FILE] [--out DIR] [--jit on|off] [--dtype f32|bf16|f16]\n"
       "Trains a character-level MLP language model on a word list and samples new words.\n"
+      "  --dtype   the layers' compute dtype: bf16 or f16 train in mixed precision (f32 master\n"
+      "            weights; f16 with dynamic loss scaling)\n"
       "Defaults: --steps 150000 --batch 64 --hidden 200 --embed 10 --block 3 --lr 0.1 --seed 42\n"
-      "          --words /usr/share/dict/american-english --out . --jit on");
+      "          --words /usr/share/dict/american-english --out . --jit on --dtype f32");
   std::exit(code);
 }
 
@@ -68,6 +74,14 @@ Options parse(int argc, char** argv) {
       else if (a == "--out") o.out = v;
       else if (a == "--jit" && (v == "on" || v == "off")) o.jit = v == "on";
       else if (a == "--jit") throw std::invalid_argument(v);
+      else if (a == "--dtype" && (v == "f32" || v == "bf16" || v == "f16"))
+        o.half = v == "f32"    ? std::nullopt
+                 : v == "bf16" ? std::optional<ravel::DType>(ravel::DType::BF16)
+                               : std::optional<ravel::DType>(ravel::DType::F16);
+      else if (a == "--dtype") {
+        std::fprintf(stderr, "makemore: bad value '%s' for --dtype (expected f32, bf16 or f16)\n", v.c_str());
+        usage(2);
+      }
       else { std::fprintf(stderr, "makemore: unknown option %s\n", a.c_str()); usage(2); }
     } catch (const std::logic_error&) {
       std::fprintf(stderr, "makemore: bad value '%s' for %s\n", v.c_str(), a.c_str());
@@ -99,8 +113,14 @@ struct Model {
 };
 
 // Mean loss over a whole split, in chunks so no intermediate grows past a few MB.
-double evaluate(const Model& m, const Examples& ex, int block) {
+// The model's compute dtype for the rest of the scope: none for f32 (docs/nn.md, Mixed precision).
+ravel::nn::Autocast autocast_for(const Options& o) {
+  return ravel::nn::Autocast(o.half.value_or(ravel::DType::BF16), o.half.has_value());
+}
+
+double evaluate(const Model& m, const Examples& ex, int block, const Options& o) {
   ravel::NoGradGuard no_grad;
+  const ravel::nn::Autocast autocast = autocast_for(o);
   const int64_t chunk = 20000;
   double total = 0;
   for (int64_t s = 0; s < ex.size(); s += chunk) {
@@ -117,12 +137,13 @@ double evaluate(const Model& m, const Examples& ex, int block) {
   return total / static_cast<double>(ex.size());
 }
 
-std::string sample_word(const Model& m, int block, std::mt19937_64& rng) {
+std::string sample_word(const Model& m, int block, std::mt19937_64& rng, const Options& o) {
   ravel::NoGradGuard no_grad;
+  const ravel::nn::Autocast autocast = autocast_for(o);
   std::vector<int64_t> ctx(block, 0);
   std::string word;
   for (int len = 0; len < 30; ++len) {
-    auto probs = m(Tensor::from_vector(ctx, {1, block})).softmax(-1).to_vector<double>();
+    auto probs = ravel::nn::autocast_f32(m(Tensor::from_vector(ctx, {1, block}))).softmax(-1).to_vector<double>();
     std::discrete_distribution<int> pick(probs.begin(), probs.end());
     int next = pick(rng);
     if (next == 0) break;
@@ -146,6 +167,10 @@ int main(int argc, char** argv) try {
   // one and nothing below changes (ravel/distributed.hpp).
   const ravel::distributed::World& world = ravel::distributed::init();
   const bool parallel = !world.launcher.empty();
+  if (parallel && o.half == ravel::DType::F16) {  // DataParallelStep has no loss scaling yet
+    std::fprintf(stderr, "makemore: --dtype f16 under a launcher is not supported yet (bf16 is)\n");
+    return 2;
+  }
   if (parallel && o.batch < world.size) {
     std::fprintf(stderr, "makemore: --batch %lld is smaller than the %d ranks\n", static_cast<long long>(o.batch), world.size);
     return 2;
@@ -186,10 +211,18 @@ int main(int argc, char** argv) try {
               static_cast<long long>(train.size()), static_cast<long long>(val.size()));
   std::printf("model: context %d chars -> embedding %lld -> tanh hidden %lld -> 27 logits (%lld parameters)\n", o.block,
               static_cast<long long>(o.embed), static_cast<long long>(o.hidden), static_cast<long long>(n_params));
-  std::printf("training %lld steps, batch %lld, SGD lr %.3g (x0.1 for the last quarter)\n\n",
-              static_cast<long long>(o.steps), static_cast<long long>(o.batch), o.lr);
+  std::printf("training %lld steps, batch %lld, SGD lr %.3g (x0.1 for the last quarter)%s\n\n",
+              static_cast<long long>(o.steps), static_cast<long long>(o.batch), o.lr,
+              !o.half ? ""
+              : *o.half == ravel::DType::BF16 ? "; mixed precision: bf16 layers, f32 weights"
+                                              : "; mixed precision: f16 layers, f32 weights, dynamic loss scaling");
 
   ravel::nn::SGD sgd(model.parameters(), o.lr);
+  // Dynamic loss scaling for f16 (bf16 has f32's exponent range), as torch.amp.GradScaler(enabled=
+  // dtype == float16); disabled, scale() is the loss and step() is sgd.step().
+  ravel::nn::GradScaler::Options scaling;
+  scaling.enabled = o.half == ravel::DType::F16;
+  ravel::nn::GradScaler scaler(scaling);
   std::mt19937_64 rng(o.seed);
   std::uniform_int_distribution<int64_t> pick(0, train.size() - 1);
   Series curve{"train loss (batch, smoothed)", "#1f77b4", {}};
@@ -201,19 +234,30 @@ int main(int argc, char** argv) try {
   // One training step as a function of the batch; with --jit on, its kernels are captured at
   // the first call and replayed afterwards (no graph, autodiff or scheduling per step).
   const ravel::Jit::Function step_fn = [&](const std::vector<Tensor>& in) {
-    Tensor loss = ravel::nn::cross_entropy(model(in[0]), in[1]);
+    Tensor loss;
+    {
+      const ravel::nn::Autocast autocast = autocast_for(o);  // --dtype (captured with the step)
+      loss = ravel::nn::cross_entropy(model(in[0]), in[1]);
+    }
     sgd.zero_grad();
-    loss.backward();
-    sgd.step({loss});  // the loss in the same pass: one forward pass per step
+    scaler.scale(loss).backward();
+    scaler.step(sgd, {loss});  // the loss in the same pass: one forward pass per step
+    scaler.update();
     sgd.zero_grad();  // no gradient outlives the step (a replay would not update it)
     return std::vector<Tensor>{loss};
   };
-  ravel::Jit train_step(step_fn, model.parameters());
+  std::vector<Tensor*> jit_state = model.parameters();
+  if (scaler.is_enabled())
+    for (Tensor* t : scaler.state()) jit_state.push_back(t);
+  ravel::Jit train_step(step_fn, jit_state);
   std::unique_ptr<DataParallelStep> ddp_step;  // with several ranks: rows [lo, hi) of each batch
   if (parallel)
     ddp_step = std::make_unique<DataParallelStep>(
         model.parameters(),
-        [&](const Tensor& c, const Tensor& t) { return ravel::nn::cross_entropy(model(c), t); },
+        [&](const Tensor& c, const Tensor& t) {
+          const ravel::nn::Autocast autocast = autocast_for(o);
+          return ravel::nn::cross_entropy(model(c), t);
+        },
         static_cast<double>(hi - lo) / static_cast<double>(o.batch), o.jit);
   ravel::reset_stats();
   for (int64_t step = 1; step <= o.steps; ++step) {
@@ -257,16 +301,17 @@ int main(int argc, char** argv) try {
   if (o.jit && ddp_step)
     std::printf("jit: %lld steps replayed, %lld captured (the all-reduce inside)\n",
                 static_cast<long long>(ddp_step->replays()), static_cast<long long>(ddp_step->captures()));
+  if (scaler.is_enabled()) std::printf("loss scale at the end: %g\n", scaler.get_scale());
   if (world.rank != 0) return 0;  // the model is the same on every rank: rank 0 evaluates and writes
 
-  double train_loss = evaluate(model, train, o.block), val_loss = evaluate(model, val, o.block);
+  double train_loss = evaluate(model, train, o.block, o), val_loss = evaluate(model, val, o.block, o);
   double baseline = unigram_baseline(train, val);
   std::printf("final loss: train %.4f, validation %.4f (unigram baseline %.4f, uniform %.4f)\n", train_loss, val_loss,
               baseline, std::log(27.0));
 
   std::printf("\n20 sampled words:\n");
   std::mt19937_64 srng(o.seed + 7);
-  for (int i = 0; i < 20; ++i) std::printf("  %s\n", sample_word(model, o.block, srng).c_str());
+  for (int i = 0; i < 20; ++i) std::printf("  %s\n", sample_word(model, o.block, srng, o).c_str());
 
   std::filesystem::create_directories(o.out);
   std::string svg = (std::filesystem::path(o.out) / "makemore-loss.svg").string();

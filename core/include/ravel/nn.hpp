@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "ravel/amp.hpp"  // Autocast, GradScaler (mixed precision)
 #include "ravel/autodiff.hpp"
 #include "ravel/conv.hpp"  // conv2d, max_pool2d, ... (functional)
 #include "ravel/tensor.hpp"
@@ -236,13 +237,29 @@ class Optimizer {
   // Updates every parameter from its grad() (parameters without one are skipped), realizing the
   // new values in one pass together with `also` (e.g. the loss: the forward pass the loss and
   // the gradients share then runs once, instead of again when the loss is read).
-  void step(const std::vector<Tensor>& also = {}) { update(also); }
+  void step(const std::vector<Tensor>& also = {}) { update(also, {}); }
   void zero_grad();
   double lr = 0;
 
  protected:
-  virtual void update(const std::vector<Tensor>& also) = 0;
+  // How GradScaler::step reaches an update (Note [Device-side loss scaling] in grad_scaler.cpp):
+  // the gradients multiplied by `inv_scale` (0-dim f32), and where `skip` (0-dim bool) is true,
+  // every value the update writes keeps its old one. Both undefined for a plain step().
+  struct Scaling {
+    Tensor inv_scale, skip;
+  };
+  virtual void update(const std::vector<Tensor>& also, const Scaling& scaling) = 0;
+  // Every parameter's stored gradient (undefined where it has none), times scaling.inv_scale.
+  std::vector<Tensor> gradients(const Scaling& scaling) const;
+  // Realizes every new value with `also` in one pass and assigns it (under scaling.skip, the old
+  // value where it is true; an undefined old value counts as zeros).
+  struct Update {
+    Tensor* target;
+    Tensor value;
+  };
+  static void commit(std::vector<Update>& updates, const std::vector<Tensor>& also, const Scaling& scaling);
   std::vector<Tensor*> params_;
+  friend class GradScaler;
 };
 
 // p -= lr * (momentum buffer v = momentum * v + grad), as torch.optim.SGD.
@@ -252,7 +269,7 @@ class SGD : public Optimizer {
   double momentum;
 
  private:
-  void update(const std::vector<Tensor>& also) override;
+  void update(const std::vector<Tensor>& also, const Scaling& scaling) override;
   std::vector<Tensor> velocity_;
 };
 
@@ -263,9 +280,10 @@ class Adam : public Optimizer {
   double beta1, beta2, eps;
 
  private:
-  void update(const std::vector<Tensor>& also) override;
+  void update(const std::vector<Tensor>& also, const Scaling& scaling) override;
   std::vector<Tensor> m_, v_;
   int64_t t_ = 0;
+  Tensor steps_;  // the step count on the device, from the first GradScaler step on (optim.cpp)
 };
 
 // Parameters to and from a file (docs/nn.md): a path ending in ".npz" is written as a NumPy

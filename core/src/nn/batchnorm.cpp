@@ -1,6 +1,7 @@
 // BatchNorm1d / BatchNorm2d: batch statistics in training mode, running statistics in eval mode.
 #include <algorithm>
 
+#include "ravel/amp.hpp"
 #include "ravel/nn.hpp"
 
 namespace ravel::nn {
@@ -27,7 +28,8 @@ BatchNorm::BatchNorm(int64_t features, double eps_, double momentum_, bool affin
   running_var = Tensor::ones({features}, dtype).realize();
 }
 
-Tensor BatchNorm::operator()(const Tensor& x) {
+Tensor BatchNorm::operator()(const Tensor& input) {
+  const Tensor x = autocast_f32(input);  // statistics and result in f32 under nn::Autocast
   const int64_t c = running_mean.size(0);
   const bool rank_ok = std::find(ranks_.begin(), ranks_.end(), x.ndim()) != ranks_.end();
   RAVEL_CHECK(rank_ok && x.size(1) == c, ShapeError, name_, "(", c, ") expects inputs of shape ",

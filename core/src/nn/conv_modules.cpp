@@ -2,6 +2,7 @@
 // ravel/conv.hpp.
 #include <cmath>
 
+#include "ravel/amp.hpp"
 #include "ravel/conv.hpp"
 #include "ravel/nn.hpp"
 
@@ -42,12 +43,18 @@ std::vector<NamedParameter> ConvNd::named_parameters() {
   return out;
 }
 
+// The bias, and below the input and weight, in the half dtype under nn::Autocast (Note
+// [Autocast in nn only] in autocast.cpp).
 std::optional<Tensor> ConvNd::optional_bias() const {
-  return bias.defined() ? std::optional<Tensor>(bias) : std::nullopt;
+  return bias.defined() ? std::optional<Tensor>(autocast_operand(bias)) : std::nullopt;
 }
 
-Tensor Conv1d::operator()(const Tensor& x) const { return conv1d(x, weight, optional_bias(), options); }
-Tensor Conv2d::operator()(const Tensor& x) const { return conv2d(x, weight, optional_bias(), options); }
+Tensor Conv1d::operator()(const Tensor& x) const {
+  return conv1d(autocast_operand(x), autocast_operand(weight), optional_bias(), options);
+}
+Tensor Conv2d::operator()(const Tensor& x) const {
+  return conv2d(autocast_operand(x), autocast_operand(weight), optional_bias(), options);
+}
 Tensor MaxPool2d::operator()(const Tensor& x) const { return max_pool2d(x, options); }
 Tensor AvgPool2d::operator()(const Tensor& x) const { return avg_pool2d(x, options); }
 

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <optional>
 
+#include "ravel/amp.hpp"
 #include "ravel/nn.hpp"
 
 namespace ravel::nn {
@@ -45,8 +46,9 @@ Linear::Linear(int64_t in, int64_t out, uint64_t seed, bool with_bias, DType dty
 Tensor Linear::operator()(const Tensor& x) const {
   RAVEL_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(0), ShapeError, "Linear(", weight.size(0), " -> ",
               weight.size(1), ") expects inputs of shape [..., ", weight.size(0), "], got ", shape_str(x.shape()));
-  Tensor y = x.matmul(weight);
-  return bias.defined() ? y + bias : y;
+  // Under nn::Autocast the product and the bias add run in the half dtype (Note [Autocast in nn only]).
+  Tensor y = autocast_operand(x).matmul(autocast_operand(weight));
+  return bias.defined() ? y + autocast_operand(bias) : y;
 }
 
 std::vector<NamedParameter> Linear::named_parameters() {
@@ -79,7 +81,10 @@ Tensor Embedding::operator()(const Tensor& indices) const {
   // Flattened first, so it is a plain 2-D product whatever the rank of `indices`.
   Shape out = indices.shape();
   out.push_back(weight.size(1));
-  return checked_one_hot(indices.flatten(), weight.size(0), weight.dtype()).matmul(weight).reshape(out);
+  // Under nn::Autocast in the half dtype: the one-hot rows are exact in it, so the result is the
+  // rows rounded once, what torch.nn.Embedding then a half layer's input cast would give.
+  const Tensor w = autocast_operand(weight);
+  return checked_one_hot(indices.flatten(), w.size(0), w.dtype()).matmul(w).reshape(out);
 }
 
 std::vector<NamedParameter> Embedding::named_parameters() { return {{"weight", &weight}}; }
@@ -89,9 +94,10 @@ LayerNorm::LayerNorm(int64_t dim, double eps_, DType dtype) : eps(eps_) {
   bias = Tensor::zeros({dim}, dtype).requires_grad_();
 }
 
-Tensor LayerNorm::operator()(const Tensor& x) const {
-  RAVEL_CHECK(x.ndim() >= 1 && x.size(-1) == weight.size(0), ShapeError, "LayerNorm(", weight.size(0),
-              ") expects inputs of shape [..., ", weight.size(0), "], got ", shape_str(x.shape()));
+Tensor LayerNorm::operator()(const Tensor& input) const {
+  RAVEL_CHECK(input.ndim() >= 1 && input.size(-1) == weight.size(0), ShapeError, "LayerNorm(", weight.size(0),
+              ") expects inputs of shape [..., ", weight.size(0), "], got ", shape_str(input.shape()));
+  const Tensor x = autocast_f32(input);  // in f32 under nn::Autocast (PyTorch's layer_norm)
   Tensor centered = x - x.mean(-1, true);
   Tensor inv = (centered.square().mean(-1, true) + eps).sqrt().recip();
   return centered * inv * weight + bias;
@@ -143,7 +149,8 @@ namespace {
 // stop_gradient: Note [Shift without gradient] in reduce.cpp) and z = logits - m, so neither the
 // value nor the gradient (softmax - one_hot) overflows, up to logits of ±FLT_MAX; the one-hot
 // picks the target's logit and keeps the whole loss one fused reduction.
-Tensor per_sample_cross_entropy(const Tensor& logits, const Tensor& targets, std::optional<int64_t> ignore) {
+Tensor per_sample_cross_entropy(const Tensor& half_logits, const Tensor& targets, std::optional<int64_t> ignore) {
+  const Tensor logits = autocast_f32(half_logits);  // in f32 under nn::Autocast (PyTorch's cross_entropy)
   RAVEL_CHECK(logits.ndim() == 2 && targets.ndim() == 1 && targets.size(0) == logits.size(0), ShapeError,
               "cross_entropy expects logits [N, C] and targets [N], got ", shape_str(logits.shape()), " and ",
               shape_str(targets.shape()));
@@ -178,7 +185,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, Reduction redu
 Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
   RAVEL_CHECK(prediction.shape() == target.shape(), ShapeError, "mse_loss expects equal shapes, got ",
               shape_str(prediction.shape()), " and ", shape_str(target.shape()));
-  return (prediction - target).square().mean();
+  return (autocast_f32(prediction) - autocast_f32(target)).square().mean();  // f32 under nn::Autocast
 }
 
 }  // namespace ravel::nn

@@ -1,6 +1,7 @@
 // Optimizers. Updates are built lazily under a NoGradGuard, realized together in one scheduling
 // pass, and land with Tensor::assign, so parameters stay leaves and the graph does not grow.
 #include <cmath>
+#include <optional>
 
 #include "ravel/nn.hpp"
 #include "tensor/sharded.hpp"
@@ -8,14 +9,6 @@
 namespace ravel::nn {
 
 namespace {
-// Realizes every new value (and `also`) in one pass, then stores each into its target.
-void commit(std::vector<std::pair<Tensor*, Tensor>>& updates, const std::vector<Tensor>& also) {
-  std::vector<Tensor> values = also;
-  for (auto& [target, value] : updates) values.push_back(value);
-  realize(values);
-  for (auto& [target, value] : updates) target->assign(value);
-}
-
 // Every parameter's stored gradient (Tensor::grad), the replicated ones of a data-parallel model
 // all-reduced together (Note [Replica gradient buckets] in tensor/gradient_buckets.cpp).
 std::vector<Tensor> stored_gradients(const std::vector<Tensor*>& params) {
@@ -33,6 +26,24 @@ std::vector<Tensor> stored_gradients(const std::vector<Tensor*>& params) {
 }
 }  // namespace
 
+std::vector<Tensor> Optimizer::gradients(const Scaling& scaling) const {
+  std::vector<Tensor> g = stored_gradients(params_);
+  if (scaling.inv_scale.defined())
+    for (auto& gi : g)
+      if (gi.defined()) gi = gi * scaling.inv_scale.cast(gi.dtype());
+  return g;
+}
+
+void Optimizer::commit(std::vector<Update>& updates, const std::vector<Tensor>& also, const Scaling& scaling) {
+  if (scaling.skip.defined())
+    for (auto& [target, value] : updates)
+      value = Tensor::where(scaling.skip, target->defined() ? *target : Tensor::zeros_like(value), value);
+  std::vector<Tensor> values = also;
+  for (auto& [target, value] : updates) values.push_back(value);
+  realize(values);
+  for (auto& [target, value] : updates) target->assign(value);
+}
+
 void Optimizer::zero_grad() {
   for (Tensor* p : params_) p->zero_grad();
 }
@@ -42,21 +53,21 @@ SGD::SGD(std::vector<Tensor*> params, double lr_, double momentum_) : Optimizer(
   velocity_.resize(params_.size());
 }
 
-void SGD::update(const std::vector<Tensor>& also) {
+void SGD::update(const std::vector<Tensor>& also, const Scaling& scaling) {
   NoGradGuard no_grad;
-  std::vector<std::pair<Tensor*, Tensor>> updates;
-  const std::vector<Tensor> grads = stored_gradients(params_);
+  std::vector<Update> updates;
+  const std::vector<Tensor> grads = gradients(scaling);
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor g = grads[i];
     if (!g.defined()) continue;
     if (momentum != 0) {
       Tensor v = velocity_[i].defined() ? velocity_[i] * momentum + g : g;
-      updates.emplace_back(&velocity_[i], v);
+      updates.push_back({&velocity_[i], v});
       g = v;
     }
-    updates.emplace_back(params_[i], *params_[i] - g * lr);
+    updates.push_back({params_[i], *params_[i] - g * lr});
   }
-  commit(updates, also);
+  commit(updates, also, scaling);
 }
 
 Adam::Adam(std::vector<Tensor*> params, double lr_, double b1, double b2, double e)
@@ -66,22 +77,40 @@ Adam::Adam(std::vector<Tensor*> params, double lr_, double b1, double b2, double
   v_.resize(params_.size());
 }
 
-void Adam::update(const std::vector<Tensor>& also) {
+void Adam::update(const std::vector<Tensor>& also, const Scaling& scaling) {
   NoGradGuard no_grad;
-  ++t_;
-  const double c1 = 1.0 - std::pow(beta1, static_cast<double>(t_)), c2 = 1.0 - std::pow(beta2, static_cast<double>(t_));
-  std::vector<std::pair<Tensor*, Tensor>> updates;
-  const std::vector<Tensor> grads = stored_gradients(params_);
+  std::vector<Update> updates;
+  const std::vector<Tensor> grads = gradients(scaling);
+  // The bias corrections 1 - beta^t. A skipped step must not advance t (PyTorch skips the whole
+  // optimizer.step()), and a skip decided on the device cannot tell the host, so from the first
+  // scaled step on the count lives on the device (an f32 scalar, exact to 2^24 steps; f64 for
+  // f64 parameters), selected with the rest (Note [Device-side loss scaling] in
+  // grad_scaler.cpp). Plain steps before that count on the host, as before: no extra ops.
+  Tensor c1t, c2t;
+  double c1 = 0, c2 = 0;
+  if (scaling.skip.defined() || steps_.defined()) {
+    const std::optional<Device> dev = params_.empty() ? std::nullopt : std::optional<Device>(params_.front()->device());
+    const DType dt = !params_.empty() && params_.front()->dtype() == DType::F64 ? DType::F64 : DType::F32;
+    if (!steps_.defined()) steps_ = Tensor::full({}, static_cast<double>(t_), dt, dev);
+    Tensor t = steps_ + 1.0;
+    updates.push_back({&steps_, t});
+    c1t = 1.0 - Tensor::full({}, beta1, dt, dev).pow(t);
+    c2t = 1.0 - Tensor::full({}, beta2, dt, dev).pow(t);
+  } else {
+    ++t_;
+    c1 = 1.0 - std::pow(beta1, static_cast<double>(t_)), c2 = 1.0 - std::pow(beta2, static_cast<double>(t_));
+  }
   for (size_t i = 0; i < params_.size(); ++i) {
     Tensor g = grads[i];
     if (!g.defined()) continue;
     Tensor m = m_[i].defined() ? m_[i] * beta1 + g * (1 - beta1) : g * (1 - beta1);
     Tensor v = v_[i].defined() ? v_[i] * beta2 + g.square() * (1 - beta2) : g.square() * (1 - beta2);
-    updates.emplace_back(&m_[i], m);
-    updates.emplace_back(&v_[i], v);
-    updates.emplace_back(params_[i], *params_[i] - (m / c1) / ((v / c2).sqrt() + eps) * lr);
+    updates.push_back({&m_[i], m});
+    updates.push_back({&v_[i], v});
+    Tensor mh = c1t.defined() ? m / c1t.cast(m.dtype()) : m / c1, vh = c2t.defined() ? v / c2t.cast(v.dtype()) : v / c2;
+    updates.push_back({params_[i], *params_[i] - mh / (vh.sqrt() + eps) * lr});
   }
-  commit(updates, also);
+  commit(updates, also, scaling);
 }
 
 }  // namespace ravel::nn
