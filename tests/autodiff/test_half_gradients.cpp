@@ -1,4 +1,4 @@
-// Autodiff in the 16-bit float dtypes (issue 25 §1): the gradients of a program run in f16 or
+// Autodiff in the 16-bit float dtypes: the gradients of a program run in f16 or
 // bf16 against the f64 gradients of the same program at the same (rounded) inputs, and the
 // dtypes that get no gradient.
 //

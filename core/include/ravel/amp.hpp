@@ -1,4 +1,4 @@
-// Mixed-precision training (issue 25 §1; docs/nn.md "Mixed precision", docs/architecture.md
+// Mixed-precision training (docs/nn.md "Mixed precision", docs/architecture.md
 // decision 44), as PyTorch's torch.autocast and torch.amp.GradScaler:
 //
 //   nn::GradScaler scaler(nn::GradScaler::Options{.enabled = dtype == DType::F16});
