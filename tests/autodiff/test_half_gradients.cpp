@@ -91,8 +91,8 @@ BOOST_AUTO_TEST_CASE(fan_out_accumulates) {
   Tensor x = uniform({4, 6}, 7, 0.5, 1.5), w = normal({4, 6}, 8);
   for (DType d : kHalves)
     check_half_gradients("six uses", [](const std::vector<Tensor>& v) {
-      const Tensor& x = v[0];
-      return x * v[1] + x.square() + x.exp() * 0.25 + x.sin() - x.log() + (x * v[1]).tanh();
+      const Tensor& u = v[0];
+      return u * v[1] + u.square() + u.exp() * 0.25 + u.sin() - u.log() + (u * v[1]).tanh();
     }, {x, w}, d);
 }
 

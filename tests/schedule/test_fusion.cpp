@@ -338,3 +338,39 @@ BOOST_AUTO_TEST_CASE(recomputation_counts_kernels_not_reads) {
   BOOST_TEST(a.item<float>() == wa, boost::test_tools::tolerance(1e-4));
   BOOST_TEST(b.item<float>() == wb, boost::test_tools::tolerance(1e-4));
 }
+
+// Realizing the gradients of one graph one at a time: the second realization reuses kernels of
+// the first's plan whose fused inputs were never stored. Under the default (full) policy this
+// threw InternalError "kernel input has no buffer" for b1's gradient after w1's (found while
+// testing half-precision gradients; f64 and f32 alike). Each gradient is compared with the
+// same gradient realized alone in a fresh graph under FusionPolicy::None (the sum of squares:
+// a log_softmax gradient sums to zero). OPEN BUG, reproduced here and disabled so CI stays
+// meaningful: under `full` the second realization still throws (docs/testing.md, "Known
+// failures"); run it with --run_test=gradients_realized_one_at_a_time_under_every_policy.
+BOOST_AUTO_TEST_CASE(gradients_realized_one_at_a_time_under_every_policy, *boost::unit_test::disabled()) {
+  const auto build = [] {
+    Tensor x = Tensor::randn({16, 6}, 1, ravel::DType::F64);
+    Tensor w1 = Tensor::randn({6, 10}, 2, ravel::DType::F64);
+    Tensor b1 = Tensor::randn({10}, 3, ravel::DType::F64);
+    Tensor w2 = Tensor::randn({10, 5}, 4, ravel::DType::F64);
+    for (Tensor* t : {&w1, &b1, &w2}) t->realize();
+    Tensor loss = ((x.matmul(w1) + b1).tanh().matmul(w2)).log_softmax(-1).sum();
+    return ravel::gradients(loss, {w1, b1, w2});
+  };
+  std::vector<double> want;
+  {
+    PolicyScope scope(FusionPolicy::None);
+    for (const Tensor& g : build()) want.push_back(g.square().sum().item<double>());
+  }
+  for (FusionPolicy p : kPolicies) {
+    PolicyScope scope(p);
+    std::vector<Tensor> g = build();
+    for (size_t i = 0; i < g.size(); ++i)  // one realization per gradient, in order
+      BOOST_CHECK_CLOSE(g[i].square().sum().item<double>(), want[i], 1e-9);
+  }
+  for (FusionPolicy p : kPolicies) {  // and in reverse order
+    PolicyScope scope(p);
+    std::vector<Tensor> g = build();
+    for (size_t i = g.size(); i-- > 0;) BOOST_CHECK_CLOSE(g[i].square().sum().item<double>(), want[i], 1e-9);
+  }
+}

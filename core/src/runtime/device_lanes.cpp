@@ -8,6 +8,8 @@ struct DeviceLanes::Worker {
   std::atomic<bool> quit{false};
 };
 
+DeviceLanes::DeviceLanes() = default;
+
 DeviceLanes::~DeviceLanes() {
   for (auto& w : workers_) {
     w->quit.store(true, std::memory_order_release);

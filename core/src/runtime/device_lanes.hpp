@@ -82,7 +82,7 @@ class SlotFlags {
 // Worker threads kept between replays: lane k > 0 runs on worker k - 1.
 class DeviceLanes {
  public:
-  DeviceLanes() = default;
+  DeviceLanes();  // out of line: Worker is complete only in device_lanes.cpp
   DeviceLanes(const DeviceLanes&) = delete;
   DeviceLanes& operator=(const DeviceLanes&) = delete;
   ~DeviceLanes();
