@@ -9,23 +9,14 @@
 
 #include "ravel/ravel.hpp"
 
+#include "policy_scope.hpp"
+
 #include "test_support.hpp"
 
 using ravel::FusionPolicy;
 using ravel::Tensor;
 
 namespace {
-const FusionPolicy kPolicies[] = {FusionPolicy::None, FusionPolicy::Elementwise, FusionPolicy::Reduce,
-                                  FusionPolicy::Full};
-
-struct PolicyScope {
-  explicit PolicyScope(FusionPolicy p) {
-    ravel::FusionOptions o;
-    o.policy = p;
-    ravel::set_fusion_options(o);
-  }
-  ~PolicyScope() { ravel::set_fusion_options(ravel::FusionOptions{}); }
-};
 
 // Kernels launched to realize `t` (its inputs must already be realized).
 int64_t kernels(const Tensor& t) {

@@ -14,21 +14,12 @@
 
 #include "ravel/ravel.hpp"
 
+#include "policy_scope.hpp"
+
 using ravel::FusionPolicy;
 using ravel::Tensor;
 
 namespace {
-const FusionPolicy kPolicies[] = {FusionPolicy::None, FusionPolicy::Elementwise, FusionPolicy::Reduce,
-                                  FusionPolicy::Full};
-
-struct PolicyScope {
-  explicit PolicyScope(FusionPolicy p) {
-    ravel::FusionOptions o;
-    o.policy = p;
-    ravel::set_fusion_options(o);
-  }
-  ~PolicyScope() { ravel::set_fusion_options(ravel::FusionOptions{}); }
-};
 
 bool device_fuses() {
   const char* e = std::getenv("RAVEL_TBB_NO_ROW_EPILOGUE");
