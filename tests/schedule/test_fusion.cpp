@@ -330,15 +330,14 @@ BOOST_AUTO_TEST_CASE(recomputation_counts_kernels_not_reads) {
   BOOST_TEST(b.item<float>() == wb, boost::test_tools::tolerance(1e-4));
 }
 
-// Realizing the gradients of one graph one at a time: the second realization reuses kernels of
-// the first's plan whose fused inputs were never stored. Under the default (full) policy this
-// threw InternalError "kernel input has no buffer" for b1's gradient after w1's (found while
-// testing half-precision gradients; f64 and f32 alike). Each gradient is compared with the
-// same gradient realized alone in a fresh graph under FusionPolicy::None (the sum of squares:
-// a log_softmax gradient sums to zero). OPEN BUG, reproduced here and disabled so CI stays
-// meaningful: under `full` the second realization still throws (docs/testing.md, "Known
-// failures"); run it with --run_test=gradients_realized_one_at_a_time_under_every_policy.
-BOOST_AUTO_TEST_CASE(gradients_realized_one_at_a_time_under_every_policy, *boost::unit_test::disabled()) {
+// Realizing the gradients of one graph one at a time. b1's gradient alone is a batch sum of
+// tanh'(h) * (dy @ W2^T): the product is absorbed into the sum's contraction, and the planner
+// also made it the epilogue of dy @ W2^T, which then ran in no kernel; under `full` the second
+// realization threw InternalError "kernel input has no buffer" (Note [Absorbed products are no
+// epilogue] in fusion.cpp). Each gradient is compared with the same gradient realized alone in
+// a fresh graph under FusionPolicy::None (the sum of squares: a log_softmax gradient sums to
+// zero), in order and in reverse order.
+BOOST_AUTO_TEST_CASE(gradients_realized_one_at_a_time_under_every_policy) {
   const auto build = [] {
     Tensor x = Tensor::randn({16, 6}, 1, ravel::DType::F64);
     Tensor w1 = Tensor::randn({6, 10}, 2, ravel::DType::F64);

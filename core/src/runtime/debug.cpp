@@ -11,7 +11,6 @@ void print_kernel(const CachedKernel& ck, const Node& k, double dt) {
                dtype_name(k.dtype), static_cast<unsigned long long>(k.id), dt * 1e6, ck.detail.c_str());
 }
 
-namespace {
 const char* node_label(const Node& n) {
   switch (n.kind) {
     case NodeKind::Alu: return alu_name(n.alu);
@@ -23,7 +22,6 @@ const char* node_label(const Node& n) {
   }
   return "?";
 }
-}  // namespace
 
 void print_graph_cut(const std::vector<NodePtr>& order, const Schedule& s) {
   const Recipe& recipe = *s.recipe;

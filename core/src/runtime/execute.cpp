@@ -43,7 +43,9 @@ namespace {
 
 const std::shared_ptr<DeviceBuffer>& bound(const Runtime& rt, Node& n) {
   if (n.kind == NodeKind::Const && !n.buffer) realize_const(rt, n);  // read through padding
-  if (!n.buffer) throw InternalError("ravel: kernel input has no buffer (an internal scheduler error; please report it)");
+  if (!n.buffer)
+    throw InternalError(concat("ravel: kernel input node ", n.id, " (", node_label(n), " ", shape_str(n.shape), " ", dtype_name(n.dtype),
+                               ") has no buffer (an internal scheduler error; please report it)"));
   return n.buffer;
 }
 

@@ -47,6 +47,15 @@ bool epilogue_views_flatten(const Node* root, const Shape& space, const KernelPl
   return true;
 }
 
+// Note [Absorbed products are no epilogue]
+// In db = sum over the batch of (tanh'(h) * (dy @ W2^T)), the product is absorbed into the batch
+// sum's contraction, whose operands are tanh'(h) and dy @ W2^T. The product is an Alu node that
+// reads a contraction, so it looked like an epilogue candidate; made one, dy @ W2^T was planned
+// inside a kernel that never runs (the product has none), and the batch sum found its operand
+// without a buffer. It showed when a model's gradients were realized one at a time: realized
+// together, the product has a second reader (W1's gradient) and is not absorbed. The same
+// holds for the row epilogue of a reduction (row_epilogue.cpp).
+
 // Note [Epilogue fusion]
 // Under `full`, an elementwise kernel whose only read of a contraction's result is through a
 // plain reshape to exactly [batch..., m, n] (the contraction's own output layout) runs as that
@@ -75,7 +84,10 @@ void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<
         if (!plan.contractions.count(b)) continue;
         if (counted.insert(b).second) ++readers[b];
         reader[b] = {e.get(), s};
-        if (e->kind != NodeKind::Alu) readers[b] += 2;  // a reduce or copy cannot be an epilogue
+        // A reduce or copy cannot be an epilogue, nor can a product a contraction absorbed: its
+        // kernel is that contraction, which reads this one as a GEMM operand (Note [Absorbed
+        // products are no epilogue]).
+        if (e->kind != NodeKind::Alu || plan.absorbed.count(e.get())) readers[b] += 2;
       }
     }
   }
@@ -217,7 +229,8 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
         u.by_reduce = u.by_reduce || k->kind == NodeKind::Reduce;
       }
 
-  std::unordered_set<const Node*> absorbed, operands;
+  std::unordered_set<const Node*>& absorbed = plan.absorbed;
+  std::unordered_set<const Node*> operands;
   if (opt.policy >= FusionPolicy::Reduce && device_has_contraction)
     for (const auto& k : order) {
       if (k->kind != NodeKind::Reduce) continue;

@@ -15,6 +15,10 @@ struct KernelPlan {
   std::vector<NodePtr> roots;                          // kernels, in an order that respects data flow
   std::unordered_set<const Node*> inlined;             // Alu nodes evaluated inside their consumers
   std::unordered_map<const Node*, ContractionPlan> contractions;  // Reduce root -> its GEMM
+  // The products those contractions consume (sum(x * y)'s multiply): no kernel of their own, and
+  // their sources are the GEMM's operands, which must exist as buffers. Such a product is never
+  // an epilogue (Note [Absorbed products are no epilogue]).
+  std::unordered_set<const Node*> absorbed;
   std::unordered_map<const Node*, std::vector<NodePtr>> reads;    // root -> buffers it reads
   // (full) Alu root -> the contraction (Reduce node) it consumes as its epilogue's ACC; that
   // contraction then runs as part of the root's kernel and gets no buffer.

@@ -92,7 +92,8 @@ void plan_row_epilogues(const std::vector<NodePtr>& order, const std::unordered_
     kernels.emplace_back(k.get(), std::move(reads));
   }
   for (const auto& [e, reads] : kernels) {
-    if (e->kind != NodeKind::Alu || plan.epilogues.count(e)) continue;
+    // (An absorbed product runs as its contraction: Note [Absorbed products are no epilogue].)
+    if (e->kind != NodeKind::Alu || plan.epilogues.count(e) || plan.absorbed.count(e)) continue;
     for (const auto& [r, ok] : reads) {
       if (!ok || readers[r] != 1 || keep.count(r) || plan.contractions.count(r) || r->device != e->device) continue;
       if (plan.fused_reductions.count(r) || e->shape != r->srcs[0]->shape) continue;
