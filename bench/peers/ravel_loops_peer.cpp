@@ -69,6 +69,21 @@ std::string env_or(const char* name, const char* dflt) {
 
 bool close(double got, double want, double tol) { return std::abs(got - want) <= tol * (1 + std::abs(want)); }
 
+// Softmax (or, with `log`, log_softmax) of every 7th-or-so row of x, in double, against y.
+bool softmax_rows_match(const Floats& x, const Floats& y, long rows, long cols, bool log) {
+  for (long r = 0; r < rows; r += std::max(1L, rows / 7)) {
+    const float* xr = x.data() + r * cols;
+    double m = -INFINITY, s = 0;
+    for (long j = 0; j < cols; ++j) m = std::max(m, double(xr[j]));
+    for (long j = 0; j < cols; ++j) s += std::exp(xr[j] - m);
+    for (long j = 0; j < cols; j += 13) {
+      const double want = log ? xr[j] - m - std::log(s) : std::exp(xr[j] - m) / s;
+      if (!close(y[r * cols + j], want, 1e-4)) return false;
+    }
+  }
+  return true;
+}
+
 #ifdef RAVEL_LOOPS_AVX
 // The 8x8 block at src (row stride ss) transposed into dst (row stride ds): 24 shuffles, no gathers.
 void transpose8x8(const float* src, long ss, float* dst, long ds) {
@@ -153,16 +168,7 @@ int main(int argc, char** argv) {
         for (long j = 0; j < cols; ++j) y[j] *= inv;
       }
     };
-    check = [&, rows, cols] {
-      for (long r = 0; r < rows; r += std::max(1L, rows / 7)) {
-        double m = -INFINITY, s = 0;
-        for (long j = 0; j < cols; ++j) m = std::max(m, double(a[r * cols + j]));
-        for (long j = 0; j < cols; ++j) s += std::exp(a[r * cols + j] - m);
-        for (long j = 0; j < cols; j += 13)
-          if (!close(d[r * cols + j], std::exp(a[r * cols + j] - m) / s, 1e-4)) return false;
-      }
-      return true;
-    };
+    check = [&, rows, cols] { return softmax_rows_match(a, d, rows, cols, false); };
   } else if (workload == "log_softmax" && dims.size() == 2) {
     const long rows = dims[0], cols = dims[1];
     a = filled(rows * cols, 1), d.assign(rows * cols, 0);
@@ -182,16 +188,7 @@ int main(int argc, char** argv) {
         for (long j = 0; j < cols; ++j) y[j] = x[j] - shift;
       }
     };
-    check = [&, rows, cols] {
-      for (long r = 0; r < rows; r += std::max(1L, rows / 7)) {
-        double m = -INFINITY, s = 0;
-        for (long j = 0; j < cols; ++j) m = std::max(m, double(a[r * cols + j]));
-        for (long j = 0; j < cols; ++j) s += std::exp(a[r * cols + j] - m);
-        for (long j = 0; j < cols; j += 13)
-          if (!close(d[r * cols + j], a[r * cols + j] - m - std::log(s), 1e-4)) return false;
-      }
-      return true;
-    };
+    check = [&, rows, cols] { return softmax_rows_match(a, d, rows, cols, true); };
   } else if ((workload == "sum_axis0" || workload == "sum_axis1") && dims.size() == 2) {
     const long rows = dims[0], cols = dims[1];
     const bool axis0 = workload == "sum_axis0";

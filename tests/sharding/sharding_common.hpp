@@ -5,6 +5,7 @@
 
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -97,6 +98,29 @@ inline void check_parts(const Tensor& t) {
     if (s->axis) want[*s->axis] = s->bounds[i + 1] - s->bounds[i];
     BOOST_TEST(parts[i].shape() == want);
   }
+}
+
+// The collective ops, and one step of each as a host loop computes it (the reference).
+inline const ravel::CollectiveOp kCollectiveOps[] = {ravel::CollectiveOp::Sum, ravel::CollectiveOp::Max,
+                                                     ravel::CollectiveOp::Min, ravel::CollectiveOp::Prod};
+inline double host_combine(double a, double b, ravel::CollectiveOp op) {
+  switch (op) {
+    case ravel::CollectiveOp::Sum: return a + b;
+    case ravel::CollectiveOp::Prod: return a * b;
+    case ravel::CollectiveOp::Max: return std::max(a, b);
+    case ravel::CollectiveOp::Min: return std::min(a, b);
+  }
+  return 0;
+}
+
+// Device k's part of `len` elements, value(k, i), for k < n: stacked along axis 0 and split one
+// part per device of mesh(n).
+template <class Value>
+Tensor parts_on_mesh(size_t n, int64_t len, DType dt, Value value) {
+  std::vector<double> all;
+  for (size_t k = 0; k < n; ++k)
+    for (int64_t i = 0; i < len; ++i) all.push_back(value(static_cast<int64_t>(k), i));
+  return Tensor::from_vector<double>(all, {static_cast<int64_t>(n) * len}).cast(dt).shard(mesh(n), 0);
 }
 
 }  // namespace stest

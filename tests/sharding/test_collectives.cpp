@@ -23,29 +23,16 @@ std::vector<double> value_of(int64_t k, int64_t len, DType dt) {
 
 // The per-device values stacked along axis 0 and split one per device.
 Tensor stacked(size_t n, int64_t len, DType dt) {
-  std::vector<double> all;
-  for (size_t k = 0; k < n; ++k) {
-    auto v = value_of(static_cast<int64_t>(k), len, dt);
-    all.insert(all.end(), v.begin(), v.end());
-  }
-  return Tensor::from_vector<double>(all, {static_cast<int64_t>(n) * len}).cast(dt).shard(mesh(n), 0);
-}
-
-double combine(double a, double b, CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::Sum: return a + b;
-    case CollectiveOp::Prod: return a * b;
-    case CollectiveOp::Max: return std::max(a, b);
-    case CollectiveOp::Min: return std::min(a, b);
-  }
-  return 0;
+  std::vector<std::vector<double>> values;
+  for (size_t k = 0; k < n; ++k) values.push_back(value_of(static_cast<int64_t>(k), len, dt));
+  return parts_on_mesh(n, len, dt, [&](int64_t k, int64_t i) { return values[size_t(k)][size_t(i)]; });
 }
 
 std::vector<double> expected(size_t n, int64_t len, DType dt, CollectiveOp op) {
   std::vector<double> acc = value_of(0, len, dt);
   for (size_t k = 1; k < n; ++k) {
     auto v = value_of(static_cast<int64_t>(k), len, dt);
-    for (size_t i = 0; i < acc.size(); ++i) acc[i] = combine(acc[i], v[i], op);
+    for (size_t i = 0; i < acc.size(); ++i) acc[i] = host_combine(acc[i], v[i], op);
   }
   if (dt == DType::Bool && (op == CollectiveOp::Sum || op == CollectiveOp::Prod))
     for (auto& a : acc) a = a != 0;
@@ -65,7 +52,6 @@ void check_values(const Tensor& got, const std::vector<double>& want, double tol
 }
 
 const DType kDTypes[] = {DType::U8, DType::I32, DType::I64, DType::F32, DType::F64};
-const CollectiveOp kOps[] = {CollectiveOp::Sum, CollectiveOp::Max, CollectiveOp::Min, CollectiveOp::Prod};
 const char* op_name(CollectiveOp op) {
   return op == CollectiveOp::Sum ? "sum" : op == CollectiveOp::Max ? "max" : op == CollectiveOp::Min ? "min" : "prod";
 }
@@ -75,7 +61,7 @@ const char* op_name(CollectiveOp op) {
 BOOST_AUTO_TEST_CASE(all_reduce_every_op_dtype_and_mesh) {
   for (size_t n : kMeshSizes)
     for (DType dt : kDTypes)
-      for (CollectiveOp op : kOps)
+      for (CollectiveOp op : kCollectiveOps)
         for (int64_t len : {0, 1, 6, 37}) {
           if (op == CollectiveOp::Prod && dt != DType::F64 && dt != DType::F32 && n > 4) continue;  // integer overflow
           BOOST_TEST_CONTEXT(op_name(op) << " over " << n << " devices, " << ravel::dtype_name(dt) << " x " << len) {

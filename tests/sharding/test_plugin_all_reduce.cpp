@@ -36,26 +36,12 @@ class CollectivesEnv {
 // Device k's part: `len` elements, distinct per device, exact in every dtype (small integers,
 // quarters for floats; prod stays in range for 8 devices of i8).
 Tensor device_parts(size_t n, int64_t len, DType dt) {
-  std::vector<double> all;
-  for (size_t k = 0; k < n; ++k)
-    for (int64_t i = 0; i < len; ++i) {
-      const int64_t r = (i * 13 + static_cast<int64_t>(k) * 29) % 7;
-      all.push_back(dt == DType::Bool ? double(r % 2) : ravel::is_float(dt) ? double(r - 3) / 4.0 : double(r % 2 + 1));
-    }
-  return Tensor::from_vector<double>(all, {static_cast<int64_t>(n) * len}).cast(dt).shard(mesh(n), 0);
+  return parts_on_mesh(n, len, dt, [dt](int64_t k, int64_t i) {
+    const int64_t r = (i * 13 + k * 29) % 7;
+    return dt == DType::Bool ? double(r % 2) : ravel::is_float(dt) ? double(r - 3) / 4.0 : double(r % 2 + 1);
+  });
 }
 
-double combine(double a, double b, CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::Sum: return a + b;
-    case CollectiveOp::Prod: return a * b;
-    case CollectiveOp::Max: return std::max(a, b);
-    case CollectiveOp::Min: return std::min(a, b);
-  }
-  return 0;
-}
-
-const CollectiveOp kOps[] = {CollectiveOp::Sum, CollectiveOp::Max, CollectiveOp::Min, CollectiveOp::Prod};
 const DType kDTypes[] = {DType::Bool, DType::U8, DType::I8, DType::I16, DType::U16, DType::I32, DType::U32,
                          DType::I64, DType::U64, DType::F16, DType::BF16, DType::F32, DType::F64};
 
@@ -66,7 +52,7 @@ using namespace plugin_ar;
 BOOST_AUTO_TEST_CASE(the_plugin_all_reduce_equals_a_host_loop_and_the_composition_bit_for_bit) {
   for (size_t n : {2u, 3u, 4u, 8u})
     for (DType dt : plugin_ar::kDTypes)
-      for (CollectiveOp op : plugin_ar::kOps)
+      for (CollectiveOp op : kCollectiveOps)
         for (int64_t len : {1, 7, 4097, 20011}) {
           if (len > 7 && n > 2 && dt != DType::F32 && dt != DType::I64) continue;  // enough large cases
           if (op == CollectiveOp::Prod && n == 8 && !ravel::is_float(dt)) continue;  // 2^8 wraps
@@ -90,7 +76,7 @@ BOOST_AUTO_TEST_CASE(the_plugin_all_reduce_equals_a_host_loop_and_the_compositio
             const std::vector<double> all = x.to_vector<double>();
             std::vector<double> want(all.begin(), all.begin() + len);
             for (size_t k = 1; k < n; ++k)
-              for (int64_t i = 0; i < len; ++i) want[i] = plugin_ar::combine(want[i], all[k * len + i], op);
+              for (int64_t i = 0; i < len; ++i) want[i] = host_combine(want[i], all[k * len + i], op);
             if (dt == DType::Bool)
               for (auto& w : want) w = w != 0;
             const std::vector<Tensor> fs = fast.shards(), ss = slow.shards();
@@ -165,7 +151,7 @@ BOOST_AUTO_TEST_CASE(its_gradients_are_the_compositions_to_second_order) {
   const int64_t len = 5;
   Tensor x = device_parts(n, len, DType::F64) + 0.125;  // ties between parts remain (max/min rule)
   Tensor w = Tensor::from_vector<double>({1, -2, 3, 0.5, 4}, {len});
-  for (CollectiveOp op : plugin_ar::kOps) {
+  for (CollectiveOp op : kCollectiveOps) {
     BOOST_TEST_CONTEXT("op " << int(op)) {
       auto f = [&](const std::vector<Tensor>& a) { return (ravel::all_reduce(a[0], op) * w).sum(); };
       // Second order: the gradient of <grad f(x), v>.

@@ -2,6 +2,7 @@
 // error objects, buffer lifetime (double free reported, not crashed on), streams and events,
 // forward-compatible struct sizes, concurrent use from several host threads.
 #include "kernel_case.hpp"
+#include "device_buffers.hpp"
 
 #include <atomic>
 #include <cstring>
@@ -12,10 +13,6 @@ namespace {
 
 const rvl_backend_api& api() { return *session().api; }
 int32_t dev() { return session().device; }
-
-void expect(bool cond, const std::string& what) {
-  if (!cond) throw Failure(what);
-}
 
 void table_cases() {
   add_case("abi", "table/version", [](Measure&) {

@@ -4,7 +4,7 @@
 // the devices run, every op, sizes 0, 1, odd and past a few blocks; in place; ordered after and
 // before kernels on every device without host synchronisation; bad arguments refused. Every case
 // is skipped, saying why, when the plugin lacks the member or has a single device.
-#include "kernel_case.hpp"
+#include "device_buffers.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -17,21 +17,11 @@ namespace all_reduce_cases {
 
 const rvl_backend_api& api() { return *session().api; }
 
-void expect(bool cond, const std::string& what) {
-  if (!cond) throw Failure(what);
-}
-
 // The devices of a call: the device under test first, then up to three others.
 std::vector<int32_t> mesh() {
   if (!RVL_CONF_HAS(api(), all_reduce)) throw Skip("all_reduce is NULL or beyond the table (optional since ABI 1.9)");
-  int32_t n = 0;
-  check_ok(api().device_count(&n), "device_count");
   std::vector<int32_t> out{session().device};
-  for (int32_t d = 0; d < n && out.size() < 4; ++d)
-    if (d != session().device) out.push_back(d);
-  if (out.size() < 2)
-    throw Skip("the plugin has one device; an all-reduce needs two (RAVEL_TBB_DEVICES, RAVEL_HIP_EMU_DEVICES, "
-               "ZECL_DEVICES give test devices)");
+  for (int32_t d : other_devices(3, "an all-reduce")) out.push_back(d);
   return out;
 }
 
@@ -46,29 +36,6 @@ uint32_t common_dtypes(const std::vector<int32_t>& devices) {
   }
   return mask;
 }
-
-class Buffer {
- public:
-  Buffer(int32_t device, uint64_t bytes) : bytes_(bytes) {
-    check_ok(api().buffer_allocate(device, bytes ? bytes : 1, &b_), "buffer_allocate on device " + std::to_string(device));
-  }
-  ~Buffer() { take_error(api().buffer_free(b_)); }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-  rvl_buffer* get() const { return b_; }
-  void write(const std::vector<uint8_t>& bytes) {
-    if (!bytes.empty()) check_ok(api().buffer_write(nullptr, b_, 0, bytes.data(), bytes.size()), "buffer_write");
-  }
-  std::vector<uint8_t> read() const {
-    std::vector<uint8_t> out(bytes_);
-    if (bytes_) check_ok(api().buffer_read(nullptr, b_, 0, out.data(), out.size()), "buffer_read");
-    return out;
-  }
-
- private:
-  rvl_buffer* b_ = nullptr;
-  uint64_t bytes_;
-};
 
 const char* op_name(int32_t op) {
   switch (op) {
@@ -108,28 +75,6 @@ std::vector<uint8_t> with_tail(const std::vector<uint8_t>& head, size_t tail, ui
   return v;
 }
 
-// Fills `n` f32 elements of `b` on `device` with `value` through a kernel (queued work).
-void fill_kernel(int32_t device, rvl_buffer* b, int64_t n, float value) {
-  std::vector<rvl_instruction> code{const_f(RVL_DTYPE_F32, value)};
-  rvl_program p{};
-  p.struct_size = sizeof p;
-  p.rank = 1;
-  p.shape[0] = n;
-  p.n_instructions = 1;
-  p.instructions = code.data();
-  p.output.struct_size = sizeof p.output;
-  p.output.buffer = b;
-  p.output.dtype = RVL_DTYPE_F32;
-  p.output.view = contiguous({n});
-  check_ok(api().execute_program(device, nullptr, &p), "execute_program on device " + std::to_string(device));
-}
-
-float float_at(const std::vector<uint8_t>& bytes, size_t at) {
-  float f;
-  std::memcpy(&f, bytes.data() + at * 4, 4);
-  return f;
-}
-
 void register_cases() {
   add_case("all_reduce", "every_dtype_op_and_size", [](Measure&) {
     const std::vector<int32_t> devices = mesh();
@@ -145,15 +90,15 @@ void register_cases() {
             const std::string what = std::string("all_reduce (") + op_name(op) + ") of " + std::to_string(count) + " " +
                                      dtype_str(dt) + " over " + std::to_string(n) + " devices";
             std::vector<ref::HostBuffer> parts;
-            std::vector<std::unique_ptr<Buffer>> in, out;
+            std::vector<std::unique_ptr<DeviceBuffer>> in, out;
             std::vector<const rvl_buffer*> in_h;
             std::vector<rvl_buffer*> out_h;
             const size_t bytes = static_cast<size_t>(count) * size;
             for (size_t k = 0; k < n; ++k) {
               // Small values: products of four stay in range for floats; ints wrap alike anyway.
               parts.push_back(make_data(dt, count, seed++, op == RVL_ALL_REDUCE_PROD ? Data::Small : Data::Mixed));
-              in.push_back(std::make_unique<Buffer>(devices[k], bytes + 16));
-              out.push_back(std::make_unique<Buffer>(devices[k], bytes + 16));
+              in.push_back(std::make_unique<DeviceBuffer>(devices[k], bytes + 16));
+              out.push_back(std::make_unique<DeviceBuffer>(devices[k], bytes + 16));
               in.back()->write(with_tail(parts.back().bytes, 16, 0xA5));
               out.back()->write(std::vector<uint8_t>(bytes + 16, 0x5A));
               in_h.push_back(in.back()->get());
@@ -179,11 +124,11 @@ void register_cases() {
     const std::vector<int32_t> devices = mesh();
     const int64_t count = 2 * 4096 + 5;
     std::vector<ref::HostBuffer> parts;
-    std::vector<std::unique_ptr<Buffer>> bufs;
+    std::vector<std::unique_ptr<DeviceBuffer>> bufs;
     std::vector<rvl_buffer*> h;
     for (size_t k = 0; k < devices.size(); ++k) {
       parts.push_back(make_data(RVL_DTYPE_F32, count, 40 + k));
-      bufs.push_back(std::make_unique<Buffer>(devices[k], count * 4));
+      bufs.push_back(std::make_unique<DeviceBuffer>(devices[k], count * 4));
       bufs.back()->write(parts.back().bytes);
       h.push_back(bufs.back()->get());
     }
@@ -195,7 +140,7 @@ void register_cases() {
     for (size_t k = 0; k < h.size(); ++k)
       expect(bufs[k]->read() == want, "in place: device " + std::to_string(devices[k]) + "'s result differs");
     // n = 1: a copy to another buffer of the device.
-    Buffer copy(devices[0], count * 4);
+    DeviceBuffer copy(devices[0], count * 4);
     rvl_buffer* to[1] = {copy.get()};
     check_ok(api().all_reduce(1, nullptr, in.data(), to, count, RVL_DTYPE_F32, RVL_ALL_REDUCE_MAX), "all_reduce of one");
     expect(copy.read() == want, "all_reduce over one device is not a copy of its input");
@@ -206,29 +151,29 @@ void register_cases() {
     // 8 MiB per part: large enough for a plugin's bulk path (tbb_cpu streams its stores there).
     const std::vector<int32_t> devices = mesh();
     constexpr int64_t n = 1 << 21;
-    std::vector<std::unique_ptr<Buffer>> in, out;
+    std::vector<std::unique_ptr<DeviceBuffer>> in, out;
     std::vector<const rvl_buffer*> in_h;
     std::vector<rvl_buffer*> out_h;
     for (int32_t d : devices) {
-      in.push_back(std::make_unique<Buffer>(d, n * 4));
-      out.push_back(std::make_unique<Buffer>(d, n * 4));
+      in.push_back(std::make_unique<DeviceBuffer>(d, n * 4));
+      out.push_back(std::make_unique<DeviceBuffer>(d, n * 4));
       in_h.push_back(in.back()->get());
       out_h.push_back(out.back()->get());
     }
     for (int round = 1; round <= 2; ++round) {
       float want = 0;
       for (size_t k = 0; k < devices.size(); ++k) {
-        fill_kernel(devices[k], in[k]->get(), n, static_cast<float>(round + k));
+        fill_f32(devices[k], in[k]->get(), n, static_cast<float>(round + k));
         want += static_cast<float>(round + k);
       }
       check_ok(api().all_reduce(static_cast<int32_t>(devices.size()), nullptr, in_h.data(), out_h.data(), n, RVL_DTYPE_F32,
                                 RVL_ALL_REDUCE_SUM),
                "all_reduce");
-      for (size_t k = 0; k < devices.size(); ++k) fill_kernel(devices[k], in[k]->get(), n, -1.0f);
+      for (size_t k = 0; k < devices.size(); ++k) fill_f32(devices[k], in[k]->get(), n, -1.0f);
       for (size_t k = 0; k < devices.size(); ++k) {
         const std::vector<uint8_t> got = out[k]->read();
-        expect(float_at(got, 0) == want && float_at(got, n - 1) == want,
-               "device " + std::to_string(devices[k]) + " read " + std::to_string(float_at(got, n - 1)) + ", expected " +
+        expect(f32_at(got, 0) == want && f32_at(got, n - 1) == want,
+               "device " + std::to_string(devices[k]) + " read " + std::to_string(f32_at(got, n - 1)) + ", expected " +
                    std::to_string(want) + " (the all-reduce is not ordered after the kernels, or a later kernel "
                    "overwrote an input before it was read)");
       }
@@ -239,7 +184,7 @@ void register_cases() {
     std::vector<rvl_stream*> streams(2, nullptr);
     check_ok(api().stream_create(devices[0], &streams[0]), "stream_create");
     check_ok(api().stream_create(devices[1], &streams[1]), "stream_create");
-    Buffer a(devices[0], 64), b(devices[1], 64), oa(devices[0], 64), ob(devices[1], 64);
+    DeviceBuffer a(devices[0], 64), b(devices[1], 64), oa(devices[0], 64), ob(devices[1], 64);
     a.write(std::vector<uint8_t>(64, 1));
     b.write(std::vector<uint8_t>(64, 2));
     const rvl_buffer* in[2] = {a.get(), b.get()};
@@ -256,7 +201,7 @@ void register_cases() {
     const std::vector<int32_t> devices = mesh();
     int32_t count = 0;
     check_ok(api().device_count(&count), "device_count");
-    Buffer a(devices[0], 64), b(devices[1], 64), oa(devices[0], 64), ob(devices[1], 64), a2(devices[0], 64);
+    DeviceBuffer a(devices[0], 64), b(devices[1], 64), oa(devices[0], 64), ob(devices[1], 64), a2(devices[0], 64);
     oa.write(std::vector<uint8_t>(64, 0x77));
     ob.write(std::vector<uint8_t>(64, 0x77));
     const rvl_buffer* in[2] = {a.get(), b.get()};
