@@ -1,16 +1,21 @@
 // GEMM library peers for ravel-bench (docs/bench.md, "Peers"): times matmul with the f32 GEMM a
 // CPU user would otherwise call. Built twice from this file:
 //   ravel-peer-openblas  cblas_sgemm (OpenBLAS; threads: OPENBLAS_NUM_THREADS)
-//   ravel-peer-onednn    dnnl_sgemm (oneDNN, RAVEL_PEER_ONEDNN; threads: OpenMP's)
-// Other workloads are not single GEMM calls and are reported unavailable. Speaks the peer line
+//   ravel-peer-onednn    dnnl_sgemm (oneDNN, RAVEL_PEER_ONEDNN; threads: OpenMP's), and conv2d
+//                        through oneDNN's convolution primitives (onednn_conv.cpp)
+// Other workloads are reported unavailable. Speaks the peer line
 // protocol: one JSON object per result line, with the library's thread settings ("threads").
 //   ravel-peer-openblas --workload matmul --size MxKxN --warmup W --reps R
 #ifdef RAVEL_PEER_ONEDNN
 #define RAVEL_PEER_LIBRARY "oneDNN"
+#define RAVEL_PEER_WORKLOADS "matmul and conv2d"
 #include <dnnl.h>
 #include <omp.h>
+
+#include "onednn_conv.hpp"
 #else
 #define RAVEL_PEER_LIBRARY "OpenBLAS"
+#define RAVEL_PEER_WORKLOADS "matmul"
 #include <cblas.h>
 // OpenBLAS extensions (not in every cblas.h a system may pick up first).
 extern "C" int openblas_get_num_threads(void);
@@ -42,8 +47,11 @@ int main(int argc, char** argv) {
   }
   std::string size_json;
   for (long d : dims) size_json += (size_json.empty() ? "" : ",") + std::to_string(d);
+#ifdef RAVEL_PEER_ONEDNN
+  if (workload == "conv2d") return run_onednn_conv(dims, size_json, warmup, reps);
+#endif
   if (workload != "matmul" || dims.size() != 3) {
-    std::printf("{\"workload\": \"%s\", \"size\": [%s], \"unavailable\": \"the " RAVEL_PEER_LIBRARY " peer times matmul only\"}\n",
+    std::printf("{\"workload\": \"%s\", \"size\": [%s], \"unavailable\": \"the " RAVEL_PEER_LIBRARY " peer times " RAVEL_PEER_WORKLOADS " only\"}\n",
                 workload.c_str(), size_json.c_str());
     return 0;
   }
