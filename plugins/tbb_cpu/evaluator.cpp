@@ -436,7 +436,15 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
           sc.result[j] = &sc.slots[static_cast<size_t>(n_slots_ + inv_[j]) * block_];
           break;
         }
-        if (per_row_[I.arg] && !segs_ready && s % shape_[1] == 0) {  // one value per row
+        // A block inside one row that does not start it (rows longer than a block: a chain's
+        // sweeps, row_chain.cpp): a row-invariant input of unit stride is its row itself from
+        // the block's column on, and a one-value-per-row input is that one value throughout.
+        const bool in_one_row = !segs_ready && s / shape_[rank_ - 1] == (e - 1) / shape_[rank_ - 1];
+        if (inv_[j] >= 0 && in_one_row && v.stride[rank_ - 1] == 1 && v.dtype != RVL_DTYPE_BOOL) {
+          sc.result[j] = v.data + (v.offset + s % shape_[rank_ - 1]) * static_cast<int64_t>(rvl::dtype_size(v.dtype));
+          break;
+        }
+        if (per_row_[I.arg] && !segs_ready && (s % shape_[1] == 0 || in_one_row)) {  // one value per row
           const int64_t row = s / shape_[1];
           switch (rvl::dtype_size(v.dtype)) {
             case 1: fill_per_row(static_cast<uint8_t*>(slot), v, row, shape_[1], n); break;

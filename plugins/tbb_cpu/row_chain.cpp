@@ -23,6 +23,7 @@
 #include "fold.hpp"
 #include "kernel.hpp"
 #include "parallel.hpp"
+#include "row_uniform.hpp"
 
 #include <ravel/backend.hpp>
 #include <ravel/op_table.hpp>
@@ -203,6 +204,16 @@ int64_t rows_per_task(int64_t rows, int64_t R, int64_t elem_bytes) {
   return per;
 }
 
+// A dense 1-d view over the rows of a per-row buffer (the row-uniform programs' space).
+View rows_1d(const View& full, int64_t rows) {
+  View v;
+  v.data = full.data;
+  v.dtype = full.dtype;
+  v.stride[0] = 1;
+  v.hi[0] = rows;
+  return v;
+}
+
 bool run_fused(const Program& p) {
   const std::vector<Part> parts = parts_of(p);
   if (!fusable(p, parts)) return false;
@@ -212,22 +223,66 @@ bool run_fused(const Program& p) {
   if (rows == 0 || R == 0) return false;
   const int32_t base = static_cast<int32_t>(p.inputs.size());
   const int32_t n_stages = static_cast<int32_t>(p.stages.size());
+  const int32_t row_hi = base + static_cast<int32_t>(parts.size());
   RowBuffers b = make_row_buffers(p, parts, rows);
-
-  // One elementwise evaluator per part (values, never stored: a null output) and the epilogue.
-  std::vector<std::vector<rvl_instruction>> codes;
-  std::vector<std::unique_ptr<Evaluator>> evs;
-  for (const Part& part : parts) {
-    codes.push_back(acc_as_loads(part.ins, part.n_ins, base, n_stages));
-    View none = row_values(p, part.acc_dtype, nullptr);
-    int64_t st = 1;
-    for (int d = p.rank - 1; d >= 0; --d) none.stride[d] = st, st *= p.shape[d];
-    evs.push_back(std::make_unique<Evaluator>(over_space(p, b.views, codes.back(), RVL_REDUCE_NONE, none)));
-  }
   const bool epilogue = p.n_epilogue > 0;
-  if (epilogue) {
-    codes.push_back(acc_as_loads(p.epilogue, p.n_epilogue, base, n_stages));
-    evs.push_back(std::make_unique<Evaluator>(over_space(p, b.views, codes.back(), RVL_REDUCE_NONE, p.out)));
+
+  // Each piece (the parts, then the epilogue) with its row-uniform values hoisted (Note
+  // [Row-uniform hoisting]); without room for their input slots, none is.
+  std::vector<std::vector<rvl_instruction>> raw;
+  for (const Part& part : parts) raw.push_back(acc_as_loads(part.ins, part.n_ins, base, n_stages));
+  if (epilogue) raw.push_back(acc_as_loads(p.epilogue, p.n_epilogue, base, n_stages));
+  std::vector<RowUniform> pieces;
+  int32_t next = row_hi;
+  for (const auto& c : raw) {
+    pieces.push_back(hoist_row_uniform(c, base, row_hi, next));
+    next += static_cast<int32_t>(pieces.back().values.size());
+  }
+  if (next > RVL_MAX_INPUTS)
+    for (size_t i = 0; i < raw.size(); ++i) pieces[i] = RowUniform{raw[i], {}};
+  // The hoisted values' buffers, appended to the per-row inputs every piece may read.
+  std::vector<View> extra = b.views;
+  std::vector<std::vector<uint64_t>> value_slots;
+  for (const RowUniform& pc : pieces)
+    for (const auto& v : pc.values) {
+      value_slots.emplace_back(static_cast<size_t>(rows) + 1);
+      extra.push_back(row_values(p, v.back().dtype, reinterpret_cast<std::byte*>(value_slots.back().data())));
+    }
+  std::vector<View> part_rows;  // the parts' values over the rows, for the value programs
+  for (int32_t k = 0; k < static_cast<int32_t>(parts.size()); ++k) part_rows.push_back(rows_1d(b.views[k], rows));
+
+  // Evaluators: per piece its values' programs over the rows, then the piece over the space
+  // (the parts' values are never stored: a null output; the epilogue writes p.out).
+  struct Piece {
+    size_t first_value, n_values, ev;
+  };
+  std::vector<Piece> plan;
+  std::vector<std::unique_ptr<Evaluator>> evs;
+  int64_t work = 0;
+  size_t value = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    Piece pc{evs.size(), pieces[i].values.size(), 0};
+    for (const auto& v : pieces[i].values) {
+      Program q;
+      q.rank = 1;
+      q.shape[0] = rows;
+      q.inputs = part_rows;
+      q.ins = v.data();
+      q.n_ins = static_cast<int32_t>(v.size());
+      q.out = rows_1d(extra[b.views.size() + value++], rows);
+      evs.push_back(std::make_unique<Evaluator>(q));
+      work += rows * q.n_ins;
+    }
+    View out = p.out;
+    if (i < parts.size()) {
+      out = row_values(p, parts[i].acc_dtype, nullptr);
+      int64_t st = 1;
+      for (int d = p.rank - 1; d >= 0; --d) out.stride[d] = st, st *= p.shape[d];
+    }
+    pc.ev = evs.size();
+    evs.push_back(std::make_unique<Evaluator>(over_space(p, extra, pieces[i].code, RVL_REDUCE_NONE, out)));
+    work += rows * R * static_cast<int64_t>(pieces[i].code.size());
+    plan.push_back(pc);
   }
   for (const auto& ev : evs)
     if (ev->tiled()) return false;
@@ -239,9 +294,22 @@ bool run_fused(const Program& p) {
   auto body = [&](int64_t t0, int64_t t1, std::vector<Scratch>& sc, std::vector<LseRow>& lse) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t r0 = t * per, r1 = std::min(rows, r0 + per);
-      for (size_t k = 0; k < parts.size(); ++k) {
-        const Part& part = parts[k];
-        const Evaluator& ev = *evs[k];
+      for (size_t i = 0; i < plan.size(); ++i) {
+        // The row-uniform values this piece reads, for rows [r0, r1).
+        for (size_t v = plan[i].first_value; v < plan[i].first_value + plan[i].n_values; ++v) {
+          const Evaluator& ve = *evs[v];
+          for (int64_t s = r0; s < r1; s += ve.block()) {
+            const int64_t e = std::min(r1, s + ve.block());
+            ve.store(s, e, ve.eval(s, e, sc[v], nullptr), sc[v]);
+          }
+        }
+        const Evaluator& ev = *evs[plan[i].ev];
+        Scratch& es = sc[plan[i].ev];
+        if (i == parts.size()) {  // the epilogue
+          chunks(r0, r1, R, ev.block(), [&](int64_t s, int64_t e) { ev.store(s, e, ev.eval(s, e, es, nullptr), es); });
+          continue;
+        }
+        const Part& part = parts[i];
         const bool lse_op = part.reduce_op == RVL_REDUCE_LOGSUMEXP;
         if (lse_op) lse.assign(static_cast<size_t>(r1 - r0), LseRow{-std::numeric_limits<double>::infinity(), 0.0});
         auto run = [&](auto* acc) {
@@ -251,21 +319,16 @@ bool run_fused(const Program& p) {
               acc[r] = part.reduce_op == RVL_REDUCE_SUM ? T(0) : part.reduce_op == RVL_REDUCE_PROD ? T(1)
                                                                     : -std::numeric_limits<T>::infinity();
           chunks(r0, r1, R, ev.block(), [&](int64_t s, int64_t e) {
-            const T* v = static_cast<const T*>(ev.eval(s, e, sc[k], nullptr));
+            const T* v = static_cast<const T*>(ev.eval(s, e, es, nullptr));
             // Relative to the task's first row, so lse is indexed from 0 and acc from r0.
             fold_rows<T>(part.reduce_op, acc + r0, lse.data(), v, s - r0 * R, e - r0 * R, R);
           });
           if (lse_op)
             for (int64_t r = r0; r < r1; ++r) acc[r] = lse_row_result<T>(lse[static_cast<size_t>(r - r0)]);
         };
-        if (part.acc_dtype == RVL_DTYPE_F32) run(reinterpret_cast<float*>(b.slots[k].data()));
-        else run(reinterpret_cast<double*>(b.slots[k].data()));
+        if (part.acc_dtype == RVL_DTYPE_F32) run(reinterpret_cast<float*>(b.slots[i].data()));
+        else run(reinterpret_cast<double*>(b.slots[i].data()));
       }
-      if (!epilogue) continue;
-      const Evaluator& ev = *evs.back();
-      chunks(r0, r1, R, ev.block(), [&](int64_t s, int64_t e) {
-        ev.store(s, e, ev.eval(s, e, sc.back(), nullptr), sc.back());
-      });
     }
   };
   auto scratches = [&] {
@@ -273,9 +336,6 @@ bool run_fused(const Program& p) {
     for (const auto& ev : evs) sc.push_back(ev->make_scratch());
     return sc;
   };
-  int64_t work = 0;
-  for (const auto& c : codes) work += static_cast<int64_t>(c.size());
-  work *= rows * R;
   if (tasks <= 1 || run_inline(work)) {
     std::vector<Scratch> sc = scratches();
     std::vector<LseRow> lse;
