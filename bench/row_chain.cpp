@@ -2,7 +2,7 @@
 // (ABI 1.11, stages) or as main's two-kernel plan (the sum; then the sum of squared deviations
 // with the 1.10 row epilogue, loading the sum), timed in the same process (issue 26, decision 48).
 //
-//   bench_row_chain PLUGIN.so ROWSxCOLS [reps]
+//   bench_row_chain PLUGIN.so ROWSxCOLS [reps [chain|two]]
 // prints one JSON line per plan, rounds interleaved (chain, two, chain, two, ...), the median,
 // min and max per plan, after checking both outputs against a double loop. The core's scheduler
 // does not build chains yet, so this is the plugin-level comparison; run it under chrt -f 10.
@@ -187,15 +187,19 @@ int main(int argc, char** argv) {
   run(true), check("chain");
   ok(api->buffer_write(nullptr, by, 0, x.data(), x.size() * 4), "reset");
   run(false), check("two kernels");
+  // argv[4] "chain" or "two": time that plan alone (for a profiler).
+  const std::string only = argc > 4 ? argv[4] : "";
   for (int w = 0; w < 2; ++w) run(true), run(false);
   std::vector<double> t[2];
   for (int i = 0; i < reps; ++i)
     for (int k = 0; k < 2; ++k) {
+      if ((only == "chain" && k == 1) || (only == "two" && k == 0)) continue;
       const auto t0 = std::chrono::steady_clock::now();
       run(k == 0);
       t[k].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
   for (int k = 0; k < 2; ++k)
+    if (!t[k].empty())
     std::printf("{\"plan\": \"%s\", \"size\": [%ld, %ld], \"median_ms\": %.4f, \"min_ms\": %.4f, \"max_ms\": %.4f, \"reps\": %d}\n",
                 k == 0 ? "chain (ABI 1.11, one kernel)" : "two kernels (sum; squares + 1.10 epilogue)", long(rows),
                 long(cols), median(t[k]), *std::min_element(t[k].begin(), t[k].end()),

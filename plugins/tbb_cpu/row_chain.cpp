@@ -24,6 +24,7 @@
 #include "kernel.hpp"
 #include "parallel.hpp"
 #include "row_uniform.hpp"
+#include "tuning_env.hpp"
 
 #include <ravel/backend.hpp>
 #include <ravel/op_table.hpp>
@@ -197,7 +198,8 @@ void chunks(int64_t r0, int64_t r1, int64_t R, int64_t blk, const Fn& fn) {
 // Rows per task: the block's x stays in L2 between the parts' sweeps (docs/performance.md,
 // "Row chains"), and there are a few tasks per thread.
 int64_t rows_per_task(int64_t rows, int64_t R, int64_t elem_bytes) {
-  const int64_t budget = 128 * 1024;
+  // RAVEL_TBB_CHAIN_BYTES overrides the budget (measurements: docs/performance.md).
+  static const int64_t budget = tuning_int("RAVEL_TBB_CHAIN_BYTES", 128 * 1024, 1, int64_t{1} << 40);
   int64_t per = std::max<int64_t>(1, budget / std::max<int64_t>(1, R * elem_bytes));
   const int64_t threads = std::max(1, tbb::this_task_arena::max_concurrency());
   per = std::min(per, std::max<int64_t>(1, rows / (4 * threads)));
