@@ -329,10 +329,28 @@ void fill_rows(T* dst, const View& v, int in, int64_t row, int64_t n) {
 // dst[0, n) for a block starting at row `row` of a two-axis space with rows `len` long: each
 // row's value (the input at row * stride) repeated.
 template <class T>
-void fill_per_row(T* dst, const View& v, int64_t row, int64_t len, int64_t n) {
+__attribute__((always_inline)) inline void fill_per_row_body(T* dst, const View& v, int64_t row, int64_t len, int64_t n) {
   const T* src = reinterpret_cast<const T*>(v.data) + v.offset;
   const int64_t st = v.stride[0];
   for (int64_t i = 0; i < n; i += len, ++row) std::fill(dst + i, dst + std::min(n, i + len), src[row * st]);
+}
+template <class T>
+void fill_per_row_portable(T* dst, const View& v, int64_t row, int64_t len, int64_t n) {
+  fill_per_row_body(dst, v, row, len, n);
+}
+#if defined(__x86_64__) || defined(__i386__)
+// 32-byte stores: the chains' per-row values (row_chain.cpp) fill a slot per block with them.
+template <class T>
+__attribute__((target("avx2"))) void fill_per_row_avx2(T* dst, const View& v, int64_t row, int64_t len, int64_t n) {
+  fill_per_row_body(dst, v, row, len, n);
+}
+#endif
+template <class T>
+void fill_per_row(T* dst, const View& v, int64_t row, int64_t len, int64_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (simd_avx2()) return fill_per_row_avx2(dst, v, row, len, n);
+#endif
+  fill_per_row_portable(dst, v, row, len, n);
 }
 }  // namespace
 

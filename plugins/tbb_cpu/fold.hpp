@@ -9,7 +9,7 @@
 namespace tbbcpu {
 
 template <int DT, int ROP>
-inline ctype<DT> fold_linear(ctype<DT> acc, const ctype<DT>* v, int64_t n) {
+__attribute__((always_inline)) inline ctype<DT> fold_linear(ctype<DT> acc, const ctype<DT>* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc = reduce_combine<DT>(ROP, acc, v[i]);
   return acc;
 }
@@ -24,8 +24,9 @@ inline ctype<DT> fold_linear(ctype<DT> acc, const ctype<DT>* v, int64_t n) {
 // (NaN exactly when x is NaN or infinite), and when that flags anything the slice is folded
 // again left to right, so NaN propagation is exactly the scalar rule's. Integers keep the
 // plain loop (wrap-around sums are associative, and GCC vectorises them as written).
+// always_inline: row_chain.cpp inlines it into an AVX2 clone.
 template <int DT, int ROP>
-inline ctype<DT> fold(ctype<DT> acc, const ctype<DT>* v, int64_t n) {
+__attribute__((always_inline)) inline ctype<DT> fold(ctype<DT> acc, const ctype<DT>* v, int64_t n) {
   using T = ctype<DT>;
   if constexpr (is_float_v<DT>) {
     constexpr int L = 64 / sizeof(T);

@@ -20,6 +20,7 @@
 // ACC k names stages[k - 1] for k >= 1 and the program's own reduction for k = 0; the per-row
 // values of part k live in one buffer per part (8-byte slots), in the kept axes' row-major order.
 #include "evaluator.hpp"
+#include "array_ops.hpp"
 #include "fold.hpp"
 #include "kernel.hpp"
 #include "parallel.hpp"
@@ -167,7 +168,8 @@ bool fusable(const Program& p, const std::vector<Part>& parts) {
 
 // Folds the values of linear elements [s, e) (rows R long) into the rows' accumulators.
 template <class T>
-void fold_rows(int32_t op, T* acc, LseRow* lse, const T* v, int64_t s, int64_t e, int64_t R) {
+__attribute__((always_inline)) inline void fold_rows_body(int32_t op, T* acc, LseRow* lse, const T* v, int64_t s,
+                                                          int64_t e, int64_t R) {
   constexpr int DT = std::is_same_v<T, float> ? RVL_DTYPE_F32 : RVL_DTYPE_F64;
   for (int64_t pos = s; pos < e;) {
     const int64_t row = pos / R, end = std::min(e, (row + 1) * R), n = end - pos;
@@ -180,6 +182,27 @@ void fold_rows(int32_t op, T* acc, LseRow* lse, const T* v, int64_t s, int64_t e
     }
     pos = end;
   }
+}
+
+// The lanes' order does not depend on the vector width (fold.hpp), so both clones give the same
+// bits; AVX2 only where array_ops.cpp's loops use it (simd_avx2).
+template <class T>
+void fold_rows_portable(int32_t op, T* acc, LseRow* lse, const T* v, int64_t s, int64_t e, int64_t R) {
+  fold_rows_body<T>(op, acc, lse, v, s, e, R);
+}
+#if defined(__x86_64__) || defined(__i386__)
+template <class T>
+__attribute__((target("avx2"))) void fold_rows_avx2(int32_t op, T* acc, LseRow* lse, const T* v, int64_t s,
+                                                    int64_t e, int64_t R) {
+  fold_rows_body<T>(op, acc, lse, v, s, e, R);
+}
+#endif
+template <class T>
+void fold_rows(int32_t op, T* acc, LseRow* lse, const T* v, int64_t s, int64_t e, int64_t R) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (simd_avx2()) return fold_rows_avx2<T>(op, acc, lse, v, s, e, R);
+#endif
+  fold_rows_portable<T>(op, acc, lse, v, s, e, R);
 }
 
 // fn(s, e) over [r0 R, r1 R) in pieces of at most blk elements: whole rows when a row fits (the
