@@ -13,6 +13,9 @@
 //    per-row values, which Note [Row-invariant loads]'s one-value-per-row path fills without
 //    segments), evaluated block by block and folded per row (fold.hpp's vector lanes, or
 //    Note [Online log-sum-exp]'s state for LOGSUMEXP). Only the first part's sweep misses cache.
+//    What in a piece depends on the row alone (layer norm's mean and rsqrt) is computed once per
+//    row before its sweep (Note [Row-uniform hoisting], row_uniform.hpp), and a block inside one
+//    row reads per-row and row-invariant inputs without segments (evaluator.cpp).
 //  - Every other case (halves, integers, reduced axes outer or interleaved, an empty space, a
 //    tiled part) runs as passes (run_passes): each reduction a whole kernel into a scratch
 //    buffer of its acc_dtype, read by the later ones as a broadcast LOAD, then the epilogue.
