@@ -135,6 +135,12 @@ void check_ssa(const rvl_instruction* ins, int n, size_t n_inputs) {
   }
 }
 
+// ABI 1.11: in an accepted chain every ACC names a value [lo, hi) the list may read.
+void check_acc(const rvl_instruction* ins, int n, int32_t lo, int32_t hi) {
+  for (int j = 0; j < n; ++j)
+    if (ins[j].op == RVL_OP_ACC && (ins[j].arg < lo || ins[j].arg >= hi)) fail("an accepted ACC names no value it may read");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -166,12 +172,50 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     p.n_instructions = static_cast<int32_t>(ins.size());
     p.instructions = ins.empty() ? nullptr : ins.data();
     if (p.n_inputs > static_cast<int32_t>(inputs.size()) && p.inputs != nullptr) p.n_inputs = static_cast<int32_t>(inputs.size());
+    // ABI 1.10 / 1.11: an epilogue and a chain of stages, from the bytes left (older corpus
+    // inputs have none, so they still mean what they meant). Every capability bit is set, so
+    // the validator's form checks are what is reached.
+    std::vector<rvl_instruction> epi;
+    std::vector<std::vector<rvl_instruction>> stage_code;
+    std::vector<rvl_reduce_stage> stages;
+    if (f.remaining_bytes() > 0 && f.ConsumeBool()) {
+      fill_instructions(f, epi, f.ConsumeIntegralInRange<int>(0, 8));
+      p.n_epilogue = static_cast<int32_t>(epi.size());
+      p.epilogue = epi.empty() ? nullptr : epi.data();
+      p.acc_dtype = f.ConsumeIntegralInRange<int32_t>(-1, RVL_DTYPE_COUNT_);
+    }
+    if (f.remaining_bytes() > 0 && f.ConsumeBool()) {
+      const int n = f.ConsumeIntegralInRange<int>(-1, RVL_MAX_REDUCE_STAGES + 1);
+      stage_code.resize(static_cast<size_t>(std::max(n, 0)));
+      for (auto& c : stage_code) {
+        fill_instructions(f, c, f.ConsumeIntegralInRange<int>(0, 4));
+        rvl_reduce_stage st{};
+        st.struct_size = f.ConsumeIntegralInRange<int>(0, 20) == 0 ? 8 : sizeof(rvl_reduce_stage);
+        st.reduce_op = f.ConsumeIntegralInRange<int32_t>(-1, 5);
+        st.acc_dtype = f.ConsumeIntegralInRange<int32_t>(-1, RVL_DTYPE_COUNT_);
+        st.n_instructions = static_cast<int32_t>(c.size());
+        st.instructions = c.empty() ? nullptr : c.data();
+        stages.push_back(st);
+      }
+      p.n_stages = n;
+      p.stages = f.ConsumeIntegralInRange<int>(0, 20) == 0 ? nullptr : stages.data();
+    }
     try {
-      rvl::validate::Program v = rvl::validate::validate_program(&p, lookup);
+      rvl::validate::Program v = rvl::validate::validate_program(&p, lookup, RVL_DTYPES_ALL, ~0u, ~0u);
       for (const auto& in : v.inputs) walk(in, v.rank, v.shape, size_of(in.data));
       walk(v.out, v.rank, v.shape, size_of(v.out.data));
-      check_no_alias(v.out, v.rank, v.shape, v.reduce_axes);
+      check_no_alias(v.out, v.rank, v.shape, v.n_epilogue > 0 ? 0u : v.reduce_axes);
       check_ssa(v.ins, v.n_ins, v.inputs.size());
+      check_ssa(v.epilogue, v.n_epilogue, v.inputs.size());
+      const int32_t n_accs = 1 + static_cast<int32_t>(v.stages.size());
+      for (size_t s = 0; s < v.stages.size(); ++s) {
+        check_ssa(v.stages[s].ins, v.stages[s].n_ins, v.inputs.size());
+        check_acc(v.stages[s].ins, v.stages[s].n_ins, 1, 1 + static_cast<int32_t>(s));
+      }
+      if (!v.stages.empty()) {
+        check_acc(v.ins, v.n_ins, 1, n_accs);
+        check_acc(v.epilogue, v.n_epilogue, 0, n_accs);
+      }
     } catch (const rvl::Error&) {
     }
   } else {

@@ -12,6 +12,7 @@
 // The flags are printed in the result line ("threads", listed under ravel-bench's table).
 //   ravel-peer-loops --workload NAME --size AxB --warmup W --reps R
 // Workloads: elementwise (d = exp(a) * b + c), log_softmax (rows: max, exp-sum, x - shift),
+// layer_norm (rows: sum, sum of squared deviations, normalise and scale),
 // softmax (rows: max, exp and sum, scale; a row
 // stays in cache between its passes), sum_axis0 (rows streamed into a vector of column sums),
 // sum_axis1 (a vectorised dot-like sum per row), transpose (32 x 32 blocks). Others: unavailable.
@@ -189,6 +190,42 @@ int main(int argc, char** argv) {
       }
     };
     check = [&, rows, cols] { return softmax_rows_match(a, d, rows, cols, true); };
+  } else if (workload == "layer_norm" && dims.size() == 2) {
+    // y = (x - mean) / sqrt(var + 1e-5) * g + b over each row, one row at a time while it is
+    // in L1/L2: the sum, the sum of squared deviations, then the write (issue 26, decision 48).
+    const long rows = dims[0], cols = dims[1];
+    a = filled(rows * cols, 1), b = filled(cols, 2), c = filled(cols, 3), d.assign(rows * cols, 0);
+    run = [&, rows, cols] {
+#pragma omp parallel for schedule(static)
+      for (long r = 0; r < rows; ++r) {
+        const float* x = a.data() + r * cols;
+        const float *g = b.data(), *bb = c.data();
+        float* y = d.data() + r * cols;
+        float s = 0;
+#pragma omp simd reduction(+ : s)
+        for (long j = 0; j < cols; ++j) s += x[j];
+        const float mean = s / float(cols);
+        float q = 0;
+#pragma omp simd reduction(+ : q)
+        for (long j = 0; j < cols; ++j) q += (x[j] - mean) * (x[j] - mean);
+        const float rstd = 1.0f / std::sqrt(q / float(cols) + 1e-5f);
+#pragma omp simd
+        for (long j = 0; j < cols; ++j) y[j] = (x[j] - mean) * rstd * g[j] + bb[j];
+      }
+    };
+    check = [&, rows, cols] {
+      for (long r = 0; r < rows; r += 7) {
+        const float* x = a.data() + r * cols;
+        double s = 0, q = 0;
+        for (long j = 0; j < cols; ++j) s += x[j];
+        const double mean = s / double(cols);
+        for (long j = 0; j < cols; ++j) q += (x[j] - mean) * (x[j] - mean);
+        const double rstd = 1.0 / std::sqrt(q / double(cols) + 1e-5);
+        for (long j = 0; j < cols; j += 3)
+          if (!close(d[r * cols + j], (x[j] - mean) * rstd * b[j] + c[j], 1e-4)) return false;
+      }
+      return true;
+    };
   } else if ((workload == "sum_axis0" || workload == "sum_axis1") && dims.size() == 2) {
     const long rows = dims[0], cols = dims[1];
     const bool axis0 = workload == "sum_axis0";
@@ -267,7 +304,7 @@ int main(int argc, char** argv) {
       return true;
     };
   } else {
-    return unavailable("the hand-loop peer times elementwise, softmax, log_softmax, sum_axis0, sum_axis1 and transpose");
+    return unavailable("the hand-loop peer times elementwise, softmax, log_softmax, layer_norm, sum_axis0, sum_axis1 and transpose");
   }
 
   run();

@@ -197,4 +197,6 @@ void fill_const(void* dst, int32_t dt, const rvl_scalar& v, int64_t n) {
   });
 }
 
+bool simd_avx2() { return use_avx2(); }
+
 }  // namespace tbbcpu

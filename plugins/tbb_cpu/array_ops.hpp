@@ -17,6 +17,9 @@ using ArrayFn = void (*)(void* dst, const void* a, const void* b, const void* c,
 using CastFn = void (*)(void* dst, const void* src, int64_t n);
 
 ArrayFn array_kernel(int32_t op, int32_t dt);
+// Whether the AVX2 clones run (the CPU has AVX2 and RAVEL_TBB_SIMD is not "portable"); other
+// loops with AVX2 clones (row_chain.cpp's folds, evaluator.cpp's per-row fills) follow it.
+bool simd_avx2();
 CastFn cast_kernel(int32_t from, int32_t to);
 // dst[0..n) = the CONST value for dtype dt.
 void fill_const(void* dst, int32_t dt, const rvl_scalar& v, int64_t n);

@@ -329,10 +329,28 @@ void fill_rows(T* dst, const View& v, int in, int64_t row, int64_t n) {
 // dst[0, n) for a block starting at row `row` of a two-axis space with rows `len` long: each
 // row's value (the input at row * stride) repeated.
 template <class T>
-void fill_per_row(T* dst, const View& v, int64_t row, int64_t len, int64_t n) {
+__attribute__((always_inline)) inline void fill_per_row_body(T* dst, const View& v, int64_t row, int64_t len, int64_t n) {
   const T* src = reinterpret_cast<const T*>(v.data) + v.offset;
   const int64_t st = v.stride[0];
   for (int64_t i = 0; i < n; i += len, ++row) std::fill(dst + i, dst + std::min(n, i + len), src[row * st]);
+}
+template <class T>
+void fill_per_row_portable(T* dst, const View& v, int64_t row, int64_t len, int64_t n) {
+  fill_per_row_body(dst, v, row, len, n);
+}
+#if defined(__x86_64__) || defined(__i386__)
+// 32-byte stores: the chains' per-row values (row_chain.cpp) fill a slot per block with them.
+template <class T>
+__attribute__((target("avx2"))) void fill_per_row_avx2(T* dst, const View& v, int64_t row, int64_t len, int64_t n) {
+  fill_per_row_body(dst, v, row, len, n);
+}
+#endif
+template <class T>
+void fill_per_row(T* dst, const View& v, int64_t row, int64_t len, int64_t n) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (simd_avx2()) return fill_per_row_avx2(dst, v, row, len, n);
+#endif
+  fill_per_row_portable(dst, v, row, len, n);
 }
 }  // namespace
 
@@ -436,7 +454,15 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
           sc.result[j] = &sc.slots[static_cast<size_t>(n_slots_ + inv_[j]) * block_];
           break;
         }
-        if (per_row_[I.arg] && !segs_ready && s % shape_[1] == 0) {  // one value per row
+        // A block inside one row that does not start it (rows longer than a block: a chain's
+        // sweeps, row_chain.cpp): a row-invariant input of unit stride is its row itself from
+        // the block's column on, and a one-value-per-row input is that one value throughout.
+        const bool in_one_row = !segs_ready && s / shape_[rank_ - 1] == (e - 1) / shape_[rank_ - 1];
+        if (inv_[j] >= 0 && in_one_row && v.stride[rank_ - 1] == 1 && v.dtype != RVL_DTYPE_BOOL) {
+          sc.result[j] = v.data + (v.offset + s % shape_[rank_ - 1]) * static_cast<int64_t>(rvl::dtype_size(v.dtype));
+          break;
+        }
+        if (per_row_[I.arg] && !segs_ready && (s % shape_[1] == 0 || in_one_row)) {  // one value per row
           const int64_t row = s / shape_[1];
           switch (rvl::dtype_size(v.dtype)) {
             case 1: fill_per_row(static_cast<uint8_t*>(slot), v, row, shape_[1], n); break;

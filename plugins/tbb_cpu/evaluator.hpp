@@ -104,6 +104,9 @@ class Evaluator {
 
   int64_t total() const { return total_; }
   int64_t block() const { return block_; }
+  // Elementwise programs run in tiles (run_tiled): eval's linear blocks are then not the path
+  // it was tuned for (row_chain.cpp takes its passes instead).
+  bool tiled() const { return tile_axis_ >= 0; }
   Scratch make_scratch() const;
 
   // Evaluates linear elements [s, e) (e - s <= block()); returns the last instruction's values

@@ -168,6 +168,7 @@ struct WideOutput {
 
 void run_kernel(const Program& p) {
   using namespace half_detail;
+  if (!p.stages.empty()) return run_chain(p);          // ABI 1.11; its parts come back here
   if (p.n_epilogue > 0) return run_with_epilogue(p);  // its parts come back here
   if (!program_has_half(p)) return run_program(p);
   const bool half_out = is_half(p.out.dtype);

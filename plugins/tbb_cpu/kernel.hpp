@@ -19,5 +19,18 @@ void run_kernel(const Program& p);
 void run_kernel(const Contraction& c);
 // A program with a row epilogue (ABI 1.10, row_epilogue.cpp; run_kernel sends it there).
 void run_with_epilogue(const Program& p);
+// No kept axis of extent > 1 after a reduced one of extent > 1 (row_epilogue.cpp): output o
+// owns the linear range [o R, (o + 1) R) of the iteration space.
+bool reduced_innermost(const Program& p);
+// A program with reduction stages (ABI 1.11, row_chain.cpp; run_kernel sends it there).
+void run_chain(const Program& p);
+
+// A row's LOGSUMEXP state between slices (lse_reduce.cpp, Note [Online log-sum-exp]); T is
+// float or double. Start with m = -inf, s = 0.
+struct LseRow {
+  double m, s;
+};
+template <class T> void lse_row_fold(LseRow& row, const T* v, int64_t n);
+template <class T> T lse_row_result(const LseRow& row);
 
 }  // namespace tbbcpu

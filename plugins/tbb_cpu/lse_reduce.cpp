@@ -389,3 +389,23 @@ bool Evaluator::run_logsumexp_any(const Evaluator* epi) const {
 }
 
 }  // namespace tbbcpu
+
+namespace tbbcpu {
+
+// ABI 1.11 (row_chain.cpp): one row's state kept between slices, in double (a float state
+// converts both ways exactly), folded and finished by the same rules as above.
+template <class T> void lse_row_fold(LseRow& row, const T* v, int64_t n) {
+  State<T> st{static_cast<T>(row.m), static_cast<T>(row.s)};
+  fold(st, v, n);
+  row.m = st.m;
+  row.s = st.s;
+}
+template <class T> T lse_row_result(const LseRow& row) {
+  return result<T>(State<T>{static_cast<T>(row.m), static_cast<T>(row.s)});
+}
+template void lse_row_fold<float>(LseRow&, const float*, int64_t);
+template void lse_row_fold<double>(LseRow&, const double*, int64_t);
+template float lse_row_result<float>(const LseRow&);
+template double lse_row_result<double>(const LseRow&);
+
+}  // namespace tbbcpu

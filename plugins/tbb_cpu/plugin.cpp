@@ -133,6 +133,11 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     const char* no_epi = std::getenv("RAVEL_TBB_NO_ROW_EPILOGUE");
     if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_epilogue_ops))
       out->reduce_epilogue_ops = no_epi && *no_epi && *no_epi != '0' ? 0u : out->reduce_ops;
+    // ABI 1.11: every reduction it has may be a stage of a chain (row_chain.cpp; one pass over
+    // memory per block of rows). RAVEL_TBB_NO_ROW_CHAIN=1 hides it (the host's separate kernels).
+    const char* no_chain = std::getenv("RAVEL_TBB_NO_ROW_CHAIN");
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_chain_ops))
+      out->reduce_chain_ops = no_chain && *no_chain && *no_chain != '0' ? 0u : out->reduce_ops;
   });
 }
 
@@ -228,7 +233,8 @@ rvl_error* execute_program(int32_t device, rvl_stream* stream, const rvl_program
     Device& d = device_at(device);
     stream_device(stream, device, "execute_program");
     // Every reduction takes a row epilogue here (row_epilogue.cpp), stated or not (ABI 1.10).
-    Program p = rvl::validate::validate_program(program, lookup_on(device), RVL_DTYPES_ALL, ~0u);
+    // Every reduction takes part in a chain too (row_chain.cpp, ABI 1.11).
+    Program p = rvl::validate::validate_program(program, lookup_on(device), RVL_DTYPES_ALL, ~0u, ~0u);
     const bool fault = inject_fault();
     if (!d.queue) {
       if (fault) injected();
@@ -238,7 +244,13 @@ rvl_error* execute_program(int32_t device, rvl_stream* stream, const rvl_program
     std::vector<rvl_instruction> code(p.ins, p.ins + p.n_ins), epilogue(p.epilogue, p.epilogue + p.n_epilogue);
     p.ins = code.data();  // a moved vector keeps its storage
     p.epilogue = epilogue.data();
-    d.queue->push([p = std::move(p), code = std::move(code), epilogue = std::move(epilogue), fault] {
+    std::vector<std::vector<rvl_instruction>> stages;  // ABI 1.11: the stages' code likewise
+    for (Program::Stage& st : p.stages) {
+      stages.emplace_back(st.ins, st.ins + st.n_ins);
+      st.ins = stages.back().data();
+    }
+    d.queue->push([p = std::move(p), code = std::move(code), epilogue = std::move(epilogue),
+                   stages = std::move(stages), fault] {
       if (fault) injected();
       run_kernel(p);
     });

@@ -39,18 +39,6 @@ bool any_half(const Program& p) {
   return false;
 }
 
-// No kept axis of extent > 1 after a reduced one of extent > 1.
-bool reduced_innermost(const Program& p) {
-  bool seen_reduced = false;
-  for (int d = 0; d < p.rank; ++d) {
-    if (p.shape[d] <= 1) continue;
-    const bool red = (p.reduce_axes >> d) & 1u;
-    if (!red && seen_reduced) return false;
-    seen_reduced = seen_reduced || red;
-  }
-  return true;
-}
-
 // The reduction alone, into `out` (of acc_dtype, laid out as the reduced result).
 Program reduction_part(const Program& p, const View& out) {
   Program q = p;
@@ -81,6 +69,17 @@ Program epilogue_part(const Program& p, std::vector<rvl_instruction>& code, cons
 }
 
 }  // namespace
+
+bool reduced_innermost(const Program& p) {
+  bool seen_reduced = false;
+  for (int d = 0; d < p.rank; ++d) {
+    if (p.shape[d] <= 1) continue;
+    const bool red = (p.reduce_axes >> d) & 1u;
+    if (!red && seen_reduced) return false;
+    seen_reduced = seen_reduced || red;
+  }
+  return true;
+}
 
 void run_with_epilogue(const Program& p) {
   // The reduced values' layout: contiguous over the kept axes, stride 0 along the reduced ones.

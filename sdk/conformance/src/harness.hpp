@@ -32,6 +32,7 @@ void register_view_cases();
 void register_reduction_cases();
 void register_logsumexp_cases();
 void register_row_epilogue_cases();  // ABI 1.10
+void register_row_chain_cases();     // ABI 1.11
 void register_contraction_cases();
 void register_window_contraction_cases();  // ABI 1.8 im2col block
 void register_fused_cases();

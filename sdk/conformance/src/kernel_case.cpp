@@ -209,8 +209,19 @@ void ProgramCase::run(Measure& m) const {
   std::vector<int32_t> dts{out.dtype};
   for (const rvl_instruction& i : sent) dts.push_back(i.dtype);
   for (const rvl_instruction& i : sent_epilogue) dts.push_back(i.dtype);
+  std::vector<std::vector<rvl_instruction>> sent_stages;
+  for (const Stage& st : stages) {
+    sent_stages.push_back(s.lower(st.code));
+    for (const rvl_instruction& i : sent_stages.back()) dts.push_back(i.dtype);
+    dts.push_back(st.acc_dtype);
+  }
   require_supported(int(shape.size()), dts);
-  if (!epilogue.empty()) {
+  if (!stages.empty()) {
+    const uint32_t ops = RVL_HAS_MEMBER(&s.props, rvl_device_properties, reduce_chain_ops) ? s.props.reduce_chain_ops : 0;
+    bool all = (ops >> reduce_op) & 1u;
+    for (const Stage& st : stages) all = all && ((ops >> st.reduce_op) & 1u);
+    if (!all) throw Skip("the device does not list these reductions in rvl_device_properties.reduce_chain_ops (optional)");
+  } else if (!epilogue.empty()) {
     const uint32_t ops = RVL_HAS_MEMBER(&s.props, rvl_device_properties, reduce_epilogue_ops) ? s.props.reduce_epilogue_ops : 0;
     if (!((ops >> reduce_op) & 1u))
       throw Skip("the device does not list this reduction in rvl_device_properties.reduce_epilogue_ops (optional)");
@@ -235,6 +246,18 @@ void ProgramCase::run(Measure& m) const {
     p.epilogue = sent_epilogue.data();
     p.acc_dtype = acc_dtype;
   }
+  // The stages as sent (lowered) and as the reference reads them.
+  const auto stage_array = [&](bool lowered) {
+    std::vector<rvl_reduce_stage> v;
+    for (size_t k = 0; k < stages.size(); ++k) {
+      const std::vector<rvl_instruction>& c = lowered ? sent_stages[k] : stages[k].code;
+      v.push_back({sizeof(rvl_reduce_stage), stages[k].reduce_op, stages[k].acc_dtype, int32_t(c.size()), c.data()});
+    }
+    return v;
+  };
+  const std::vector<rvl_reduce_stage> dev_stages = stage_array(true), host_stages = stage_array(false);
+  p.n_stages = int32_t(stages.size());
+  p.stages = dev_stages.empty() ? nullptr : dev_stages.data();
   check_ok(s.api->execute_program(s.device, nullptr, &p), "execute_program");
   check_ok(s.api->synchronize(s.device), "synchronize");
   up.check_unchanged(inputs, "input");
@@ -248,6 +271,7 @@ void ProgramCase::run(Measure& m) const {
   hp.instructions = code.data();
   hp.output.view = out_view;
   if (!epilogue.empty()) hp.n_epilogue = int32_t(epilogue.size()), hp.epilogue = epilogue.data();
+  hp.stages = host_stages.empty() ? nullptr : host_stages.data();
   ref::HostBuffer want = out;
   ref::run_program(hp, host_ptrs(inputs), want);
   m.threshold = threshold;

@@ -50,6 +50,14 @@ struct ProgramCase {
   // The case is a skip on a device whose reduce_epilogue_ops lacks reduce_op.
   std::vector<rvl_instruction> epilogue;
   int32_t acc_dtype = -1;
+  // ABI 1.11: the earlier reductions of a chain (ACC k >= 1 reads stages[k - 1]). The case is
+  // a skip on a device whose reduce_chain_ops lacks one of the chain's reductions.
+  struct Stage {
+    int32_t reduce_op = RVL_REDUCE_SUM;
+    int32_t acc_dtype = RVL_DTYPE_F32;
+    std::vector<rvl_instruction> code;
+  };
+  std::vector<Stage> stages;
 
   // Runs it; records the error measure; throws Failure / Skip.
   void run(Measure& m) const;

@@ -49,6 +49,7 @@ void register_all() {
   register_reduction_cases();
   register_logsumexp_cases();
   register_row_epilogue_cases();
+  register_row_chain_cases();
   register_contraction_cases();
   register_fused_cases();
   register_edge_cases();

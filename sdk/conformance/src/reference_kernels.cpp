@@ -37,9 +37,10 @@ void for_each_index(int rank, const int64_t* shape, const std::function<void(con
   }
 }
 
-// The value of the last instruction at `idx`. `acc` gives ACC (contraction epilogues).
+// The value of the last instruction at `idx`. `accs` gives ACC: one value whatever its arg
+// (contraction and 1.10 reduction epilogues), or, in a chain of reductions (ABI 1.11), value arg.
 Value evaluate(const rvl_instruction* code, int32_t n, const rvl_operand* inputs, int rank,
-               const std::vector<const HostBuffer*>& bufs, const int64_t* idx, Value acc) {
+               const std::vector<const HostBuffer*>& bufs, const int64_t* idx, const std::vector<Value>& accs) {
   std::vector<Value> regs(static_cast<size_t>(n));
   for (int j = 0; j < n; ++j) {
     const rvl_instruction& in = code[j];
@@ -51,7 +52,7 @@ Value evaluate(const rvl_instruction* code, int32_t n, const rvl_operand* inputs
         break;
       }
       case RVL_OP_CONST: regs[j] = constant(in.dtype, in.value); break;
-      case RVL_OP_ACC: regs[j] = acc; break;
+      case RVL_OP_ACC: regs[j] = accs.at(accs.size() == 1 ? 0 : static_cast<size_t>(in.arg)); break;
       case RVL_OP_COUNT_: break;  // rejected by validation
       case RVL_OP_CAST:
       RVL_OP_CASES_COMPUTED {
@@ -99,6 +100,90 @@ double logsumexp_two_pass(const std::vector<double>& xs) {
   return m + std::log(s);
 }
 
+// One reduction over p's space of `code` (reduce op rop, accumulated in dtype rdt) into `out`
+// through view ov: every kept index from its identity, in f64 / wrapping int64 (LOGSUMEXP: two
+// passes in f64). accs(idx) gives ACC's values at a full index (empty: no ACC).
+using AccsAt = std::function<std::vector<Value>(const int64_t*)>;
+const AccsAt no_accs = [](const int64_t*) { return std::vector<Value>{}; };
+
+void reduce_into(const rvl_program& p, const rvl_instruction* code, int32_t n, int32_t rop, int32_t rdt,
+                 const std::vector<const HostBuffer*>& inputs, const rvl_view& ov, HostBuffer& out,
+                 const AccsAt& accs) {
+  const int R = p.rank;
+  int64_t kept_shape[RVL_MAX_RANK], red_shape[RVL_MAX_RANK];
+  for (int d = 0; d < R; ++d) {
+    const bool reduced = (p.reduce_axes >> d) & 1u;
+    kept_shape[d] = reduced ? 1 : p.shape[d];
+    red_shape[d] = reduced ? p.shape[d] : 1;
+  }
+  const auto value_at = [&](const int64_t* kept, const int64_t* red) {
+    int64_t idx[RVL_MAX_RANK];
+    for (int d = 0; d < R; ++d) idx[d] = kept[d] + red[d];
+    return evaluate(code, n, p.inputs, R, inputs, idx, accs(idx));
+  };
+  if (rop == RVL_REDUCE_LOGSUMEXP) {
+    for_each_index(R, kept_shape, [&](const int64_t* kept) {
+      std::vector<double> xs;
+      for_each_index(R, red_shape, [&](const int64_t* red) { xs.push_back(value_at(kept, red).f); });
+      out.set(address(ov, R, kept), fval(logsumexp_two_pass(xs)));  // rounds once
+    });
+    return;
+  }
+  for_each_index(R, kept_shape, [&](const int64_t* kept) {
+    Value acc = reduce_identity(rop, rdt);
+    for_each_index(R, red_shape, [&](const int64_t* red) { acc = combine_wide(rop, rdt, acc, value_at(kept, red)); });
+    out.set(address(ov, R, kept), acc);  // rounds / wraps once
+  });
+}
+
+// The per-kept-index values of a reduction: contiguous over the kept axes, stride 0 along the
+// reduced ones, so a full index addresses its row's value.
+rvl_view kept_view(const rvl_program& p, int64_t* count) {
+  rvl_view v{};
+  v.struct_size = sizeof(rvl_view);
+  int64_t kept = 1;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    const bool reduced = (p.reduce_axes >> d) & 1u;
+    v.strides[d] = reduced ? 0 : kept;
+    v.valid_hi[d] = p.shape[d];
+    if (!reduced) kept *= p.shape[d];
+  }
+  *count = kept;
+  return v;
+}
+
+// ABI 1.11, a chain of reductions: each stage reduced in turn into its own buffer, read by the
+// later ones through ACC k at the same kept index; then the program's own reduction (into the
+// output, or, with an epilogue, into a buffer that ACC 0 reads), then the epilogue element by
+// element. Deliberately separate passes, as the 1.10 epilogue above.
+void run_chain(const rvl_program& p, const std::vector<const HostBuffer*>& inputs, HostBuffer& out) {
+  const int R = p.rank;
+  int64_t kept = 0;
+  const rvl_view kv = kept_view(p, &kept);
+  const bool epi = p.n_epilogue > 0;
+  std::vector<HostBuffer> vals;  // [0]: the program's own (with an epilogue), [k]: stage k - 1
+  vals.reserve(static_cast<size_t>(p.n_stages) + 1);
+  vals.emplace_back(epi ? p.acc_dtype : p.output.dtype, kept);
+  for (int32_t s = 0; s < p.n_stages; ++s) vals.emplace_back(p.stages[s].acc_dtype, kept);
+  const AccsAt accs = [&](const int64_t* idx) {
+    std::vector<Value> v;
+    for (const HostBuffer& b : vals) v.push_back(b.get(address(kv, R, idx)));
+    return v;
+  };
+  for (int32_t s = 0; s < p.n_stages; ++s) {
+    const rvl_reduce_stage& st = p.stages[s];
+    reduce_into(p, st.instructions, st.n_instructions, st.reduce_op, st.acc_dtype, inputs, kv, vals[1 + s], accs);
+  }
+  if (!epi) {
+    reduce_into(p, p.instructions, p.n_instructions, p.reduce_op, p.output.dtype, inputs, p.output.view, out, accs);
+    return;
+  }
+  reduce_into(p, p.instructions, p.n_instructions, p.reduce_op, p.acc_dtype, inputs, kv, vals[0], accs);
+  for_each_index(R, p.shape, [&](const int64_t* idx) {
+    out.set(address(p.output.view, R, idx), evaluate(p.epilogue, p.n_epilogue, p.inputs, R, inputs, idx, accs(idx)));
+  });
+}
+
 }  // namespace
 
 void run_program(const rvl_program& p, const std::vector<const HostBuffer*>& inputs,
@@ -106,6 +191,7 @@ void run_program(const rvl_program& p, const std::vector<const HostBuffer*>& inp
   const int R = p.rank;
   const int32_t odt = p.output.dtype;
   const rvl_view& ov = p.output.view;
+  if (RVL_HAS_MEMBER(&p, rvl_program, stages) && p.n_stages > 0) return run_chain(p, inputs, out);
   if (p.reduce_op == RVL_REDUCE_NONE) {
     for_each_index(R, p.shape, [&](const int64_t* idx) {
       out.set(address(ov, R, idx),
@@ -140,32 +226,11 @@ void run_program(const rvl_program& p, const std::vector<const HostBuffer*>& inp
     run_program(q, inputs, reduced);
     for_each_index(R, p.shape, [&](const int64_t* idx) {
       const Value acc = reduced.get(address(q.output.view, R, idx));
-      out.set(address(ov, R, idx), evaluate(p.epilogue, p.n_epilogue, p.inputs, R, inputs, idx, acc));
+      out.set(address(ov, R, idx), evaluate(p.epilogue, p.n_epilogue, p.inputs, R, inputs, idx, {acc}));
     });
     return;
   }
-  if (p.reduce_op == RVL_REDUCE_LOGSUMEXP) {
-    for_each_index(R, kept_shape, [&](const int64_t* kept) {
-      std::vector<double> xs;
-      for_each_index(R, red_shape, [&](const int64_t* red) {
-        int64_t idx[RVL_MAX_RANK];
-        for (int d = 0; d < R; ++d) idx[d] = kept[d] + red[d];
-        xs.push_back(evaluate(p.instructions, p.n_instructions, p.inputs, R, inputs, idx, {}).f);
-      });
-      out.set(address(ov, R, kept), fval(logsumexp_two_pass(xs)));  // rounds once
-    });
-    return;
-  }
-  for_each_index(R, kept_shape, [&](const int64_t* kept) {
-    Value acc = reduce_identity(p.reduce_op, odt);
-    for_each_index(R, red_shape, [&](const int64_t* red) {
-      int64_t idx[RVL_MAX_RANK];
-      for (int d = 0; d < R; ++d) idx[d] = kept[d] + red[d];
-      acc = combine_wide(p.reduce_op, odt,
-                         acc, evaluate(p.instructions, p.n_instructions, p.inputs, R, inputs, idx, {}));
-    });
-    out.set(address(ov, R, kept), acc);  // rounds / wraps once
-  });
+  reduce_into(p, p.instructions, p.n_instructions, p.reduce_op, odt, inputs, ov, out, no_accs);
 }
 
 // ABI 1.8 (im2col block): the offset of index i of a group (row-major over its shape), 0 for a
@@ -212,7 +277,7 @@ void run_contraction(const rvl_contraction& c, const HostBuffer& a, const HostBu
     // rounding to the half dtype happens when C is stored (docs/dtypes.md, "Half arithmetic").
     acc = normalize(rvl::dtype_is_half(dt) ? RVL_DTYPE_F32 : dt, acc);
     const Value r = c.n_epilogue > 0 ? evaluate(c.epilogue, c.n_epilogue, c.epilogue_inputs, R,
-                                                epilogue_inputs, idx, acc)
+                                                epilogue_inputs, idx, {acc})
                                      : acc;
     out.set(address(c.c.view, R, idx), r);
   });

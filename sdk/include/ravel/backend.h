@@ -1,4 +1,4 @@
-/* Ravel backend C ABI, version 1.10 (1.1 added rvl_device_properties.arch/warp_size/details and
+/* Ravel backend C ABI, version 1.11 (1.1 added rvl_device_properties.arch/warp_size/details and
  * rvl_probe_result.reason; 1.2 the optional members buffer_address/buffer_wrap; 1.3
  * rvl_device_properties.dlpack_device_type/dlpack_device_id; 1.4 the reduction
  * RVL_REDUCE_LOGSUMEXP and rvl_device_properties.reduce_ops; 1.5 the optional member
@@ -8,7 +8,8 @@
  * rvl_contraction and rvl_device_properties.contraction_axes; 1.9 the optional member all_reduce,
  * a collective over buffers on several devices of one plugin; 1.10 the row epilogue of a
  * reduction, rvl_program.n_epilogue/epilogue/acc_dtype and rvl_device_properties.reduce_epilogue_ops;
- * nothing else changed).
+ * 1.11 chains of row reductions, rvl_reduce_stage, rvl_program.n_stages/stages and
+ * rvl_device_properties.reduce_chain_ops; nothing else changed).
  *
  * Plain C99. A backend plugin is a shared object that exports exactly one symbol,
  * `rvl_backend_entry`, returning a pointer to a static, append-only table of function pointers
@@ -49,7 +50,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 10
+#define RVL_ABI_MINOR 11
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
@@ -127,7 +128,11 @@ typedef enum rvl_dtype {
  *          the integer dtypes and BOOL like a CAST from I64, and holds a U64's bits; value.f to F32,
  *          F16, BF16 like a CAST from F64)
  *  ACC     (contraction epilogues and, since 1.10, reduction epilogues only) dst = the
- *          contraction's accumulated value / the reduced value of the current row
+ *          contraction's accumulated value / the reduced value of the current row. Since 1.11,
+ *          in a program with reduction stages (n_stages > 0), `arg` picks the value: 0 the
+ *          program's own reduction, k >= 1 the result of stages[k - 1]; stages and the
+ *          program's own instruction list may then read earlier stages too (§19). Without
+ *          stages `arg` is ignored, as in 1.10.
  *  CAST    dst = (dtype) src0; float->int truncates toward zero and saturates at the target's
  *          range (NaN -> 0); int->int wraps (two's complement); ->bool is (x != 0); to F16/BF16
  *          rounds to nearest even in one step (<ravel/half.hpp>), overflowing to infinity.
@@ -247,6 +252,20 @@ typedef struct rvl_operand {
 } rvl_operand;
 
 /* ---- kernel programs --------------------------------------------------------------------- */
+/* Since 1.11 (optional): one earlier reduction of a chain (rvl_program.stages, §19). Embedded
+ * by value in an array, so its layout is frozen for the whole of major version 1, like
+ * rvl_instruction's. acc_dtype: the stage's result dtype, i.e. its last instruction's dtype, or
+ * F64 for a widening LOGSUMEXP of F32 values (as rvl_program.acc_dtype). */
+typedef struct rvl_reduce_stage {
+  size_t struct_size;
+  int32_t reduce_op;      /* rvl_reduce_op, not NONE */
+  int32_t acc_dtype;      /* rvl_dtype of the stage's value (ACC k = this stage's index + 1) */
+  int32_t n_instructions; /* 1..RVL_MAX_INSTRUCTIONS; may read ACC of earlier stages */
+  const rvl_instruction* instructions;
+} rvl_reduce_stage;
+/* The most stages one program may carry (since 1.11). */
+#define RVL_MAX_REDUCE_STAGES 8
+
 /* For every index i of the iteration space `shape`, evaluate the instruction list; the value of
  * instruction `n_instructions - 1` is the result. Without a reduction it is stored at
  * output.view[i]. With one, the results of all i that differ only on the reduced axes are
@@ -280,6 +299,21 @@ typedef struct rvl_program {
   int32_t n_epilogue;
   const rvl_instruction* epilogue;
   int32_t acc_dtype;        /* rvl_dtype of ACC in the epilogue */
+  /* ---- since 1.11 (optional, a "chain of row reductions"; docs/abi.md §19) ----
+   * With n_stages > 0 (only with a reduce_op, 1..RVL_MAX_REDUCE_STAGES, and only to a device
+   * whose rvl_device_properties.reduce_chain_ops has the bit of every stage's reduce_op and of
+   * this program's): before this program's own reduction, stages[0], stages[1], ... are reduced
+   * in order over the same iteration space and reduce_axes, each giving one value per kept
+   * index (as a reduction's output would hold it, of the stage's acc_dtype). ACC with arg k >= 1
+   * reads stages[k - 1]'s value for the current index: in stages[s] only k <= s (earlier
+   * stages), in `instructions` any 1 <= k <= n_stages, in the epilogue any 0 <= k <= n_stages
+   * (0: this program's reduced value). The stages' values are stored nowhere; the output is
+   * the epilogue's (full space) or, without one, this program's reduction (reduced form). Layer
+   * norm is one program: stage 0 sums x, the reduction sums (x - ACC1/n)^2, the epilogue
+   * writes (x - ACC1/n) * rsqrt(ACC0/n + eps) * g + b, so a device may read each block of rows
+   * from memory once. n_stages == 0 (or a host built against <= 1.10) is the 1.10 program. */
+  int32_t n_stages;
+  const struct rvl_reduce_stage* stages;
 } rvl_program;
 
 /* ---- contractions -------------------------------------------------------------------------- */
@@ -384,6 +418,11 @@ typedef struct rvl_device_properties {
    * the struct): none; the host then runs the reduction and the elementwise kernel that reads
    * its result as two kernels, as before. */
   uint32_t reduce_epilogue_ops;
+  /* ---- since 1.11 (chains of row reductions, optional) ----
+   * The reductions (bit (1u << rvl_reduce_op)) that execute_program accepts as stages and as
+   * the final reduction of a program with n_stages > 0 (§19). 0, what every older plugin gets:
+   * none; the host then sends each reduction of a chain as its own kernel, as before. */
+  uint32_t reduce_chain_ops;
 } rvl_device_properties;
 
 typedef struct rvl_probe_result {
@@ -597,6 +636,9 @@ typedef enum rvl_all_reduce_op {
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_8 RVL_STRUCT_SIZE(rvl_device_properties, contraction_axes)
 #define RVL_PROGRAM_STRUCT_SIZE_1_10 RVL_STRUCT_SIZE(rvl_program, acc_dtype)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_10 RVL_STRUCT_SIZE(rvl_device_properties, reduce_epilogue_ops)
+#define RVL_PROGRAM_STRUCT_SIZE_1_11 RVL_STRUCT_SIZE(rvl_program, stages)
+#define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_11 RVL_STRUCT_SIZE(rvl_device_properties, reduce_chain_ops)
+#define RVL_REDUCE_STAGE_STRUCT_SIZE_1_11 RVL_STRUCT_SIZE(rvl_reduce_stage, instructions)
 #define RVL_OPERAND_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_operand, view)
 #define RVL_VIEW_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_view, valid_hi)
 

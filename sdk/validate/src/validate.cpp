@@ -132,9 +132,19 @@ std::string ins_str(const char* kind, int j, int32_t op) {
   return std::string(kind) + " " + to_string(j) + " (" + rvl::op_name(op) + ")";
 }
 
-// Validates an SSA instruction list. `acc_dtype` < 0: ACC not allowed.
+// What ACC may read in an instruction list: nothing (n == 0); one value of dtypes[0] whatever
+// its arg (contraction and 1.10 reduction epilogues: indexed false); or, in a chain of
+// reductions (ABI 1.11), value arg for lo <= arg < n, of dtypes[arg].
+struct AccRule {
+  const int32_t* dtypes = nullptr;
+  int32_t lo = 0, n = 0;
+  bool indexed = false;
+};
+AccRule one_acc(const int32_t* dtype) { return {dtype, 0, 1, false}; }
+
+// Validates an SSA instruction list.
 void check_instructions(const char* kind, const rvl_instruction* ins, int32_t n,
-                        const std::vector<View>& inputs, int32_t acc_dtype, int32_t out_dtype) {
+                        const std::vector<View>& inputs, AccRule acc, int32_t out_dtype) {
   for (int j = 0; j < n; ++j) {
     const rvl_instruction& I = ins[j];
     if (!rvl::op_valid(I.op))
@@ -172,8 +182,13 @@ void check_instructions(const char* kind, const rvl_instruction* ins, int32_t n,
           rvl::invalid(w() + ": dtype " + dt_str(dt) + " differs from input " + to_string(I.arg) +
                        " dtype " + dt_str(inputs[I.arg].dtype));
       } else if (I.op == RVL_OP_ACC) {
-        if (acc_dtype < 0) rvl::invalid(w() + ": ACC is only allowed in epilogues (contractions, reductions)");
-        if (dt != acc_dtype) bad_dtype("the accumulator dtype " + dt_str(acc_dtype));
+        if (acc.n == 0)
+          rvl::invalid(w() + ": ACC is only allowed in epilogues (contractions, reductions) and chains of reductions");
+        if (acc.indexed && (I.arg < acc.lo || I.arg >= acc.n))
+          rvl::invalid(w() + ": ACC index " + to_string(I.arg) + " out of range [" + to_string(acc.lo) + ", " +
+                       to_string(acc.n) + ") (0: this program's reduction, k: stage k - 1, earlier stages only)");
+        const int32_t want = acc.dtypes[acc.indexed ? I.arg : 0];
+        if (dt != want) bad_dtype("the accumulator dtype " + dt_str(want));
       }
       continue;
     }
@@ -234,7 +249,60 @@ void require_dtypes(const Program& p, uint32_t dtypes, const char* kind) {
 }
 }  // namespace
 
-Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes, uint32_t epilogue_ops) {
+namespace {
+// ABI 1.11: the stages of a chain (backend.h, rvl_reduce_stage). `accs` receives the stages'
+// dtypes at [1, n_stages]; each stage's list may read ACC of the stages before it.
+void check_stages(const rvl_program* p, Program& out, int32_t* accs) {
+  const int32_t n = p->n_stages;
+  if (n < 0 || n > RVL_MAX_REDUCE_STAGES)
+    rvl::invalid("program: n_stages " + to_string(n) + " out of range, expected 0.." + to_string(RVL_MAX_REDUCE_STAGES));
+  if (p->stages == nullptr) rvl::invalid("program: stages pointer is NULL but n_stages is " + to_string(n));
+  if (p->reduce_op == RVL_REDUCE_NONE)
+    rvl::invalid("program: reduction stages (n_stages " + to_string(n) + ") need a reduce_op");
+  for (int32_t s = 0; s < n; ++s) {
+    const rvl_reduce_stage& st = p->stages[s];
+    const std::string name = "stage " + to_string(s);
+    if (st.struct_size < RVL_REDUCE_STAGE_STRUCT_SIZE_1_11)
+      rvl::invalid("program: " + name + " struct_size " + to_string(st.struct_size) + " < " +
+                   to_string(RVL_REDUCE_STAGE_STRUCT_SIZE_1_11));
+    if (st.reduce_op < RVL_REDUCE_SUM || st.reduce_op > RVL_REDUCE_LOGSUMEXP)
+      rvl::invalid("program: " + name + " unknown reduce_op " + to_string(st.reduce_op) + ", expected 1..4");
+    if (!rvl::dtype_valid(st.acc_dtype))
+      rvl::invalid("program: " + name + " unknown acc_dtype " + to_string(st.acc_dtype));
+    if (st.reduce_op == RVL_REDUCE_LOGSUMEXP && !rvl::dtype_is_float(st.acc_dtype))
+      rvl::invalid("program: " + name + " reduce_op LOGSUMEXP needs a float acc_dtype, got " + dt_str(st.acc_dtype));
+    check_count((name + " instruction").c_str(), st.n_instructions, false, st.instructions);
+    int32_t last = st.acc_dtype;
+    if (st.reduce_op == RVL_REDUCE_LOGSUMEXP && st.acc_dtype == RVL_DTYPE_F64 &&
+        st.instructions[st.n_instructions - 1].dtype == RVL_DTYPE_F32)
+      last = RVL_DTYPE_F32;  // the widening LOGSUMEXP, as the program's own (backend.h)
+    check_instructions((name + " instruction").c_str(), st.instructions, st.n_instructions, out.inputs,
+                       AccRule{accs, 1, 1 + s, true}, last);
+    accs[1 + s] = st.acc_dtype;
+    out.stages.push_back({st.instructions, st.n_instructions, st.reduce_op, st.acc_dtype});
+  }
+}
+
+// What the device runs of a well-formed chain (after every form check: a malformed chain is
+// INVALID_ARGUMENT whatever the device's mask).
+void require_chain(const Program& out, int32_t reduce_op, uint32_t dtypes, uint32_t chain_ops) {
+  for (const Program::Stage& st : out.stages) {
+    require_dtype(st.acc_dtype, dtypes, "stage accumulator");
+    for (int32_t j = 0; j < st.n_ins; ++j) require_dtype(st.ins[j].dtype, dtypes, "stage");
+    if (!((chain_ops >> st.reduce_op) & 1u))
+      rvl::fail(RVL_STATUS_UNSUPPORTED, "program: this device runs no chain of reductions with reduce_op " +
+                                            to_string(st.reduce_op) + " (its reduce_chain_ops is " +
+                                            to_string(chain_ops) + ")");
+  }
+  if (!((chain_ops >> reduce_op) & 1u))
+    rvl::fail(RVL_STATUS_UNSUPPORTED, "program: this device runs no chain of reductions ending in reduce_op " +
+                                          to_string(reduce_op) + " (its reduce_chain_ops is " +
+                                          to_string(chain_ops) + ")");
+}
+}  // namespace
+
+Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes, uint32_t epilogue_ops,
+                         uint32_t chain_ops) {
   // A host built against <= 1.8 passes the 1.0 size: the 1.10 members are read only when
   // struct_size covers them (RVL_HAS_MEMBER), so requiring sizeof here would refuse old hosts.
   rvl::require_struct(p, "program", RVL_PROGRAM_STRUCT_SIZE_1_0);
@@ -281,24 +349,31 @@ Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint3
   if (p->reduce_op == RVL_REDUCE_LOGSUMEXP && result_dtype == RVL_DTYPE_F64 &&
       p->instructions[p->n_instructions - 1].dtype == RVL_DTYPE_F32)
     last_dtype = RVL_DTYPE_F32;
-  check_instructions("instruction", p->instructions, p->n_instructions, out.inputs, -1, last_dtype);
+  // ABI 1.11: the chain's stages, read only when struct_size covers them.
+  const bool chain = RVL_HAS_MEMBER(p, rvl_program, stages) && p->n_stages != 0;
+  int32_t accs[1 + RVL_MAX_REDUCE_STAGES] = {result_dtype};
+  if (chain) check_stages(p, out, accs);
+  const int32_t n_accs = 1 + static_cast<int32_t>(out.stages.size());
+  check_instructions("instruction", p->instructions, p->n_instructions, out.inputs,
+                     chain ? AccRule{accs, 1, n_accs, true} : AccRule{}, last_dtype);
   out.ins = p->instructions;
   out.n_ins = p->n_instructions;
   if (epi) {
     check_count("epilogue instruction", p->n_epilogue, false, p->epilogue);
-    check_instructions("epilogue instruction", p->epilogue, p->n_epilogue, out.inputs, result_dtype,
-                       out.out.dtype);
+    check_instructions("epilogue instruction", p->epilogue, p->n_epilogue, out.inputs,
+                       chain ? AccRule{accs, 0, n_accs, true} : one_acc(&result_dtype), out.out.dtype);
     out.epilogue = p->epilogue;
     out.n_epilogue = p->n_epilogue;
     out.acc_dtype = result_dtype;
     require_dtype(result_dtype, dtypes, "program accumulator");
     for (int32_t j = 0; j < p->n_epilogue; ++j) require_dtype(p->epilogue[j].dtype, dtypes, "program epilogue");
-    if (!((epilogue_ops >> p->reduce_op) & 1u))
+    if (!chain && !((epilogue_ops >> p->reduce_op) & 1u))
       rvl::fail(RVL_STATUS_UNSUPPORTED, "program: this device runs no row epilogue for reduce_op " +
                                             to_string(p->reduce_op) + " (its reduce_epilogue_ops is " +
                                             to_string(epilogue_ops) + ")");
   }
   require_dtypes(out, dtypes, "program");
+  if (chain) require_chain(out, p->reduce_op, dtypes, chain_ops);
   return out;
 }
 
@@ -430,7 +505,7 @@ Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& l
                           br + 2, sc);
   check_count("epilogue instruction", c->n_epilogue, true, c->epilogue);
   if (c->n_epilogue > 0) {
-    check_instructions("epilogue instruction", c->epilogue, c->n_epilogue, e.inputs, c->dtype,
+    check_instructions("epilogue instruction", c->epilogue, c->n_epilogue, e.inputs, one_acc(&c->dtype),
                        c->dtype);
     e.ins = c->epilogue;
     e.n_ins = c->n_epilogue;

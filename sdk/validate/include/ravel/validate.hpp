@@ -61,6 +61,16 @@ struct Program {
   const rvl_instruction* epilogue = nullptr;  // borrowed, like ins
   int32_t n_epilogue = 0;
   int32_t acc_dtype = -1;
+  // ABI 1.11: the earlier reductions of a chain (rvl_program.stages), in order. ACC with arg
+  // k >= 1 (in a stage's list, in ins, in the epilogue) reads stages[k - 1]'s value; ACC 0 (the
+  // epilogue only) the reduction of ins. Empty: a 1.10 program, whose ACC args are ignored.
+  struct Stage {
+    const rvl_instruction* ins = nullptr;  // borrowed, like ins
+    int32_t n_ins = 0;
+    int32_t reduce_op = RVL_REDUCE_NONE;
+    int32_t acc_dtype = -1;
+  };
+  std::vector<Stage> stages;
 };
 
 struct Contraction {
@@ -90,8 +100,10 @@ struct Contraction {
 // ABI 1.10: a well-formed program with a row epilogue whose reduction's bit is not in
 // `epilogue_ops` (the device's rvl_device_properties.reduce_epilogue_ops) is UNSUPPORTED, so a
 // plugin that does not pass its mask never silently ignores an epilogue it does not run.
+// ABI 1.11: likewise a well-formed chain (n_stages > 0) whose stages' or final reduce_op is not
+// in `chain_ops` (rvl_device_properties.reduce_chain_ops) is UNSUPPORTED.
 Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint32_t dtypes = RVL_DTYPES_1_0,
-                         uint32_t epilogue_ops = 0);
+                         uint32_t epilogue_ops = 0, uint32_t chain_ops = 0);
 Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& lookup,
                                  uint32_t dtypes = RVL_DTYPES_1_0);
 
