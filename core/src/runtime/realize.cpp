@@ -105,7 +105,13 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets, const
           for (size_t i : it->second) report(i);
       };
   }
-  std::vector<NodePtr> order = interleave_devices(topo_order(roots));
+  // topo_order finishes the subgraph of its last root first (a depth-first walk off a stack):
+  // with `ready`, the roots go in reversed, so the kernels of target 0 come first, then those
+  // target 1 still needs, and so on (the order a DDP bucket list wants: Note [Host operations
+  // begun as their inputs are made] in host_op.cpp). Plain realizations keep their order (and
+  // with it their kernel-cache keys).
+  std::vector<NodePtr> order =
+      interleave_devices(topo_order(ready ? std::vector<NodePtr>(roots.rbegin(), roots.rend()) : roots));
   KernelStats stats;
   stats.realizations = 1;
   if (!order.empty()) {

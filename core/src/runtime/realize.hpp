@@ -15,7 +15,8 @@ namespace ravel::detail {
 // `ready`, if set, is called once per target, with its index, as soon as the target has its
 // buffer: before any kernel runs for targets realized already (in index order), right after the
 // kernel that made it for the others, so that work on a target can start while the rest of the
-// realization runs (Note [Host operations begun as their inputs are made] in host_op.cpp). If
+// realization runs; the kernels are then ordered so that target 0's come first, then those
+// target 1 still needs, and so on, as far as the graph allows (Note [Host operations begun as their inputs are made] in host_op.cpp). If
 // `ready` throws, the realization stops there (kernels run so far keep their results).
 using TargetReady = std::function<void(size_t target)>;
 void realize_nodes(const Runtime& runtime, const std::vector<NodePtr>& targets, const TargetReady& ready = {});
