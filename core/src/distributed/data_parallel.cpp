@@ -16,6 +16,7 @@
 // exactly this order (decision 47 in docs/architecture.md). One argument header covers the whole
 // call (it includes the bucket count, so ranks configured with different bucket_bytes fail the
 // check instead of exchanging different counts).
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -36,6 +37,16 @@ uint64_t fnv(uint64_t h, int64_t v) {
     h *= 1099511628211ull;
   }
   return h;
+}
+
+// RAVEL_DDP_OVERLAP=0 realizes every gradient before the first bucket begins (the behaviour before
+// decision 47 in docs/architecture.md), so one binary measures both (docs/distributed.md).
+bool overlap_backward() {
+  static const bool on = [] {
+    const char* v = std::getenv("RAVEL_DDP_OVERLAP");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
 }
 
 }  // namespace
@@ -99,6 +110,7 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
     ops.push_back(make_bucket_op(std::move(call)));
   }
   try {
+    if (!overlap_backward()) realize(grads);  // all of them first, in one pass
     begin_host_ops(ops, members);  // each bucket begins as its last gradient is made
     for (size_t b = 0; b < buckets.size(); ++b) {
       std::vector<HostOutput> outs;
