@@ -38,9 +38,10 @@ class PlusOne final : public HostOp {
     out[0]->write(staged.data(), staged.size() * sizeof(float));
   }
   void cancel() noexcept override { in_flight = false, ++cancels; }
+  void progress() noexcept override { progressed += in_flight ? 1 : 1000; }  // 1000: called when not begun
   std::vector<float> staged;
   bool in_flight = false, fail_next_end = false;
-  int begins = 0, cancels = 0;
+  int begins = 0, cancels = 0, progressed = 0;
   int64_t begun_after = -1;  // kernels this thread had launched when the last begin ran
 };
 
@@ -141,6 +142,11 @@ BOOST_AUTO_TEST_CASE(begin_host_ops_begins_each_operation_between_the_kernels_th
     BOOST_TEST(early->begun_after > start);             // after the kernel that made a
     BOOST_TEST(late->begun_after > early->begun_after);  // b's kernels ran after early began
     BOOST_TEST(late->begun_after <= end);
+    // Note [Progress between kernels]: `early` is polled after each of b's kernels, in the eager
+    // call and in the replays; `late`, begun after the last kernel, never.
+    BOOST_TEST(early->progressed == late->begun_after - early->begun_after);
+    BOOST_TEST(late->progressed == 0);
+    early->progressed = late->progressed = 0;
     const std::vector<float> a = out[0].to_vector<float>(), b = out[1].to_vector<float>();
     BOOST_TEST(a == want_a, boost::test_tools::per_element());
     BOOST_TEST(b == want_b, boost::test_tools::per_element());

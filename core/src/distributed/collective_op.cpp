@@ -55,6 +55,9 @@ class InFlight {
     rvl_coll_request* r = std::exchange(request_, nullptr);
     if (r) comm_->wait(r, what, kept());
   }
+  void progress() noexcept {
+    if (request_) comm_->poll(request_);
+  }
   void cancel() noexcept {
     if (rvl_coll_request* r = std::exchange(request_, nullptr)) {
       try {
@@ -147,6 +150,7 @@ class CollectiveOp final : public HostOp {
     f_.release();
   }
   void cancel() noexcept override { f_.cancel(); }
+  void progress() noexcept override { f_.progress(); }
 
  private:
   CollectiveCall c_;
@@ -203,6 +207,7 @@ class BucketOp final : public HostOp {
     f_.release();
   }
   void cancel() noexcept override { f_.cancel(); }
+  void progress() noexcept override { f_.progress(); }
 
  private:
   BucketCall c_;

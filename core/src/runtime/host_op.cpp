@@ -91,6 +91,14 @@ void begin_host_op(const std::shared_ptr<HostOp>& op, const std::vector<Tensor>&
 // A begin copies its inputs (HostOp::begin), so the pass may free nothing it still needs; the
 // targets are kept by the pass anyway. On a device that queues kernels, begin's read waits for
 // the kernels queued so far, and the kernels after it are queued once it has read.
+// Note [Progress between kernels]
+// Open MPI advances a non-blocking collective only inside MPI calls (it has no progress thread by
+// default): libnbc's MPI_Iallreduce, which carries buckets above the plugin's small-message path,
+// does nothing between its start and the first test. So after every kernel of the pass each
+// begun operation gets one non-blocking test (HostOp::progress: request_test, ~0.1 µs; a
+// failure is left for the wait), and replay_in_order does the same after every kernel step for
+// the operations in flight, so a Jit replay progresses them as the eager call did. Without it a
+// bucket begun early would still move its bytes only in the waits after the last kernel.
 // Each begin goes to the active recorder where it happens, so a Jit capture holds the begins
 // between the kernels and replay_in_order runs them there (test_host_op.cpp checks the position
 // with kernels_launched_on_this_thread, in the capture and in replays).
@@ -111,10 +119,15 @@ void begin_host_ops(const std::vector<std::shared_ptr<HostOp>>& ops, const std::
   };
   std::lock_guard<std::recursive_mutex> lock(buffer_mutex());  // Note [Threads] in graph/node.hpp
   begin_ready();  // operations without inputs
-  realize_nodes(Runtime::get(), targets, [&](size_t i) {
-    --missing[op_of[i]];
-    begin_ready();
-  });
+  realize_nodes(
+      Runtime::get(), targets,
+      [&](size_t i) {
+        --missing[op_of[i]];
+        begin_ready();
+      },
+      [&] {  // Note [Progress between kernels]
+        for (size_t k = 0; k < next; ++k) ops[k]->progress();
+      });
   RAVEL_CHECK(next == ops.size(), InternalError, "begin_host_ops: ", ops.size() - next,
               " operation(s) not begun after the realization of their inputs (please report it)");
 }

@@ -40,6 +40,10 @@ class HostOp {
   virtual void begin(const std::vector<const DeviceBuffer*>& inputs) = 0;
   virtual void end(const std::vector<DeviceBuffer*>& outputs) = 0;
   virtual void cancel() noexcept = 0;
+  // Called between kernels while the operation is begun and not ended (Note [Progress between
+  // kernels] in host_op.cpp): a chance to advance it without blocking (MPI moves a non-blocking
+  // collective only inside its calls). Must not throw; a failure is for `end` to report.
+  virtual void progress() noexcept {}
   // An operation that wrote its outputs already in `begin` (a collective a plugin runs on its own
   // devices, Note [Plugin all-reduce] in runtime/plugin_collective.hpp: it must read its inputs
   // while they are alive, and writes fresh buffers of its own) hands them over here, once, in

@@ -76,7 +76,8 @@ void check_device_dtypes(const Runtime& rt, const std::vector<NodePtr>& order) {
 }
 }  // namespace
 
-void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets, const TargetReady& ready) {
+void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets, const TargetReady& ready,
+                   const std::function<void()>& after_kernel) {
   const auto t_start = Clock::now();
   const Settings& settings = rt.settings();
   std::vector<NodePtr> roots;
@@ -95,16 +96,16 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets, const
     if (!reported[i]) reported[i] = 1, ready(i);
   };
   KernelMade made;
-  if (ready) {
+  if (ready)
     for (size_t i = 0; i < roots.size(); ++i)
       if (roots[i]->buffer) report(i);
       else waiting[roots[i].get()].push_back(i);
-    if (!waiting.empty())
-      made = [&](const Node& n) {
-        if (auto it = waiting.find(&n); it != waiting.end())
-          for (size_t i : it->second) report(i);
-      };
-  }
+  if (!waiting.empty() || after_kernel)
+    made = [&](const Node& n) {
+      if (after_kernel) after_kernel();  // first: what began before this kernel, as a Jit replays it
+      if (auto it = waiting.find(&n); it != waiting.end())
+        for (size_t i : it->second) report(i);
+    };
   // topo_order finishes the subgraph of its last root first (a depth-first walk off a stack):
   // with `ready`, the roots go in reversed, so the kernels of target 0 come first, then those
   // target 1 still needs, and so on (the order a DDP bucket list wants: Note [Host operations

@@ -18,7 +18,9 @@ namespace ravel::detail {
 // realization runs; the kernels are then ordered so that target 0's come first, then those
 // target 1 still needs, and so on, as far as the graph allows (Note [Host operations begun as their inputs are made] in host_op.cpp). If
 // `ready` throws, the realization stops there (kernels run so far keep their results).
+// `after_kernel`, if set, is called after every kernel (before `ready`'s reports for it).
 using TargetReady = std::function<void(size_t target)>;
-void realize_nodes(const Runtime& runtime, const std::vector<NodePtr>& targets, const TargetReady& ready = {});
+void realize_nodes(const Runtime& runtime, const std::vector<NodePtr>& targets, const TargetReady& ready = {},
+                   const std::function<void()>& after_kernel = {});
 
 }  // namespace ravel::detail
