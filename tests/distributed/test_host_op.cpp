@@ -38,7 +38,10 @@ class PlusOne final : public HostOp {
     out[0]->write(staged.data(), staged.size() * sizeof(float));
   }
   void cancel() noexcept override { in_flight = false, ++cancels; }
-  void progress() noexcept override { progressed += in_flight ? 1 : 1000; }  // 1000: called when not begun
+  bool progress() noexcept override {
+    progressed += in_flight ? 1 : 1000;  // 1000: called when not begun
+    return in_flight;
+  }
   std::vector<float> staged;
   bool in_flight = false, fail_next_end = false;
   int begins = 0, cancels = 0, progressed = 0;

@@ -48,6 +48,7 @@ class InFlight {
   template <class Start>
   void start(Communicator& comm, Start&& fn, const std::string& what) {
     comm_ = &comm;
+    completed_ = false;
     request_ = comm.start(std::forward<Start>(fn), what);
   }
   // Waits under the deadline; on any failure the buffers stay parked with the request.
@@ -55,8 +56,11 @@ class InFlight {
     rvl_coll_request* r = std::exchange(request_, nullptr);
     if (r) comm_->wait(r, what, kept());
   }
-  void progress() noexcept {
-    if (request_) comm_->poll(request_);
+  // Note [Progress between kernels]: polled until the library says it completed, then left alone.
+  bool progress() noexcept {
+    if (!request_ || completed_) return false;
+    completed_ = comm_->poll(request_);
+    return true;
   }
   void cancel() noexcept {
     if (rvl_coll_request* r = std::exchange(request_, nullptr)) {
@@ -87,6 +91,7 @@ class InFlight {
   }
   Communicator* comm_ = nullptr;
   rvl_coll_request* request_ = nullptr;
+  bool completed_ = false;  // a poll saw it complete (Note [Progress between kernels])
   std::shared_ptr<Pair> keep_;
 };
 
@@ -150,7 +155,7 @@ class CollectiveOp final : public HostOp {
     f_.release();
   }
   void cancel() noexcept override { f_.cancel(); }
-  void progress() noexcept override { f_.progress(); }
+  bool progress() noexcept override { return f_.progress(); }
 
  private:
   CollectiveCall c_;
@@ -207,7 +212,7 @@ class BucketOp final : public HostOp {
     f_.release();
   }
   void cancel() noexcept override { f_.cancel(); }
-  void progress() noexcept override { f_.progress(); }
+  bool progress() noexcept override { return f_.progress(); }
 
  private:
   BucketCall c_;

@@ -94,11 +94,14 @@ void begin_host_op(const std::shared_ptr<HostOp>& op, const std::vector<Tensor>&
 // Note [Progress between kernels]
 // Open MPI advances a non-blocking collective only inside MPI calls (it has no progress thread by
 // default): libnbc's MPI_Iallreduce, which carries buckets above the plugin's small-message path,
-// does nothing between its start and the first test. So after every kernel of the pass each
-// begun operation gets one non-blocking test (HostOp::progress: request_test, ~0.1 µs; a
-// failure is left for the wait), and replay_in_order does the same after every kernel step for
-// the operations in flight, so a Jit replay progresses them as the eager call did. Without it a
-// bucket begun early would still move its bytes only in the waits after the last kernel.
+// does nothing between its start and the first test. So after every kernel of the pass the
+// oldest begun operation not yet seen complete gets one non-blocking test (HostOp::progress:
+// request_test; a failure is left for the wait). One test runs Open MPI's whole progress engine,
+// so one per kernel advances every request; testing each operation after every kernel measured
+// 4% slower on makemore's 2-rank step (0.2 ms, five buckets), stopping at the first call that
+// reached MPI is what remains. replay_in_order does the same after every kernel step, so a Jit
+// replay progresses them as the eager call did. Without it a bucket begun early would still move
+// its bytes only in the waits after the last kernel.
 // Each begin goes to the active recorder where it happens, so a Jit capture holds the begins
 // between the kernels and replay_in_order runs them there (test_host_op.cpp checks the position
 // with kernels_launched_on_this_thread, in the capture and in replays).
@@ -125,8 +128,9 @@ void begin_host_ops(const std::vector<std::shared_ptr<HostOp>>& ops, const std::
         --missing[op_of[i]];
         begin_ready();
       },
-      [&] {  // Note [Progress between kernels]
-        for (size_t k = 0; k < next; ++k) ops[k]->progress();
+      [&] {  // Note [Progress between kernels]: the oldest operation still in the library
+        for (size_t k = 0; k < next; ++k)
+          if (ops[k]->progress()) break;
       });
   RAVEL_CHECK(next == ops.size(), InternalError, "begin_host_ops: ", ops.size() - next,
               " operation(s) not begun after the realization of their inputs (please report it)");

@@ -42,8 +42,11 @@ class HostOp {
   virtual void cancel() noexcept = 0;
   // Called between kernels while the operation is begun and not ended (Note [Progress between
   // kernels] in host_op.cpp): a chance to advance it without blocking (MPI moves a non-blocking
-  // collective only inside its calls). Must not throw; a failure is for `end` to report.
-  virtual void progress() noexcept {}
+  // collective only inside its calls). Returns whether it called into its library (false: it
+  // knows it has completed, or has nothing to poll); one such call advances every request of
+  // the library, so callers poll one operation per kernel. Must not throw; a failure is for
+  // `end` to report.
+  virtual bool progress() noexcept { return false; }
   // An operation that wrote its outputs already in `begin` (a collective a plugin runs on its own
   // devices, Note [Plugin all-reduce] in runtime/plugin_collective.hpp: it must read its inputs
   // while they are alive, and writes fresh buffers of its own) hands them over here, once, in

@@ -114,7 +114,8 @@ void replay_in_order(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>
         run_host_step(step, c.slots, bufs, in_flight);
       } else {
         launch_step(c, step, bufs, stats);
-        for (HostOp* op : in_flight) op->progress();  // Note [Progress between kernels] in host_op.cpp
+        for (HostOp* op : in_flight)  // Note [Progress between kernels] in host_op.cpp: the oldest
+          if (op->progress()) break;
       }
       for (int32_t r : step.release) bufs[r].reset();
     }
