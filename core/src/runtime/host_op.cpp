@@ -91,6 +91,7 @@ void begin_host_op(const std::shared_ptr<HostOp>& op, const std::vector<Tensor>&
 // A begin copies its inputs (HostOp::begin), so the pass may free nothing it still needs; the
 // targets are kept by the pass anyway. On a device that queues kernels, begin's read waits for
 // the kernels queued so far, and the kernels after it are queued once it has read.
+//
 // Note [Progress between kernels]
 // Open MPI advances a non-blocking collective only inside MPI calls (it has no progress thread by
 // default): libnbc's MPI_Iallreduce, which carries buckets above the plugin's small-message path,
@@ -102,6 +103,7 @@ void begin_host_op(const std::shared_ptr<HostOp>& op, const std::vector<Tensor>&
 // reached MPI is what remains. replay_in_order does the same after every kernel step, so a Jit
 // replay progresses them as the eager call did. Without it a bucket begun early would still move
 // its bytes only in the waits after the last kernel.
+//
 // Each begin goes to the active recorder where it happens, so a Jit capture holds the begins
 // between the kernels and replay_in_order runs them there (test_host_op.cpp checks the position
 // with kernels_launched_on_this_thread, in the capture and in replays).
@@ -121,6 +123,17 @@ void begin_host_ops(const std::vector<std::shared_ptr<HostOp>>& ops, const std::
     for (; next < ops.size() && missing[next] == 0; ++next) begin_realized(ops[next], flat[next]);
   };
   std::lock_guard<std::recursive_mutex> lock(buffer_mutex());  // Note [Threads] in graph/node.hpp
+  // Note [Realized inputs skip the scheduler], as in begin_host_op: gradients realized already
+  // (after Tensor::backward) need no pass; every operation begins at once.
+  bool all_realized = true;
+  for (const NodePtr& t : targets) {
+    const NodePtr base = resolve(t).base;
+    all_realized = all_realized && base->buffer && base->kind != NodeKind::Const;
+  }
+  if (all_realized) {
+    for (size_t k = 0; k < ops.size(); ++k) begin_realized(ops[k], flat[k]);
+    return;
+  }
   begin_ready();  // operations without inputs
   realize_nodes(
       Runtime::get(), targets,
