@@ -192,6 +192,38 @@ BOOST_AUTO_TEST_CASE(average_gradients_feeds_an_nn_optimizer) {
   BOOST_TEST(max_difference(model, reference) < 1e-5);
 }
 
+// DataParallel::backward, DDP's hooked loss.backward(): averaged gradients accumulated into
+// grad() for an nn optimizer, the buckets begun during the backward pass.
+BOOST_AUTO_TEST_CASE(backward_averages_into_grad_while_the_backward_pass_runs) {
+  const int size = dist::world_size(), me = dist::rank();
+  if (kBatch % size != 0) return;
+  Mlp reference(4), model(4);
+  for (Tensor* p : reference.parameters()) p->requires_grad_();
+  for (Tensor* p : model.parameters()) p->requires_grad_();
+  dist::DataParallel ddp(model.parameters(), dist::DataParallel::Config{64});
+  nn::SGD ref_opt(reference.parameters(), kLr), opt(model.parameters(), kLr);
+  const int64_t n = kBatch / size;
+  for (int step = 0; step < 3; ++step) {
+    ref_opt.zero_grad();
+    nn::cross_entropy(reference(batch_x(step)), batch_y(step)).backward();
+    ref_opt.step();
+    opt.zero_grad();
+    Tensor loss = nn::cross_entropy(model(batch_x(step).slice(0, me * n, (me + 1) * n)),
+                                    batch_y(step).slice(0, me * n, (me + 1) * n));
+    StepOrder rec;
+    {
+      ravel::detail::RecordingScope scope(&rec);
+      ddp.backward(loss);
+    }
+    if (size > 1) {
+      const std::string reduce = rec.order.substr(0, rec.order.find('E'));  // before the first wait
+      BOOST_TEST(reduce.find('B') < reduce.rfind('K'));  // a bucket begun before the last backward kernel
+    }
+    opt.step();
+  }
+  BOOST_TEST(max_difference(model, reference) < 1e-5);
+}
+
 BOOST_AUTO_TEST_CASE(mismatched_gradient_lists_are_a_typed_error_on_every_rank) {
   const int size = dist::world_size(), me = dist::rank();
   if (size == 1) return;

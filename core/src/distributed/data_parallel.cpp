@@ -128,6 +128,22 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
   return out;
 }
 
+void DataParallel::backward(const Tensor& loss) {
+  RAVEL_CHECK(loss.defined(), ValueError, "DataParallel::backward: the loss is undefined");
+  std::vector<Tensor> params;
+  for (Tensor* p : params_) params.push_back(*p);
+  // Lazy gradients (Note [Gradient buckets]): realized by reduce_gradients' one pass.
+  const std::vector<Tensor> avg = reduce_gradients(gradients(loss, params), 1.0 / world_size());
+  // Tensor has no gradient setter: d/dp_i of sum_i sum(p_i * a_i) is exactly a_i, accumulated
+  // into grad() by one backward (one realization for all of them).
+  Tensor total;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor term = (*params_[i] * avg[i].detach()).sum();
+    total = total.defined() ? total + term : term;
+  }
+  if (total.defined()) total.backward();
+}
+
 void DataParallel::average_gradients() {
   std::vector<Tensor*> with;
   std::vector<Tensor> grads;
