@@ -11,8 +11,9 @@
 // inputs are made] in runtime/host_op.cpp): no shared forward or backward intermediate is
 // computed twice, and the buckets begin in index order on every rank. The waits come after the
 // last kernel. Gradients that are realized already (after Tensor::backward, which realizes them)
-// overlap nothing but each other's packing: pass lazy ones (ravel::gradients) to overlap the
-// backward pass. A Jit capturing the step records the begins between the kernels and replays
+// overlap nothing but each other's packing: pass lazy ones (ravel::gradients, as backward()
+// below does) to overlap the backward pass. Note [Progress between kernels] (host_op.cpp) is
+// what makes a begun bucket move while the kernels run. A Jit capturing the step records the begins between the kernels and replays
 // exactly this order (decision 47 in docs/architecture.md). One argument header covers the whole
 // call (it includes the bucket count, so ranks configured with different bucket_bytes fail the
 // check instead of exchanging different counts).
