@@ -2,8 +2,10 @@
 // launcher by bench/distributed/mpirun_peer.sh:
 //   mpirun -np N build/bin/bench_dist_peer --workload all_reduce --size N --warmup W --reps R
 //   mpirun -np N build/bin/bench_dist_peer --workload makemore --size B --warmup W --reps R
+//   mpirun -np N build/bin/bench_dist_peer --workload makemore_mlp --size B --warmup W --reps R
 // makemore: ravel-bench's makemore step (dist_makemore.hpp) data-parallel: the global batch B
-// split over the ranks, gradients summed by DataParallel, inside one Jit capture.
+// split over the ranks, gradients summed by DataParallel, inside one Jit capture; makemore_mlp:
+// the same step with embedding 32, hidden 1024 and 64 KiB buckets (dist_makemore.hpp).
 // Every rank all-reduces (sum) n f32 elements with ravel::distributed::all_reduce; each
 // repetition starts after a barrier and rank 0's time of the call (realized result included) is
 // reported, as the plain-MPI and PyTorch peers report theirs. The result is checked once against
@@ -37,9 +39,10 @@ int main(int argc, char** argv) try {
   dist::init();
   const int rank = dist::rank(), size = dist::world_size();
   if (workload == "makemore" && n > 0) return run_makemore(n, warmup, reps);
+  if (workload == "makemore_mlp" && n > 0) return run_makemore(n, warmup, reps, true);
   if (workload != "all_reduce" || n < 0) {
     if (rank == 0)
-      std::printf("{\"workload\": \"%s\", \"size\": [%lld], \"unavailable\": \"bench_dist_peer runs all_reduce [n] and makemore [batch] only\"}\n",
+      std::printf("{\"workload\": \"%s\", \"size\": [%lld], \"unavailable\": \"bench_dist_peer runs all_reduce [n], makemore [batch] and makemore_mlp [batch] only\"}\n",
                   workload.c_str(), static_cast<long long>(std::max<int64_t>(n, 0)));
     return 0;
   }

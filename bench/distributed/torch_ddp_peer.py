@@ -30,6 +30,7 @@ p.add_argument("--block", type=int, default=3)
 p.add_argument("--lr", type=float, default=0.1)
 p.add_argument("--words", default="/usr/share/dict/american-english")
 p.add_argument("--port", default="29517")
+p.add_argument("--bucket-kb", type=int, default=0, help="DDP's bucket_cap_mb in KiB (0: its default, 25 MiB)")
 a = p.parse_args()
 
 rank = int(os.environ.get("OMPI_COMM_WORLD_RANK", "0"))
@@ -67,7 +68,8 @@ class Mlp(torch.nn.Module):
 
 
 torch.manual_seed(42)
-model = torch.nn.parallel.DistributedDataParallel(Mlp()) if size > 1 else Mlp()
+ddp_args = {"bucket_cap_mb": a.bucket_kb / 1024} if a.bucket_kb > 0 else {}
+model = torch.nn.parallel.DistributedDataParallel(Mlp(), **ddp_args) if size > 1 else Mlp()
 opt = torch.optim.SGD(model.parameters(), lr=a.lr)
 g = torch.Generator().manual_seed(42)  # every rank draws the same global batch
 lo, hi = a.batch * rank // size, a.batch * (rank + 1) // size

@@ -3,12 +3,15 @@ bench/distributed/mpirun_peer.sh (configs/bench/distributed.json):
 
   mpirun -np N python3 torch_dist_peer.py --workload all_reduce --size N --warmup W --reps R
   mpirun -np N python3 torch_dist_peer.py --workload makemore --size B --warmup W --reps R
+  mpirun -np N python3 torch_dist_peer.py --workload makemore_mlp --size B --warmup W --reps R
 
 makemore: ravel-bench's makemore step (3-character context, embedding 27x10, tanh hidden 200,
 cross-entropy over 27, SGD lr 0.1) under DistributedDataParallel: the global batch B of random
 contexts (the same on every rank) split into equal rows, each repetition one step after a
 barrier, rank 0's time; checked once: the first step's loss averaged over the ranks against the
-model's loss on the whole batch in one process. As bench_dist_peer does for Ravel.
+model's loss on the whole batch in one process. As bench_dist_peer does for Ravel. makemore_mlp:
+the same step widened as bench/distributed/dp.sh's MLP (embedding 27x32, hidden 1024), DDP
+buckets of 64 KiB (bucket_cap_mb=1/16), as bench_dist_peer's DataParallel buckets.
 
 Every rank all-reduces (sum) n f32 elements with torch.distributed.all_reduce over Gloo; each
 repetition starts after a barrier, and rank 0's time of the call is reported, as bench_dist_peer
@@ -39,8 +42,8 @@ def say(obj):
         print(json.dumps(obj), flush=True)
 
 
-if a.workload not in ("all_reduce", "makemore"):
-    say({"workload": a.workload, "size": [n], "unavailable": "torch_dist_peer runs all_reduce [n] and makemore [batch] only"})
+if a.workload not in ("all_reduce", "makemore", "makemore_mlp"):
+    say({"workload": a.workload, "size": [n], "unavailable": "torch_dist_peer runs all_reduce [n], makemore [batch] and makemore_mlp [batch] only"})
     sys.exit(0)
 try:
     import torch
@@ -54,10 +57,13 @@ os.environ.setdefault("MASTER_PORT", a.port)
 dist.init_process_group("gloo", rank=rank, world_size=size)
 
 
-def makemore():
+def makemore(name):
+    # makemore_mlp: embedding 32, hidden 1024, DDP buckets of 64 KiB (as bench_dist_peer's).
     import torch.nn.functional as F
+    wide = name == "makemore_mlp"
+    embed, hid = (32, 1024) if wide else (10, 200)
     if n % size:
-        say({"workload": "makemore", "size": [n], "unavailable": f"the batch is not divisible by {size} ranks"})
+        say({"workload": name, "size": [n], "unavailable": f"the batch is not divisible by {size} ranks"})
         return
     torch.set_num_threads(os.cpu_count() or 1)  # as oneTBB gives each Ravel rank
     g = torch.Generator().manual_seed(41)
@@ -68,9 +74,9 @@ def makemore():
     class Mlp(torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.emb = torch.nn.Embedding(27, 10)
-            self.hidden = torch.nn.Linear(30, 200)
-            self.out = torch.nn.Linear(200, 27)
+            self.emb = torch.nn.Embedding(27, embed)
+            self.hidden = torch.nn.Linear(3 * embed, hid)
+            self.out = torch.nn.Linear(hid, 27)
 
         def forward(self, x):
             return self.out(torch.tanh(self.hidden(self.emb(x).view(x.shape[0], -1))))
@@ -79,7 +85,8 @@ def makemore():
     net = Mlp()
     with torch.no_grad():
         whole = float(F.cross_entropy(net(ctx), tgt))  # before any step: the check's reference
-    model = torch.nn.parallel.DistributedDataParallel(net) if size > 1 else net
+    ddp_args = {"bucket_cap_mb": 1 / 16} if wide else {}
+    model = torch.nn.parallel.DistributedDataParallel(net, **ddp_args) if size > 1 else net
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
 
     def step():
@@ -92,7 +99,7 @@ def makemore():
     first = step().clone()
     dist.all_reduce(first)
     if abs(float(first) / size - whole) > 1e-4 * max(1.0, abs(whole)):
-        print(f"torch_dist_peer: makemore loss {float(first) / size} against {whole}", file=sys.stderr)
+        print(f"torch_dist_peer: {name} loss {float(first) / size} against {whole}", file=sys.stderr)
         sys.exit(1)
     ms = []
     for r in range(a.warmup + a.reps):
@@ -103,13 +110,13 @@ def makemore():
         if r >= a.warmup:
             ms.append(t)
     ms.sort()
-    say({"workload": "makemore", "size": [n], "median_ms": ms[len(ms) // 2], "min_ms": ms[0], "max_ms": ms[-1],
+    say({"workload": name, "size": [n], "median_ms": ms[len(ms) // 2], "min_ms": ms[0], "max_ms": ms[-1],
          "reps": a.reps, "checked": True,
          "threads": f"{size} ranks, DDP over gloo, torch {torch.__version__}, {torch.get_num_threads()} threads"})
 
 
-if a.workload == "makemore":
-    makemore()
+if a.workload in ("makemore", "makemore_mlp"):
+    makemore(a.workload)
     dist.destroy_process_group()
     sys.exit(0)
 x = torch.tensor([float((i + rank) % 7) for i in range(n)], dtype=torch.float32)

@@ -17,8 +17,9 @@ class DataParallelStep {
   // `share`: this rank's rows / the global batch, so that the sum of the ranks' scaled
   // gradients is the global batch's mean gradient (what one process computes). Broadcasts the
   // parameters from rank 0 (DataParallel). With `jit`, the whole step (gradients, all-reduce,
-  // update) is captured once and replayed.
-  DataParallelStep(std::vector<ravel::Tensor*> params, Loss loss, double share, bool jit);
+  // update) is captured once and replayed. `bucket_bytes`: DataParallel's bucket size (0: its
+  // default).
+  DataParallelStep(std::vector<ravel::Tensor*> params, Loss loss, double share, bool jit, size_t bucket_bytes = 0);
   // One step on this rank's rows; returns the global batch's mean loss.
   double operator()(const ravel::Tensor& contexts, const ravel::Tensor& targets, double lr);
   int64_t replays() const { return step_.replays(); }

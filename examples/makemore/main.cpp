@@ -5,6 +5,7 @@
 // batch split over the ranks (docs/distributed.md); only rank 0 prints and writes files.
 //   makemore [--steps N] [--batch N] [--hidden N] [--embed N] [--block N] [--lr X] [--seed N]
 //            [--config FILE] [--words FILE] [--out DIR] [--jit on|off] [--dtype f32|bf16|f16]
+//            [--bucket-kb N]
 // --dtype bf16/f16 trains in mixed precision (docs/nn.md): f32 master weights, the layers in the
 // half dtype under nn::Autocast, and for f16 dynamic loss scaling (nn::GradScaler).
 #include <unistd.h>
@@ -35,6 +36,7 @@ namespace {
 struct Options {
   int64_t steps = 150000, batch = 64, hidden = 200, embed = 10;
   int block = 3;
+  int64_t bucket_kb = 0;  // data-parallel gradient buckets (0: DataParallel's default, 25 MiB)
   double lr = 0.1;
   uint64_t seed = 42;
   bool jit = true;  // capture the training step once and replay it (ravel/jit.hpp)
@@ -46,9 +48,12 @@ struct Options {
   std::puts(
       "usage: makemore [--steps N] [--batch N] [--hidden N] [--embed N] [--block N] [--lr X] [--seed N]\n"
       "                [--config FILE] [--words FILE] [--out DIR] [--jit on|off] [--dtype f32|bf16|f16]\n"
+      "                [--bucket-kb N]\n"
       "Trains a character-level MLP language model on a word list and samples new words.\n"
       "  --dtype   the layers' compute dtype: bf16 or f16 train in mixed precision (f32 master\n"
       "            weights; f16 with dynamic loss scaling)\n"
+      "  --bucket-kb  under mpirun: the gradient buckets' size (0: 25 MiB); each bucket's all-reduce\n"
+      "               begins while the rest of the backward pass runs\n"
       "Defaults: --steps 150000 --batch 64 --hidden 200 --embed 10 --block 3 --lr 0.1 --seed 42\n"
       "          --words /usr/share/dict/american-english --out . --jit on --dtype f32");
   std::exit(code);
@@ -69,6 +74,7 @@ Options parse(int argc, char** argv) {
       else if (a == "--block") o.block = std::stoi(v);
       else if (a == "--lr") o.lr = std::stod(v);
       else if (a == "--seed") o.seed = std::stoull(v);
+      else if (a == "--bucket-kb") o.bucket_kb = std::stoll(v);
       else if (a == "--config") o.config = v;
       else if (a == "--words") o.words = v;
       else if (a == "--out") o.out = v;
@@ -87,6 +93,10 @@ Options parse(int argc, char** argv) {
       std::fprintf(stderr, "makemore: bad value '%s' for %s\n", v.c_str(), a.c_str());
       usage(2);
     }
+  }
+  if (o.bucket_kb < 0) {
+    std::fprintf(stderr, "makemore: --bucket-kb must be 0 or positive\n");
+    usage(2);
   }
   if (o.steps < 1 || o.batch < 1 || o.hidden < 1 || o.embed < 1 || o.block < 1 || o.lr <= 0) {
     std::fprintf(stderr, "makemore: sizes, steps and the learning rate must be positive\n");
@@ -258,7 +268,7 @@ int main(int argc, char** argv) try {
           const ravel::nn::Autocast autocast = autocast_for(o);
           return ravel::nn::cross_entropy(model(c), t);
         },
-        static_cast<double>(hi - lo) / static_cast<double>(o.batch), o.jit);
+        static_cast<double>(hi - lo) / static_cast<double>(o.batch), o.jit, static_cast<size_t>(o.bucket_kb) * 1024);
   ravel::reset_stats();
   for (int64_t step = 1; step <= o.steps; ++step) {
     for (int64_t b = 0; b < o.batch; ++b) {

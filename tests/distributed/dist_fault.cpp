@@ -4,6 +4,8 @@
 //                           they must report a TimeoutError (RAVEL_DIST_TIMEOUT_S bounds it)
 //   dist_fault kill         "training": all-reduces in a loop; rank 1 SIGKILLs itself after 20:
 //                           the others must report PeerLostError naming rank 1
+//   dist_fault kill-ddp     the same with DataParallel training of a small MLP (lazy gradients,
+//                           buckets begun between the backward kernels); rank 1 dies at step 20
 //   dist_fault mismatch     rank 1 passes a different shape: every rank reports ShapeError
 //   dist_fault plain        one all-reduce (with RAVEL_COMMUNICATOR naming a missing plugin:
 //                           every rank reports the PluginError)
@@ -51,6 +53,19 @@ int run(const std::string& mode) {
       x = dist::all_reduce(x) * (1.0 / size);
       x.realize();
     }
+  } else if (mode == "kill-ddp") {
+    // Note [Gradient buckets]: several buckets (64 bytes), begun while backward runs.
+    Tensor w1 = Tensor::randn({4, 16}, 1), w2 = Tensor::randn({16, 3}, 2);
+    dist::DataParallel ddp({&w1, &w2}, dist::DataParallel::Config{64});
+    for (int step = 0; step < 1000000; ++step) {
+      if (rank == 1 && step == 20) raise(SIGKILL);
+      Tensor in = Tensor::randn({8, 4}, 100 + step);
+      Tensor loss = (in.matmul(w1).tanh().matmul(w2) * (1.0 / size)).square().mean();
+      std::vector<Tensor> g = ddp.reduce_gradients(ravel::gradients(loss, {w1, w2}), 1.0);
+      ravel::NoGradGuard no_grad;
+      w1.assign(w1 - g[0] * 0.01), w2.assign(w2 - g[1] * 0.01);
+      ravel::realize({w1, w2});
+    }
   } else if (mode == "plain") {
     dist::all_reduce(x).realize();
   } else if (mode == "mismatch") {
@@ -67,7 +82,7 @@ int run(const std::string& mode) {
 
 int main(int argc, char** argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: mpirun -np N dist_fault never-join|kill|mismatch|plain\n");
+    std::fprintf(stderr, "usage: mpirun -np N dist_fault never-join|kill|kill-ddp|mismatch|plain\n");
     return 2;
   }
   try {

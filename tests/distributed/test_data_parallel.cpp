@@ -1,8 +1,12 @@
 // DataParallel: training split over the ranks equals the single-process run on the global
 // batch. Every rank also runs the single-process reference itself (it has all the data), so the
 // comparison needs no communication and no stored results.
+#include <string>
+
 #include "ravel/distributed.hpp"
+#include "ravel/jit.hpp"
 #include "ravel/ravel.hpp"
+#include "runtime/capture.hpp"
 #include "test_support.hpp"
 
 namespace dist = ravel::distributed;
@@ -56,9 +60,99 @@ double max_difference(Mlp& a, Mlp& b) {
   return worst;
 }
 
+// This rank's lazy gradients (ravel::gradients: nothing realized yet) of its shard's scaled loss.
+std::vector<Tensor> lazy_shard_gradients(Mlp& m, int step, int64_t lo, int64_t hi) {
+  Tensor x = batch_x(step).slice(0, lo, hi), y = batch_y(step).slice(0, lo, hi);
+  Tensor loss = nn::cross_entropy(m(x), y) * (double(hi - lo) / kBatch);
+  std::vector<Tensor> ps;
+  for (Tensor* p : m.parameters()) ps.push_back(*p);
+  return ravel::gradients(loss, ps);
+}
+
+// Writes down, in order, what a realization runs: 'K' a kernel, 'B' a host operation's begin,
+// 'E' its end.
+class StepOrder final : public ravel::detail::KernelRecorder {
+ public:
+  void kernel_ran(const std::shared_ptr<const ravel::detail::Recipe>&, const ravel::detail::CachedKernel&,
+                  const ravel::detail::BufferOf&, const ravel::detail::Node&) override {
+    order += 'K';
+  }
+  void host_op_begun(const std::shared_ptr<ravel::detail::HostOp>&,
+                     const std::vector<std::shared_ptr<ravel::detail::DeviceBuffer>>&) override {
+    order += 'B';
+  }
+  void host_op_ended(const std::shared_ptr<ravel::detail::HostOp>&,
+                     const std::vector<std::shared_ptr<ravel::detail::DeviceBuffer>>&,
+                     const std::vector<ravel::Device>&) override {
+    order += 'E';
+  }
+  std::string order;
+};
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(distributed_data_parallel)
+
+// Note [Gradient buckets]: with lazy gradients the buckets' all-reduces begin between the kernels
+// of the one realization of the backward pass, the first right after the last layer's gradients
+// are made, long before the last kernel; and the training still equals the single-process run.
+BOOST_AUTO_TEST_CASE(bucket_all_reduces_begin_while_the_backward_pass_runs) {
+  const int size = dist::world_size(), me = dist::rank();
+  Mlp reference(5), model(5 + me);
+  dist::DataParallel ddp(model.parameters(), dist::DataParallel::Config{64});  // about a bucket per tensor
+  const int64_t lo = kBatch * me / size, hi = kBatch * (me + 1) / size;
+  for (int step = 0; step < 4; ++step) {
+    sgd_update(reference, shard_gradients(reference, step, 0, kBatch));
+    StepOrder rec;
+    std::vector<Tensor> g;
+    {
+      ravel::detail::RecordingScope scope(&rec);
+      g = ddp.reduce_gradients(lazy_shard_gradients(model, step, lo, hi), 1.0);
+    }
+    BOOST_TEST_MESSAGE("rank " << me << " step " << step << ": " << rec.order);
+    if (size > 1) {
+      const size_t last_kernel = rec.order.rfind('K'), first_begin = rec.order.find('B');
+      BOOST_TEST(ddp.buckets_last_call() >= 3);
+      BOOST_TEST(std::count(rec.order.begin(), rec.order.end(), 'B') == ddp.buckets_last_call());
+      BOOST_TEST(first_begin != std::string::npos);
+      BOOST_TEST(first_begin < last_kernel);  // begun while kernels of the backward pass remain
+      // Every bucket but the last (the first layer's, made by the last kernels) begins before the
+      // last kernel, each after at least one kernel more than the one before it.
+      size_t before_last = 0;
+      for (size_t i = 0; i < last_kernel; ++i) before_last += rec.order[i] == 'B';
+      BOOST_TEST(before_last >= static_cast<size_t>(ddp.buckets_last_call()) - 1);
+      BOOST_TEST(rec.order.find("BB") == std::string::npos);
+      BOOST_TEST(rec.order.find('E') > last_kernel);  // the waits after the last kernel
+    }
+    sgd_update(model, g);
+  }
+  BOOST_TEST(max_difference(model, reference) < 1e-5);
+}
+
+// The same step inside a Jit: the capture records the begins between the kernels, and every replay
+// gives the gradients bit for bit as the eager call does on the same parameters and data.
+BOOST_AUTO_TEST_CASE(a_jit_replays_the_overlapped_step_bit_for_bit) {
+  const int size = dist::world_size(), me = dist::rank();
+  Mlp model(9);
+  dist::DataParallel ddp(model.parameters(), dist::DataParallel::Config{64});
+  const int64_t lo = kBatch * me / size, hi = kBatch * (me + 1) / size;
+  ravel::Jit step([&](const std::vector<Tensor>& in) {
+    Tensor loss = nn::cross_entropy(model(in[0]), in[1]) * (double(hi - lo) / kBatch);
+    std::vector<Tensor> ps;
+    for (Tensor* p : model.parameters()) ps.push_back(*p);
+    return ddp.reduce_gradients(ravel::gradients(loss, ps), 1.0);
+  });
+  for (int s = 0; s < 4; ++s) {
+    Tensor x = batch_x(s).slice(0, lo, hi).contiguous().realize(), y = batch_y(s).slice(0, lo, hi).contiguous().realize();
+    const std::vector<Tensor> jitted = step({x, y});
+    const std::vector<Tensor> eager = ddp.reduce_gradients(lazy_shard_gradients(model, s, lo, hi), 1.0);
+    BOOST_REQUIRE(jitted.size() == eager.size());
+    for (size_t i = 0; i < eager.size(); ++i)
+      BOOST_TEST(jitted[i].to_vector<float>() == eager[i].to_vector<float>(), boost::test_tools::per_element());
+  }
+  BOOST_TEST(step.captures() == 1);
+  BOOST_TEST(step.replays() == 3);
+}
 
 BOOST_AUTO_TEST_CASE(data_parallel_training_equals_the_single_process_run) {
   const int size = dist::world_size(), me = dist::rank();
@@ -93,6 +187,38 @@ BOOST_AUTO_TEST_CASE(average_gradients_feeds_an_nn_optimizer) {
     nn::cross_entropy(model(batch_x(step).slice(0, me * n, (me + 1) * n)), batch_y(step).slice(0, me * n, (me + 1) * n))
         .backward();
     ddp.average_gradients();
+    opt.step();
+  }
+  BOOST_TEST(max_difference(model, reference) < 1e-5);
+}
+
+// DataParallel::backward, DDP's hooked loss.backward(): averaged gradients accumulated into
+// grad() for an nn optimizer, the buckets begun during the backward pass.
+BOOST_AUTO_TEST_CASE(backward_averages_into_grad_while_the_backward_pass_runs) {
+  const int size = dist::world_size(), me = dist::rank();
+  if (kBatch % size != 0) return;
+  Mlp reference(4), model(4);
+  for (Tensor* p : reference.parameters()) p->requires_grad_();
+  for (Tensor* p : model.parameters()) p->requires_grad_();
+  dist::DataParallel ddp(model.parameters(), dist::DataParallel::Config{64});
+  nn::SGD ref_opt(reference.parameters(), kLr), opt(model.parameters(), kLr);
+  const int64_t n = kBatch / size;
+  for (int step = 0; step < 3; ++step) {
+    ref_opt.zero_grad();
+    nn::cross_entropy(reference(batch_x(step)), batch_y(step)).backward();
+    ref_opt.step();
+    opt.zero_grad();
+    Tensor loss = nn::cross_entropy(model(batch_x(step).slice(0, me * n, (me + 1) * n)),
+                                    batch_y(step).slice(0, me * n, (me + 1) * n));
+    StepOrder rec;
+    {
+      ravel::detail::RecordingScope scope(&rec);
+      ddp.backward(loss);
+    }
+    if (size > 1) {
+      const std::string reduce = rec.order.substr(0, rec.order.find('E'));  // before the first wait
+      BOOST_TEST(reduce.find('B') < reduce.rfind('K'));  // a bucket begun before the last backward kernel
+    }
     opt.step();
   }
   BOOST_TEST(max_difference(model, reference) < 1e-5);

@@ -181,15 +181,17 @@ class MlpInstance : public Instance {
 // pass in double on the host; the gradients themselves are what tests/autodiff checks.
 class MakemoreInstance : public Instance {
  public:
-  static constexpr int64_t kVocab = 27, kBlock = 3, kEmbed = 10, kHid = 200;
+  static constexpr int64_t kVocab = 27, kBlock = 3;
   // jit: the step as the main job runs it, captured once and replayed (ravel/jit.hpp); otherwise
-  // built, differentiated and scheduled every step.
-  MakemoreInstance(int64_t batch, const Device& d, bool jit) : batch_(batch), use_jit_(jit) {
+  // built, differentiated and scheduled every step. embed, hid: 10, 200 (makemore) or 32, 1024
+  // (makemore_mlp, in one process).
+  MakemoreInstance(int64_t batch, const Device& d, bool jit, int64_t embed = 10, int64_t hid = 200)
+      : batch_(batch), use_jit_(jit), embed_(embed), hid_(hid) {
     ctx_ = (Tensor::rand({batch, kBlock}, 41, DType::F32, d) * double(kVocab)).cast(DType::I64).realize();
     tgt_ = (Tensor::rand({batch}, 42, DType::F32, d) * double(kVocab)).cast(DType::I64).realize();
-    p_ = {Tensor::randn({kVocab, kEmbed}, 43, DType::F32, d).realize(),
-          (uniform({kBlock * kEmbed, kHid}, 44, d) * 0.18).contiguous().realize(), (uniform({kHid}, 45, d) * 0.18).contiguous().realize(),
-          (uniform({kHid, kVocab}, 46, d) * 0.07).contiguous().realize(), (uniform({kVocab}, 47, d) * 0.07).contiguous().realize()};
+    p_ = {Tensor::randn({kVocab, embed_}, 43, DType::F32, d).realize(),
+          (uniform({kBlock * embed_, hid_}, 44, d) * 0.18).contiguous().realize(), (uniform({hid_}, 45, d) * 0.18).contiguous().realize(),
+          (uniform({hid_, kVocab}, 46, d) * 0.07).contiguous().realize(), (uniform({kVocab}, 47, d) * 0.07).contiguous().realize()};
     jit_ = std::make_unique<Jit>([this](const std::vector<Tensor>& in) { return train(in); },
                                  std::vector<Tensor*>{&p_[0], &p_[1], &p_[2], &p_[3], &p_[4]});
   }
@@ -199,17 +201,17 @@ class MakemoreInstance : public Instance {
     for (int i = 0; i < 5; ++i) p[i] = to_double(p_[i]);
     double loss = 0;
     for (int64_t r = 0; r < batch_; ++r) {
-      std::vector<double> h(kHid), logit(kVocab);
-      for (int64_t j = 0; j < kHid; ++j) {
+      std::vector<double> h(hid_), logit(kVocab);
+      for (int64_t j = 0; j < hid_; ++j) {
         double z = p[2][j];
         for (int64_t k = 0; k < kBlock; ++k)
-          for (int64_t e = 0; e < kEmbed; ++e) z += p[0][int64_t(c[r * kBlock + k]) * kEmbed + e] * p[1][(k * kEmbed + e) * kHid + j];
+          for (int64_t e = 0; e < embed_; ++e) z += p[0][int64_t(c[r * kBlock + k]) * embed_ + e] * p[1][(k * embed_ + e) * hid_ + j];
         h[j] = std::tanh(z);
       }
       double mx = -1e300, sum = 0;
       for (int64_t v = 0; v < kVocab; ++v) {
         logit[v] = p[4][v];
-        for (int64_t j = 0; j < kHid; ++j) logit[v] += h[j] * p[3][j * kVocab + v];
+        for (int64_t j = 0; j < hid_; ++j) logit[v] += h[j] * p[3][j * kVocab + v];
         mx = std::max(mx, logit[v]);
       }
       for (int64_t v = 0; v < kVocab; ++v) sum += std::exp(logit[v] - mx);
@@ -224,7 +226,7 @@ class MakemoreInstance : public Instance {
     return (*jit_)({ctx_, tgt_})[0].item<float>();
   }
   std::vector<Tensor> train(const std::vector<Tensor>& in) {
-    Tensor emb = in[0].flatten().one_hot(kVocab).matmul(p_[0]).reshape({batch_, kBlock * kEmbed});
+    Tensor emb = in[0].flatten().one_hot(kVocab).matmul(p_[0]).reshape({batch_, kBlock * embed_});
     Tensor h = (emb.matmul(p_[1]) + p_[2]).tanh();
     Tensor loss = nn::cross_entropy(h.matmul(p_[3]) + p_[4], in[1]);
     std::vector<Tensor> grads = gradients(loss, p_);
@@ -237,6 +239,7 @@ class MakemoreInstance : public Instance {
   }
   int64_t batch_;
   bool use_jit_;
+  int64_t embed_, hid_;
   Tensor ctx_, tgt_;
   std::vector<Tensor> p_;
   std::unique_ptr<Jit> jit_;  // made once p_ holds the parameters (its state)
@@ -302,6 +305,9 @@ const std::vector<WorkloadInfo>& workload_catalog() {
                    "(ravel::Jit) as the main job runs it", 1, "batch", {{64}}, true, ""},
       {"makemore_eager", "the makemore step without ravel::Jit: graph built, differentiated and scheduled every "
                          "step (kernel cache hits)", 1, "batch", {{64}}, true, ""},
+      {"makemore_mlp", "the makemore step widened as bench/distributed/dp.sh's MLP (embedding 27x32, tanh hidden "
+                       "1024), captured once and replayed; under mpirun (configs/bench/distributed.json) its peers "
+                       "run it data-parallel over ranks with 64 KiB gradient buckets", 1, "batch", {{64}}, true, ""},
       {"all_reduce", "sum all_reduce of n f32 elements on each device of the row's plugin (every one of its devices, "
                      "2 or more: RAVEL_TBB_DEVICES), replicated on all of them; bytes = 4n, the bytes reduced per "
                      "device (NCCL's algorithm bandwidth)", 1, "n", {{1 << 22}}, false, ""},
@@ -341,6 +347,11 @@ Work work_of(const std::string& name, const Size& s) {
     double fwd = 2 * d(0) * (kIn * kHidden + kHidden * kHidden + kHidden * kOut);
     double params = kIn * kHidden + kHidden * kHidden + kHidden * kOut + 2 * kHidden + kOut;
     return {3 * fwd - 2 * d(0) * kIn * kHidden, 4 * (d(0) * kIn + 3 * params)};
+  }
+  if (name == "makemore_mlp") {  // as makemore's, with embedding 27x32 and hidden 96x1024, 1024x27
+    double fwd = 2 * d(0) * (3 * 27 * 32 + 96 * 1024 + 1024 * 27);
+    double params = 27 * 32 + 96 * 1024 + 1024 + 1024 * 27 + 27;
+    return {3 * fwd - 2 * d(0) * 3 * 27 * 32, 4 * (d(0) * 4 + 3 * params)};
   }
   if (name == "makemore" || name == "makemore_eager") {
     // Matmuls only (forward and their gradients, minus the unneeded input gradient of the
@@ -433,6 +444,7 @@ std::unique_ptr<Instance> make_instance(const std::string& name, const Size& s, 
   if (name == "mlp") return std::make_unique<MlpInstance>(s[0], dev);
   if (name == "makemore") return std::make_unique<MakemoreInstance>(s[0], dev, true);
   if (name == "makemore_eager") return std::make_unique<MakemoreInstance>(s[0], dev, false);
+  if (name == "makemore_mlp") return std::make_unique<MakemoreInstance>(s[0], dev, true, 32, 1024);
   if (is_cnn_workload(name)) return make_cnn_instance(name, s, dev);
   throw ValueError("workload " + name + " has no implementation");
 }

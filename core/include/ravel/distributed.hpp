@@ -124,7 +124,14 @@ class DataParallel {
   // rank); scale 1 / world_size() averages. One header exchange checks all of them at once.
   std::vector<Tensor> reduce_gradients(const std::vector<Tensor>& grads, double scale) const;
   // Replaces each parameter's grad() by its average over the ranks (for use with nn optimizers).
+  // After loss.backward() the gradients are realized already: only the buckets' packing overlaps
+  // their all-reduces. backward() below overlaps the backward pass itself.
   void average_gradients();
+  // loss.backward() for data parallelism, as DDP's hooked backward: the gradients of `loss` with
+  // respect to the parameters, averaged over the ranks, added to each parameter's grad() (which
+  // accumulates, as Tensor::backward does). Each bucket's all-reduce begins while the rest of the
+  // backward pass runs (docs/distributed.md, "Buckets during the backward pass").
+  void backward(const Tensor& loss);
   int buckets_last_call() const { return buckets_; }
 
  private:

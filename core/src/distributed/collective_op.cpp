@@ -48,12 +48,19 @@ class InFlight {
   template <class Start>
   void start(Communicator& comm, Start&& fn, const std::string& what) {
     comm_ = &comm;
+    completed_ = false;
     request_ = comm.start(std::forward<Start>(fn), what);
   }
   // Waits under the deadline; on any failure the buffers stay parked with the request.
   void wait(const std::string& what) {
     rvl_coll_request* r = std::exchange(request_, nullptr);
     if (r) comm_->wait(r, what, kept());
+  }
+  // Note [Progress between kernels]: polled until the library says it completed, then left alone.
+  bool progress() noexcept {
+    if (!request_ || completed_) return false;
+    completed_ = comm_->poll(request_);
+    return true;
   }
   void cancel() noexcept {
     if (rvl_coll_request* r = std::exchange(request_, nullptr)) {
@@ -84,6 +91,7 @@ class InFlight {
   }
   Communicator* comm_ = nullptr;
   rvl_coll_request* request_ = nullptr;
+  bool completed_ = false;  // a poll saw it complete (Note [Progress between kernels])
   std::shared_ptr<Pair> keep_;
 };
 
@@ -147,6 +155,7 @@ class CollectiveOp final : public HostOp {
     f_.release();
   }
   void cancel() noexcept override { f_.cancel(); }
+  bool progress() noexcept override { return f_.progress(); }
 
  private:
   CollectiveCall c_;
@@ -203,6 +212,7 @@ class BucketOp final : public HostOp {
     f_.release();
   }
   void cancel() noexcept override { f_.cancel(); }
+  bool progress() noexcept override { return f_.progress(); }
 
  private:
   BucketCall c_;

@@ -115,6 +115,16 @@ void Communicator::wait(rvl_coll_request* r, const std::string& what, std::share
   check(e, what);
 }
 
+bool Communicator::poll(rvl_coll_request* r) const noexcept {
+  const rvl_collectives_api& api = plugin_->api();
+  int32_t done = 0;
+  if (rvl_coll_error* e = api.request_test(r, &done)) {
+    api.error_destroy(e);  // wait reports it again
+    return true;
+  }
+  return done != 0;
+}
+
 void Communicator::abandon(rvl_coll_request* r, std::shared_ptr<void> keep_alive) {
   park(std::move(keep_alive));
   plugin_->api().request_free(r);

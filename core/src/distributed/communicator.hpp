@@ -70,6 +70,10 @@ class Communicator {
   // is abandoned (the world is broken) and `keep_alive` — the buffers the operation may still
   // write — is parked for the rest of the process instead of being freed under it.
   void wait(rvl_coll_request* r, const std::string& what, std::shared_ptr<void> keep_alive);
+  // One non-blocking test of `r` (Note [Progress between kernels] in runtime/host_op.cpp): lets
+  // the library advance it; whether it has completed (then polling it again is wasted). A
+  // failure counts as completed and is left for `wait` to report (the request stays valid).
+  bool poll(rvl_coll_request* r) const noexcept;
   // Gives up on a request that has not been waited for (after another one failed): frees it,
   // which breaks the world, and parks `keep_alive`.
   void abandon(rvl_coll_request* r, std::shared_ptr<void> keep_alive);

@@ -3,18 +3,21 @@
 // Note [Gradient buckets]
 // DDP registers a hook per parameter and starts a bucket's all-reduce when the backward pass
 // has produced the bucket's last gradient, overlapping communication with the rest of backward.
-// Ravel's backward builds one lazy graph and realizes every gradient in one scheduling pass, so
-// there is no moment at which "the first bucket is ready" while later ones are still being
-// computed. What overlaps here is the rest: gradients are taken in reverse parameter order (the
-// order backward finishes them, as DDP does), packed bucket by bucket into host memory, and each
-// bucket's non-blocking all-reduce starts as soon as it is packed, while the next bucket is
-// read back and packed; the waits come after the last one started. Each bucket is a host
-// operation (collective_op.hpp), so a Jit capturing the step replays exactly this order. Overlap
-// with the backward pass itself needs gradients realized per bucket without recomputing what
-// the buckets share (realizing bucket by bucket today would recompute the shared backward and
-// forward intermediates, which are not kept between realizations): a scheduler change. One
-// argument header covers the whole call (it includes the bucket count, so ranks configured
-// with different bucket_bytes fail the check instead of exchanging different counts).
+// Here the gradients are taken in reverse parameter order (the order backward finishes them, as
+// DDP does) and cut into buckets of up to bucket_bytes (one dtype each); each bucket is a host
+// operation (collective_op.hpp) and begin_host_ops realizes every gradient in one scheduling
+// pass, beginning bucket b's non-blocking all-reduce right after the kernel that made its last
+// gradient, between the kernels that compute the rest (Note [Host operations begun as their
+// inputs are made] in runtime/host_op.cpp): no shared forward or backward intermediate is
+// computed twice, and the buckets begin in index order on every rank. The waits come after the
+// last kernel. Gradients that are realized already (after Tensor::backward, which realizes them)
+// overlap nothing but each other's packing: pass lazy ones (ravel::gradients, as backward()
+// below does) to overlap the backward pass. Note [Progress between kernels] (host_op.cpp) is
+// what makes a begun bucket move while the kernels run. A Jit capturing the step records the begins between the kernels and replays
+// exactly this order (decision 47 in docs/architecture.md). One argument header covers the whole
+// call (it includes the bucket count, so ranks configured with different bucket_bytes fail the
+// check instead of exchanging different counts).
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -35,6 +38,16 @@ uint64_t fnv(uint64_t h, int64_t v) {
     h *= 1099511628211ull;
   }
   return h;
+}
+
+// RAVEL_DDP_OVERLAP=0 realizes every gradient before the first bucket begins (the behaviour before
+// decision 47 in docs/architecture.md), so one binary measures both (docs/distributed.md).
+bool overlap_backward() {
+  static const bool on = [] {
+    const char* v = std::getenv("RAVEL_DDP_OVERLAP");
+    return v == nullptr || std::strcmp(v, "0") != 0;
+  }();
+  return on;
 }
 
 }  // namespace
@@ -86,20 +99,20 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
   h.dims[1] = static_cast<int64_t>(buckets.size());  // ranks with other bucket_bytes would send other counts
   h.signature = sig;
 
-  realize(grads);  // one scheduling pass for all of them (the backward graph is shared)
   std::vector<std::shared_ptr<HostOp>> ops;
+  std::vector<std::vector<Tensor>> members(buckets.size());
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    BucketCall call;
+    call.dtype = grads[buckets[b].front()].dtype();
+    for (size_t k : buckets[b]) call.shapes.push_back(grads[k].shape()), members[b].push_back(grads[k]);
+    call.slot = 2 + 2 * b;  // slots 0, 1: the tensor collectives
+    call.check = b == 0 && world_options().check_arguments;
+    call.header = h;
+    ops.push_back(make_bucket_op(std::move(call)));
+  }
   try {
-    for (size_t b = 0; b < buckets.size(); ++b) {  // each started as soon as it is packed
-      BucketCall call;
-      call.dtype = grads[buckets[b].front()].dtype();
-      std::vector<Tensor> members;
-      for (size_t k : buckets[b]) call.shapes.push_back(grads[k].shape()), members.push_back(grads[k]);
-      call.slot = 2 + 2 * b;  // slots 0, 1: the tensor collectives
-      call.check = b == 0 && world_options().check_arguments;
-      call.header = h;
-      ops.push_back(make_bucket_op(std::move(call)));
-      begin_host_op(ops.back(), members);
-    }
+    if (!overlap_backward()) realize(grads);  // all of them first, in one pass
+    begin_host_ops(ops, members);  // each bucket begins as its last gradient is made
     for (size_t b = 0; b < buckets.size(); ++b) {
       std::vector<HostOutput> outs;
       for (size_t k : buckets[b]) outs.push_back(HostOutput{grads[k].dtype(), grads[k].shape(), grads[k].device()});
@@ -114,6 +127,22 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
   }
   buckets_ = static_cast<int>(buckets.size());
   return out;
+}
+
+void DataParallel::backward(const Tensor& loss) {
+  RAVEL_CHECK(loss.defined(), ValueError, "DataParallel::backward: the loss is undefined");
+  std::vector<Tensor> params;
+  for (Tensor* p : params_) params.push_back(*p);
+  // Lazy gradients (Note [Gradient buckets]): realized by reduce_gradients' one pass.
+  const std::vector<Tensor> avg = reduce_gradients(gradients(loss, params), 1.0 / world_size());
+  // Tensor has no gradient setter: d/dp_i of sum_i sum(p_i * a_i) is exactly a_i, accumulated
+  // into grad() by one backward (one realization for all of them).
+  Tensor total;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Tensor term = (*params_[i] * avg[i].detach()).sum();
+    total = total.defined() ? total + term : term;
+  }
+  if (total.defined()) total.backward();
 }
 
 void DataParallel::average_gradients() {

@@ -16,7 +16,10 @@ namespace ravel::detail {
 namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+thread_local int64_t t_launched = 0;
 }  // namespace
+
+int64_t kernels_launched_on_this_thread() { return t_launched; }
 
 void realize_const(const Runtime& rt, Node& n) {
   if (n.buffer) return;
@@ -52,6 +55,7 @@ const std::shared_ptr<DeviceBuffer>& bound(const Runtime& rt, Node& n) {
 }  // namespace
 
 double launch_kernel(const CachedKernel& ck, const BufferOf& buffer_of, DeviceBuffer& out) {
+  ++t_launched;
   LoadedPlugin& plugin = out.plugin();
   if (ck.kind == CachedKernel::Kind::Transfer) {
     const DeviceBuffer& src = *buffer_of(ck.a_node);
@@ -109,7 +113,7 @@ double launch_kernel(const CachedKernel& ck, const BufferOf& buffer_of, DeviceBu
 }
 
 void run_recipe(const Runtime& rt, const std::shared_ptr<const Recipe>& recipe, const std::vector<NodePtr>& locals,
-                KernelStats& stats, int debug) {
+                KernelStats& stats, int debug, const KernelMade& made_hook) {
   const Recipe& r = *recipe;
   KernelRecorder* recorder = active_recorder();
   const BufferOf buffer_of = [&](int32_t local) -> const std::shared_ptr<DeviceBuffer>& {
@@ -149,6 +153,14 @@ void run_recipe(const Runtime& rt, const std::shared_ptr<const Recipe>& recipe, 
     exec += dt;
     stats.bytes_read += ck.bytes_read;
     if (debug >= 1) print_kernel(ck, k, dt);
+    if (made_hook) {
+      try {
+        made_hook(k);  // k is realized and stays so: only the temporaries go if the hook fails
+      } catch (...) {
+        release_temporaries();
+        throw;
+      }
+    }
     for (int32_t rd : ck.reads)
       if (--remaining[rd] == 0 && made[rd] && !keep[rd]) locals[rd]->buffer.reset();
   }

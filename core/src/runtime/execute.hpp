@@ -25,11 +25,20 @@ using BufferOf = std::function<const std::shared_ptr<DeviceBuffer>&(int32_t loca
 // `out`; returns the seconds spent in the plugin.
 double launch_kernel(const CachedKernel& kernel, const BufferOf& buffer_of, DeviceBuffer& out);
 
+// Called after a kernel of run_recipe has run (and been reported to the recorder) with the node
+// it gave a buffer to (Note [Host operations begun as their inputs are made] in host_op.cpp).
+using KernelMade = std::function<void(const Node& made)>;
+
 // Runs `recipe` on the nodes `locals` (its local indices), allocating each kernel's output and
 // freeing intermediates after their last reader; a kernel that fails leaves no node looking
 // realized. Adds launches, bytes and plugin time to `stats`; `debug` >= 1 prints each kernel.
-// Every kernel that runs is reported to the thread's active KernelRecorder (runtime/capture.hpp).
+// Every kernel that runs is reported to the thread's active KernelRecorder (runtime/capture.hpp),
+// then to `made` if set; if `made` throws, the temporaries are released and the error passes on.
 void run_recipe(const Runtime& runtime, const std::shared_ptr<const Recipe>& recipe, const std::vector<NodePtr>& locals,
-                KernelStats& stats, int debug);
+                KernelStats& stats, int debug, const KernelMade& made = {});
+
+// How many kernels this thread has launched (realizations and Jit replays), for tests that check
+// where host operations fall between kernels (a debug counter; never reset).
+int64_t kernels_launched_on_this_thread();
 
 }  // namespace ravel::detail

@@ -19,7 +19,9 @@
 // by every replay: it may keep state between calls (reused staging buffers), and begin/end of
 // one object never nest (a Jit is not re-entrant).
 // Not lazy graph nodes: the scheduler never sees a host operation, so its inputs are realized
-// (in one pass) when it begins, and it is never fused or reordered. docs/distributed.md.
+// (in one pass) when it begins, and it is never fused or reordered. begin_host_ops begins
+// several as their inputs are made within one realization (Note [Host operations begun as their
+// inputs are made] in host_op.cpp). docs/distributed.md.
 #pragma once
 
 #include <memory>
@@ -38,6 +40,13 @@ class HostOp {
   virtual void begin(const std::vector<const DeviceBuffer*>& inputs) = 0;
   virtual void end(const std::vector<DeviceBuffer*>& outputs) = 0;
   virtual void cancel() noexcept = 0;
+  // Called between kernels while the operation is begun and not ended (Note [Progress between
+  // kernels] in host_op.cpp): a chance to advance it without blocking (MPI moves a non-blocking
+  // collective only inside its calls). Returns whether it called into its library (false: it
+  // knows it has completed, or has nothing to poll); one such call advances every request of
+  // the library, so callers poll one operation per kernel. Must not throw; a failure is for
+  // `end` to report.
+  virtual bool progress() noexcept { return false; }
   // An operation that wrote its outputs already in `begin` (a collective a plugin runs on its own
   // devices, Note [Plugin all-reduce] in runtime/plugin_collective.hpp: it must read its inputs
   // while they are alive, and writes fresh buffers of its own) hands them over here, once, in
@@ -60,6 +69,13 @@ struct HostOutput {
 // Realizes `inputs` (one scheduling pass, contiguous), runs op->begin on their buffers and
 // reports it to the active recorder. Every input must be on a single device (not sharded).
 void begin_host_op(const std::shared_ptr<HostOp>& op, const std::vector<Tensor>& inputs);
+// Begins ops[0], ops[1], ... in that order, each with its `inputs[k]`, all inputs realized in one
+// scheduling pass: op k begins right after the kernel that made the last of its inputs (and after
+// op k-1 began), between the kernels of that pass, as a DDP bucket's all-reduce starts while the
+// rest of backward runs. Each begin is reported to the active recorder where it happens, so a
+// Jit replays the same interleaving. On an error, some of the ops may have begun: the caller
+// cancels them all (cancel of one never begun does nothing).
+void begin_host_ops(const std::vector<std::shared_ptr<HostOp>>& ops, const std::vector<std::vector<Tensor>>& inputs);
 // Allocates the outputs, runs op->end on them and reports it; returns them as realized leaves.
 // If end throws, the operation is over (the op has given up itself) and nothing is reported.
 std::vector<Tensor> end_host_op(const std::shared_ptr<HostOp>& op, const std::vector<HostOutput>& outputs);

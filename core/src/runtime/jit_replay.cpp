@@ -110,10 +110,13 @@ void replay_in_order(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>
   std::vector<HostOp*> in_flight;  // begun, not ended: cancelled if the replay fails
   try {
     for (const Step& step : c.steps) {
-      if (step.host)
+      if (step.host) {
         run_host_step(step, c.slots, bufs, in_flight);
-      else
+      } else {
         launch_step(c, step, bufs, stats);
+        for (HostOp* op : in_flight)  // Note [Progress between kernels] in host_op.cpp: the oldest
+          if (op->progress()) break;
+      }
       for (int32_t r : step.release) bufs[r].reset();
     }
   } catch (...) {

@@ -1,6 +1,7 @@
 #include "runtime/realize.hpp"
 
 #include <chrono>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "config/settings.hpp"
@@ -75,7 +76,8 @@ void check_device_dtypes(const Runtime& rt, const std::vector<NodePtr>& order) {
 }
 }  // namespace
 
-void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets) {
+void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets, const TargetReady& ready,
+                   const std::function<void()>& after_kernel) {
   const auto t_start = Clock::now();
   const Settings& settings = rt.settings();
   std::vector<NodePtr> roots;
@@ -86,7 +88,31 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets) {
     keep.insert(b.get());
     roots.push_back(b);
   }
-  std::vector<NodePtr> order = interleave_devices(topo_order(roots));
+  // Targets reported to `ready`: those with a buffer now at once, the others by the kernel that
+  // makes their base (several targets may share one base), any left over after the last kernel.
+  std::vector<uint8_t> reported(ready ? roots.size() : 0, 0);
+  std::unordered_map<const Node*, std::vector<size_t>> waiting;
+  auto report = [&](size_t i) {
+    if (!reported[i]) reported[i] = 1, ready(i);
+  };
+  KernelMade made;
+  if (ready)
+    for (size_t i = 0; i < roots.size(); ++i)
+      if (roots[i]->buffer) report(i);
+      else waiting[roots[i].get()].push_back(i);
+  if (!waiting.empty() || after_kernel)
+    made = [&](const Node& n) {
+      if (after_kernel) after_kernel();  // first: what began before this kernel, as a Jit replays it
+      if (auto it = waiting.find(&n); it != waiting.end())
+        for (size_t i : it->second) report(i);
+    };
+  // topo_order finishes the subgraph of its last root first (a depth-first walk off a stack):
+  // with `ready`, the roots go in reversed, so the kernels of target 0 come first, then those
+  // target 1 still needs, and so on (the order a DDP bucket list wants: Note [Host operations
+  // begun as their inputs are made] in host_op.cpp). Plain realizations keep their order (and
+  // with it their kernel-cache keys).
+  std::vector<NodePtr> order =
+      interleave_devices(topo_order(ready ? std::vector<NodePtr>(roots.rbegin(), roots.rend()) : roots));
   KernelStats stats;
   stats.realizations = 1;
   if (!order.empty()) {
@@ -107,10 +133,11 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets) {
     stats.cache_hits = s.cache == Schedule::Cache::Hit;
     stats.cache_misses = s.cache == Schedule::Cache::Miss;
     if (settings.debug >= 2) print_graph_cut(order, s);
-    run_recipe(rt, s.recipe, s.graph.locals, stats, settings.debug);
+    run_recipe(rt, s.recipe, s.graph.locals, stats, settings.debug, made);
     stats.schedule_seconds = seconds_since(t_start) - stats.execute_seconds;
   }
   record_realization(stats);
+  for (size_t i = 0; i < reported.size(); ++i) report(i);
 }
 
 }  // namespace ravel::detail
