@@ -427,7 +427,8 @@ BOOST_AUTO_TEST_CASE(empty_extents) {
 // tbb_cpu's vector conversions (F16C for f16 where the CPU has it, integer shifts for bf16;
 // plugins/tbb_cpu/half_convert.cpp) against the same independent references as the scalar
 // routine above: every pattern widened, and every value, tie and neighbour of a tie narrowed.
-// (ctest runs this file again with RAVEL_TBB_SIMD=portable for the scalar loops.)
+// (ctest runs this file again with RAVEL_TBB_SIMD=portable for the scalar loops and with
+// RAVEL_TBB_SIMD=avx2 for the 256-bit ones.)
 BOOST_AUTO_TEST_CASE(device_casts_over_every_pattern_and_tie) {
   for (int fmt = 0; fmt < 2; ++fmt) {
     const DType t = fmt == 0 ? DType::F16 : DType::BF16;
