@@ -224,8 +224,8 @@ void run_kernel(const Contraction& c) {
     Contraction s32 = w;
     if (widen_into(a_buf, s32.a, r, sa) && widen_into(b_buf, s32.b, r, sb)) {
       s32.dtype = RVL_DTYPE_F32;
-      gemm_small<RVL_DTYPE_F32>(s32, ep);
-      return;
+      if (gemm_small<RVL_DTYPE_F32>(s32, ep)) return;  // it takes what gemm_small_fits said
+      // (and if it ever declined, the blocked path below still computes c)
     }
   }
   gemm_blocked_half(w, ep);
