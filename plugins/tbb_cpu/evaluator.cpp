@@ -425,6 +425,17 @@ const void* Evaluator::eval(int64_t s, int64_t e, Scratch& sc, const void* acc) 
   return compute(s, e, sc, acc, false);
 }
 
+// Note [Prefetching half inputs]
+// A half program (Note [Halves in f32]) makes more passes over a block than its f32 twin (a
+// widening CAST per input, a narrowing one at the end) while moving half the bytes, so on large
+// arrays it is no longer limited by memory but by the passes, and the hardware prefetcher,
+// seeing each input stream touched in bursts of one block, does not keep the next block coming
+// while they run. A zero-copy LOAD of a dense half input therefore prefetches the same input's
+// next block (the next block a thread evaluates follows this one: blocks are split into
+// contiguous ranges). Measured on the 16M-element `exp(a) * b + c` in bf16: 14.6-15.7 ms
+// without, 12.6 ms with, and 1.34-1.38 against 1.13-1.24 ms for a 4096² row sum
+// (docs/performance.md §10). Prefetches never fault, so the one past the array's end is
+// harmless. f32 inputs are left as they were (their programs are memory-bound already).
 const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* acc,
                                bool segs_ready) const {
   const int64_t n = e - s;
@@ -478,7 +489,11 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
           break;
         }
         if (dense_[I.arg] && !segs_ready && v.dtype != RVL_DTYPE_BOOL) {  // zero-copy, no segments
-          sc.result[j] = v.data + (v.offset + s) * static_cast<int64_t>(rvl::dtype_size(v.dtype));
+          const int64_t size = static_cast<int64_t>(rvl::dtype_size(v.dtype));
+          const std::byte* p = v.data + (v.offset + s) * size;
+          sc.result[j] = p;
+          if (rvl::dtype_is_half(v.dtype))  // Note [Prefetching half inputs]
+            for (int64_t b = n * size; b < 2 * n * size; b += 64) __builtin_prefetch(p + b);
           break;
         }
         if (!have_segs) segments(s, e, sc.segs()), have_segs = true;

@@ -46,6 +46,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 namespace tbbcpu {
@@ -159,35 +160,53 @@ struct Lease {
 };
 
 // ---- packer dispatch ------------------------------------------------------------------------
-template <class T>
-using PackFn = void (*)(T*, const T*, int64_t, int64_t, int64_t, int64_t);
+// S: the operands' element type, T the packed (computing) one; a half S is widened while
+// packing (Note [Half panels] in gemm_pack.hpp).
+template <class T, class S>
+using PackFn = void (*)(T*, const S*, int64_t, int64_t, int64_t, int64_t);
+template <class T, class S>
+using PackRowsFn = void (*)(T*, const S*, int64_t, int64_t, int64_t);
 
-template <class T>
-PackFn<T> packer_a(int mr) {
+template <class T, class S, int R>
+constexpr PackFn<T, S> pack_a_of() {
+  if constexpr (std::is_same_v<T, S>) return &gemm::pack_a<T, R>;
+  else return &gemm::pack_a_widened<R, S>;
+}
+template <class T, class S, int R>
+constexpr PackFn<T, S> pack_b_of() {
+  if constexpr (std::is_same_v<T, S>) return &gemm::pack_b<T, R>;
+  else return &gemm::pack_b_widened<R, S>;
+}
+template <class T, class S, int R>
+constexpr PackRowsFn<T, S> pack_b_rows_of() {
+  if constexpr (std::is_same_v<T, S>) return &gemm::pack_b_rows<T, R>;
+  else return &gemm::pack_b_rows_widened<R, S>;
+}
+
+template <class T, class S>
+PackFn<T, S> packer_a(int mr) {
   switch (mr) {
-    case 4: return &gemm::pack_a<T, 4>;
-    case 6: return &gemm::pack_a<T, 6>;
-    default: return &gemm::pack_a<T, 12>;
+    case 4: return pack_a_of<T, S, 4>();
+    case 6: return pack_a_of<T, S, 6>();
+    default: return pack_a_of<T, S, 12>();
   }
 }
-template <class T>
-using PackRowsFn = void (*)(T*, const T*, int64_t, int64_t, int64_t);
-template <class T>
-PackRowsFn<T> packer_b_rows(int nr) {
+template <class T, class S>
+PackRowsFn<T, S> packer_b_rows(int nr) {
   switch (nr) {
-    case 4: return &gemm::pack_b_rows<T, 4>;
-    case 8: return &gemm::pack_b_rows<T, 8>;
-    case 16: return &gemm::pack_b_rows<T, 16>;
-    default: return &gemm::pack_b_rows<T, 32>;
+    case 4: return pack_b_rows_of<T, S, 4>();
+    case 8: return pack_b_rows_of<T, S, 8>();
+    case 16: return pack_b_rows_of<T, S, 16>();
+    default: return pack_b_rows_of<T, S, 32>();
   }
 }
-template <class T>
-PackFn<T> packer_b(int nr) {
+template <class T, class S>
+PackFn<T, S> packer_b(int nr) {
   switch (nr) {
-    case 4: return &gemm::pack_b<T, 4>;
-    case 8: return &gemm::pack_b<T, 8>;
-    case 16: return &gemm::pack_b<T, 16>;
-    default: return &gemm::pack_b<T, 32>;
+    case 4: return pack_b_of<T, S, 4>();
+    case 8: return pack_b_of<T, S, 8>();
+    case 16: return pack_b_of<T, S, 16>();
+    default: return pack_b_of<T, S, 32>();
   }
 }
 
@@ -205,19 +224,19 @@ void for_each(bool par, int64_t n, int64_t grain, const Body& body) {
                     tbb::simple_partitioner());
 }
 
-template <int DT>
+template <int DT, class S = ctype<DT>>
 struct Gemm {
   using T = ctype<DT>;
   const Contraction& c;
   const Evaluator& ep;
   int64_t M, N, K, batches;
   gemm::Kernel<T> kern;
-  PackFn<T> pack_a, pack_b;
-  PackRowsFn<T> pack_b_rows;
+  PackFn<T, S> pack_a, pack_b;
+  PackRowsFn<T, S> pack_b_rows;
   int64_t MR, NR;
   Blocking blk;
-  const T* A;
-  const T* B;
+  const S* A;
+  const S* B;
   int64_t sam, sak, sbk, sbn;
   bool direct;  // accumulate straight into the output
   T* C = nullptr;
@@ -233,12 +252,12 @@ struct Gemm {
     if constexpr (DT == RVL_DTYPE_F32) kern = gemm::select_kernel_f32();
     else kern = gemm::select_kernel_f64();
     MR = kern.mr, NR = kern.nr;
-    pack_a = packer_a<T>(kern.mr);
-    pack_b = packer_b<T>(kern.nr);
-    pack_b_rows = packer_b_rows<T>(kern.nr);
+    pack_a = packer_a<T, S>(kern.mr);
+    pack_b = packer_b<T, S>(kern.nr);
+    pack_b_rows = packer_b_rows<T, S>(kern.nr);
     blk = blocking(MR, NR, sizeof(T));
-    A = reinterpret_cast<const T*>(c.a.data);
-    B = reinterpret_cast<const T*>(c.b.data);
+    A = reinterpret_cast<const S*>(c.a.data);
+    B = reinterpret_cast<const S*>(c.b.data);
     sam = c.a.stride[br], sak = c.a.stride[br + 1];
     sbk = c.b.stride[br], sbn = c.b.stride[br + 1];
     const Program& e = c.epilogue;
@@ -272,8 +291,8 @@ struct Gemm {
   void run_batch(int64_t batch, Workspace<T>& W, bool par) {
     int64_t oa, ob, oc;
     offsets(batch, oa, ob, oc);
-    const T* Ab = A + oa;
-    const T* Bb = B + ob;
+    const S* Ab = A + oa;
+    const S* Bb = B + ob;
     T* Cb = direct ? C + oc : nullptr;
     if (K == 0) {
       std::vector<T> zero(static_cast<size_t>(N), T{});
@@ -296,7 +315,7 @@ struct Gemm {
   }
 
   // Rows [r0, r0 + rows) of batch entry `batch` (A and C pointing at row r0).
-  void run_rows(int64_t batch, int64_t r0, int64_t rows, const T* Ab, const T* Bb, T* Cb, int64_t NC, int64_t KC,
+  void run_rows(int64_t batch, int64_t r0, int64_t rows, const S* Ab, const S* Bb, T* Cb, int64_t NC, int64_t KC,
                 Workspace<T>& W, bool par) {
     const int64_t mt = ceil_div(rows, MR);
     T* const pa = W.pa.reserve(mt * MR * KC);
@@ -437,6 +456,16 @@ template <int DT>
 void gemm_blocked(const Contraction& c, const Evaluator& ep) {
   Gemm<DT> g(c, ep);
   g.run();
+}
+
+void gemm_blocked_half(const Contraction& c, const Evaluator& ep) {
+  if (c.dtype == RVL_DTYPE_F16) {
+    Gemm<RVL_DTYPE_F32, rvl::Float16> g(c, ep);
+    g.run();
+  } else {
+    Gemm<RVL_DTYPE_F32, rvl::BFloat16> g(c, ep);
+    g.run();
+  }
 }
 
 template void gemm_blocked<RVL_DTYPE_F32>(const Contraction&, const Evaluator&);

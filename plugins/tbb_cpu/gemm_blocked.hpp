@@ -9,6 +9,10 @@ namespace tbbcpu {
 // C = epilogue(A @ B) for a validated F32 or F64 contraction.
 template <int DT>
 void gemm_blocked(const Contraction& c, const Evaluator& ep);
+// The same for an f16/bf16 contraction (c.dtype): A and B are read as halves and widened while
+// packing (Note [Half panels] in gemm_pack.hpp), accumulation in f32; `ep` computes in f32 from
+// f32 ACC values (the f32 rewrite of Note [Halves in f32]) and rounds what it stores.
+void gemm_blocked_half(const Contraction& c, const Evaluator& ep);
 
 // Whether gemm_blocked runs a contraction of `work` multiply-adds (batches x M x N x K) on oneTBB
 // (otherwise serially on the calling thread, where gemm_small may take it instead).

@@ -11,8 +11,24 @@
 // So transposed and strided operands are read in place: no copy before the GEMM.
 // MR and NR are template parameters (the packers are instantiated for each micro-kernel shape)
 // so the inner loops are fixed-length and fully unrolled.
+//
+// Note [Half panels]
+// An f16/bf16 operand (source type S = rvl::Float16 / rvl::BFloat16) is widened to f32 by its
+// packer (the *_widened functions at the end) as it writes the f32 sliver: no f32 copy of the
+// matrix exists, the operand is read once at 2 bytes an element, and the micro-kernels (f32
+// accumulation) are those of the f32 GEMM. Contiguous runs are converted by the vector loops of
+// half_convert.hpp (F16C; bf16 by shifts): a run along the sliver's own axis (B row-major, A
+// transposed) straight into the sliver; runs across it (A row-major, B transposed: one stream
+// per row or column, along k) into a stack block of 64 k each, transposed from there while it
+// is in L1. Strided gathers convert element by element (<ravel/half.hpp>). Widening is exact,
+// so the panels hold exactly the values an f32 copy of the operand would.
 #pragma once
 
+#include "half_convert.hpp"
+
+#include <ravel/half.hpp>
+
+#include <algorithm>
 #include <cstdint>
 
 namespace tbbcpu::gemm {
@@ -90,6 +106,71 @@ inline void pack_b_rows(T* __restrict dst, const T* src, int64_t sk, int64_t cou
     for (int64_t q = 0; q < count; ++q, s += NR, d += NR * kc)
 #pragma GCC unroll 32
       for (int j = 0; j < NR; ++j) d[j] = s[j];
+  }
+}
+
+// ---- half sources (Note [Half panels]) ----------------------------------------------------------
+inline float widen1(rvl::Float16 h) { return rvl::f32_from_f16_bits(h.bits); }
+inline float widen1(rvl::BFloat16 h) { return rvl::f32_from_bf16_bits(h.bits); }
+// n contiguous source elements into n contiguous floats (vector loops).
+inline void widen_run(float* d, const rvl::Float16* s, int64_t n) {
+  f16_to_f32(d, reinterpret_cast<const uint16_t*>(s), n);
+}
+inline void widen_run(float* d, const rvl::BFloat16* s, int64_t n) {
+  bf16_to_f32(d, reinterpret_cast<const uint16_t*>(s), n);
+}
+inline constexpr int64_t kWidenBlock = 64;  // k values per stack block
+
+// W streams along k (stride 1), stream q at src + q * sq, into a W-wide sliver dst[k * W + q].
+template <int W, class S>
+inline void pack_streams_widened(float* __restrict dst, const S* src, int64_t sq, int64_t kc) {
+  alignas(64) float tmp[W][kWidenBlock];
+  for (int64_t k0 = 0; k0 < kc; k0 += kWidenBlock) {
+    const int64_t len = std::min(kWidenBlock, kc - k0);
+    for (int q = 0; q < W; ++q) widen_run(tmp[q], src + q * sq + k0, len);
+    for (int64_t k = 0; k < len; ++k, dst += W)
+#pragma GCC unroll 16
+      for (int q = 0; q < W; ++q) dst[q] = tmp[q][k];
+  }
+}
+
+// pack_a of a half A.
+template <int MR, class S>
+inline void pack_a_widened(float* __restrict dst, const S* src, int64_t sm, int64_t sk, int64_t h, int64_t kc) {
+  if (h == MR && sk == 1) return pack_streams_widened<MR>(dst, src, sm, kc);
+  if (h == MR && sm == 1) {
+    for (int64_t k = 0; k < kc; ++k, dst += MR) widen_run(dst, src + k * sk, MR);
+    return;
+  }
+  for (int64_t k = 0; k < kc; ++k, dst += MR) {
+    int64_t i = 0;
+    for (; i < h; ++i) dst[i] = widen1(src[i * sm + k * sk]);
+    for (; i < MR; ++i) dst[i] = 0.0f;
+  }
+}
+
+// pack_b of a half B.
+template <int NR, class S>
+inline void pack_b_widened(float* __restrict dst, const S* src, int64_t sk, int64_t sn, int64_t w, int64_t kc) {
+  if (w == NR && sk == 1 && sn != 1) return pack_streams_widened<NR>(dst, src, sn, kc);
+  for (int64_t k = 0; k < kc; ++k, dst += NR) {
+    int64_t j = 0;
+    if (sn == 1) {
+      widen_run(dst, src + k * sk, w);
+      j = w;
+    }
+    for (; j < w; ++j) dst[j] = widen1(src[k * sk + j * sn]);
+    for (; j < NR; ++j) dst[j] = 0.0f;
+  }
+}
+
+// pack_b_rows of a half B: NR values at a time.
+template <int NR, class S>
+inline void pack_b_rows_widened(float* __restrict dst, const S* src, int64_t sk, int64_t count, int64_t kc) {
+  for (int64_t k = 0; k < kc; ++k) {
+    const S* s = src + k * sk;
+    float* d = dst + k * NR;
+    for (int64_t q = 0; q < count; ++q, s += NR, d += NR * kc) widen_run(d, s, NR);
   }
 }
 

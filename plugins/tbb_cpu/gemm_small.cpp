@@ -204,12 +204,11 @@ struct Small {
 
 }  // namespace
 
-template <int DT>
-bool gemm_small(const Contraction& c, const Evaluator& ep) {
+bool gemm_small_fits(const Contraction& c) {
   int64_t batches = 1;
   for (int d = 0; d < c.batch_rank; ++d) batches *= c.batch_shape[d];
-  if (batches == 0 || c.m == 0 || c.n == 0) return true;  // nothing to compute
-  if (c.k == 0) return false;                              // zeros through the epilogue: blocked
+  if (batches == 0 || c.m == 0 || c.n == 0) return false;  // nothing to compute
+  if (c.k == 0) return false;                               // zeros through the epilogue: blocked
   int64_t work = 0;  // batches x M x N x K, saturated (huge products are not small)
   if (__builtin_mul_overflow(batches, c.m, &work) || __builtin_mul_overflow(work, c.n, &work) ||
       __builtin_mul_overflow(work, c.k, &work))
@@ -218,7 +217,15 @@ bool gemm_small(const Contraction& c, const Evaluator& ep) {
   // A buffered epilogue stores rows while later rows of A or B are still to be read: only when
   // the output is neither operand (the blocked path reads all of both first).
   const void* out = c.epilogue.out.data;
-  if (out == c.a.data || out == c.b.data) return false;
+  return out != c.a.data && out != c.b.data;
+}
+
+template <int DT>
+bool gemm_small(const Contraction& c, const Evaluator& ep) {
+  int64_t batches = 1;
+  for (int d = 0; d < c.batch_rank; ++d) batches *= c.batch_shape[d];
+  if (batches == 0 || c.m == 0 || c.n == 0) return true;  // nothing to compute
+  if (!gemm_small_fits(c)) return false;
   Small<DT> s(c, ep);
   if (c.n == 1) s.run_dots(batches);  // Note [Batched dot products]
   else s.run(batches);

@@ -9,5 +9,7 @@ namespace tbbcpu {
 // unpacked serial path; returns false (nothing done) otherwise, and the caller runs gemm_blocked.
 template <int DT>
 bool gemm_small(const Contraction& c, const Evaluator& ep);
+// Whether gemm_small would compute `c` (a non-empty product small enough; any dtype).
+bool gemm_small_fits(const Contraction& c);
 
 }  // namespace tbbcpu

@@ -1,5 +1,6 @@
 // Array conversions between f32 and f16/bf16, the CASTs of Note [Halves in f32]: vectorised (F16C
-// for f16, chosen at run time; integer shifts for bf16) and bitwise equal to <ravel/half.hpp>.
+// for f16; integer shifts for bf16; AVX-512, AVX2 or plain loops chosen at run time, Note [Half
+// conversion levels] in half_convert.cpp) and bitwise equal to <ravel/half.hpp>.
 #pragma once
 
 #include <cstdint>

@@ -1,10 +1,15 @@
 // f16 and bf16 kernels: rewritten to compute in f32 (Note [Halves in f32]).
 #include "kernel.hpp"
 
+#include "gemm_blocked.hpp"
+#include "gemm_small.hpp"
+#include "half_convert.hpp"
+
 #include <ravel/backend.hpp>
 #include <ravel/half.hpp>
 
 #include <cstring>
+#include <memory>
 #include <vector>
 
 namespace tbbcpu {
@@ -19,11 +24,15 @@ namespace tbbcpu {
 //  - CAST to a half becomes CAST to the half then back to f32: it rounds, and the value goes on
 //    in f32; every other instruction of a half dtype becomes f32 (ACC included);
 //  - an elementwise program whose output is a half ends with CAST to it, stored as 2 bytes;
-//  - a reduction (accumulating in f32) and a contraction (A and B widened to f32 copies of the
-//    part of their buffers the views address, GEMM in f32) write an f32 copy of the output,
-//    which is then rounded into the output view element by element.
-// Cost: the f32 copies of contraction operands and reduction outputs; the elementwise path
-// converts in the same pass. F16C/AVX512-BF16 conversion loops are the next step (docs/dtypes.md).
+//  - a reduction (accumulating in f32) writes an f32 copy of its (reduced, so small) output,
+//    rounded into the output view with the vector conversions (WideOutput);
+//  - a contraction's epilogue ends with the CAST to the output's half, stored as 2 bytes, like
+//    an elementwise program. Its A and B are read as halves and widened to f32 while packing
+//    (Note [Half panels] in gemm_pack.hpp), f32 micro-kernels accumulating; a product small
+//    enough for the unpacked path (Note [Small GEMM]) widens A and B into per-thread f32
+//    buffers first (vector conversions over the addressed range: a few KiB at those sizes).
+// The conversions are vector loops chosen at run time (half_convert.cpp: F16C for f16, integer
+// rounding for bf16), the scalar <ravel/half.hpp> ones with RAVEL_TBB_SIMD=portable.
 namespace half_detail {
 
 bool is_half(int32_t dt) { return rvl::dtype_is_half(dt); }
@@ -102,27 +111,22 @@ void address_range(const View& v, int32_t rank, const int64_t* shape, int64_t& l
   }
 }
 
-// An f32 copy of the elements `v` (a half view, rank/shape) addresses, and `v` re-aimed at it.
-std::vector<float> widen_view(View& v, int32_t rank, const int64_t* shape) {
-  int64_t lo = 0, hi = 0;
-  for (int32_t d = 0; d < rank; ++d)
-    if (shape[d] == 0) v.empty = true;
-  if (v.empty) {  // nothing is read; the dtype still says f32 to the GEMM
-    v.dtype = RVL_DTYPE_F32;
-    return {};
-  }
+// Widens the elements the half view `v` (rank/shape, none empty) addresses into `buf` (an f32
+// copy of the address range, one vector conversion) and re-aims `v` at it; false, with nothing
+// done, when that range is much larger than the elements (a sliver of a big buffer).
+bool widen_into(std::vector<float>& buf, View& v, int32_t rank, const int64_t* shape) {
+  int64_t lo = 0, hi = 0, count = 1;
+  for (int32_t d = 0; d < rank; ++d) count *= shape[d];
   address_range(v, rank, shape, lo, hi);
-  std::vector<float> copy(static_cast<size_t>(hi - lo + 1));
-  const std::byte* src = v.data + lo * 2;
-  for (size_t i = 0; i < copy.size(); ++i) {
-    uint16_t b;
-    std::memcpy(&b, src + 2 * i, 2);
-    copy[i] = v.dtype == RVL_DTYPE_F16 ? rvl::f32_from_f16_bits(b) : rvl::f32_from_bf16_bits(b);
-  }
-  v.data = reinterpret_cast<std::byte*>(copy.data());
+  const int64_t n = hi - lo + 1;
+  if (n > 4 * count + 4096) return false;
+  if (static_cast<int64_t>(buf.size()) < n) buf.resize(static_cast<size_t>(n));
+  const auto* src = reinterpret_cast<const uint16_t*>(v.data) + lo;
+  v.dtype == RVL_DTYPE_F16 ? f16_to_f32(buf.data(), src, n) : bf16_to_f32(buf.data(), src, n);
+  v.data = reinterpret_cast<std::byte*>(buf.data());
   v.offset -= lo;
   v.dtype = RVL_DTYPE_F32;
-  return copy;
+  return true;
 }
 
 // An f32 scratch output for the half view `out` (kept axes only: `skip` marks reduced axes) and
@@ -130,7 +134,7 @@ std::vector<float> widen_view(View& v, int32_t rank, const int64_t* shape) {
 struct WideOutput {
   View half, wide;
   int64_t lo = 0;
-  std::vector<float> mem;
+  std::unique_ptr<float[]> mem;
   int32_t rank = 0;
   int64_t shape[RVL_MAX_RANK] = {};
 
@@ -141,20 +145,27 @@ struct WideOutput {
       if (shape[d] == 0) return;
     int64_t hi = 0;
     address_range(out, r, shape, lo, hi);
-    mem.assign(static_cast<size_t>(hi - lo + 1), 0.0f);
-    wide.data = reinterpret_cast<std::byte*>(mem.data());
+    // Not zero-filled: the reduction writes every element `store` reads back.
+    mem.reset(new float[static_cast<size_t>(hi - lo + 1)]);
+    wide.data = reinterpret_cast<std::byte*>(mem.get());
     wide.offset -= lo;
   }
+  // Rounds the f32 results into the half view: runs along a contiguous last axis with the
+  // vector conversions, single elements otherwise.
   void store() const {
-    if (mem.empty()) return;
+    if (!mem) return;
+    const bool f16 = half.dtype == RVL_DTYPE_F16;
+    const int32_t last = rank - 1;
+    const bool runs = rank > 0 && half.stride[last] == 1;
+    const int64_t len = runs ? shape[last] : 1;
     int64_t idx[RVL_MAX_RANK] = {};
     while (true) {
       int64_t a = half.offset;
       for (int32_t d = 0; d < rank; ++d) a += idx[d] * half.stride[d];
-      const float x = mem[static_cast<size_t>(a - lo)];
-      const uint16_t b = half.dtype == RVL_DTYPE_F16 ? rvl::f16_bits_from(x) : rvl::bf16_bits_from(x);
-      std::memcpy(half.data + 2 * a, &b, 2);
-      int32_t d = rank - 1;
+      const float* x = mem.get() + (a - lo);
+      auto* dst = reinterpret_cast<uint16_t*>(half.data) + a;
+      f16 ? f32_to_f16(dst, x, len) : f32_to_bf16(dst, x, len);
+      int32_t d = runs ? last - 1 : last;
       for (; d >= 0; --d) {
         if (++idx[d] < shape[d]) break;
         idx[d] = 0;
@@ -192,31 +203,33 @@ void run_kernel(const Program& p) {
 void run_kernel(const Contraction& c) {
   using namespace half_detail;
   if (!is_half(c.dtype) && !program_has_half(c.epilogue)) return run_contraction(c);
-  // The widening below reads A and B through their 1.0 views; the host never sends a half
-  // contraction with multi-axis groups (schedule/contraction.cpp), and one that arrives is refused.
+  // Halves are packed through their 1.0 views; the host never sends a half contraction with
+  // multi-axis groups (schedule/contraction.cpp), and one that arrives is refused.
   if (is_half(c.dtype) && c.multi_axis())
     throw rvl::Error(RVL_STATUS_UNSUPPORTED, "contraction: multi-axis groups (ABI 1.8) are not supported for f16/bf16");
   Contraction w = c;
-  std::vector<float> a, b;
-  const int32_t r = c.batch_rank + 2;
-  int64_t sa[RVL_MAX_RANK] = {}, sb[RVL_MAX_RANK] = {};
-  for (int32_t d = 0; d < c.batch_rank; ++d) sa[d] = sb[d] = c.batch_shape[d];
-  sa[c.batch_rank] = c.m, sa[c.batch_rank + 1] = c.k;
-  sb[c.batch_rank] = c.k, sb[c.batch_rank + 1] = c.n;
-  if (is_half(c.dtype)) {
-    a = widen_view(w.a, r, sa);
-    b = widen_view(w.b, r, sb);
-    w.dtype = RVL_DTYPE_F32;
-  }
-  const bool half_out = is_half(c.epilogue.out.dtype);
-  const std::vector<rvl_instruction> code = widen(c.epilogue, false);
+  const std::vector<rvl_instruction> code = widen(c.epilogue, is_half(c.epilogue.out.dtype));
   w.epilogue.ins = code.data();
   w.epilogue.n_ins = static_cast<int32_t>(code.size());
-  if (!half_out) return run_contraction(w);
-  WideOutput o(c.epilogue.out, c.epilogue.rank, c.epilogue.shape, 0);
-  w.epilogue.out = o.wide;
-  run_contraction(w);
-  o.store();
+  if (!is_half(c.dtype)) return run_contraction(w);
+  const Evaluator ep(w.epilogue);
+  if (gemm_small_fits(c)) {
+    // Per-thread, grow-only: gemm_small never enters oneTBB, so nothing else runs on this
+    // thread while they are in use.
+    thread_local std::vector<float> a_buf, b_buf;
+    const int32_t r = c.batch_rank + 2;
+    int64_t sa[RVL_MAX_RANK] = {}, sb[RVL_MAX_RANK] = {};
+    for (int32_t d = 0; d < c.batch_rank; ++d) sa[d] = sb[d] = c.batch_shape[d];
+    sa[c.batch_rank] = c.m, sa[c.batch_rank + 1] = c.k;
+    sb[c.batch_rank] = c.k, sb[c.batch_rank + 1] = c.n;
+    Contraction s32 = w;
+    if (widen_into(a_buf, s32.a, r, sa) && widen_into(b_buf, s32.b, r, sb)) {
+      s32.dtype = RVL_DTYPE_F32;
+      if (gemm_small<RVL_DTYPE_F32>(s32, ep)) return;  // it takes what gemm_small_fits said
+      // (and if it ever declined, the blocked path below still computes c)
+    }
+  }
+  gemm_blocked_half(w, ep);
 }
 
 }  // namespace tbbcpu

@@ -6,6 +6,8 @@
 // The small unpacked path (gemm_small.cpp) takes the shapes below 2^20 multiply-adds by default;
 // the tbb_gemm_small_* runs force it for every shape (RAVEL_TBB_GEMM_SMALL_WORK), and the
 // serial blocked run disables it, so each path sees every shape here.
+// f16/bf16 operands (widened to f32 while packing, Note [Half panels]) go through the same
+// shapes and layouts, against the double loop over the same rounded inputs.
 // CMake runs this once per micro-kernel family (RAVEL_TBB_GEMM) and with tiny block sizes and
 // forced parallelism (RAVEL_TBB_GEMM_KC/MC/NC, RAVEL_TBB_INLINE_WORK=0) so that several k-panels,
 // column blocks and tasks are exercised on small shapes.
@@ -16,10 +18,16 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
+
+#include <ravel/half.hpp>
 
 #include "ravel/ravel.hpp"
 
+using ravel::BFloat16;
+using ravel::Float16;
 using ravel::Shape;
 using ravel::Tensor;
 
@@ -128,6 +136,89 @@ void check(const std::string& what, const Tensor& got, const Host& want, int64_t
 struct Mkn {
   int64_t m, k, n;
 };
+
+// ---- f16 / bf16 ---------------------------------------------------------------------------------
+template <class H>
+const char* half_name() { return std::is_same_v<H, Float16> ? "f16" : "bf16"; }
+
+// `h` with every value rounded to H: the values a half tensor built from it holds.
+template <class H>
+Host rounded(Host h) {
+  for (double& x : h.v) x = static_cast<double>(static_cast<float>(H(x)));
+  return h;
+}
+
+// A half result against the double loop over the same (rounded) inputs. The GEMM accumulates in
+// f32 (error <= e = 4e-6 (k + 1) here, as check() allows, with |a|, |b| <= 1) and rounds once to
+// the half: |got - want| <= u (|want| + e) + e, u the format's unit roundoff (2^-11 for f16,
+// 2^-8 for bf16). A half-precision accumulation, or an operand rounded twice, is off by far more
+// once k is beyond a few terms. `pre`: the values of an intermediate the schedule may round as
+// well (A @ B before an epilogue that is not fused into the contraction), adding u |pre|.
+template <class H>
+void check_half(const std::string& what, const Tensor& got, const Host& want, int64_t k, const Host* pre = nullptr) {
+  BOOST_TEST_REQUIRE((got.dtype() == ravel::dtype_of<H>::value), what);
+  const std::vector<float> g = got.to_vector<float>();  // exact widening
+  BOOST_TEST_REQUIRE(g.size() == want.v.size(), what);
+  const double u = std::is_same_v<H, Float16> ? std::ldexp(1.0, -11) : std::ldexp(1.0, -8);
+  const double e = 4e-6 * (static_cast<double>(k) + 1.0);
+  int64_t bad = 0;
+  for (size_t i = 0; i < g.size(); ++i)
+    if (!(std::abs(static_cast<double>(g[i]) - want.v[i]) <=
+          u * (std::abs(want.v[i]) + e) + e + (pre ? u * (std::abs(pre->v[i]) + e) : 0.0))) {
+      if (bad++ < 3)
+        BOOST_ERROR(what << ": element " << i << " = " << g[i] << ", want " << want.v[i]);
+    }
+  BOOST_TEST(bad == 0, what << ": " << bad << " wrong elements");
+}
+
+template <class H>
+void half_edge_sizes_every_layout() {
+  uint64_t seed = 1000;
+  const Layout layouts[] = {Layout::Plain, Layout::Transposed, Layout::ColumnStride2, Layout::Flipped};
+  for (const Mkn& s : std::vector<Mkn>{{1, 1, 1}, {7, 7, 7}, {5, 17, 15}, {12, 33, 32}, {13, 64, 33}, {25, 127, 47},
+                                       {17, 129, 17}, {37, 257, 95}, {1, 513, 70}, {97, 1, 130}, {203, 517, 301}})
+    for (Layout la : layouts)
+      for (Layout lb : layouts) {
+        if (la != Layout::Plain && lb != Layout::Plain && la != lb) continue;  // keep it quick
+        const Host a = rounded<H>(make(1, s.m, s.k, ++seed)), b = rounded<H>(make(1, s.k, s.n, ++seed));
+        const std::string what = std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) +
+                                 " A " + name(la) + " B " + name(lb) + " " + half_name<H>();
+        check_half<H>(what, build<H>(a, la, false).matmul(build<H>(b, lb, false)), reference(a, b, nullptr), s.k);
+      }
+}
+
+template <class H>
+void half_training_batched_and_epilogue() {
+  uint64_t seed = 2000;
+  for (const Mkn& s : std::vector<Mkn>{{64, 30, 200}, {64, 200, 27}, {256, 784, 512}}) {
+    const Host a = rounded<H>(make(1, s.m, s.k, ++seed)), b = rounded<H>(make(1, s.k, s.n, ++seed)),
+               dc = rounded<H>(make(1, s.m, s.n, ++seed));
+    const Tensor ta = to_tensor<H>(a, false), tb = to_tensor<H>(b, false), tdc = to_tensor<H>(dc, false);
+    const std::string sz = std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) + " " + half_name<H>();
+    check_half<H>(sz + " forward", ta.matmul(tb), reference(a, b, nullptr), s.k);
+    check_half<H>(sz + " dA = dC @ B^T", tdc.matmul(tb.transpose()), reference(dc, transposed(b), nullptr), s.n);
+    check_half<H>(sz + " dB = A^T @ dC", ta.transpose().matmul(tdc), reference(transposed(a), dc, nullptr), s.m);
+  }
+  for (const auto& [bs, s] : std::vector<std::pair<int64_t, Mkn>>{{9, {13, 21, 19}}, {2, {150, 260, 140}}, {64, {1, 27, 1}}}) {
+    const Host a = rounded<H>(make(bs, s.m, s.k, ++seed)), b = rounded<H>(make(bs, s.k, s.n, ++seed));
+    const std::string sz = std::to_string(bs) + "x" + std::to_string(s.m) + "x" + std::to_string(s.k) + "x" +
+                           std::to_string(s.n) + " " + half_name<H>();
+    check_half<H>(sz + " batched transposed",
+                  build<H>(a, Layout::Transposed, true).matmul(build<H>(b, Layout::Transposed, true)),
+                  reference(a, b, nullptr), s.k);
+  }
+  // relu(A @ B + bias) with the add and relu in the epilogue, computed in f32 and rounded once.
+  for (const Mkn& s : std::vector<Mkn>{{7, 5, 9}, {64, 30, 200}, {203, 300, 150}}) {
+    const Host a = rounded<H>(make(1, s.m, s.k, ++seed)), b = rounded<H>(make(1, s.k, s.n, ++seed)),
+               bias = rounded<H>(make(1, 1, s.n, ++seed));
+    const Tensor tbias = to_tensor<H>(bias, false).reshape(Shape{s.n});
+    const Host ab = reference(a, b, nullptr);
+    check_half<H>(std::to_string(s.m) + "x" + std::to_string(s.k) + "x" + std::to_string(s.n) + " relu(A@B+bias) " +
+                      half_name<H>(),
+                  (to_tensor<H>(a, false).matmul(build<H>(b, Layout::Transposed, false)) + tbias).relu(),
+                  reference(a, b, &bias.v), s.k, &ab);
+  }
+}
 
 // Sizes around MR (4, 6, 12), NR (4, 8, 16, 32), the k-panel (128, 192, 256) and odd ones.
 const std::vector<Mkn> kEdge = {
@@ -257,3 +348,8 @@ BOOST_AUTO_TEST_CASE(small_path_threshold_and_broadcast_operands) {
                  to_tensor<float>(a, false).matmul(tb), reference(a, b, nullptr), s.k);
   }
 }
+
+BOOST_AUTO_TEST_CASE(half_edge_sizes_every_layout_f16) { half_edge_sizes_every_layout<Float16>(); }
+BOOST_AUTO_TEST_CASE(half_edge_sizes_every_layout_bf16) { half_edge_sizes_every_layout<BFloat16>(); }
+BOOST_AUTO_TEST_CASE(half_training_batched_and_epilogue_f16) { half_training_batched_and_epilogue<Float16>(); }
+BOOST_AUTO_TEST_CASE(half_training_batched_and_epilogue_bf16) { half_training_batched_and_epilogue<BFloat16>(); }

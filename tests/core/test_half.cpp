@@ -427,7 +427,8 @@ BOOST_AUTO_TEST_CASE(empty_extents) {
 // tbb_cpu's vector conversions (F16C for f16 where the CPU has it, integer shifts for bf16;
 // plugins/tbb_cpu/half_convert.cpp) against the same independent references as the scalar
 // routine above: every pattern widened, and every value, tie and neighbour of a tie narrowed.
-// (ctest runs this file again with RAVEL_TBB_SIMD=portable for the scalar loops.)
+// (ctest runs this file again with RAVEL_TBB_SIMD=portable for the scalar loops and with
+// RAVEL_TBB_SIMD=avx2 for the 256-bit ones.)
 BOOST_AUTO_TEST_CASE(device_casts_over_every_pattern_and_tie) {
   for (int fmt = 0; fmt < 2; ++fmt) {
     const DType t = fmt == 0 ? DType::F16 : DType::BF16;
@@ -460,6 +461,71 @@ BOOST_AUTO_TEST_CASE(device_casts_over_every_pattern_and_tie) {
     for (size_t i = 0; i < nans.size(); ++i)
       bad += nb[i] != (fmt == 0 ? rvl::f16_bits_from(nans[i]) : rvl::bf16_bits_from(nans[i]));
     BOOST_TEST(bad == 0, ravel::dtype_name(t));
+  }
+}
+
+// The vector narrowing loops (F16C; bf16 in AVX2 or the portable loop) against the scalar
+// routine of <ravel/half.hpp>, bit for bit, through the three places a half kernel rounds:
+//  - an elementwise CAST of a million random f32 patterns (every class: normals, subnormals,
+//    infinities, quiet and signalling NaNs with payloads, values that overflow) and the
+//    patterns next to every exponent boundary;
+//  - a reduction's output: the rows [a, b] of a half matrix summed in f32 and rounded into the
+//    half result, every half pattern as a with 15 random finite non-zero b's (a + b lands on
+//    the format's ties, subnormals and overflow; a NaN a stays a NaN of a's payload);
+//  - a contraction's epilogue: the same rows times a column of ones, [n, 2] @ [2, 1].
+// Lengths are odd so that every vector loop also runs its scalar tail.
+BOOST_AUTO_TEST_CASE(device_narrowing_equals_the_scalar_routine_bit_for_bit) {
+  std::vector<uint32_t> bits;
+  std::mt19937 rng(25);
+  for (int i = 0; i < 1000003; ++i) bits.push_back(static_cast<uint32_t>(rng()));
+  for (uint32_t e = 0; e < 256; ++e)
+    for (uint32_t m : {0u, 1u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu, 0x1000u, 0xFFFu, 0x400000u, 0x7FFFFFu})
+      for (uint32_t sign : {0u, 0x80000000u}) bits.push_back(sign | (e << 23) | m);
+  std::vector<float> xs(bits.size());
+  std::memcpy(xs.data(), bits.data(), bits.size() * 4);
+  for (const DType t : {DType::F16, DType::BF16}) {
+    const bool f16 = t == DType::F16;
+    auto want = [f16](float x) { return f16 ? rvl::f16_bits_from(x) : rvl::bf16_bits_from(x); };
+    auto widen = [f16](uint16_t h) { return f16 ? rvl::f32_from_f16_bits(h) : rvl::f32_from_bf16_bits(h); };
+    auto bits_of = [f16](const Tensor& h) {
+      std::vector<uint16_t> out;
+      if (f16) for (const Float16& v : h.to_vector<Float16>()) out.push_back(v.bits);
+      else for (const BFloat16& v : h.to_vector<BFloat16>()) out.push_back(v.bits);
+      return out;
+    };
+    auto compare = [&](const char* what, const std::vector<uint16_t>& got, const std::vector<float>& exact) {
+      BOOST_TEST_REQUIRE(got.size() == exact.size());
+      int64_t bad = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        if (got[i] != want(exact[i]) && bad++ < 3)
+          BOOST_ERROR(what << " " << ravel::dtype_name(t) << ": " << exact[i] << " gave 0x" << std::hex << got[i]
+                           << ", want 0x" << want(exact[i]) << std::dec);
+      BOOST_TEST(bad == 0, what << " " << ravel::dtype_name(t) << ": " << bad << " values differ");
+    };
+    compare("cast", bits_of(Tensor::from_vector(xs, {static_cast<int64_t>(xs.size())}).cast(t)), xs);
+
+    std::vector<uint16_t> pairs;  // [a, b] rows
+    std::vector<float> sums;      // a + b in f32, what the kernels accumulate
+    for (int rep = 0; rep < 15; ++rep)
+      for (uint32_t a = 0; a <= 0xFFFF; ++a) {
+        uint16_t b;
+        do b = static_cast<uint16_t>(rng()); while (!std::isfinite(widen(b)) || widen(b) == 0.0f);
+        pairs.push_back(static_cast<uint16_t>(a));
+        pairs.push_back(b);
+        sums.push_back(widen(static_cast<uint16_t>(a)) + widen(b));
+      }
+    for (int extra = 0; extra < 7; ++extra) {  // an odd length
+      pairs.push_back(pairs[2 * static_cast<size_t>(extra)]), pairs.push_back(pairs[2 * static_cast<size_t>(extra) + 1]);
+      sums.push_back(sums[static_cast<size_t>(extra)]);
+    }
+    const int64_t n = static_cast<int64_t>(sums.size());
+    std::vector<Float16> hp;
+    std::vector<BFloat16> bp;
+    for (uint16_t h : pairs) hp.push_back(Float16::from_bits(h)), bp.push_back(BFloat16::from_bits(h));
+    const Tensor m = f16 ? Tensor::from_vector(hp, {n, 2}) : Tensor::from_vector(bp, {n, 2});
+    const Tensor ones = Tensor::full({2, 1}, 1.0, t);
+    compare("reduction output", bits_of(m.sum(1)), sums);
+    compare("contraction epilogue", bits_of(m.matmul(ones).reshape({n})), sums);
   }
 }
 

@@ -311,6 +311,14 @@ const std::vector<WorkloadInfo>& workload_catalog() {
       {"all_reduce", "sum all_reduce of n f32 elements on each device of the row's plugin (every one of its devices, "
                      "2 or more: RAVEL_TBB_DEVICES), replicated on all of them; bytes = 4n, the bytes reduced per "
                      "device (NCCL's algorithm bandwidth)", 1, "n", {{1 << 22}}, false, ""},
+      // Half precision (issue 25 §3, configs/bench/half-vs-f32.json): the f32 workloads above with
+      // inputs and result in f16 or bf16 (computed in f32, rounded once); bytes count 2 per element.
+      {"matmul_bf16", "matmul with bf16 A, B and C (f32 accumulation)", 3, "m, k, n", {{512, 512, 512}}, true, ""},
+      {"matmul_f16", "matmul with f16 A, B and C (f32 accumulation)", 3, "m, k, n", {{512, 512, 512}}, true, ""},
+      {"elementwise_bf16", "elementwise with bf16 a, b, c and d", 1, "n", {{1 << 24}}, false, ""},
+      {"elementwise_f16", "elementwise with f16 a, b, c and d", 1, "n", {{1 << 24}}, false, ""},
+      {"sum_axis1_bf16", "sum_axis1 of a bf16 matrix (f32 accumulation, bf16 result)", 2, "rows, cols", {{2048, 2048}}, false, ""},
+      {"sum_axis1_f16", "sum_axis1 of an f16 matrix (f32 accumulation, f16 result)", 2, "rows, cols", {{2048, 2048}}, false, ""},
       {"conv2d", "y = conv2d(x [n,c,hw,hw], w [o,c,k,k], padding k/2) and both gradients of sum(y * r): forward "
                  "and backward of one convolution", 5, "n, c, o, hw, k", {{128, 16, 32, 14, 3}, {32, 64, 64, 56, 3}}, true, ""},
       {"cnn_step", "one Adam training step of examples/fashion_mnist's CNN (conv 1->16, 16->32, batch norm, ReLU, "
@@ -331,7 +339,22 @@ std::string size_str(const Size& s) {
   return out;
 }
 
-Work work_of(const std::string& name, const Size& s) {
+// "matmul_bf16" -> ("matmul", BF16); a name without a half suffix is f32.
+std::pair<std::string, DType> split_dtype(const std::string& name) {
+  for (auto [suffix, dt] : {std::pair<const char*, DType>{"_bf16", DType::BF16}, {"_f16", DType::F16}}) {
+    const std::string x = suffix;
+    if (name.size() > x.size() && name.compare(name.size() - x.size(), x.size(), x) == 0)
+      return {name.substr(0, name.size() - x.size()), dt};
+  }
+  return {name, DType::F32};
+}
+
+Work work_of(const std::string& full_name, const Size& s) {
+  const auto [name, dtype] = split_dtype(full_name);
+  if (dtype != DType::F32) {  // the same flops, half the bytes
+    Work w = work_of(name, s);
+    return {w.flops, w.bytes / 2};
+  }
   auto d = [&](size_t i) { return static_cast<double>(s[i]); };
   if (name == "matmul") return {2 * d(0) * d(1) * d(2), 4 * (d(0) * d(1) + d(1) * d(2) + d(0) * d(2))};
   if (name == "elementwise") return {3 * d(0), 16 * d(0)};
@@ -363,9 +386,24 @@ Work work_of(const std::string& name, const Size& s) {
   return {};
 }
 
-std::unique_ptr<Instance> make_instance(const std::string& name, const Size& s, const Device& dev) {
-  const WorkloadInfo& info = find_workload(name);
+std::unique_ptr<Instance> make_instance(const std::string& full_name, const Size& s, const Device& dev) {
+  const WorkloadInfo& info = find_workload(full_name);
   if (!info.unavailable.empty()) throw ValueError(info.unavailable);
+  const auto [name, dtype] = split_dtype(full_name);
+  // Half rows: the result is rounded once (a relative error of half the format's ulp on top of
+  // the f32 workload's tolerance) when the work is one kernel; under the fusion policies none and
+  // elementwise a matmul is a product kernel and a sum kernel, and the products are rounded too.
+  // So a half matmul's inputs are multiples of 1/8 in [-1, 1]: every product (a multiple of 1/64,
+  // at most 1) is exact in the half, every partial sum (k of them, a multiple of 1/64) exact in
+  // f32 for k < 2^18, and only the final rounding remains under every policy. (The time of a
+  // GEMM does not depend on the values.)
+  const double round_rel = dtype == DType::BF16 ? 1.0 / 256 : dtype == DType::F16 ? 1.0 / 2048 : 0.0;
+  auto input = [&, dtype = dtype, name = name](Shape shape, uint64_t seed) {
+    Tensor t = uniform(std::move(shape), seed, dev);
+    if (dtype == DType::F32) return t;
+    if (name == "matmul") t = (t * 8.0).round() * 0.125;
+    return t.cast(dtype).realize();
+  };
   using V = std::vector<std::vector<double>>;
   using Idx = std::vector<size_t>;
   if (name == "matmul") {
@@ -380,9 +418,9 @@ std::unique_ptr<Instance> make_instance(const std::string& name, const Size& s, 
       }
       return out;
     };
-    return std::make_unique<ExprInstance>(std::vector<Tensor>{uniform({m, k}, 1, dev), uniform({k, n}, 2, dev)},
+    return std::make_unique<ExprInstance>(std::vector<Tensor>{input({m, k}, 1), input({k, n}, 2)},
                                           [](const std::vector<Tensor>& t) { return t[0].matmul(t[1]); }, naive,
-                                          1e-5 * double(k), 1e-3, size_t(m * n), 4096);
+                                          1e-5 * double(k), 1e-3 + round_rel, size_t(m * n), 4096);
   }
   auto elementwise_naive = [](std::function<double(const V&, size_t)> f) {
     return [f](const V& in, const Idx& idx) {
@@ -394,9 +432,12 @@ std::unique_ptr<Instance> make_instance(const std::string& name, const Size& s, 
   if (name == "elementwise") {
     int64_t n = s[0];
     return std::make_unique<ExprInstance>(
-        std::vector<Tensor>{uniform({n}, 1, dev), uniform({n}, 2, dev), uniform({n}, 3, dev)},
+        std::vector<Tensor>{input({n}, 1), input({n}, 2), input({n}, 3)},
         [](const std::vector<Tensor>& t) { return t[0].exp() * t[1] + t[2]; },
-        elementwise_naive([](const V& in, size_t i) { return std::exp(in[0][i]) * in[1][i] + in[2][i]; }), 1e-5, 1e-5,
+        // Halves: exp(a) is computed as exp2(a * log2(e)) with the constant a CONST of the
+        // half dtype (rounded to it), so the error is that of the terms (up to e + 1), not of d.
+        elementwise_naive([](const V& in, size_t i) { return std::exp(in[0][i]) * in[1][i] + in[2][i]; }),
+        1e-5 + 4 * round_rel, 1e-5 + round_rel,
         size_t(n), size_t(n));
   }
   int64_t r = s[0], c = s.size() > 1 ? s[1] : 1;
@@ -425,14 +466,14 @@ std::unique_ptr<Instance> make_instance(const std::string& name, const Size& s, 
   if (name == "sum_axis0" || name == "sum_axis1") {
     bool rows = name == "sum_axis1";
     return std::make_unique<ExprInstance>(
-        std::vector<Tensor>{uniform({r, c}, 1, dev)},
+        std::vector<Tensor>{input({r, c}, 1)},
         [rows](const std::vector<Tensor>& t) { return t[0].sum(rows ? 1 : 0); },
         elementwise_naive([r, c, rows](const V& in, size_t e) {
           double acc = 0;
           for (int64_t k = 0; k < (rows ? c : r); ++k) acc += rows ? in[0][e * c + k] : in[0][k * c + e];
           return acc;
         }),
-        1e-6 * double(rows ? c : r), 1e-4, size_t(rows ? r : c), size_t(rows ? r : c));
+        1e-6 * double(rows ? c : r), 1e-4 + round_rel, size_t(rows ? r : c), size_t(rows ? r : c));
   }
   if (name == "transpose")
     return std::make_unique<ExprInstance>(
