@@ -434,7 +434,7 @@ const void* Evaluator::eval(int64_t s, int64_t e, Scratch& sc, const void* acc) 
 // next block (the next block a thread evaluates follows this one: blocks are split into
 // contiguous ranges). Measured on the 16M-element `exp(a) * b + c` in bf16: 14.6-15.7 ms
 // without, 12.6 ms with, and 1.34-1.38 against 1.13-1.24 ms for a 4096² row sum
-// (docs/performance.md §10). Prefetches never fault, so the one past the array's end is
+// (docs/performance.md §11). Prefetches never fault, so the one past the array's end is
 // harmless. f32 inputs are left as they were (their programs are memory-bound already).
 const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* acc,
                                bool segs_ready) const {
