@@ -12,6 +12,7 @@
 // MC rows x NC columns of C, as many as the two cores need; K in panels of KC (the packed A and
 // B panels stay in L2). Integer and bool dtypes take a plain triple loop over the same tables.
 #include "gemm_pack_window.hpp"
+#include "short_copy.hpp"
 
 #include "dtype_ops.hpp"
 #include "gemm_blocked.hpp"
@@ -171,7 +172,7 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
           }
           for (int64_t k = 0; k < kc; ++k, dst += NR) {
             const T* row = Bb + t.bk[pc + k];
-            for (int64_t g = 0; g < n_seg; ++g) std::copy_n(row + bn[seg_at[g]], seg_len[g], dst + seg_at[g]);
+            for (int64_t g = 0; g < n_seg; ++g) copy_run(dst + seg_at[g], row + bn[seg_at[g]], seg_len[g]);
             std::fill(dst + w, dst + NR, T{});
           }
         } else {
