@@ -243,6 +243,7 @@ Evaluator::Evaluator(const Program& p)
     shape_[0] = 1;
     for (View* v : std::span(views, n_views)) v->stride[0] = 0, v->lo[0] = 0, v->hi[0] = v->empty ? 0 : 1;
   }
+  move_short_innermost_axis(p, views, n_views);
   outputs_ = 1;
   reduced_ = 1;
   for (int d = 0; d < rank_; ++d)
@@ -285,6 +286,39 @@ Evaluator::Evaluator(const Program& p)
     direct_ok_ = last.op != RVL_OP_LOAD && last.op != RVL_OP_ACC && last.op != RVL_OP_CONST &&
                  !out_.empty && out_.data != nullptr;
     for (int i = 0; i < n_in_ && direct_ok_; ++i) direct_ok_ = in_[i].data != out_.data;
+  }
+}
+
+// Note [Short innermost axes]
+// The evaluator runs the innermost axis as rows: one segment, one offset computation and one
+// copy per row and input. A row of 2 (a 2x2 pooling window's phase axis, with the values
+// broadcast along it) made a kernel 30-50x slower than the same values over long rows
+// (docs/performance.md §7), and composites worked around it (max pooling's gradient routed
+// through a 0/1 GEMM to interleave its phases). An elementwise program may visit its elements in
+// any order, so when the innermost axis is short (<= kShortRow) the nearest outer axis that is
+// longer becomes the innermost one: [.., 14, 2, 14, 2] runs as rows of 14, with the output
+// written at stride 2 (the nearest, not the longest: an outer axis such as the channels would
+// turn every row into a gather across planes). Not for reductions (the reduced axes' order is the plan) nor
+// for programs reading ACC (a contraction's or row epilogue: their elements are visited in the
+// GEMM's or the row's linear order).
+void Evaluator::move_short_innermost_axis(const Program& p, View* const* views, int n_views) {
+  constexpr int64_t kShortRow = 4;
+  if (p.reduce_op != RVL_REDUCE_NONE || p.n_epilogue > 0 || rank_ < 2 || shape_[rank_ - 1] > kShortRow) return;
+  for (int j = 0; j < n_ins_; ++j)
+    if (ins_[j].op == RVL_OP_ACC) return;
+  int d = rank_ - 2;
+  while (d >= 0 && shape_[d] <= kShortRow) --d;
+  if (d < 0) return;
+  auto rotate = [&](int64_t* a) {
+    const int64_t moved = a[d];
+    for (int i = d; i + 1 < rank_; ++i) a[i] = a[i + 1];
+    a[rank_ - 1] = moved;
+  };
+  rotate(shape_);
+  for (View* v : std::span(views, n_views)) {
+    rotate(v->stride);
+    rotate(v->lo);
+    rotate(v->hi);
   }
 }
 
