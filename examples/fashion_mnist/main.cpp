@@ -26,7 +26,7 @@ using namespace fashion_mnist;
 namespace {
 
 struct Options {
-  int64_t epochs = 4, batch = 128, c1 = 16, c2 = 32, steps = 0;  // steps 0: whole epochs
+  int64_t epochs = 6, batch = 128, c1 = 16, c2 = 32, steps = 0;  // steps 0: whole epochs
   double lr = 3e-3;
   uint64_t seed = 42;
   std::string data = "/usr/share/datasets/fashion-mnist", out = ".";
@@ -40,7 +40,7 @@ struct Options {
       "with Adam and reports the test accuracy and a confusion matrix.\n"
       "  --steps N   stop after N training steps (0: run every epoch)\n"
       "  --data DIR  the IDX files (train-images-idx3-ubyte.gz, ...; package dataset-fashion-mnist)\n"
-      "Defaults: --epochs 4 --batch 128 --lr 0.003 --channels 16,32 --seed 42 --steps 0\n"
+      "Defaults: --epochs 6 --batch 128 --lr 0.003 --channels 16,32 --seed 42 --steps 0\n"
       "          --data /usr/share/datasets/fashion-mnist --out .");
   std::exit(code);
 }

@@ -1,5 +1,6 @@
 // Evaluator: geometry normalisation, per-block instruction evaluation, strided loads/stores.
 #include "evaluator.hpp"
+#include "short_copy.hpp"
 #include "tuning_env.hpp"
 
 #include "array_ops.hpp"
@@ -75,7 +76,7 @@ const void* load_typed(const View& v, const std::vector<Segment>& segs, int rank
     std::fill(out + (b - i0), out + g.len, T{});
     const int64_t s = v.stride[in];
     if (s == 1) {
-      std::memcpy(out + (a - i0), src + static_cast<int64_t>(base + a), (b - a) * sizeof(T));
+      copy_run(out + (a - i0), src + static_cast<int64_t>(base + a), b - a);  // Note [Short copies inline]
     } else if (s == 0) {  // broadcast along the row (softmax's max and sum): one value
       std::fill(out + (a - i0), out + (b - i0), src[static_cast<int64_t>(base)]);
     } else {
@@ -129,8 +130,8 @@ void store_typed(const View& v, const std::vector<Segment>& segs, int rank, cons
     const int64_t i0 = g.idx[in];
     const int64_t s = v.stride[in];
     if (s == 1) {
-      // memmove: the values may be a zero-copy view of the very same memory (in-place copy).
-      std::memmove(dst + static_cast<int64_t>(base + i0), src, g.len * sizeof(T));
+      // The values may be a zero-copy view of the very same memory (in-place copy).
+      copy_run_maybe_overlapping(dst + static_cast<int64_t>(base + i0), src, g.len);
     } else {
       for (int64_t i = 0; i < g.len; ++i)
         dst[static_cast<int64_t>(base + term(i0 + i, s))] = src[i];
@@ -242,6 +243,7 @@ Evaluator::Evaluator(const Program& p)
     shape_[0] = 1;
     for (View* v : std::span(views, n_views)) v->stride[0] = 0, v->lo[0] = 0, v->hi[0] = v->empty ? 0 : 1;
   }
+  move_short_innermost_axis(p, views, n_views);
   outputs_ = 1;
   reduced_ = 1;
   for (int d = 0; d < rank_; ++d)
@@ -284,6 +286,39 @@ Evaluator::Evaluator(const Program& p)
     direct_ok_ = last.op != RVL_OP_LOAD && last.op != RVL_OP_ACC && last.op != RVL_OP_CONST &&
                  !out_.empty && out_.data != nullptr;
     for (int i = 0; i < n_in_ && direct_ok_; ++i) direct_ok_ = in_[i].data != out_.data;
+  }
+}
+
+// Note [Short innermost axes]
+// The evaluator runs the innermost axis as rows: one segment, one offset computation and one
+// copy per row and input. A row of 2 (a 2x2 pooling window's phase axis, with the values
+// broadcast along it) made a kernel 30-50x slower than the same values over long rows
+// (docs/performance.md §7), and composites worked around it (max pooling's gradient routed
+// through a 0/1 GEMM to interleave its phases). An elementwise program may visit its elements in
+// any order, so when the innermost axis is short (<= kShortRow) the nearest outer axis that is
+// longer becomes the innermost one: [.., 14, 2, 14, 2] runs as rows of 14, with the output
+// written at stride 2 (the nearest, not the longest: an outer axis such as the channels would
+// turn every row into a gather across planes). Not for reductions (the reduced axes' order is the plan) nor
+// for programs reading ACC (a contraction's or row epilogue: their elements are visited in the
+// GEMM's or the row's linear order).
+void Evaluator::move_short_innermost_axis(const Program& p, View* const* views, int n_views) {
+  constexpr int64_t kShortRow = 4;
+  if (p.reduce_op != RVL_REDUCE_NONE || p.n_epilogue > 0 || rank_ < 2 || shape_[rank_ - 1] > kShortRow) return;
+  for (int j = 0; j < n_ins_; ++j)
+    if (ins_[j].op == RVL_OP_ACC) return;
+  int d = rank_ - 2;
+  while (d >= 0 && shape_[d] <= kShortRow) --d;
+  if (d < 0) return;
+  auto rotate = [&](int64_t* a) {
+    const int64_t moved = a[d];
+    for (int i = d; i + 1 < rank_; ++i) a[i] = a[i + 1];
+    a[rank_ - 1] = moved;
+  };
+  rotate(shape_);
+  for (View* v : std::span(views, n_views)) {
+    rotate(v->stride);
+    rotate(v->lo);
+    rotate(v->hi);
   }
 }
 
@@ -401,23 +436,34 @@ Scratch Evaluator::make_scratch() const {
   return sc;
 }
 
+// Note [Segments without store-forwarding stalls]
+// A block of short rows (a pooling window's 14-element rows, a strided tap view) has one segment
+// per row. Built as a local Segment whose index was just updated by 8-byte stores and then
+// copied into the vector, the copy's 16-byte loads read values still in the store buffer, which
+// cannot forward to a wider load: perf put 59% of this function (12% of the Fashion-MNIST CNN
+// step) on that one load. The index is copied one 8-byte word at a time instead (the empty asm
+// keeps the compiler from widening the loop back into vector moves).
 void Evaluator::segments(int64_t s, int64_t e, std::vector<Segment>& out) const {
   out.clear();
-  Segment g;
+  int64_t idx[RVL_MAX_RANK];
   int64_t rest = s;
   for (int d = rank_ - 1; d >= 0; --d) {
-    g.idx[d] = rest % shape_[d];
+    idx[d] = rest % shape_[d];
     rest /= shape_[d];
   }
   const int in = rank_ - 1;
   int64_t pos = 0;
   while (pos < e - s) {
-    g.len = std::min(shape_[in] - g.idx[in], e - s - pos);
+    Segment& g = out.emplace_back();
+    for (int d = 0; d < rank_; ++d) {
+      g.idx[d] = idx[d];
+      asm volatile("");
+    }
+    g.len = std::min(shape_[in] - idx[in], e - s - pos);
     g.pos = pos;
-    out.push_back(g);
     pos += g.len;
-    g.idx[in] += g.len;
-    for (int d = in; d > 0 && g.idx[d] == shape_[d]; --d) g.idx[d] = 0, ++g.idx[d - 1];
+    idx[in] += g.len;
+    for (int d = in; d > 0 && idx[d] == shape_[d]; --d) idx[d] = 0, ++idx[d - 1];
   }
 }
 

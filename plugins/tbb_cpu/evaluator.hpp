@@ -141,6 +141,7 @@ class Evaluator {
   void run_tiled() const;
   bool run_permute_copy() const;  // permute_copy.cpp: false when the program is not a plain copy
   void choose_tiling(View* const* views, int n_views);
+  void move_short_innermost_axis(const Program& p, View* const* views, int n_views);  // Note [Short innermost axes]
   void find_row_invariant_loads();
 
   int32_t rank_ = 1;

@@ -53,6 +53,8 @@ struct SmallKernel {
 // Selects the best micro-kernel for this CPU (decided once per process).
 Kernel<float> select_kernel_f32();
 Kernel<double> select_kernel_f64();
+// The f32 kernel for a GEMM of m rows (Note [Eight-row tiles for short M]).
+Kernel<float> select_kernel_f32_for_rows(int64_t m);
 // The small-GEMM kernel of the same family (same RAVEL_TBB_GEMM choice).
 SmallKernel<float> select_small_f32();
 SmallKernel<double> select_small_f64();

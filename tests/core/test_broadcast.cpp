@@ -74,6 +74,32 @@ BOOST_AUTO_TEST_CASE(binary_ops_broadcast) {
         });
 }
 
+// Note [Short innermost axes] (tbb_cpu): an elementwise kernel whose innermost axis is 2 runs
+// along the nearest longer axis, writing its output at a stride. Shapes of a 2x2 pooling's
+// phase views ([.., 14, 2, 14, 2] and [.., 7, 2, 7, 2]: the nearest longer axis, not the
+// channels), all three operands broadcast differently, and a transposed view, against map2.
+BOOST_AUTO_TEST_CASE(short_innermost_axes_broadcast) {
+  uint64_t seed = 500;
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{2, 3, 14, 2, 14, 2}, {2, 3, 14, 1, 14, 1}}, {{2, 5, 7, 2, 7, 2}, {1, 5, 7, 1, 7, 1}},
+      {{3, 9, 2}, {3, 9, 1}}, {{3, 2, 3}, {3, 1, 3}}, {{4, 3, 3, 4}, {1, 3, 1, 4}}};
+  for (const auto& [full, part] : cases)
+    for (DType dt : {DType::F32, DType::I64})
+      guarded(std::string(ravel::dtype_name(dt)) + " " + ravel::shape_str(full), [&] {
+        NDArray a = ref::generate(full, dt, Domain::Any, ++seed), b = ref::generate(part, dt, Domain::Any, ++seed);
+        check_tensor(to_tensor(a).add(to_tensor(b)), ref::map2(a, b, dt, std::plus<double>()));
+        check_tensor(to_tensor(b).mul(to_tensor(a)), ref::map2(b, a, dt, std::multiplies<double>()));
+      });
+  // The transpose of [2, 9] as [9, 2]: its innermost axis is short and strided.
+  NDArray m = ref::generate({2, 9}, DType::F32, Domain::Any, ++seed);
+  Tensor t = to_tensor(m).transpose(0, 1) + 1.0;
+  auto got = t.to_vector<float>();
+  auto mv = to_tensor(m).to_vector<float>();
+  BOOST_REQUIRE_EQUAL(got.size(), size_t(18));
+  for (int i = 0; i < 9; ++i)
+    for (int j = 0; j < 2; ++j) BOOST_TEST(got[i * 2 + j] == mv[j * 9 + i] + 1.0f);
+}
+
 BOOST_AUTO_TEST_CASE(broadcast_with_view_operands) {
   // [4,3] through each view kind + [3] and + [4,1] through another.
   uint64_t seed = 300;

@@ -269,6 +269,11 @@ BOOST_AUTO_TEST_CASE(conv_gradients_match_finite_differences) {
       {false, {1, 4, 6, 2, {7, 6}, {3, 2}, {2, 1}, {1, 2}, {{0, 2}, {1, 0}}}, {0}},
       {false, {1, 3, 3, 3, {6, 6}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}}, {0}},  // depthwise
       {false, {2, 2, 3, 1, {9}, {3}, {2}, {2}, {{1, 1}}}, {0}},
+      // Stride 1 (Note [Convolution's input gradient as a convolution]): dilation, asymmetric
+      // padding, padding wider than dilation * (k - 1) (the transposed convolution cuts dy), 1-D.
+      {false, {2, 3, 2, 1, {5, 7}, {3, 2}, {1, 1}, {2, 1}, {{0, 3}, {2, 1}}}, {0}},
+      {false, {2, 3, 2, 1, {9}, {3}, {1}, {1}, {{2, 0}}}, {0}},
+      {false, {1, 2, 3, 1, {5, 4}, {1, 3}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}}, {0}},
       {false, {1, 2, 2, 1, {3, 4, 4}, {2, 2, 3}, {1, 2, 1}, {1, 1, 1}, {{0, 0}, {1, 1}, {1, 0}}}, {0}},
       {true, {1, 2, 3, 1, {4, 5}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {0, 0}}}, {1, 0}},
       {true, {1, 4, 4, 2, {6}, {3}, {2}, {2}, {{1, 1}}}, {1}},
@@ -317,6 +322,27 @@ BOOST_AUTO_TEST_CASE(conv2d_second_order) {
   auto second = ravel::gradients(inner(xx, ww), {xx, ww});
   check_fd("d2/dx dw", w, second[1], [&](const Tensor& t) { return inner(x, t).item<double>(); }, 6, 7);
   check_fd("d2/dx dx", x, second[0], [&](const Tensor& t) { return inner(t, w).item<double>(); }, 6, 8);
+}
+
+// The same at stride 1 with dilation, where the input gradient is a transposed convolution
+// whose own derivative runs through the window view again (Note [Convolution's input gradient
+// as a convolution]).
+BOOST_AUTO_TEST_CASE(conv2d_second_order_stride_1) {
+  Tensor x = Tensor::randn({2, 2, 6, 5}, 310, ravel::DType::F64), w = Tensor::randn({3, 2, 3, 2}, 311, ravel::DType::F64);
+  Tensor b = Tensor::randn({3}, 314, ravel::DType::F64);
+  nn::ConvOptions o;
+  o.dilation = {2, 1};
+  o.padding_pairs = {{2, 1}, {1, 0}};
+  Tensor cot = Tensor::randn(nn::conv2d(x, w, b, o).shape(), 312, ravel::DType::F64);
+  Tensor v = Tensor::randn(x.shape(), 313, ravel::DType::F64);
+  auto inner = [&](const Tensor& xx, const Tensor& ww) {
+    Tensor gx = ravel::gradients((nn::conv2d(xx, ww, b, o).tanh() * cot).sum(), {xx})[0];
+    return (gx * v).sum();
+  };
+  Tensor xx = x, ww = w;
+  auto second = ravel::gradients(inner(xx, ww), {xx, ww});
+  check_fd("d2/dx dw", w, second[1], [&](const Tensor& t) { return inner(x, t).item<double>(); }, 6, 9);
+  check_fd("d2/dx dx", x, second[0], [&](const Tensor& t) { return inner(t, w).item<double>(); }, 6, 10);
 }
 
 BOOST_AUTO_TEST_CASE(conv_errors_name_the_values) {

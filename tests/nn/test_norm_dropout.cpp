@@ -165,6 +165,64 @@ BOOST_AUTO_TEST_CASE(batchnorm_gradient_matches_finite_differences) {
   }
 }
 
+// Note [BatchNorm's own gradient]: the closed-form rule against central differences for every
+// input (x, weight and bias) of BatchNorm1d on [N, C] and [N, C, L], and without affine
+// parameters; then the second order (d/dx of <dL/dx, v>) against differences of the first.
+BOOST_AUTO_TEST_CASE(batchnorm_closed_form_gradient_matches_finite_differences) {
+  const double h = 1e-6;
+  for (const ravel::Shape& shape : {ravel::Shape{5, 3}, ravel::Shape{4, 3, 2}}) {
+    for (bool affine : {true, false}) {
+      BOOST_TEST_CONTEXT("shape rank " << shape.size() << (affine ? " affine" : " plain")) {
+        nn::BatchNorm1d bn(3, 1e-5, 0.1, affine, ravel::DType::F64);
+        const size_t n = static_cast<size_t>(shape[0] * 3 * (shape.size() > 2 ? shape[2] : 1));
+        auto xv = seeded_values(n, 11), rv = seeded_values(n, 12);
+        std::vector<double> gamma{0.7, -1.3, 2.0}, beta{0.1, 0.2, -0.4};
+        Tensor r = Tensor::from_vector(rv, shape);
+        auto loss = [&](const std::vector<double>& x, const std::vector<double>& g, const std::vector<double>& b) {
+          if (affine) bn.weight.assign(Tensor::from_vector(g, {3})), bn.bias.assign(Tensor::from_vector(b, {3}));
+          return (bn(Tensor::from_vector(x, shape)).tanh() * r).sum().item<double>();
+        };
+        if (affine) bn.weight.assign(Tensor::from_vector(gamma, {3})), bn.bias.assign(Tensor::from_vector(beta, {3}));
+        Tensor x = Tensor::from_vector(xv, shape);
+        std::vector<Tensor> wrt{x};
+        if (affine) wrt.push_back(bn.weight), wrt.push_back(bn.bias);
+        auto g = ravel::gradients((bn(x).tanh() * r).sum(), wrt);
+        auto gx = g[0].to_vector<double>();
+        for (size_t i = 0; i < n; ++i) {
+          auto up = xv, down = xv;
+          up[i] += h, down[i] -= h;
+          BOOST_TEST(gx[i] == (loss(up, gamma, beta) - loss(down, gamma, beta)) / (2 * h), tt::tolerance(1e-6));
+        }
+        if (affine) {
+          auto gw = g[1].to_vector<double>(), gb = g[2].to_vector<double>();
+          for (size_t k = 0; k < 3; ++k) {
+            auto up = gamma, down = gamma;
+            up[k] += h, down[k] -= h;
+            BOOST_TEST(gw[k] == (loss(xv, up, beta) - loss(xv, down, beta)) / (2 * h), tt::tolerance(1e-6));
+            up = beta, down = beta;
+            up[k] += h, down[k] -= h;
+            BOOST_TEST(gb[k] == (loss(xv, gamma, up) - loss(xv, gamma, down)) / (2 * h), tt::tolerance(1e-6));
+          }
+          bn.weight.assign(Tensor::from_vector(gamma, {3})), bn.bias.assign(Tensor::from_vector(beta, {3}));
+        }
+        // Second order: s(x) = <dL/dx, v>, its gradient against differences of s.
+        Tensor v = Tensor::from_vector(seeded_values(n, 13), shape);
+        auto s_of = [&](const Tensor& xx) {
+          return (ravel::gradients((bn(xx).tanh() * r).sum(), {xx})[0] * v).sum();
+        };
+        auto g2 = ravel::gradients(s_of(x), {x})[0].to_vector<double>();
+        for (size_t i = 0; i < n; i += 3) {
+          auto up = xv, down = xv;
+          up[i] += h, down[i] -= h;
+          const double fd = (s_of(Tensor::from_vector(up, shape)).item<double>() -
+                             s_of(Tensor::from_vector(down, shape)).item<double>()) / (2 * h);
+          BOOST_TEST(g2[i] == fd, tt::tolerance(1e-5));
+        }
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(train_and_eval_reach_children_and_buffers_are_saved) {
   TwoNorms m;
   BOOST_TEST(m.is_training());

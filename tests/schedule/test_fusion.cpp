@@ -99,6 +99,45 @@ BOOST_AUTO_TEST_CASE(linear_relu_is_one_contraction_under_full) {
   }
 }
 
+// Note [Dot products are reductions]: sum(x * y) over every axis but one both operands share
+// (BatchNorm's per-channel sums over [N, H, W]) has neither an M nor an N axis, so it is a fused
+// reduction, not a contraction, under every policy; a product with an M axis stays a
+// contraction, and so does a batch of dot products over one summed axis (the 1.0 form).
+BOOST_AUTO_TEST_CASE(batched_dot_products_are_reductions) {
+  const int n = 3, c = 5, h = 4, w = 6;
+  auto xv = data(n * c * h * w, 1, 0), yv = data(n * c * h * w, 1, 2);
+  for (auto p : kPolicies) {
+    BOOST_TEST_CONTEXT("policy " << ravel::fusion_policy_name(p)) {
+      PolicyScope scope(p);
+      Tensor x = Tensor::from_vector(xv, {n, c, h, w}), y = Tensor::from_vector(yv, {n, c, h, w});
+      Tensor s = (x * y).sum({0, 2, 3}, true);  // [1, C, 1, 1]
+      s.realize();
+      BOOST_TEST(ravel::last_realization_stats().contractions == 0);
+      auto got = s.to_vector<float>();
+      BOOST_TEST_REQUIRE(got.size() == size_t(c));
+      for (int ci = 0; ci < c; ++ci) {
+        double acc = 0;
+        for (int b = 0; b < n; ++b)
+          for (int e = 0; e < h * w; ++e) acc += double(xv[(b * c + ci) * h * w + e]) * yv[(b * c + ci) * h * w + e];
+        BOOST_TEST(got[ci] == acc, boost::test_tools::tolerance(1e-5));
+      }
+      // The same product with x broadcast along a kept axis of y's is a GEMM (M = that axis).
+      Tensor g = (x.reshape({n, c, h * w}).unsqueeze(1) * y.reshape({n, c, h * w}).unsqueeze(0)).sum({2, 3});
+      g.realize();
+      if (p >= FusionPolicy::Reduce) BOOST_TEST(ravel::last_realization_stats().contractions == 1);
+      Tensor d = (x.reshape({n * c, h * w}) * y.reshape({n * c, h * w})).sum(1);  // one summed axis
+      d.realize();
+      if (p >= FusionPolicy::Reduce) BOOST_TEST(ravel::last_realization_stats().contractions == 1);
+      auto dv = d.to_vector<float>();
+      for (int r = 0; r < n * c; ++r) {
+        double acc = 0;
+        for (int e = 0; e < h * w; ++e) acc += double(xv[r * h * w + e]) * yv[r * h * w + e];
+        BOOST_TEST(dv[r] == acc, boost::test_tools::tolerance(1e-5));
+      }
+    }
+  }
+}
+
 // A training step's relu layer: relu's derivative reads the output y (Note [relu at 0]), so the
 // pre-activation x @ w + b has one reader and lives only inside the contraction's epilogue:
 // forward 1 kernel (contraction, bias, relu; stores y), backward 2 (the masked cotangent, then

@@ -2,9 +2,54 @@
 #include <algorithm>
 
 #include "ravel/amp.hpp"
+#include "ravel/autodiff.hpp"
 #include "ravel/nn.hpp"
 
 namespace ravel::nn {
+
+namespace {
+
+// Note [BatchNorm's own gradient]
+// Differentiated op by op, batch normalisation's backward pass took four reductions over the
+// whole activation (sum(dy) and sum(dy * xhat) each twice: once for the parameters' gradients,
+// once inside the input gradient's chain through the mean and the variance) and three
+// elementwise passes; in the Fashion-MNIST CNN step that was ~5.5 ms for the first layer's
+// [128, 16, 28, 28] (docs/performance.md §8). The closed form (PyTorch's and cuDNN's) needs the
+// two sums once:
+//   dbeta = sum(dy), dgamma = sum(dy * xhat),
+//   dx = gamma * rstd * (dy - dbeta / M - xhat * dgamma / M),   M = values per channel,
+// so training mode carries it as a custom_vjp. mean and rstd are passed as inputs with no
+// gradient of their own (dx already holds the paths through them), so the rule reuses the
+// forward's statistics and, being built from tensor ops on them, differentiates again.
+Tensor normalized_with_own_gradient(const Tensor& x, const Tensor& mean, const Tensor& var, double eps,
+                                    const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& reduce,
+                                    const Shape& per_channel, const char* name) {
+  Tensor rstd = (var + eps).sqrt().recip();
+  Tensor y = (x - mean) * rstd;
+  const bool affine = weight.defined();
+  if (affine) y = y * weight.reshape(per_channel) + bias.reshape(per_channel);
+  if (!grad_enabled()) return y;
+  std::vector<Tensor> inputs{x, mean, rstd};
+  if (affine) inputs.push_back(weight), inputs.push_back(bias);
+  const double per_value = static_cast<double>(per_channel[0]) / static_cast<double>(x.numel());  // 1 / M
+  auto rule = [reduce, per_channel, per_value](const std::vector<Tensor>& in, const Tensor&, const Tensor& dy) {
+    const Tensor& xv = in[0];
+    const Tensor& rs = in[2];
+    Tensor xhat = (xv - in[1]) * rs;
+    Tensor sdy = dy.sum(Axes(reduce), true), sdyx = (dy * xhat).sum(Axes(reduce), true);
+    Tensor scale = in.size() > 3 ? rs * in[3].reshape(per_channel) : rs;
+    Tensor dx = scale * (dy - sdy * per_value - xhat * (sdyx * per_value));
+    std::vector<Tensor> g{dx, Tensor(), Tensor()};
+    if (in.size() > 3) {
+      g.push_back(sdyx.reshape({per_channel[0]}).cast(in[3].dtype()));
+      g.push_back(sdy.reshape({per_channel[0]}).cast(in[4].dtype()));
+    }
+    return g;
+  };
+  return custom_vjp(y, inputs, rule, name);
+}
+
+}  // namespace
 
 // Note [Lazy running statistics]
 // torch updates running_mean/var in place during the forward pass. Here the update is a lazy
@@ -59,6 +104,7 @@ Tensor BatchNorm::operator()(const Tensor& input) {
       running_mean = running_mean * (1 - momentum) + batch_mean * momentum;
       running_var = running_var * (1 - momentum) + batch_var * (momentum * unbias);
     }
+    return normalized_with_own_gradient(x, mean, var, eps, weight, bias, reduce, per_channel, name_);
   } else {
     mean = channel(running_mean.cast(x.dtype()));
     var = channel(running_var.cast(x.dtype()));

@@ -3,6 +3,7 @@
 
 #include "graph/engine.hpp"
 #include "nn/window.hpp"
+#include "ravel/autodiff.hpp"
 #include "ravel/conv.hpp"
 
 namespace ravel::nn {
@@ -62,6 +63,67 @@ ConvSetup conv_setup(const std::string& op, size_t k, const Tensor& x, const Ten
     for (int64_t p : window::per_axis(o.padding, k, 0, "padding", op)) s.pad.emplace_back(p, p);
   }
   return s;
+}
+
+Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, const Tensor& w,
+                          const std::optional<Tensor>& bias, const ConvOptions& o);
+
+// Note [Convolution's input gradient as a convolution]
+// Differentiated through its window view, a convolution's input gradient is col2im: the GEMM
+// w^T @ dy writes the column gradient [C * taps, N * P] (9x the input for 3x3), and one kernel
+// adds its taps' shifted, masked views back into the input (Note [Convolution as a window view]).
+// In the Fashion-MNIST CNN's second layer that was 2.7 ms of GEMM and 3.9 ms of col2im
+// (docs/performance.md §8). At stride 1 the same gradient is the transposed convolution of dy
+// (PyTorch's and cuDNN's backward-data): dy padded by dilation * (k - 1) - padding, convolved with
+// the kernel flipped and its channel axes swapped, which on a device with the multi-axis
+// contraction is one GEMM reading the padded dy's window view in place (Note [Implicit im2col]):
+// no column gradient, no col2im. So the implicit form carries its own derivative (custom_vjp):
+// dx that transposed convolution, dw the contraction of dy with the input's window view (what
+// autodiff made of the forward sum), db the sum of dy. Every piece is an ordinary differentiable
+// op (conv_transpose, window views, mul + sum), so higher orders still work. Strides > 1 keep the
+// window view's col2im: the transposed convolution would convolve stride^k times the zeros.
+// The padded input xp is passed as an input with no gradient of its own (its forward copy is
+// reused by dw; gradients reach x through dx only).
+Tensor with_direct_gradients(const ConvSetup& s, const window::Geometry& geo, const Tensor& w,
+                             const std::optional<Tensor>& bias, const Tensor& xp, const Tensor& y) {
+  std::vector<Tensor> inputs{s.x, w, xp};
+  if (bias) inputs.push_back(*bias);
+  ConvSetup setup = s;
+  setup.x = Tensor();  // the rule takes x from its inputs, never keeps it alive
+  auto rule = [setup, geo](const std::vector<Tensor>& in, const Tensor&, const Tensor& dy) {
+    const size_t k = setup.k;
+    ConvOptions o;
+    o.dilation = setup.dilation;
+    o.padding_pairs = setup.pad;
+    Tensor dx = conv_transpose_any(setup.op + " (input gradient)", k, dy, in[1], std::nullopt, o);
+    // dw[o, c, t...] = sum over (n, p...) of dy[n, o, p...] * window[n, c, p..., t...], as the
+    // GEMM [O, (N, P)] x [(N, P), (C, taps)] over the window view [C, k..., N, out...].
+    Tensor win = window::view(in[2], geo);
+    std::vector<int64_t> order{1};
+    for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(2 + k + i));
+    order.push_back(0);
+    for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(2 + i));
+    Tensor cols = win.permute(order).unsqueeze(0);  // [1, C, k..., N, out...]
+    std::vector<int64_t> onp{1, 0};
+    for (size_t i = 0; i < k; ++i) onp.push_back(static_cast<int64_t>(2 + i));
+    Tensor g = dy.permute(onp);  // [O, N, out...]
+    Shape gshape{g.shape()[0]};
+    gshape.insert(gshape.end(), k + 1, 1);
+    gshape.insert(gshape.end(), g.shape().begin() + 1, g.shape().end());
+    Shape full{g.shape()[0]};
+    full.insert(full.end(), cols.shape().begin() + 1, cols.shape().end());
+    std::vector<int64_t> summed;
+    for (size_t i = 0; i <= k; ++i) summed.push_back(static_cast<int64_t>(2 + k + i));
+    Tensor dw = g.reshape(gshape).expand(full).mul(cols.expand(full)).sum(Axes(summed));  // [O, C, k...]
+    std::vector<Tensor> grads{dx, dw, Tensor()};
+    if (in.size() > 3) {
+      std::vector<int64_t> rest{0};
+      for (size_t i = 0; i < k; ++i) rest.push_back(static_cast<int64_t>(2 + i));
+      grads.push_back(dy.sum(Axes(rest)));
+    }
+    return grads;
+  };
+  return custom_vjp(y, inputs, rule, s.op);
 }
 
 // The GEMM form of a convolution of s.x [N, C, in...] (already checked) with w [O, C/G, k...]:
@@ -139,7 +201,10 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
     }
     std::vector<int64_t> to_nchw{1, 0};
     for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
-    return y.permute(to_nchw);
+    bool unit_stride = true;
+    for (int64_t st : s.stride) unit_stride &= st == 1;
+    if (!unit_stride || !grad_enabled() || !is_float(xp.dtype())) return y.permute(to_nchw);
+    return with_direct_gradients(s, geo, w, bias, xp, y.permute(to_nchw));
   }
   if (g == 1) {  // no group axis: [N, C, out..., k...] -> [C, k..., N, out...] (rank 8 for 3-D)
     for (int64_t& a : order) a = a == 0 ? 0 : a - 1;

@@ -97,30 +97,25 @@ constexpr int64_t kMaxUnrolledTaps = 16;
 // For disjoint windows each input element lies in at most one window, at a known tap: viewed as
 // [lead..., out_0, stride_0, ..., out_last, stride_last] the input holds window (o...) at
 // position (phase...), tap = phase where every phase < kernel. The gradient is then
-// where(tap(phase) == chosen(o), g(o), 0) over that view. Written directly, the innermost axis
-// is stride_last (2) with chosen and g broadcast along it, which tbb_cpu's elementwise kernel
-// runs ~50x slower than a long contiguous row (docs/performance.md, "Convolution"). So the last
-// axis is laid out [.., stride_last, out_last] (out_last innermost, contiguous in chosen and g),
-// and its interleave into out_last * stride_last is one small GEMM with a 0/1 matrix E
-// [stride * out, out * stride] (E[p * out + j, j * stride + p] = 1; 2 * rows * out * stride * out
-// flops, a few ms): linear, so it differentiates like the rest. With `chosen` undefined every tap
-// takes g (average pooling's gradient).
+// where(tap(phase) == chosen(o), g(o), 0) over that view, reshaped to the input's
+// [lead..., out_0 * stride_0, ...] for free. Its innermost axis is stride_last (2), with chosen
+// and g broadcast along it; tbb_cpu runs such a kernel along the next longer axis instead (Note
+// [Short innermost axes], plugins/tbb_cpu/evaluator.cpp). Before it did, the phases were laid out
+// [.., stride_last, out_last] and interleaved by a GEMM with a 0/1 matrix (1.4 ms and 0.7 ms of
+// the Fashion-MNIST CNN step's two poolings). With `chosen` undefined every tap takes g (average
+// pooling's gradient).
 Tensor route_disjoint(const Tensor& chosen, const Tensor& g, const window::Geometry& geo, size_t lead,
                       const Shape& lead_shape) {
   const size_t k = geo.rank();
   const Device dev = g.device();
-  const int64_t ol = geo.out[k - 1], sl = geo.stride[k - 1];
   Shape unit = lead_shape, full = lead_shape, grid_shape(lead, 1), merged = lead_shape;
-  for (size_t i = 0; i + 1 < k; ++i) {
+  for (size_t i = 0; i < k; ++i) {
     unit.insert(unit.end(), {geo.out[i], 1});
     full.insert(full.end(), {geo.out[i], geo.stride[i]});
     grid_shape.insert(grid_shape.end(), {1, geo.stride[i]});
     merged.push_back(geo.out[i] * geo.stride[i]);
   }
-  unit.insert(unit.end(), {1, ol});
-  full.insert(full.end(), {sl, ol});
-  grid_shape.insert(grid_shape.end(), {sl, 1});
-  // Tap ids over the phases (-1 past the kernel), in the order of grid_shape's phase axes.
+  // Tap ids over the phases (-1 past the kernel), row-major over (phase_0, ..., phase_last).
   std::vector<int64_t> ids;
   int64_t cells = 1;
   for (size_t i = 0; i < k; ++i) cells *= geo.stride[i];
@@ -139,13 +134,7 @@ Tensor route_disjoint(const Tensor& chosen, const Tensor& g, const window::Geome
   Tensor grid = Tensor::from_vector(ids, {cells}, dev).reshape(grid_shape);
   Tensor take = chosen.defined() ? grid.eq(chosen.reshape(unit).expand(full))
                                  : grid.ge(Tensor::zeros({}, DType::I64, dev)).expand(full);
-  Tensor a = Tensor::where(take, g.reshape(unit).expand(full), Tensor::zeros({}, g.dtype(), dev));
-  std::vector<double> e(static_cast<size_t>(sl * ol * ol * sl), 0.0);
-  for (int64_t p = 0; p < sl; ++p)
-    for (int64_t j = 0; j < ol; ++j) e[static_cast<size_t>((p * ol + j) * ol * sl + j * sl + p)] = 1.0;
-  Tensor interleave = Tensor::from_vector(e, {sl * ol, ol * sl}, dev).cast(g.dtype());
-  merged.push_back(ol * sl);
-  return a.reshape({-1, sl * ol}).matmul(interleave).reshape(merged);
+  return Tensor::where(take, g.reshape(unit).expand(full), Tensor::zeros({}, g.dtype(), dev)).reshape(merged);
 }
 
 Tensor max_pool_any(const std::string& op, size_t k, const Tensor& x, const PoolOptions& o) {

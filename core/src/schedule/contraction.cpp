@@ -90,6 +90,15 @@ std::optional<ContractionPlan> match_contraction(const Node& reduce, int max_axe
     else if (!multi || s[d] != 1) p.batch.push_back(d);
   }
   if (!multi && (p.m_axes.size() > 1 || p.n_axes.size() > 1)) return std::nullopt;
+  // Note [Dot products are reductions]: neither an M nor an N axis means C is a batch of dot
+  // products (BatchNorm's sum((x - mean) * g) over [N, H, W] per channel). Summed over several
+  // axes, only the multi-axis form takes it, and a multi-axis GEMM has nothing to reuse there
+  // (m = n = 1: every element of A and B is read once, for one MAC) while it packs per batch
+  // element; the reduce kernel streams the product at memory speed. In the Fashion-MNIST CNN
+  // step six such [1, C, 1, 1] sums took 9-10 ms each as contractions and take about 1 ms each
+  // as fused reductions (docs/performance.md §8). Over one summed axis the 1.0 form keeps it
+  // (tbb_cpu runs N = 1 through its dot-product path, bitwise one lane of its GEMM kernel).
+  if (p.m_axes.empty() && p.n_axes.empty() && p.r_axes.size() > 1) return std::nullopt;
   // Canonical order: m before n, so that C's [.., m, n] iteration follows the node's layout and
   // an epilogue can run over it (x * y is commutative; swapping the operands transposes C).
   if (!p.m_axes.empty() && !p.n_axes.empty() && p.m_axes.front() > p.n_axes.front()) {
