@@ -1,6 +1,6 @@
 // Layer norm on a plugin through the C ABI, as the one program of a chain of row reductions
 // (ABI 1.11, stages) or as main's two-kernel plan (the sum; then the sum of squared deviations
-// with the 1.10 row epilogue, loading the sum), timed in the same process (issue 26, decision 48).
+// with the 1.10 row epilogue, loading the sum), timed in the same process (docs/architecture.md decision 48).
 //
 //   bench_row_chain PLUGIN.so ROWSxCOLS [reps [chain|two]]
 // prints one JSON line per plan, rounds interleaved (chain, two, chain, two, ...), the median,

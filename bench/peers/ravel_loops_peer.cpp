@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
     check = [&, rows, cols] { return softmax_rows_match(a, d, rows, cols, true); };
   } else if (workload == "layer_norm" && dims.size() == 2) {
     // y = (x - mean) / sqrt(var + 1e-5) * g + b over each row, one row at a time while it is
-    // in L1/L2: the sum, the sum of squared deviations, then the write (issue 26, decision 48).
+    // in L1/L2: the sum, the sum of squared deviations, then the write (docs/architecture.md decision 48).
     const long rows = dims[0], cols = dims[1];
     a = filled(rows * cols, 1), b = filled(cols, 2), c = filled(cols, 3), d.assign(rows * cols, 0);
     run = [&, rows, cols] {

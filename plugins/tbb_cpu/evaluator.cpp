@@ -204,7 +204,7 @@ Scratch::Scratch(const Scratch& o) : tile_rows(o.tile_rows) {
   result = mem->result.data();
 }
 
-Evaluator::Evaluator(const Program& p)
+Evaluator::Evaluator(const Program& p, Order order)
     : out_(p.out), ins_(p.ins), n_ins_(p.n_ins), reduce_op_(p.reduce_op) {
   n_in_ = static_cast<int32_t>(p.inputs.size());
   View* views[RVL_MAX_INPUTS + 1];
@@ -243,7 +243,7 @@ Evaluator::Evaluator(const Program& p)
     shape_[0] = 1;
     for (View* v : std::span(views, n_views)) v->stride[0] = 0, v->lo[0] = 0, v->hi[0] = v->empty ? 0 : 1;
   }
-  move_short_innermost_axis(p, views, n_views);
+  move_short_innermost_axis(p, views, n_views, order);
   outputs_ = 1;
   reduced_ = 1;
   for (int d = 0; d < rank_; ++d)
@@ -300,10 +300,11 @@ Evaluator::Evaluator(const Program& p)
 // written at stride 2 (the nearest, not the longest: an outer axis such as the channels would
 // turn every row into a gather across planes). Not for reductions (the reduced axes' order is the plan) nor
 // for programs reading ACC (a contraction's or row epilogue: their elements are visited in the
-// GEMM's or the row's linear order).
-void Evaluator::move_short_innermost_axis(const Program& p, View* const* views, int n_views) {
+// GEMM's or the row's linear order), nor for a caller that folds eval()'s values itself
+// (Order::Linear: a row chain's parts).
+void Evaluator::move_short_innermost_axis(const Program& p, View* const* views, int n_views, Order order) {
   constexpr int64_t kShortRow = 4;
-  if (p.reduce_op != RVL_REDUCE_NONE || p.n_epilogue > 0 || rank_ < 2 || shape_[rank_ - 1] > kShortRow) return;
+  if (order == Order::Linear || p.reduce_op != RVL_REDUCE_NONE || p.n_epilogue > 0 || rank_ < 2 || shape_[rank_ - 1] > kShortRow) return;
   for (int j = 0; j < n_ins_; ++j)
     if (ins_[j].op == RVL_OP_ACC) return;
   int d = rank_ - 2;

@@ -100,7 +100,12 @@ struct Scratch {
 
 class Evaluator {
  public:
-  explicit Evaluator(const Program& p);
+  // The order eval() produces an elementwise program's values in. Any: the evaluator may move a
+  // short innermost axis outward (Note [Short innermost axes]), which is all run() needs. Linear:
+  // eval(s, e) is elements [s, e) in row-major order, for callers that fold the values
+  // themselves (row_chain.cpp sums them per row).
+  enum class Order { Any, Linear };
+  explicit Evaluator(const Program& p, Order order = Order::Any);
 
   int64_t total() const { return total_; }
   int64_t block() const { return block_; }
@@ -141,7 +146,7 @@ class Evaluator {
   void run_tiled() const;
   bool run_permute_copy() const;  // permute_copy.cpp: false when the program is not a plain copy
   void choose_tiling(View* const* views, int n_views);
-  void move_short_innermost_axis(const Program& p, View* const* views, int n_views);  // Note [Short innermost axes]
+  void move_short_innermost_axis(const Program& p, View* const* views, int n_views, Order order);  // Note [Short innermost axes]
   void find_row_invariant_loads();
 
   int32_t rank_ = 1;

@@ -298,7 +298,7 @@ bool run_fused(const Program& p) {
       q.ins = v.data();
       q.n_ins = static_cast<int32_t>(v.size());
       q.out = rows_1d(extra[b.views.size() + value++], rows);
-      evs.push_back(std::make_unique<Evaluator>(q));
+      evs.push_back(std::make_unique<Evaluator>(q, Evaluator::Order::Linear));
       work += rows * q.n_ins;
     }
     View out = p.out;
@@ -308,7 +308,9 @@ bool run_fused(const Program& p) {
       for (int d = p.rank - 1; d >= 0; --d) out.stride[d] = st, st *= p.shape[d];
     }
     pc.ev = evs.size();
-    evs.push_back(std::make_unique<Evaluator>(over_space(p, extra, pieces[i].code, RVL_REDUCE_NONE, out)));
+    // Linear: fold_rows reads the parts' values row by row.
+    evs.push_back(std::make_unique<Evaluator>(over_space(p, extra, pieces[i].code, RVL_REDUCE_NONE, out),
+                                              Evaluator::Order::Linear));
     work += rows * R * static_cast<int64_t>(pieces[i].code.size());
     plan.push_back(pc);
   }

@@ -1,5 +1,5 @@
 // nn::LayerNorm forward and backward against closed forms in double written here, under every
-// fusion policy (issue 26: whatever plan the scheduler picks for the mean, the variance and the
+// fusion policy (whatever plan the scheduler picks for the mean, the variance and the
 // normalising write, one kernel per reduction or a chain of them, the values must not change).
 #include <boost/test/unit_test.hpp>
 

@@ -311,7 +311,7 @@ const std::vector<WorkloadInfo>& workload_catalog() {
       {"all_reduce", "sum all_reduce of n f32 elements on each device of the row's plugin (every one of its devices, "
                      "2 or more: RAVEL_TBB_DEVICES), replicated on all of them; bytes = 4n, the bytes reduced per "
                      "device (NCCL's algorithm bandwidth)", 1, "n", {{1 << 22}}, false, ""},
-      // Half precision (issue 25 §3, configs/bench/half-vs-f32.json): the f32 workloads above with
+      // Half precision (the speed of halves against f32 on the CPU, configs/bench/half-vs-f32.json): the f32 workloads above with
       // inputs and result in f16 or bf16 (computed in f32, rounded once); bytes count 2 per element.
       {"matmul_bf16", "matmul with bf16 A, B and C (f32 accumulation)", 3, "m, k, n", {{512, 512, 512}}, true, ""},
       {"matmul_f16", "matmul with f16 A, B and C (f32 accumulation)", 3, "m, k, n", {{512, 512, 512}}, true, ""},
