@@ -329,10 +329,11 @@ void register_row_chain_cases() {
   for (int32_t dt : {RVL_DTYPE_F32, RVL_DTYPE_F64, RVL_DTYPE_F16, RVL_DTYPE_BF16}) {
     const std::string d = dtype_str(dt);
     // Rows (one pass per block of rows), the last two axes reduced, columns and interleaved axes
-    // (passes), odd and long rows (longer than a block), many short rows.
+    // (passes), odd and long rows (longer than a block), many short rows, and rows of 3 and 4 (a
+    // device that visits short rows in another order must still fold each row's own values).
     const std::vector<std::pair<std::vector<int64_t>, uint32_t>> layouts = {
         {{5, 37}, 2u}, {{3, 4, 5, 2}, 12u}, {{37, 5}, 1u}, {{3, 4, 5, 2}, 5u}, {{1031, 129}, 2u},
-        {{300, 257}, 2u}, {{3, 70001}, 2u}, {{1, 1, 9}, 4u}, {{64, 1024}, 2u}};
+        {{300, 257}, 2u}, {{3, 70001}, 2u}, {{1, 1, 9}, 4u}, {{64, 1024}, 2u}, {{1000, 3}, 2u}, {{64, 4}, 2u}};
     for (const auto& [shape, axes] : layouts) {
       const std::string tag = std::to_string(count(shape)) + "_axes" + std::to_string(axes);
       add("layer_norm/" + d + "/" + tag, [=, shape = shape, axes = axes] {
