@@ -7,8 +7,10 @@
 
 #include <exception>
 #include <filesystem>
+#include <random>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 // Runs f, turning an exception into a failure of this row (so the other rows still run).
 template <class F>
@@ -40,4 +42,14 @@ inline const std::filesystem::path& scratch_dir() {
   };
   static const Dir dir;
   return dir.path;
+}
+
+// n values drawn uniformly from [lo, hi) by a generator seeded with `seed`: test data that is
+// the same on every run.
+inline std::vector<double> seeded_values(size_t n, unsigned seed, double lo = -2, double hi = 3) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<double> v(n);
+  for (double& x : v) x = u(rng);
+  return v;
 }

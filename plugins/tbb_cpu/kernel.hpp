@@ -5,6 +5,8 @@
 
 #include <ravel/validate.hpp>
 
+#include <cstddef>
+
 namespace tbbcpu {
 
 using rvl::validate::Contraction;
@@ -22,6 +24,9 @@ void run_with_epilogue(const Program& p);
 // No kept axis of extent > 1 after a reduced one of extent > 1 (row_epilogue.cpp): output o
 // owns the linear range [o R, (o + 1) R) of the iteration space.
 bool reduced_innermost(const Program& p);
+// One value per output of p's reduction, at `data`, viewed over p's whole iteration space:
+// contiguous over the kept axes, stride 0 along the reduced ones (row_epilogue.cpp).
+View row_values(const Program& p, int32_t dtype, std::byte* data);
 // A program with reduction stages (ABI 1.11, row_chain.cpp; run_kernel sends it there).
 void run_chain(const Program& p);
 

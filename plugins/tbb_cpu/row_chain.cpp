@@ -76,22 +76,6 @@ std::vector<rvl_instruction> acc_as_loads(const rvl_instruction* ins, int32_t n,
   return code;
 }
 
-// The per-row values of one part: contiguous over the kept axes, stride 0 along the reduced.
-View row_values(const Program& p, int32_t dtype, std::byte* data) {
-  View v;
-  v.dtype = dtype;
-  v.data = data;
-  int64_t kept = 1;
-  for (int d = p.rank - 1; d >= 0; --d) {
-    v.lo[d] = 0;
-    v.hi[d] = p.shape[d];
-    const bool red = (p.reduce_axes >> d) & 1u;
-    v.stride[d] = red ? 0 : kept;
-    if (!red) kept *= p.shape[d];
-  }
-  return v;
-}
-
 // A program over p's space reading p's inputs and then `extra`, running `code`.
 Program over_space(const Program& p, const std::vector<View>& extra, const std::vector<rvl_instruction>& code,
                    int32_t reduce_op, const View& out) {

@@ -70,6 +70,21 @@ Program epilogue_part(const Program& p, std::vector<rvl_instruction>& code, cons
 
 }  // namespace
 
+View row_values(const Program& p, int32_t dtype, std::byte* data) {
+  View v;
+  v.dtype = dtype;
+  v.data = data;
+  int64_t kept = 1;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    v.lo[d] = 0;
+    v.hi[d] = p.shape[d];
+    const bool red = (p.reduce_axes >> d) & 1u;
+    v.stride[d] = red ? 0 : kept;
+    if (!red) kept *= p.shape[d];
+  }
+  return v;
+}
+
 bool reduced_innermost(const Program& p) {
   bool seen_reduced = false;
   for (int d = 0; d < p.rank; ++d) {
@@ -82,17 +97,7 @@ bool reduced_innermost(const Program& p) {
 }
 
 void run_with_epilogue(const Program& p) {
-  // The reduced values' layout: contiguous over the kept axes, stride 0 along the reduced ones.
-  View acc;
-  acc.dtype = p.acc_dtype;
-  int64_t kept = 1;
-  for (int d = p.rank - 1; d >= 0; --d) {
-    acc.lo[d] = 0;
-    acc.hi[d] = p.shape[d];
-    const bool red = (p.reduce_axes >> d) & 1u;
-    acc.stride[d] = red ? 0 : kept;
-    if (!red) kept *= p.shape[d];
-  }
+  View acc = row_values(p, p.acc_dtype, nullptr);  // the reduced values' layout
   if (p.reduce_op == RVL_REDUCE_LOGSUMEXP && reduced_innermost(p) && !any_half(p)) {
     // Its output view is never written (run_logsumexp_fused stores nothing through it).
     const Program q = reduction_part(p, acc);
@@ -104,6 +109,9 @@ void run_with_epilogue(const Program& p) {
   if (p.inputs.size() >= RVL_MAX_INPUTS)
     rvl::fail(RVL_STATUS_UNSUPPORTED, "program: a reduction epilogue with " + std::to_string(p.inputs.size()) +
                                           " inputs (this device needs one input slot free for it)");
+  int64_t kept = 1;  // the reduction's outputs
+  for (int d = 0; d < p.rank; ++d)
+    if (!((p.reduce_axes >> d) & 1u)) kept *= p.shape[d];
   std::vector<uint64_t> scratch(static_cast<size_t>(kept) + 1);  // 8-byte slots fit every dtype
   acc.data = reinterpret_cast<std::byte*>(scratch.data());
   run_kernel(reduction_part(p, acc));

@@ -17,14 +17,6 @@ namespace tt = boost::test_tools;
 
 namespace {
 
-std::vector<double> seeded(size_t n, unsigned seed, double lo, double hi) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(n);
-  for (double& x : v) x = u(rng);
-  return v;
-}
-
 // y = xhat * w + b and the gradients of sum(y * r): db = sum_rows r, dw = sum_rows r * xhat,
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = r * w (per row).
 struct Expected {
@@ -72,8 +64,8 @@ void run(const ravel::Shape& shape, ravel::DType dt, double tol) {
   const int64_t n = shape.back();
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < shape.size(); ++d) rows *= shape[d];
-  const auto xv = seeded(size_t(rows * n), 3, -2, 3), rv = seeded(size_t(rows * n), 4, -1, 1);
-  const auto wv = seeded(size_t(n), 5, 0.5, 1.5), bv = seeded(size_t(n), 6, -0.5, 0.5);
+  const auto xv = seeded_values(size_t(rows * n), 3, -2, 3), rv = seeded_values(size_t(rows * n), 4, -1, 1);
+  const auto wv = seeded_values(size_t(n), 5, 0.5, 1.5), bv = seeded_values(size_t(n), 6, -0.5, 0.5);
   const Expected e = closed_form(xv, wv, bv, rv, rows, n, 1e-5);
   for (ravel::FusionPolicy policy : kPolicies) {
     BOOST_TEST_CONTEXT("policy " << int(policy)) {

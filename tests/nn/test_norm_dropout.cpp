@@ -15,14 +15,6 @@ namespace nn = ravel::nn;
 namespace tt = boost::test_tools;
 
 namespace {
-std::vector<double> seeded_values(size_t n, unsigned seed, double lo = -2, double hi = 3) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(n);
-  for (double& x : v) x = u(rng);
-  return v;
-}
-
 // Per-channel mean and biased/unbiased variance of [N, C, S] data (S = the spatial size), in double.
 struct ChannelStats {
   std::vector<double> mean, biased, unbiased;
