@@ -71,9 +71,34 @@ int32_t KernelBuilder::value(const NodePtr& n) {
   // Depth is bounded by the planner's max_instructions, so this recursion is shallow.
   std::vector<int32_t> ins;
   for (const auto& s : n->srcs) ins.push_back(value(s));
-  int32_t i = emit(abi_op(n->alu), n->dtype, ins);
+  const rvl_op op = abi_op(n->alu);
+  if (op == RVL_OP_CMPLT || op == RVL_OP_CMPNE)
+    for (int32_t& k : ins) k = rounded(k);  // Note [Comparisons see stored halves]
+  int32_t i = emit(op, n->dtype, ins);
   emitted_[n.get()] = i;
   return i;
+}
+
+// Note [Comparisons see stored halves]
+// A kernel computes half-typed values in f32 and rounds once, where it stores (docs/dtypes.md,
+// "Half arithmetic"), so a node evaluated inside a kernel carries more precision than the same
+// node stored by another kernel and loaded back. For arithmetic that is the intended excess
+// precision (as XLA's), but a comparison would then see two values of one node: argmax is
+// eq(x, max(x)), and when x = exp(h) is recomputed beside the stored (rounded) max, no element
+// equals it and argmax returned the axis length (found by Fashion-MNIST under autocast); max
+// pooling's gradient routes by the same test. So a half value computed in the kernel (not a
+// LOAD or CONST, which are half values already; ACC included) is rounded to its dtype by an
+// explicit CAST before a comparison reads it: the comparison then sees exactly what a stored
+// node would hold, and since rounding is monotonic, round(max(v)) = max(round(v)) keeps the
+// max and its argmax consistent whichever kernel computes each. Other uses keep the excess.
+int32_t KernelBuilder::rounded(int32_t k) {
+  const rvl_instruction& in = instrs_[static_cast<size_t>(k)];
+  if (!is_half(static_cast<DType>(in.dtype)) || in.op == RVL_OP_LOAD || in.op == RVL_OP_CONST) return k;
+  if (in.op == RVL_OP_CAST && in.src[0] >= 0 && instrs_[static_cast<size_t>(in.src[0])].dtype != in.dtype) return k;
+  if (auto it = rounded_.find(k); it != rounded_.end()) return it->second;
+  const int32_t r = emit(RVL_OP_CAST, static_cast<DType>(in.dtype), {k});
+  rounded_[k] = r;
+  return r;
 }
 
 std::string KernelBuilder::describe(const std::vector<rvl_instruction>* code) const {

@@ -54,6 +54,9 @@ class KernelBuilder {
   std::vector<NodePtr> bases_;
   std::vector<StridedView> views_;
   std::vector<rvl_instruction> instrs_;
+  // Half values rounded before a comparison (Note [Comparisons see stored halves]).
+  int32_t rounded(int32_t k);
+  std::unordered_map<int32_t, int32_t> rounded_;
   std::map<std::pair<uint64_t, std::string>, int32_t> loaded_;  // (base id, view) -> SSA index
   rvl_program program_{};
 };
