@@ -39,6 +39,15 @@ class KernelBuilder {
   const std::vector<NodePtr>& bases() const { return bases_; }
   // Reads of `contraction` become ACC instructions (a contraction epilogue, Note [Epilogue fusion]).
   void set_accumulator(const Node* contraction) { acc_ = contraction; }
+  // The row values of a chain (Note [Row chains in the planner]): a read of a reduction in `acc`
+  // becomes ACC with that arg; a read of an Alu node in `folded` (over the reduced shape, read
+  // broadcast over the rows) is that node's own instructions on its sources' row values. Both
+  // maps must outlive the builder.
+  void set_row_values(const std::unordered_map<const Node*, int32_t>* acc,
+                      const std::unordered_set<const Node*>* folded) {
+    row_acc_ = acc;
+    row_folded_ = folded;
+  }
   const std::vector<rvl_operand>& inputs() const { return inputs_; }
   const std::vector<rvl_instruction>& instructions() const { return instrs_; }
   // One line per instruction and input, for RAVEL_DEBUG; `code`: the instructions that run
@@ -46,7 +55,10 @@ class KernelBuilder {
   std::string describe(const std::vector<rvl_instruction>* code = nullptr) const;
 
  private:
+  int32_t row_value(const Node* n);  // a chain's row value (set_row_values), once per kernel
   Shape shape_;
+  const std::unordered_map<const Node*, int32_t>* row_acc_ = nullptr;
+  const std::unordered_set<const Node*>* row_folded_ = nullptr;
   const std::unordered_set<const Node*>* inlined_;
   const Node* acc_ = nullptr;
   std::unordered_map<const Node*, int32_t> emitted_;

@@ -1,0 +1,342 @@
+// The planner's chains of row reductions (ABI 1.11): layer norm, RMS norm and their kin as one
+// kernel, with the per-row scalar work between the reductions folded into the lists that read it.
+#include <algorithm>
+#include <functional>
+#include <optional>
+
+#include "schedule/fusion.hpp"
+
+namespace ravel::detail {
+
+// Note [Row chains in the planner]
+// Layer norm is mean = sum(x) / n, inv = 1 / sqrt(sum((x - mean)^2) / n + eps), then
+// y = (x - mean) * inv * w + b. The two divisions, the + eps, sqrt and 1 / are Alu nodes over the
+// *reduced* shape [rows, 1], read back through a broadcast over the rows: as kernels of their
+// own (that is what a viewed node gets, Note [Fusion]) they are stored, so no kernel reads a
+// reduction directly and Note [Row epilogue fusion] never applied. Here, under `full`, on a
+// device that states the reductions in rvl_device_properties.reduce_chain_ops (or, for a single
+// reduction, reduce_epilogue_ops), a kernel K over the rows' space S (an Alu root: the
+// epilogue; or a reduction of those rows: a chain without epilogue) gathers its *row values*:
+//  - a reduction R of the same rows (R's source has shape S, the same reduced axes of extent
+//    > 1, the same device), read by a list over S through the plain broadcast of R (stride 0 on
+//    the reduced axes, R's own contiguous strides elsewhere, no offset, no mask);
+//  - an Alu node V over the reduced shape, read likewise, whose sources (read in place) are
+//    constants, row values, or Alu nodes of the same kind. V is then not stored: every list
+//    that reads it recomputes its few scalar ops from ACC (the device computes a row-uniform
+//    value once per row, Note [Row-uniform hoisting] in plugins/tbb_cpu/row_uniform.hpp);
+//  - recursively, the row values read by the gathered reductions' own lists (the variance's
+//    sum reads the mean).
+// The reductions, in data-flow order, are the chain: the last is the program's own reduction
+// when K is an epilogue (the others its stages, ACC k = stage k - 1, ACC 0 = the own value),
+// and all are stages when K is a reduction. Nothing gathered may be needed anywhere else: a row
+// value that is a target, or read by any kernel outside the chain, or read in any way but the
+// broadcast (or in place, from another row value), is *stored* by its own kernel as before and
+// the chain LOADs it through its broadcast like any input (folding stops there). So a value is
+// never computed twice in different kernels, and one needed elsewhere costs the write and the
+// read it costs today; the chain still saves the passes it can. (Rejected: recomputing a stored
+// value inside the chain too, which reads x once more from memory to save one small load.)
+// The form is `full` only (as Note [Row epilogue fusion]); a device stating neither mask, or
+// lacking one reduction of the chain, gets today's kernels. A single reduction read directly,
+// with no folded node, is left to Note [Row epilogue fusion] (the same program).
+//
+// Note [Row reductions are no contractions]
+// sum((x - mean)^2) over the rows is sum(c * c): a single-use product summed over one axis, so
+// the contraction matcher makes it a GEMM whose operands must be buffers, and x - mean is
+// written and read back in full. When the device runs chains, a reduction that reads an
+// earlier row value of its own rows through the broadcast, or whose value (through Alu nodes
+// over the reduced shape) is read back over its rows, is part of a row pattern: it is left to
+// the chain planner instead (a row dot product is a poor GEMM anyway: N = 1). Whether the
+// chain then forms or not, its operands are recomputed in the reduction's kernel.
+
+namespace {
+
+bool chain_kernel(const Node& n) {
+  return n.kind == NodeKind::Alu || n.kind == NodeKind::Reduce || n.kind == NodeKind::Copy ||
+         n.kind == NodeKind::Transfer;
+}
+
+struct Rows {
+  Shape space;
+  uint32_t axes = 0;  // reduced axes of extent > 1
+  Device device;
+  Shape reduced;
+};
+
+uint32_t real_axes(uint32_t axes, const Shape& space) {
+  uint32_t m = 0;
+  for (size_t d = 0; d < space.size(); ++d)
+    if (((axes >> d) & 1u) && space[d] != 1) m |= 1u << d;
+  return m;
+}
+
+Rows rows_of(const Node& r) {
+  Rows rows{r.srcs[0]->shape, real_axes(r.axes, r.srcs[0]->shape), r.device, r.srcs[0]->shape};
+  for (size_t d = 0; d < rows.reduced.size(); ++d)
+    if ((r.axes >> d) & 1u) rows.reduced[d] = 1;
+  return rows;
+}
+
+bool row_reduction(const Node& r, const Rows& rows) {
+  return r.kind == NodeKind::Reduce && r.srcs[0]->shape == rows.space &&
+         real_axes(r.axes, rows.space) == rows.axes && r.device == rows.device;
+}
+
+// A node whose value may be a row value of `rows` (the rest is checked by the caller).
+bool row_shaped(const Node& b, const Rows& rows) {
+  return row_reduction(b, rows) || (b.kind == NodeKind::Alu && b.shape == rows.reduced && b.device == rows.device);
+}
+
+// Whether `v` reads a node of the reduced shape broadcast over the rows.
+bool broadcast_over_rows(const StridedView& v, const Rows& rows) {
+  if (v.shape != rows.space || v.offset != 0 || v.has_mask()) return false;
+  const std::vector<int64_t> cs = StridedView::contiguous_strides(rows.reduced);
+  for (size_t d = 0; d < rows.space.size(); ++d)
+    if (rows.space[d] != 1 && v.strides[d] != (((rows.axes >> d) & 1u) ? 0 : cs[d])) return false;
+  return true;
+}
+
+struct Read {
+  const Node* base;
+  StridedView view;
+  bool in_place;
+};
+
+// The non-constant bases kernel `k`'s inlined tree reads. `operands`: a contraction's GEMM
+// operands (read as matrices, never a row value).
+std::vector<Read> kernel_reads(const Node* k, const KernelPlan& plan) {
+  std::vector<Read> out;
+  std::unordered_set<const Node*> seen;
+  std::vector<const Node*> stack{k};
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (const auto& s : n->srcs) {
+      Source src = resolve(s);
+      const Node* b = src.base.get();
+      const bool in_place = reads_base_in_place(*s);
+      if (in_place && plan.inlined.count(b)) {
+        if (seen.insert(b).second) stack.push_back(b);
+      } else if (b->kind != NodeKind::Const) {
+        out.push_back({b, std::move(src.view), in_place});
+      }
+    }
+  }
+  for (const auto* cp : {plan.contractions.count(k) ? &plan.contractions.at(k) : nullptr})
+    if (cp) {
+      out.push_back({resolve(cp->x).base.get(), StridedView{}, false});
+      out.push_back({resolve(cp->y).base.get(), StridedView{}, false});
+    }
+  return out;
+}
+
+}  // namespace
+
+std::unordered_set<const Node*> row_pattern_reductions(const std::vector<NodePtr>& order, const std::vector<std::pair<Device, uint32_t>>& epilogue_ops,
+                                                       const std::vector<std::pair<Device, uint32_t>>& chain_ops) {
+  std::unordered_set<const Node*> out;
+  auto capable = [&](const Device& d) {
+    for (const auto* ms : {&epilogue_ops, &chain_ops})
+      for (const auto& [dev, m] : *ms)
+        if (dev == d && m) return true;
+    return false;
+  };
+  std::unordered_set<const Node*> unrealized;
+  // The consumers of each node (View nodes resolved away): (consumer, view it reads, in place).
+  std::unordered_map<const Node*, std::vector<Read>> consumers;
+  for (const auto& n : order) {
+    unrealized.insert(n.get());
+    if (n->kind == NodeKind::View) continue;
+    for (const auto& s : n->srcs) {
+      Source src = resolve(s);
+      consumers[src.base.get()].push_back({n.get(), std::move(src.view), reads_base_in_place(*s)});
+    }
+  }
+  // Whether Alu node `v` over the reduced shape reaches a reduction of `rows` through in-place
+  // reads of such nodes.
+  std::function<bool(const Node*, const Rows&, int)> reaches = [&](const Node* v, const Rows& rows, int depth) {
+    if (row_reduction(*v, rows)) return true;
+    if (depth > 16 || !unrealized.count(v) || v->kind != NodeKind::Alu || v->shape != rows.reduced) return false;
+    for (const auto& s : v->srcs)
+      if (reads_base_in_place(*s) && reaches(resolve(s).base.get(), rows, depth + 1)) return true;
+    return false;
+  };
+  for (const auto& r : order) {
+    if (r->kind != NodeKind::Reduce || !capable(r->device)) continue;
+    const Rows rows = rows_of(*r);
+    bool pattern = false;
+    // (a) its source reads an earlier row value through the broadcast.
+    std::vector<const Node*> stack{r->srcs[0].get()};
+    std::unordered_set<const Node*> seen;
+    while (!stack.empty() && !pattern && seen.size() < 64) {
+      const Node* n = stack.back();
+      stack.pop_back();
+      if (!seen.insert(n).second || !unrealized.count(n)) continue;
+      if (n->kind != NodeKind::Alu || n->shape != rows.space) continue;
+      for (const auto& s : n->srcs) {
+        Source src = resolve(s);
+        const Node* b = src.base.get();
+        if (reads_base_in_place(*s)) {
+          stack.push_back(b);
+        } else if (unrealized.count(b) && row_shaped(*b, rows) && broadcast_over_rows(src.view, rows) &&
+                   reaches(b, rows, 0)) {
+          pattern = true;
+          break;
+        }
+      }
+    }
+    // (b) its value, through Alu nodes over the reduced shape, is read back over its rows.
+    std::vector<const Node*> fwd{r.get()};
+    seen.clear();
+    while (!fwd.empty() && !pattern) {
+      const Node* v = fwd.back();
+      fwd.pop_back();
+      if (!seen.insert(v).second || seen.size() > 64) continue;
+      for (const auto& c : consumers[v]) {
+        if (c.base->kind == NodeKind::Alu && c.in_place && c.base->shape == rows.reduced) fwd.push_back(c.base);
+        else if (c.base->kind == NodeKind::Alu && broadcast_over_rows(c.view, rows)) pattern = true;
+      }
+    }
+    if (pattern) out.insert(r.get());
+  }
+  return out;
+}
+
+void plan_row_chains(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
+                     const FusionOptions& opt, const std::vector<std::pair<Device, uint32_t>>& epilogue_ops, const std::vector<std::pair<Device, uint32_t>>& chain_ops,
+                     KernelPlan& plan) {
+  if (epilogue_ops.empty() && chain_ops.empty()) return;
+  auto mask_of = [](const std::vector<std::pair<Device, uint32_t>>& ms, const Device& d) {
+    for (const auto& [dev, m] : ms)
+      if (dev == d) return m;
+    return 0u;
+  };
+  std::unordered_map<const Node*, size_t> position;
+  for (size_t i = 0; i < order.size(); ++i) position[order[i].get()] = i;
+  // Every kernel's reads, and each base's readers (kernel, read).
+  std::vector<const Node*> kernels;
+  std::unordered_map<const Node*, std::vector<Read>> reads;
+  std::unordered_map<const Node*, std::vector<std::pair<const Node*, const Read*>>> readers;
+  for (const auto& k : order)
+    if (chain_kernel(*k) && !plan.inlined.count(k.get()) && !plan.absorbed.count(k.get())) {
+      kernels.push_back(k.get());
+      reads[k.get()] = kernel_reads(k.get(), plan);
+    }
+  for (const Node* k : kernels)
+    for (const Read& rd : reads[k]) readers[rd.base].push_back({k, &rd});
+  // A node that may be folded into some chain at all.
+  auto available = [&](const Node* b) {
+    return position.count(b) && reads.count(b) && !keep.count(b) && !plan.contractions.count(b) &&
+           !plan.fused_reductions.count(b) && !plan.fused_contractions.count(b) && !plan.epilogues.count(b) &&
+           !plan.row_chains.count(b);
+  };
+
+  for (auto it = kernels.rbegin(); it != kernels.rend(); ++it) {
+    const Node* K = *it;
+    if (plan.fused_reductions.count(K) || plan.row_chains.count(K) || plan.epilogues.count(K) ||
+        plan.fused_contractions.count(K) || plan.contractions.count(K))
+      continue;
+    // The rows: K's own if it is a reduction, else those of the first reduction a broadcast read
+    // of K's leads to.
+    std::optional<Rows> rows;
+    if (K->kind == NodeKind::Reduce) {
+      rows = rows_of(*K);
+    } else if (K->kind == NodeKind::Alu) {
+      std::vector<const Node*> stack;
+      for (const Read& rd : reads[K])
+        if (!rd.in_place) stack.push_back(rd.base);
+      std::unordered_set<const Node*> seen;
+      while (!stack.empty() && !rows) {
+        const Node* b = stack.back();
+        stack.pop_back();
+        if (!seen.insert(b).second || !available(b)) continue;
+        if (b->kind == NodeKind::Reduce && b->srcs[0]->shape == K->shape &&
+            b->device == K->device)
+          rows = rows_of(*b);
+        else if (b->kind == NodeKind::Alu && b->shape.size() == K->shape.size())
+          for (const Read& rd : reads[b])
+            if (rd.in_place) stack.push_back(rd.base);
+      }
+    }
+    if (!rows) continue;
+    if (K->kind == NodeKind::Alu && K->shape != rows->space) continue;
+    // Gather the candidates (Note [Row chains in the planner]).
+    std::unordered_set<const Node*> chain, impure;
+    std::vector<const Node*> work{K};
+    while (!work.empty()) {
+      const Node* t = work.back();
+      work.pop_back();
+      const bool over_space = t == K || t->kind == NodeKind::Reduce;
+      for (const Read& rd : reads[t]) {
+        const Node* b = rd.base;
+        const bool good = available(b) && row_shaped(*b, *rows) &&
+                          (over_space ? broadcast_over_rows(rd.view, *rows) : rd.in_place);
+        if (!good) {
+          if (!over_space) impure.insert(t);  // reads a stored value of the reduced shape
+          continue;
+        }
+        if (chain.insert(b).second) work.push_back(b);
+      }
+    }
+    // Drop what is needed elsewhere, and what depends on a dropped value, until nothing changes.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto c = chain.begin(); c != chain.end();) {
+        bool bad = impure.count(*c) > 0;
+        for (const auto& [k, rd] : readers[*c]) {
+          if (bad) break;
+          const bool over_space = k == K || k->kind == NodeKind::Reduce;
+          bad = (k != K && !chain.count(k)) || (over_space ? !broadcast_over_rows(rd->view, *rows) : !rd->in_place);
+        }
+        if (!bad && (*c)->kind == NodeKind::Alu)
+          for (const Read& rd : reads[*c]) bad = bad || !chain.count(rd.base);
+        if (bad) {
+          c = chain.erase(c);
+          changed = true;
+        } else {
+          ++c;
+        }
+      }
+    }
+    std::vector<const Node*> reductions;
+    int folded_alu = 0;
+    for (const Node* c : chain) {
+      if (c->kind == NodeKind::Reduce) reductions.push_back(c);
+      else ++folded_alu;
+    }
+    std::sort(reductions.begin(), reductions.end(), [&](const Node* a, const Node* b) { return position[a] < position[b]; });
+    RowChain rc;
+    if (K->kind == NodeKind::Alu) {
+      if (reductions.empty() || (reductions.size() == 1 && folded_alu == 0)) continue;  // row_epilogue.cpp's
+      rc.reduction = reductions.back();
+      rc.stages.assign(reductions.begin(), reductions.end() - 1);
+      rc.epilogue = true;
+    } else {
+      if (reductions.empty()) continue;
+      rc.reduction = K;
+      rc.stages = reductions;
+    }
+    if (rc.stages.size() > RVL_MAX_REDUCE_STAGES || folded_alu > opt.max_instructions) continue;
+    // The device must take every reduction of the chain (ABI 1.11), or the one with its
+    // epilogue (1.10).
+    const uint32_t need_bits = [&] {
+      uint32_t m = 1u << static_cast<uint32_t>(rc.reduction->reduce);
+      for (const Node* s : rc.stages) m |= 1u << static_cast<uint32_t>(s->reduce);
+      return m;
+    }();
+    const uint32_t have = rc.stages.empty() ? mask_of(epilogue_ops, K->device) : mask_of(chain_ops, K->device);
+    if ((have & need_bits) != need_bits) continue;
+    // Distinct inputs of all the lists together.
+    std::unordered_set<const Node*> inputs = tree_inputs(K, plan);
+    for (const Node* r : reductions) {
+      std::unordered_set<const Node*> more = tree_inputs(r, plan);
+      inputs.insert(more.begin(), more.end());
+    }
+    for (const Node* c : chain) inputs.erase(c);
+    if (static_cast<int>(inputs.size()) > opt.max_inputs) continue;
+    for (const Node* c : chain) plan.fused_reductions.insert(c);
+    if (K->kind == NodeKind::Reduce) plan.fused_reductions.erase(K);
+    plan.row_chains[K] = std::move(rc);
+  }
+}
+
+}  // namespace ravel::detail
