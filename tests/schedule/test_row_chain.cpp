@@ -314,3 +314,42 @@ BOOST_AUTO_TEST_CASE(a_row_value_read_across_the_rows_is_no_chain) {
     BOOST_TEST(got[i] == s / 2 + m_i, boost::test_tools::tolerance(1e-12));
   }
 }
+
+BOOST_AUTO_TEST_CASE(layer_norm_backward_kernels) {
+  // The forward and backward of nn::LayerNorm realized together (as a training step does): the
+  // row values the weight's gradient needs too (the mean, 1/sqrt(var + eps), x - mean scaled)
+  // are stored, and what reads only rows chains: the gradient of x's row sums with the
+  // normalising write as epilogue.
+  PolicyScope scope(FusionPolicy::Full);
+  const int64_t rows = 8, n = 64;
+  nn::LayerNorm ln(n, kEps);
+  ravel::realize({ln.weight, ln.bias});
+  Tensor r = Tensor::from_vector(seeded_values(size_t(rows * n), 71), {rows, n}).cast(ravel::DType::F32);
+  Tensor x = Tensor::from_vector(seeded_values(size_t(rows * n), 72), {rows, n}).cast(ravel::DType::F32);
+  ravel::realize({r, x});
+  x.requires_grad_();
+  ravel::reset_stats();
+  (ln(x) * r).sum().backward();
+  const int64_t k = ravel::cumulative_stats().kernels();
+  // 16 before (sum, mean, the centred squares as a GEMM and x - mean stored for it, ...).
+  BOOST_TEST(k == (device_chains() || device_epilogues() ? 11 : 16));
+  const std::vector<double> xv = seeded_values(size_t(rows * n), 72), rv = seeded_values(size_t(rows * n), 71);
+  // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = r * w (w = 1 here), per row in double.
+  std::vector<double> want(xv.size());
+  for (int64_t i = 0; i < rows; ++i) {
+    double mean = 0, var = 0, mg = 0, mgx = 0;
+    for (int64_t j = 0; j < n; ++j) mean += double(float(xv[i * n + j]));
+    mean /= double(n);
+    for (int64_t j = 0; j < n; ++j) var += std::pow(double(float(xv[i * n + j])) - mean, 2);
+    const double rstd = 1 / std::sqrt(var / double(n) + kEps);
+    for (int64_t j = 0; j < n; ++j) {
+      const double xh = (double(float(xv[i * n + j])) - mean) * rstd, g = double(float(rv[i * n + j]));
+      mg += g / double(n), mgx += g * xh / double(n);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      const double xh = (double(float(xv[i * n + j])) - mean) * rstd, g = double(float(rv[i * n + j]));
+      want[i * n + j] = rstd * (g - mg - xh * mgx);
+    }
+  }
+  check(x.grad().to_vector<double>(), want, 2e-5, "dx");
+}

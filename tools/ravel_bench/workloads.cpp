@@ -294,6 +294,9 @@ const std::vector<WorkloadInfo>& workload_catalog() {
       {"softmax", "softmax along the rows of an f32 [rows, cols] matrix", 2, "rows, cols", {{1024, 1024}}, false, ""},
       {"log_softmax", "log_softmax along the rows of an f32 [rows, cols] matrix", 2, "rows, cols", {{1024, 1024}}, false,
        ""},
+      {"layer_norm", "nn::LayerNorm's forward along the rows of an f32 [rows, cols] matrix, eps 1e-5, with a weight "
+                     "and a bias of [cols] (one kernel under full on a device that runs chains of row reductions)",
+       2, "rows, cols", {{4096, 4096}}, false, ""},
       {"sum_axis0", "x.sum(0) of an f32 [rows, cols] matrix (down the columns)", 2, "rows, cols", {{2048, 2048}}, false, ""},
       {"sum_axis1", "x.sum(1) of an f32 [rows, cols] matrix (along the rows)", 2, "rows, cols", {{2048, 2048}}, false, ""},
       {"transpose", "x.transpose().contiguous(): a copy of an f32 [rows, cols] matrix into [cols, rows]", 2,
@@ -359,6 +362,7 @@ Work work_of(const std::string& full_name, const Size& s) {
   if (name == "matmul") return {2 * d(0) * d(1) * d(2), 4 * (d(0) * d(1) + d(1) * d(2) + d(0) * d(2))};
   if (name == "elementwise") return {3 * d(0), 16 * d(0)};
   if (name == "softmax" || name == "log_softmax") return {5 * d(0) * d(1), 8 * d(0) * d(1)};
+  if (name == "layer_norm") return {8 * d(0) * d(1), 8 * d(0) * d(1) + 8 * d(1)};
   if (name == "sum_axis0") return {d(0) * d(1), 4 * d(0) * d(1) + 4 * d(1)};
   if (name == "sum_axis1") return {d(0) * d(1), 4 * d(0) * d(1) + 4 * d(0)};
   if (name == "transpose") return {0, 8 * d(0) * d(1)};
@@ -463,6 +467,24 @@ std::unique_ptr<Instance> make_instance(const std::string& full_name, const Size
           return in[0][e] - mx - std::log(sum);
         }),
         1e-6, 1e-4, size_t(r * c), 65536);
+  if (name == "layer_norm")
+    return std::make_unique<ExprInstance>(
+        std::vector<Tensor>{uniform({r, c}, 1, dev), uniform({c}, 2, dev), uniform({c}, 3, dev)},
+        [](const std::vector<Tensor>& t) {
+          // nn::LayerNorm's graph (core/src/nn/modules.cpp) on these inputs.
+          Tensor centered = t[0] - t[0].mean(-1, true);
+          return centered * (centered.square().mean(-1, true) + 1e-5).sqrt().recip() * t[1] + t[2];
+        },
+        elementwise_naive([c](const V& in, size_t e) {
+          size_t row = e / size_t(c);
+          double mean = 0, var = 0;
+          for (int64_t j = 0; j < c; ++j) mean += in[0][row * c + j];
+          mean /= double(c);
+          for (int64_t j = 0; j < c; ++j) var += (in[0][row * c + j] - mean) * (in[0][row * c + j] - mean);
+          const size_t j = e % size_t(c);
+          return (in[0][e] - mean) / std::sqrt(var / double(c) + 1e-5) * in[1][j] + in[2][j];
+        }),
+        1e-5, 1e-4, size_t(r * c), 65536);
   if (name == "sum_axis0" || name == "sum_axis1") {
     bool rows = name == "sum_axis1";
     return std::make_unique<ExprInstance>(

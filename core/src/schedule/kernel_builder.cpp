@@ -34,8 +34,7 @@ int32_t KernelBuilder::emit(rvl_op op, DType dtype, std::vector<int32_t> srcs) {
   return static_cast<int32_t>(instrs_.size() - 1);
 }
 
-int32_t KernelBuilder::load(const NodePtr& n) {
-  Source s = resolve(n);
+int32_t KernelBuilder::load(Source s) {
   if (acc_ != nullptr && s.base.get() == acc_) return emit(RVL_OP_ACC, acc_->dtype, {});
   if (row_acc_ && (row_acc_->count(s.base.get()) || row_folded_->count(s.base.get()))) return row_value(s.base.get());
   if (s.view.shape != shape_) {
@@ -99,8 +98,17 @@ int32_t KernelBuilder::row_value(const Node* n) {
         if (is_float(b->dtype)) instrs_[c].value.f = b->value.f;
         else instrs_[c].value.i = b->value.i;
         ins.push_back(c);
-      } else {
+      } else if (row_acc_->count(b) || row_folded_->count(b) || (inlined_ && inlined_->count(b))) {
         ins.push_back(row_value(b));
+      } else {
+        // A value of the reduced shape stored by its own kernel: loaded through its broadcast
+        // over the rows (stride 0 on the reduced axes).
+        RAVEL_INVARIANT(b->shape.size() == shape_.size(), "a chain's stored row value has the rows' rank");
+        StridedView v = StridedView::contiguous(b->shape);
+        v.shape = shape_;
+        for (size_t d = 0; d < shape_.size(); ++d)
+          if (b->shape[d] == 1) v.strides[d] = 0;
+        ins.push_back(load(Source{src.base, std::move(v)}));
       }
     }
     i = emit(abi_op(n->alu), n->dtype, ins);

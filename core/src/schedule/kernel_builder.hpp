@@ -28,7 +28,8 @@ class KernelBuilder {
   // Emits instructions that read `n` over the iteration space (which must equal n's shape);
   // returns the SSA index of the value. Constants become CONST instructions; everything else
   // becomes a LOAD of an input whose buffer is bound at run time (bases()[arg]).
-  int32_t load(const NodePtr& n);
+  int32_t load(const NodePtr& n) { return load(resolve(n)); }
+  int32_t load(Source s);  // `s.base` read through `s.view`
   int32_t emit(rvl_op op, DType dtype, std::vector<int32_t> srcs);
 
   // The finished program writing into `out` (contiguous, of the result's shape, bound later);

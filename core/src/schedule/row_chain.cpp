@@ -271,7 +271,9 @@ void plan_row_chains(const std::vector<NodePtr>& order, const std::unordered_set
         const bool good = available(b) && row_shaped(*b, *rows) &&
                           (over_space ? broadcast_over_rows(rd.view, *rows) : rd.in_place);
         if (!good) {
-          if (!over_space) impure.insert(t);  // reads a stored value of the reduced shape
+          // A row value may load a stored one of the reduced shape (read in place: the lists
+          // load it through the broadcast); any other read makes it no row value.
+          if (!over_space && !(rd.in_place && b->shape == rows->reduced)) impure.insert(t);
           continue;
         }
         if (chain.insert(b).second) work.push_back(b);
@@ -287,8 +289,6 @@ void plan_row_chains(const std::vector<NodePtr>& order, const std::unordered_set
           const bool over_space = k == K || k->kind == NodeKind::Reduce;
           bad = (k != K && !chain.count(k)) || (over_space ? !broadcast_over_rows(rd->view, *rows) : !rd->in_place);
         }
-        if (!bad && (*c)->kind == NodeKind::Alu)
-          for (const Read& rd : reads[*c]) bad = bad || !chain.count(rd.base);
         if (bad) {
           c = chain.erase(c);
           changed = true;
