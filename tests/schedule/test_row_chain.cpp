@@ -353,3 +353,21 @@ BOOST_AUTO_TEST_CASE(layer_norm_backward_kernels) {
   }
   check(x.grad().to_vector<double>(), want, 2e-5, "dx");
 }
+
+BOOST_AUTO_TEST_CASE(a_chain_captured_and_replayed) {
+  // ravel::Jit records the chain's kernel (its stages' instruction lists re-aimed at every
+  // launch) and replays it on new inputs: the values follow the new x.
+  PolicyScope scope(FusionPolicy::Full);
+  const int64_t rows = 5, n = 77;
+  const auto wv = seeded_values(size_t(n), 81, 0.5, 1.5), bv = seeded_values(size_t(n), 82, -0.5, 0.5);
+  nn::LayerNorm ln(n, kEps, ravel::DType::F64);
+  ln.weight.assign(Tensor::from_vector(wv, {n}));
+  ln.bias.assign(Tensor::from_vector(bv, {n}));
+  ravel::realize({ln.weight, ln.bias});
+  ravel::Jit step([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{ln(in[0])}; });
+  for (unsigned seed : {83u, 84u, 85u}) {
+    const auto xv = seeded_values(size_t(rows * n), seed);
+    Tensor y = step({Tensor::from_vector(xv, {rows, n})})[0];
+    check(y.to_vector<double>(), layer_norm_loop(xv, wv, bv, rows, n), 1e-11, "replayed layer norm");
+  }
+}
