@@ -337,6 +337,65 @@ void plan_row_chains(const std::vector<NodePtr>& order, const std::unordered_set
     if (K->kind == NodeKind::Reduce) plan.fused_reductions.erase(K);
     plan.row_chains[K] = std::move(rc);
   }
+
+  // Note [Values only a chain reads]: a stored Alu value over the rows' space whose every
+  // reader lies in one chain (its program's or stages' lists, or its epilogue) and reads it in
+  // place was stored only because it is read twice (the lists of that one kernel) and costs more
+  // than the recomputation bound: layer norm's backward computes g = dy * w * rstd + ... and then
+  // sum(-g) with g + sum(-g) / n as the epilogue. Written and read back, g costs a full pass over
+  // memory; inlined, the kernel computes it twice per element from what it reads anyway. When g
+  // is itself the epilogue of a chain, that chain's reductions become stages of this one.
+  auto chain_rows = [&](const RowChain& c) { return rows_of(*c.reduction); };
+  for (auto it = kernels.rbegin(); it != kernels.rend(); ++it) {
+    const Node* K = *it;
+    auto kc = plan.row_chains.find(K);
+    if (kc == plan.row_chains.end()) continue;
+    const Rows rows = chain_rows(kc->second);
+    std::vector<const Node*> members{K, kc->second.reduction};
+    members.insert(members.end(), kc->second.stages.begin(), kc->second.stages.end());
+    auto member = [&](const Node* k) { return std::find(members.begin(), members.end(), k) != members.end(); };
+    std::unordered_set<const Node*> tried;
+    for (const Node* m : members)
+      for (const Read& rd : reads[m]) {
+        const Node* X = rd.base;
+        if (!tried.insert(X).second || X->kind != NodeKind::Alu || X->shape != rows.space || X->device != rows.device ||
+            !position.count(X) || !reads.count(X) || keep.count(X) || plan.inlined.count(X) || plan.epilogues.count(X) ||
+            plan.fused_contractions.count(X) || plan.fused_reductions.count(X) || plan.row_epilogues.count(X))
+          continue;
+        bool only_here = true;
+        for (const auto& [k, r] : readers[X]) only_here = only_here && member(k) && r->in_place;
+        if (!only_here) continue;
+        RowChain merged = kc->second;
+        auto xc = plan.row_chains.find(X);
+        if (xc != plan.row_chains.end()) {
+          const Rows xr = chain_rows(xc->second);
+          if (!xc->second.epilogue || xr.space != rows.space || xr.axes != rows.axes) continue;
+          merged.stages.insert(merged.stages.end(), xc->second.stages.begin(), xc->second.stages.end());
+          merged.stages.push_back(xc->second.reduction);
+          std::sort(merged.stages.begin(), merged.stages.end(),
+                    [&](const Node* a, const Node* b) { return position[a] < position[b]; });
+          uint32_t bits = 1u << static_cast<uint32_t>(merged.reduction->reduce);
+          for (const Node* st : merged.stages) bits |= 1u << static_cast<uint32_t>(st->reduce);
+          if (merged.stages.size() > RVL_MAX_REDUCE_STAGES || (mask_of(chain_ops, K->device) & bits) != bits) continue;
+        }
+        std::unordered_set<const Node*> inputs = tree_inputs(K, plan);
+        for (const Node* r : merged.stages) {
+          std::unordered_set<const Node*> more = tree_inputs(r, plan);
+          inputs.insert(more.begin(), more.end());
+        }
+        std::unordered_set<const Node*> more = tree_inputs(merged.reduction, plan), mine = tree_inputs(X, plan);
+        inputs.insert(more.begin(), more.end());
+        inputs.insert(mine.begin(), mine.end());
+        inputs.erase(X);
+        for (auto in = inputs.begin(); in != inputs.end();)
+          in = plan.fused_reductions.count(*in) ? inputs.erase(in) : std::next(in);
+        if (static_cast<int>(inputs.size()) > opt.max_inputs) continue;
+        if (xc != plan.row_chains.end()) plan.row_chains.erase(xc);
+        plan.inlined.insert(X);
+        kc->second = std::move(merged);
+        break;  // one per chain: the members changed
+      }
+  }
 }
 
 }  // namespace ravel::detail
