@@ -1,10 +1,10 @@
 // The planner's chains of row reductions (ABI 1.11): layer norm, RMS norm and their kin as one
 // kernel, with the per-row scalar work between the reductions folded into the lists that read it.
+// Which reductions stay out of the contraction matcher for them: row_pattern.cpp.
 #include <algorithm>
-#include <functional>
 #include <optional>
 
-#include "schedule/fusion.hpp"
+#include "schedule/row_values.hpp"
 
 namespace ravel::detail {
 
@@ -38,15 +38,6 @@ namespace ravel::detail {
 // The form is `full` only (as Note [Row epilogue fusion]); a device stating neither mask, or
 // lacking one reduction of the chain, gets today's kernels. A single reduction read directly,
 // with no folded node, is left to Note [Row epilogue fusion] (the same program).
-//
-// Note [Row reductions are no contractions]
-// sum((x - mean)^2) over the rows is sum(c * c): a single-use product summed over one axis, so
-// the contraction matcher makes it a GEMM whose operands must be buffers, and x - mean is
-// written and read back in full. When the device runs chains, a reduction that reads an
-// earlier row value of its own rows through the broadcast, or whose value (through Alu nodes
-// over the reduced shape) is read back over its rows, is part of a row pattern: it is left to
-// the chain planner instead (a row dot product is a poor GEMM anyway: N = 1). Whether the
-// chain then forms or not, its operands are recomputed in the reduction's kernel.
 
 namespace {
 
@@ -55,54 +46,8 @@ bool chain_kernel(const Node& n) {
          n.kind == NodeKind::Transfer;
 }
 
-struct Rows {
-  Shape space;
-  uint32_t axes = 0;  // reduced axes of extent > 1
-  Device device;
-  Shape reduced;
-};
-
-uint32_t real_axes(uint32_t axes, const Shape& space) {
-  uint32_t m = 0;
-  for (size_t d = 0; d < space.size(); ++d)
-    if (((axes >> d) & 1u) && space[d] != 1) m |= 1u << d;
-  return m;
-}
-
-Rows rows_of(const Node& r) {
-  Rows rows{r.srcs[0]->shape, real_axes(r.axes, r.srcs[0]->shape), r.device, r.srcs[0]->shape};
-  for (size_t d = 0; d < rows.reduced.size(); ++d)
-    if ((r.axes >> d) & 1u) rows.reduced[d] = 1;
-  return rows;
-}
-
-bool row_reduction(const Node& r, const Rows& rows) {
-  return r.kind == NodeKind::Reduce && r.srcs[0]->shape == rows.space &&
-         real_axes(r.axes, rows.space) == rows.axes && r.device == rows.device;
-}
-
-// A node whose value may be a row value of `rows` (the rest is checked by the caller).
-bool row_shaped(const Node& b, const Rows& rows) {
-  return row_reduction(b, rows) || (b.kind == NodeKind::Alu && b.shape == rows.reduced && b.device == rows.device);
-}
-
-// Whether `v` reads a node of the reduced shape broadcast over the rows.
-bool broadcast_over_rows(const StridedView& v, const Rows& rows) {
-  if (v.shape != rows.space || v.offset != 0 || v.has_mask()) return false;
-  const std::vector<int64_t> cs = StridedView::contiguous_strides(rows.reduced);
-  for (size_t d = 0; d < rows.space.size(); ++d)
-    if (rows.space[d] != 1 && v.strides[d] != (((rows.axes >> d) & 1u) ? 0 : cs[d])) return false;
-  return true;
-}
-
-struct Read {
-  const Node* base;
-  StridedView view;
-  bool in_place;
-};
-
-// The non-constant bases kernel `k`'s inlined tree reads. `operands`: a contraction's GEMM
-// operands (read as matrices, never a row value).
+// The non-constant bases kernel `k`'s inlined tree reads, and a contraction's GEMM operands
+// (read as matrices: never as a row value).
 std::vector<Read> kernel_reads(const Node* k, const KernelPlan& plan) {
   std::vector<Read> out;
   std::unordered_set<const Node*> seen;
@@ -121,85 +66,14 @@ std::vector<Read> kernel_reads(const Node* k, const KernelPlan& plan) {
       }
     }
   }
-  for (const auto* cp : {plan.contractions.count(k) ? &plan.contractions.at(k) : nullptr})
-    if (cp) {
-      out.push_back({resolve(cp->x).base.get(), StridedView{}, false});
-      out.push_back({resolve(cp->y).base.get(), StridedView{}, false});
-    }
+  if (auto c = plan.contractions.find(k); c != plan.contractions.end()) {
+    out.push_back({resolve(c->second.x).base.get(), StridedView{}, false});
+    out.push_back({resolve(c->second.y).base.get(), StridedView{}, false});
+  }
   return out;
 }
 
 }  // namespace
-
-std::unordered_set<const Node*> row_pattern_reductions(const std::vector<NodePtr>& order, const std::vector<std::pair<Device, uint32_t>>& epilogue_ops,
-                                                       const std::vector<std::pair<Device, uint32_t>>& chain_ops) {
-  std::unordered_set<const Node*> out;
-  auto capable = [&](const Device& d) {
-    for (const auto* ms : {&epilogue_ops, &chain_ops})
-      for (const auto& [dev, m] : *ms)
-        if (dev == d && m) return true;
-    return false;
-  };
-  std::unordered_set<const Node*> unrealized;
-  // The consumers of each node (View nodes resolved away): (consumer, view it reads, in place).
-  std::unordered_map<const Node*, std::vector<Read>> consumers;
-  for (const auto& n : order) {
-    unrealized.insert(n.get());
-    if (n->kind == NodeKind::View) continue;
-    for (const auto& s : n->srcs) {
-      Source src = resolve(s);
-      consumers[src.base.get()].push_back({n.get(), std::move(src.view), reads_base_in_place(*s)});
-    }
-  }
-  // Whether Alu node `v` over the reduced shape reaches a reduction of `rows` through in-place
-  // reads of such nodes.
-  std::function<bool(const Node*, const Rows&, int)> reaches = [&](const Node* v, const Rows& rows, int depth) {
-    if (row_reduction(*v, rows)) return true;
-    if (depth > 16 || !unrealized.count(v) || v->kind != NodeKind::Alu || v->shape != rows.reduced) return false;
-    for (const auto& s : v->srcs)
-      if (reads_base_in_place(*s) && reaches(resolve(s).base.get(), rows, depth + 1)) return true;
-    return false;
-  };
-  for (const auto& r : order) {
-    if (r->kind != NodeKind::Reduce || !capable(r->device)) continue;
-    const Rows rows = rows_of(*r);
-    bool pattern = false;
-    // (a) its source reads an earlier row value through the broadcast.
-    std::vector<const Node*> stack{r->srcs[0].get()};
-    std::unordered_set<const Node*> seen;
-    while (!stack.empty() && !pattern && seen.size() < 64) {
-      const Node* n = stack.back();
-      stack.pop_back();
-      if (!seen.insert(n).second || !unrealized.count(n)) continue;
-      if (n->kind != NodeKind::Alu || n->shape != rows.space) continue;
-      for (const auto& s : n->srcs) {
-        Source src = resolve(s);
-        const Node* b = src.base.get();
-        if (reads_base_in_place(*s)) {
-          stack.push_back(b);
-        } else if (unrealized.count(b) && row_shaped(*b, rows) && broadcast_over_rows(src.view, rows) &&
-                   reaches(b, rows, 0)) {
-          pattern = true;
-          break;
-        }
-      }
-    }
-    // (b) its value, through Alu nodes over the reduced shape, is read back over its rows.
-    std::vector<const Node*> fwd{r.get()};
-    seen.clear();
-    while (!fwd.empty() && !pattern) {
-      const Node* v = fwd.back();
-      fwd.pop_back();
-      if (!seen.insert(v).second || seen.size() > 64) continue;
-      for (const auto& c : consumers[v]) {
-        if (c.base->kind == NodeKind::Alu && c.in_place && c.base->shape == rows.reduced) fwd.push_back(c.base);
-        else if (c.base->kind == NodeKind::Alu && broadcast_over_rows(c.view, rows)) pattern = true;
-      }
-    }
-    if (pattern) out.insert(r.get());
-  }
-  return out;
-}
 
 void plan_row_chains(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
                      const FusionOptions& opt, const std::vector<std::pair<Device, uint32_t>>& epilogue_ops, const std::vector<std::pair<Device, uint32_t>>& chain_ops,
