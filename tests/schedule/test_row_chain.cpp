@@ -383,3 +383,18 @@ BOOST_AUTO_TEST_CASE(a_chain_captured_and_replayed) {
     check(y.to_vector<double>(), layer_norm_loop(xv, wv, bv, rows, n), 1e-11, "replayed layer norm");
   }
 }
+
+BOOST_AUTO_TEST_CASE(a_chain_over_every_axis_of_a_permuted_tensor) {
+  // x.var() of a permuted (or flipped) 3-d tensor: one row, every axis reduced, a space that does
+  // not collapse to one axis. tbb_cpu's fused chain read the stage's value (the mean) as 0 there
+  // (plugins/tbb_cpu/row_chain.cpp, run_fused); the reference is the two-pass loop.
+  PolicyScope scope(FusionPolicy::Full);
+  const auto xv = seeded_values(60, 91, -2, 9);
+  Tensor b = Tensor::from_vector(xv, {3, 4, 5});
+  b.realize();
+  double mean = 0, q = 0;
+  for (double v : xv) mean += v / 60;
+  for (double v : xv) q += (v - mean) * (v - mean);
+  for (const Tensor& x : {b.permute({2, 0, 1}), b.flip({2}), b})
+    BOOST_TEST(x.var().item<double>() == q / 59, boost::test_tools::tolerance(1e-12));
+}
