@@ -76,8 +76,8 @@ std::vector<Read> kernel_reads(const Node* k, const KernelPlan& plan) {
 }  // namespace
 
 void plan_row_chains(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
-                     const FusionOptions& opt, const std::vector<std::pair<Device, uint32_t>>& epilogue_ops, const std::vector<std::pair<Device, uint32_t>>& chain_ops,
-                     KernelPlan& plan) {
+                     const FusionOptions& opt, const std::vector<std::pair<Device, uint32_t>>& epilogue_ops,
+                     const std::vector<std::pair<Device, uint32_t>>& chain_ops, KernelPlan& plan) {
   if (epilogue_ops.empty() && chain_ops.empty()) return;
   auto mask_of = [](const std::vector<std::pair<Device, uint32_t>>& ms, const Device& d) {
     for (const auto& [dev, m] : ms)
