@@ -380,6 +380,9 @@ rvl_error* synchronize(int32_t d) {
 // ABI 1.9 all_reduce: not offered (yet); the core composes its collectives from peer copies
 // and kernels (docs/abi.md §17).
 constexpr std::nullptr_t all_reduce = nullptr;
+// ABI 1.12 reduce_scatter / all_gather: not offered either (docs/abi.md §20).
+constexpr std::nullptr_t reduce_scatter = nullptr;
+constexpr std::nullptr_t all_gather = nullptr;
 
 // Filled from the SDK's one list of members (<ravel/plugin_kit.hpp>).
 constexpr rvl_backend_api kTable = RVL_BACKEND_TABLE_OF_FUNCTIONS();
