@@ -271,7 +271,7 @@ int main(int argc, char** argv) try {
     std::map<std::string, std::vector<double>> ratio, us;
     for (int r = 0; r < rounds; ++r) {
       std::map<std::string, double> m;
-      std::istringstream in(run_child(argv[0], {"--collectives-child", "2"}, 2));
+      std::istringstream in(run_child(argv[0], std::vector<std::string>{"--collectives-child", "2"}, 2));
       std::string name;
       double v = 0;
       while (in >> name >> v) m[name] = v;
