@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "../core/expect_error.hpp"
 #include "sharding_common.hpp"
 
 using namespace stest;
@@ -250,4 +251,21 @@ BOOST_AUTO_TEST_CASE(auto_takes_them_from_the_threshold) {
   BOOST_TEST(ravel::all_gather(sg_parts(2, 16 * 1024, DType::F32)).shards()[0].is_realized());
   BOOST_TEST(!ravel::reduce_scatter(sg_parts(2, 100, DType::F32)).shards()[0].is_realized());
   BOOST_TEST(ravel::reduce_scatter(sg_parts(2, 16 * 1024, DType::F32)).shards()[0].is_realized());
+}
+
+// Run by CTest with RAVEL_TBB_TEST_FAULT (a queued kernel fails) and RAVEL_PLUGIN_COLLECTIVES=1:
+// the plugin's collective is queued behind the failed kernel on every device, and the error
+// reaches the caller as a DeviceError, with no hang.
+BOOST_AUTO_TEST_CASE(a_failing_device_inside_a_plugin_reduce_scatter_is_a_device_error, *boost::unit_test::disabled()) {
+  BOOST_TEST_REQUIRE(std::getenv("RAVEL_TBB_TEST_FAULT") != nullptr);
+  Tensor s = sg_parts(4, 4000, DType::F32);
+  rtest::expect_error<ravel::DeviceError>("fault", [&] { ravel::reduce_scatter(s).to_vector<float>(); },
+                                          {"queued work failed"});
+}
+
+BOOST_AUTO_TEST_CASE(a_failing_device_inside_a_plugin_all_gather_is_a_device_error, *boost::unit_test::disabled()) {
+  BOOST_TEST_REQUIRE(std::getenv("RAVEL_TBB_TEST_FAULT") != nullptr);
+  Tensor s = sg_parts(4, 1000, DType::F32);
+  rtest::expect_error<ravel::DeviceError>("fault", [&] { ravel::all_gather(s).to_vector<float>(); },
+                                          {"queued work failed"});
 }
