@@ -4,10 +4,11 @@
 // device under test and up to three others (n = 1 to 4), every dtype the devices run, every op,
 // counts 0, 1, odd and past a few blocks; bytes past the elements untouched, inputs unmodified;
 // ordered after and before kernels on every device without host synchronisation; explicit
-// streams; bad arguments (aliasing included: neither has an in-place form) refused with nothing
-// written. Every case is skipped, saying why, when the plugin lacks the member or has one device.
+// streams; bad arguments (aliasing included, by handle and by memory: neither has an in-place
+// form) refused with nothing written. Every case is skipped, saying why, when the plugin lacks the member or has one device.
 #include "collective_reference.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -246,6 +247,34 @@ void bad_arguments(Kind kind) {
          std::string("a refused ") + name(kind) + " wrote into a buffer");
 }
 
+// Two buffers over the same bytes (buffer_wrap of one host block on two devices): an output that
+// overlaps an input by memory, not by handle, is refused too (the ABI forbids sharing a byte).
+void overlapping_wrapped_buffers(Kind kind) {
+  const std::vector<int32_t> devices = mesh(kind);
+  if (!RVL_CONF_HAS(api(), buffer_wrap)) throw Skip("buffer_wrap is NULL (optional since ABI 1.2)");
+  alignas(64) static unsigned char block[512];
+  std::fill(block, block + sizeof block, static_cast<unsigned char>(0x33));
+  rvl_buffer* shared0 = nullptr;
+  rvl_buffer* shared1 = nullptr;
+  void (*release)(void*) = [](void*) {};  // the block is static: nothing to release
+  check_ok(api().buffer_wrap(devices[0], block, sizeof block, release, nullptr, &shared0), "buffer_wrap on the first device");
+  check_ok(api().buffer_wrap(devices[1], block + 32, 256, release, nullptr, &shared1), "buffer_wrap on the second device");
+  DeviceBuffer out0(devices[0], 256);
+  // Input 0 is the block, output 1 starts 32 bytes into it, inside the 64 or 128 bytes the call
+  // reads of input 0 (another device, another handle).
+  const rvl_buffer* in[2] = {shared0, nullptr};
+  DeviceBuffer in1(devices[1], 256);
+  in[1] = in1.get();
+  rvl_buffer* out[2] = {out0.get(), shared1};
+  check_error(call(kind, 2, nullptr, in, out, 16, RVL_DTYPE_F32, RVL_ALL_REDUCE_SUM), RVL_STATUS_INVALID_ARGUMENT,
+              std::string(name(kind)) + ": an output sharing bytes with another device's input");
+  bool untouched = true;
+  for (unsigned char c : block) untouched = untouched && c == 0x33;
+  expect(untouched, std::string("a refused ") + name(kind) + " wrote into a wrapped buffer");
+  check_ok(api().buffer_free(shared1), "buffer_free");
+  check_ok(api().buffer_free(shared0), "buffer_free");
+}
+
 void register_cases() {
   for (Kind kind : {Kind::ReduceScatter, Kind::AllGather}) {
     add_case(name(kind), kind == Kind::ReduceScatter ? "every_dtype_op_and_size" : "every_dtype_and_size",
@@ -253,6 +282,7 @@ void register_cases() {
     add_case(name(kind), "ordered_without_host_synchronisation", [kind](Measure&) { ordered(kind); });
     add_case(name(kind), "streams_of_each_device", [kind](Measure&) { on_streams(kind); });
     add_case(name(kind), "bad_arguments", [kind](Measure&) { bad_arguments(kind); });
+    add_case(name(kind), "overlapping_wrapped_buffers", [kind](Measure&) { overlapping_wrapped_buffers(kind); });
   }
 }
 
