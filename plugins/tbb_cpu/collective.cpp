@@ -259,7 +259,7 @@ rvl::validate::Collective validated(rvl::validate::CollectiveKind kind, int32_t 
       kind, n, current_device_count(), streams, inputs, outputs, count, dtype, op,
       [](const rvl_buffer* b, const char* what) {
         const rvl_buffer* live = lookup_buffer(b, what);
-        return rvl::validate::CollectiveBuffer{live->data, live->size, live->device};
+        return rvl::validate::CollectiveMemory{live->data, live->size, live->device};
       },
       [](const rvl_stream* s, int32_t device, const char* what) { stream_device(s, device, what); });
 }

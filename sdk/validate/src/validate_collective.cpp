@@ -20,7 +20,7 @@ const char* collective_name(CollectiveKind kind) {
 namespace {
 
 // [a, a + an) and [b, b + bn) share a byte.
-bool overlap(const CollectiveBuffer& a, uint64_t an, const CollectiveBuffer& b, uint64_t bn) {
+bool overlap(const CollectiveMemory& a, uint64_t an, const CollectiveMemory& b, uint64_t bn) {
   if (an == 0 || bn == 0) return false;
   return a.data < b.data + bn && b.data < a.data + an;
 }
@@ -29,7 +29,7 @@ bool overlap(const CollectiveBuffer& a, uint64_t an, const CollectiveBuffer& b, 
 
 Collective validate_collective(CollectiveKind kind, int32_t n, int32_t device_count, rvl_stream* const* streams,
                                const rvl_buffer* const* inputs, rvl_buffer* const* outputs, uint64_t count,
-                               int32_t dtype, int32_t op, const CollectiveLookup& lookup, const StreamCheck& stream_check,
+                               int32_t dtype, int32_t op, const CollectiveMemoryLookup& lookup, const StreamCheck& stream_check,
                                uint32_t dtypes) {
   const std::string name = collective_name(kind);
   if (n < 1 || n > device_count)
@@ -52,8 +52,8 @@ Collective validate_collective(CollectiveKind kind, int32_t n, int32_t device_co
   std::set<int32_t> seen;
   for (int32_t k = 0; k < n; ++k) {
     const std::string ks = std::to_string(k);
-    const CollectiveBuffer in = lookup(inputs[k], (name + " input " + ks).c_str());
-    const CollectiveBuffer out = lookup(outputs[k], (name + " output " + ks).c_str());
+    const CollectiveMemory in = lookup(inputs[k], (name + " input " + ks).c_str());
+    const CollectiveMemory out = lookup(outputs[k], (name + " output " + ks).c_str());
     if (out.device != in.device)
       invalid(name + ": output " + ks + " is on device " + std::to_string(out.device) + ", input " + ks + " on device " +
               std::to_string(in.device) + "; expected both on one device");

@@ -19,15 +19,16 @@ namespace rvl::validate {
 
 enum class CollectiveKind { AllReduce, ReduceScatter, AllGather };
 
-// What a plugin's lookup reports for a live buffer of a collective.
-struct CollectiveBuffer {
+// What a plugin's lookup reports for a live buffer of a collective: its memory too (host or
+// device addresses alike; compared, never dereferenced here), so that overlap is checked by bytes.
+struct CollectiveMemory {
   std::byte* data = nullptr;
   uint64_t size = 0;  // bytes
   int32_t device = -1;
 };
 
 // Must throw (e.g. rvl::invalid, naming `what`) unless `b` is a live buffer of the calling plugin.
-using CollectiveLookup = std::function<CollectiveBuffer(const rvl_buffer* b, const char* what)>;
+using CollectiveMemoryLookup = std::function<CollectiveMemory(const rvl_buffer* b, const char* what)>;
 // Must throw unless `s` is NULL or a live stream of `device`.
 using StreamCheck = std::function<void(const rvl_stream* s, int32_t device, const char* what)>;
 
@@ -40,7 +41,7 @@ struct Collective {
   uint64_t count = 0;        // elements: per buffer (all_reduce), per output (reduce_scatter), per input (all_gather)
   uint64_t element_size = 0;
   std::vector<int32_t> devices;
-  std::vector<CollectiveBuffer> in, out;
+  std::vector<CollectiveMemory> in, out;
 };
 
 // The name of the member ("all_reduce", "reduce_scatter", "all_gather").
@@ -54,7 +55,7 @@ const char* collective_name(CollectiveKind kind);
 // another output), then every dtype in `dtypes` (else UNSUPPORTED).
 Collective validate_collective(CollectiveKind kind, int32_t n, int32_t device_count, rvl_stream* const* streams,
                                const rvl_buffer* const* inputs, rvl_buffer* const* outputs, uint64_t count,
-                               int32_t dtype, int32_t op, const CollectiveLookup& lookup, const StreamCheck& stream_check,
+                               int32_t dtype, int32_t op, const CollectiveMemoryLookup& lookup, const StreamCheck& stream_check,
                                uint32_t dtypes = RVL_DTYPES_ALL);
 
 }  // namespace rvl::validate
