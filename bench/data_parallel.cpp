@@ -7,6 +7,10 @@
 // Measures, never asserts.
 //   bench_data_parallel [rounds (3)]
 //   bench_data_parallel --child makemore|mlp|allreduce N   (one measurement, printed as "us X")
+//   bench_data_parallel --collectives [rounds (5)]
+//       reduce_scatter and all_gather of 2 x 16 MiB f32 parts, the plugin's members (ABI 1.12)
+//       against the composition (RAVEL_PLUGIN_COLLECTIVES=1 / 0, alternated in one process) and
+//       one memcpy of 16 MiB; one child process per round (RAVEL_TBB_DEVICES=2)
 //   bench_data_parallel --peer N|memcpy --workload W --size S --warmup W --reps R
 //       a ravel-bench peer (docs/bench.md, "Peers"; configs/bench/data-parallel.json): W is
 //       makemore or mlp (S = the global batch) or all_reduce (S = f32 elements per device), run
@@ -21,6 +25,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <sstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -129,6 +135,49 @@ std::vector<double> memcpy_times(int64_t elems, int warmup, int reps) {
   });
 }
 
+// reduce_scatter and all_gather over n devices, each part 16 MiB of f32, the plugin's path and
+// the composition alternated rep by rep, and memcpy of 16 MiB: "name us" pairs of medians.
+int collectives_child(int n) {
+  constexpr int64_t elems = 4 << 20;
+  Tensor parts = Tensor::rand({n * elems}, 7).shard(mesh_of(n), 0);
+  parts.realize();
+  auto run = [&](const char* setting, bool scatter) {
+    setenv("RAVEL_PLUGIN_COLLECTIVES", setting, 1);
+    const auto t0 = Clock::now();
+    Tensor r = scatter ? ravel::reduce_scatter(parts) : ravel::all_gather(parts);
+    r.realize();
+    for (const Device& d : mesh_of(n)) ravel::synchronize(d);
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  };
+  std::map<std::string, std::vector<double>> t;
+  // memcpy's buffers live across reps, touched before the first (no page faults in its times).
+  std::vector<float> src(static_cast<size_t>(elems), 1.0f), dst(static_cast<size_t>(elems), 0.0f);
+  for (int rep = 0; rep < 11; ++rep) {
+    const bool warm = rep < 2;
+    for (bool scatter : {true, false})
+      for (const char* setting : {"1", "0"}) {
+        const double us = run(setting, scatter);
+        if (!warm) t[std::string(scatter ? "rs_" : "ag_") + (setting[0] == '1' ? "plugin" : "composed")].push_back(us);
+      }
+    // The devices' worker threads spin a while after their work; on 2 cores a memcpy right after
+    // a collective shares its core with them (2.4-2.6 ms against 1.2 alone): let them sleep.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    const auto t0 = Clock::now();
+    std::memcpy(dst.data(), src.data(), src.size() * sizeof(float));
+    asm volatile("" : : "r"(dst.data()) : "memory");
+    if (!warm) t["memcpy"].push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  // And back to back, as the all_reduce row times it: its 32 MiB then stay in this VM's large
+  // L3 (480 MiB here) between reps, and it runs about twice as fast as interleaved.
+  t["memcpy_b2b"] = memcpy_times(elems, 2, 9);
+  for (auto& [name, v] : t) {
+    std::sort(v.begin(), v.end());
+    std::printf("%s %.1f ", name.c_str(), v[v.size() / 2]);
+  }
+  std::printf("\n");
+  return 0;
+}
+
 // One measurement in this process (RAVEL_TBB_DEVICES=n set by the parent): the times in us.
 std::vector<double> measure(const std::string& what, int n, int64_t size, int warmup, int reps) {
   if (what == "makemore") {
@@ -226,6 +275,39 @@ int main(int argc, char** argv) try {
     return 0;
   }
   if (argc > 1 && std::string(argv[1]) == "--peer") return peer(argv[0], argc, argv);
+  if (argc == 3 && std::string(argv[1]) == "--collectives-child") return collectives_child(std::atoi(argv[2]));
+  if (argc >= 2 && std::string(argv[1]) == "--collectives") {
+    // Ratios per round (memcpy time / collective time, both in the same child), then medians.
+    const int rounds = argc > 2 ? std::atoi(argv[2]) : 5;
+    std::map<std::string, std::vector<double>> ratio, us;
+    for (int r = 0; r < rounds; ++r) {
+      std::map<std::string, double> m;
+      std::istringstream in(run_child(argv[0], std::vector<std::string>{"--collectives-child", "2"}, 2));
+      std::string name;
+      double v = 0;
+      while (in >> name >> v) m[name] = v;
+      for (const auto& [k, x] : m) {
+        us[k].push_back(x);
+        if (k.rfind("memcpy", 0) != 0 && x > 0) {
+          ratio[k].push_back(m["memcpy"] / x);
+          ratio[k + " b2b"].push_back(m["memcpy_b2b"] / x);
+        }
+      }
+    }
+    auto med = [](std::vector<double> v, const char* fmt) {
+      std::sort(v.begin(), v.end());
+      char s[96];
+      std::snprintf(s, sizeof s, fmt, v[v.size() / 2], v.front(), v.back());
+      return std::string(s);
+    };
+    std::printf("2 devices, 16 MiB f32 per input part; medians of %d rounds (min-max); ratio = memcpy(16 MiB) time / time,\n"
+                "against memcpy interleaved with the collectives and memcpy back to back (b2b)\n", rounds);
+    for (const auto& [k, v] : us)
+      std::printf("  %-12s %s us%s%s\n", k.c_str(), med(v, "%.0f (%.0f-%.0f)").c_str(),
+                  ratio.count(k) ? (", ratio " + med(ratio[k], "%.2f (%.2f-%.2f)")).c_str() : "",
+                  ratio.count(k + " b2b") ? (", b2b " + med(ratio[k + " b2b"], "%.2f (%.2f-%.2f)")).c_str() : "");
+    return 0;
+  }
   const int rounds = argc > 1 ? std::atoi(argv[1]) : 3;
   const std::vector<int> counts = {1, 2, 4};
   std::map<std::string, std::map<int, std::vector<double>>> t;  // workload -> devices -> us per round

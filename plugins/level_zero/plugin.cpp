@@ -412,6 +412,9 @@ rvl_error* all_reduce(int32_t n, rvl_stream* const* streams, const rvl_buffer* c
                       rvl_buffer* const* outputs, uint64_t count, int32_t dtype, int32_t op) {
   return guard([&] { rvl::l0::run_all_reduce(n, streams, inputs, outputs, count, dtype, op); });
 }
+// ABI 1.12 reduce_scatter / all_gather: not offered (yet); the core composes them (docs/abi.md §20).
+constexpr std::nullptr_t reduce_scatter = nullptr;
+constexpr std::nullptr_t all_gather = nullptr;
 
 // The entry table from the SDK's one list of members (<ravel/plugin_kit.hpp>).
 constexpr rvl_backend_api kTable = RVL_BACKEND_TABLE_OF_FUNCTIONS();

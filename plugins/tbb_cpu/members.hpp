@@ -38,5 +38,10 @@ rvl_error* synchronize(int32_t device);
 // ABI 1.9, collective.cpp (Note [Host all-reduce]).
 rvl_error* all_reduce(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs, rvl_buffer* const* outputs,
                       uint64_t count, int32_t dtype, int32_t op);
+// ABI 1.12, collective.cpp (Note [Host reduce-scatter and all-gather]).
+rvl_error* reduce_scatter(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs,
+                          rvl_buffer* const* outputs, uint64_t count, int32_t dtype, int32_t op);
+rvl_error* all_gather(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs, rvl_buffer* const* outputs,
+                      uint64_t count, int32_t dtype);
 
 }  // namespace tbbcpu

@@ -168,10 +168,11 @@ BOOST_AUTO_TEST_CASE(table_versions_and_members) {
       (void*)a.event_record, (void*)a.event_wait, (void*)a.event_synchronize,
       (void*)a.event_destroy, (void*)a.execute_program, (void*)a.execute_contraction,
       (void*)a.synchronize, (void*)a.buffer_address, (void*)a.buffer_wrap,
-      (void*)a.buffer_copy_peer, (void*)a.all_reduce};  // the optional members of 1.0, 1.2, 1.5 and 1.9 too
+      (void*)a.buffer_copy_peer, (void*)a.all_reduce, (void*)a.reduce_scatter,
+      (void*)a.all_gather};  // the optional members of 1.0, 1.2, 1.5, 1.9 and 1.12 too
   for (const void* m : members) BOOST_TEST(m != nullptr);
-  BOOST_TEST(a.struct_size >= RVL_BACKEND_API_STRUCT_SIZE_1_9);
-  BOOST_TEST(a.abi_minor == 11u);  // built against 1.11: the chains of row reductions came after the row epilogue
+  BOOST_TEST(a.struct_size >= RVL_BACKEND_API_STRUCT_SIZE_1_12);
+  BOOST_TEST(a.abi_minor == 12u);  // built against 1.12: reduce_scatter and all_gather came after the chains
 }
 
 BOOST_AUTO_TEST_CASE(info_and_devices) {

@@ -41,7 +41,10 @@ enum class CollectiveOp : uint8_t { Sum, Max, Min, Prod };
 
 // ---- collectives (each device's part is that device's value) -------------------------------
 // All of them are compositions of copies between devices and ordinary ops (graph nodes, so
-// autodiff, Jit and fusion see them like any other op). A tensor on one device is a mesh of one.
+// autodiff, Jit and fusion see them like any other op), except that all_reduce, reduce_scatter
+// and all_gather over devices of one plugin that runs them itself (ABI 1.9 / 1.12: tbb_cpu) are
+// that plugin's collective from 16 Ki elements per part (RAVEL_PLUGIN_COLLECTIVES; docs/sharding.md),
+// with the same values and derivatives. A tensor on one device is a mesh of one.
 
 // The parts of a tensor split along axis a (equal sizes, else ShapeError) combined elementwise
 // by `op`; the result has the shape of one part and is replicated on every device of the mesh.

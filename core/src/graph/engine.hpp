@@ -55,6 +55,13 @@ class Engine {
   // member, an op or dtype it lacks, RAVEL_PLUGIN_COLLECTIVES); the caller then composes the
   // collective from transfers and ops. `min` turns Max into the minimum.
   virtual std::vector<NodePtr> plugin_all_reduce(const std::vector<NodePtr>& parts, ReduceOp op, bool min) = 0;
+  // Likewise by the plugin's reduce_scatter (ABI 1.12): every part holds n equal chunks in
+  // order (flat), result k, of `out_shape`, is chunk k of every part folded in mesh order.
+  virtual std::vector<NodePtr> plugin_reduce_scatter(const std::vector<NodePtr>& parts, ReduceOp op, bool min,
+                                                     const Shape& out_shape) = 0;
+  // Likewise by the plugin's all_gather (ABI 1.12): every result, of `out_shape`, is the parts
+  // one after another (flat) in mesh order.
+  virtual std::vector<NodePtr> plugin_all_gather(const std::vector<NodePtr>& parts, const Shape& out_shape) = 0;
 };
 
 // The installed engine; InternalError if none is (libravel_core's runtime installs one at load).

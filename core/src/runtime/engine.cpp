@@ -44,6 +44,13 @@ class RuntimeEngine final : public Engine {
   std::vector<NodePtr> plugin_all_reduce(const std::vector<NodePtr>& parts, ReduceOp op, bool min) override {
     return run_plugin_all_reduce(parts, op, min);
   }
+  std::vector<NodePtr> plugin_reduce_scatter(const std::vector<NodePtr>& parts, ReduceOp op, bool min,
+                                             const Shape& out_shape) override {
+    return run_plugin_reduce_scatter(parts, op, min, out_shape);
+  }
+  std::vector<NodePtr> plugin_all_gather(const std::vector<NodePtr>& parts, const Shape& out_shape) override {
+    return run_plugin_all_gather(parts, out_shape);
+  }
   void realize(const std::vector<NodePtr>& targets) override {
     std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
     realize_nodes(Runtime::get(), targets);

@@ -1,5 +1,6 @@
-// All-reduce by the plugin that owns every device of a mesh (ABI 1.9 all_reduce), for the
-// tensor layer's collectives (Engine::plugin_all_reduce, graph/engine.hpp).
+// Collectives run by the plugin that owns every device of a mesh (ABI 1.9 all_reduce, 1.12
+// reduce_scatter and all_gather), for the tensor layer's collectives (Engine::plugin_all_reduce,
+// plugin_reduce_scatter and plugin_all_gather, graph/engine.hpp).
 #pragma once
 
 #include <vector>
@@ -26,9 +27,16 @@ namespace ravel::detail {
 // covered), "1" at every size, unset or "auto" from kPluginAllReduceMinElements per part. Below
 // that a collective is latency, and the composition's small kernels fuse with their neighbours
 // while a host operation is a scheduling barrier (its inputs are realized at the call).
+// reduce_scatter and all_gather (ABI 1.12) take the same path by the same switch and threshold
+// (elements of each input part): Note [Plugin reduce-scatter and all-gather] in
+// tensor/collectives.cpp says what the tensor layer gives them.
 constexpr int64_t kPluginAllReduceMinElements = 16 * 1024;
 
 // Engine::plugin_all_reduce: the realized results, or empty where the path does not apply.
 std::vector<NodePtr> run_plugin_all_reduce(const std::vector<NodePtr>& parts, ReduceOp op, bool min);
+// Engine::plugin_reduce_scatter / plugin_all_gather: likewise; every result has `out_shape`.
+std::vector<NodePtr> run_plugin_reduce_scatter(const std::vector<NodePtr>& parts, ReduceOp op, bool min,
+                                               const Shape& out_shape);
+std::vector<NodePtr> run_plugin_all_gather(const std::vector<NodePtr>& parts, const Shape& out_shape);
 
 }  // namespace ravel::detail

@@ -1,7 +1,7 @@
 // Collectives between the parts of a sharded tensor, and the public sharding API
 // (ravel/sharding.hpp). Every collective is a composition of Transfer nodes and ordinary ops,
-// except an all-reduce that the devices' plugin runs itself (Note [Plugin all-reduce] in
-// runtime/plugin_collective.hpp), reached through the Engine.
+// except an all-reduce, reduce-scatter or all-gather that the devices' plugin runs itself (Note
+// [Plugin all-reduce] in runtime/plugin_collective.hpp), reached through the Engine.
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -96,6 +96,96 @@ std::vector<Tensor> plugin_combine(const std::vector<Tensor>& parts, ReduceOp op
   rule->vjp = [op, min](const std::vector<Tensor>& xs, const Tensor&, const Tensor& g) { return fold_vjp(xs, g, op, min); };
   for (const NodePtr& n : r)
     out.push_back(is_float(parts[0].dtype()) ? with_custom_vjp(Tensor(n), parts, rule) : Tensor(n));
+  return out;
+}
+
+// Note [Plugin reduce-scatter and all-gather]
+// The user's reduce_scatter and all_gather of a tensor split along `axis` go to the plugin's
+// members (ABI 1.12) under Note [Plugin all-reduce]'s switch and threshold when the slices are
+// whole chunks of the flat parts: every axis before `axis` has size 1 and the split is even
+// (the ABI's chunks are equal and contiguous; any other split is the composition's, which
+// slices views). Their results are realized leaves given derivative rules in tensor ops:
+//  - reduce-scatter result k stands for the fold of slice k of every part on device k, so its
+//    rule is fold_vjp over those slices, each gradient padded with zeros back to its part's
+//    shape; summed over the results, each part's gradient is the cotangents of every result
+//    side by side (for a sum: the all-gather of the cotangents, the adjoint NCCL users know);
+//  - all-gather result k is the parts side by side on device k, so part j's gradient from it is
+//    slice j of the cotangent moved to part j's device; summed over the results, that is the
+//    reduce-scatter (sum) of the cotangents.
+// So gradients are those of the composition, to any order, with or without the member.
+
+// Whether slice k of n along `axis` of `shape` is chunk k of the flat tensor, n equal chunks.
+bool flat_chunks(const Shape& shape, int64_t axis, size_t n) {
+  if (axis < 0 || axis >= static_cast<int64_t>(shape.size())) return false;
+  for (int64_t d = 0; d < axis; ++d)
+    if (shape[d] != 1) return false;
+  return shape[axis] % static_cast<int64_t>(n) == 0;
+}
+
+// [b[k], b[k + 1]) along `axis`, everything of the other axes.
+std::vector<std::pair<int64_t, int64_t>> slice_ranges(const Shape& shape, int64_t axis, int64_t lo, int64_t hi) {
+  std::vector<std::pair<int64_t, int64_t>> r;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) r.emplace_back(d == axis ? lo : 0, d == axis ? hi : shape[d]);
+  return r;
+}
+
+std::vector<NodePtr> nodes_of(const std::vector<Tensor>& parts) {
+  std::vector<NodePtr> nodes;
+  for (const auto& p : parts) nodes.push_back(p.node());
+  return nodes;
+}
+
+// The plugin's reduce-scatter of `parts` along `axis` (bounds b), with the fold's derivative;
+// empty where the Engine does not take it.
+std::vector<Tensor> plugin_reduce_scatter(const std::vector<Tensor>& parts, int64_t axis, const std::vector<int64_t>& b,
+                                          ReduceOp op, bool min) {
+  if (!flat_chunks(parts[0].shape(), axis, parts.size())) return {};
+  Shape out_shape = parts[0].shape();
+  out_shape[axis] = b[1] - b[0];
+  std::vector<NodePtr> r = engine().plugin_reduce_scatter(nodes_of(parts), op, min, out_shape);
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < r.size(); ++k) {
+    if (!is_float(parts[0].dtype())) {
+      out.emplace_back(r[k]);
+      continue;
+    }
+    auto rule = std::make_shared<CustomRule>();
+    rule->name = "reduce_scatter";
+    rule->vjp = [op, min, axis, lo = b[k], hi = b[k + 1]](const std::vector<Tensor>& xs, const Tensor&, const Tensor& g) {
+      std::vector<Tensor> slices;
+      for (const auto& x : xs) slices.push_back(x.shrink(slice_ranges(x.shape(), axis, lo, hi)));
+      std::vector<Tensor> grads = fold_vjp(slices, g, op, min);
+      for (size_t j = 0; j < xs.size(); ++j) {
+        std::vector<std::pair<int64_t, int64_t>> widths(xs[j].shape().size(), {0, 0});
+        widths[axis] = {lo, xs[j].shape()[axis] - hi};
+        grads[j] = grads[j].pad(widths);
+      }
+      return grads;
+    };
+    out.push_back(with_custom_vjp(Tensor(r[k]), parts, rule));
+  }
+  return out;
+}
+
+// The plugin's all-gather of `parts` (split along `axis` by bounds b) into `shape` on every
+// device, with the copy's derivative; empty where the Engine does not take it.
+std::vector<Tensor> plugin_all_gather(const std::vector<Tensor>& parts, int64_t axis, const std::vector<int64_t>& b,
+                                      const Shape& shape) {
+  if (!flat_chunks(shape, axis, parts.size())) return {};
+  for (size_t k = 0; k + 1 < b.size(); ++k)
+    if (b[k + 1] - b[k] != b[1] - b[0]) return {};
+  std::vector<NodePtr> r = engine().plugin_all_gather(nodes_of(parts), shape);
+  std::vector<Tensor> out;
+  if (r.empty()) return out;
+  auto rule = std::make_shared<CustomRule>();
+  rule->name = "all_gather";
+  rule->vjp = [axis, b](const std::vector<Tensor>& xs, const Tensor&, const Tensor& g) {
+    std::vector<Tensor> grads;
+    for (size_t j = 0; j < xs.size(); ++j)
+      grads.push_back(g.shrink(slice_ranges(g.shape(), axis, b[j], b[j + 1])).to(xs[j].device()));
+    return grads;
+  };
+  for (const NodePtr& n : r) out.push_back(is_float(parts[0].dtype()) ? with_custom_vjp(Tensor(n), parts, rule) : Tensor(n));
   return out;
 }
 
@@ -231,6 +321,11 @@ Tensor all_reduce(const Tensor& t, CollectiveOp op) {
 
 Tensor all_gather(const Tensor& t) {
   check_defined(t, "all_gather");
+  if (is_multi(t) && t.node()->shard_axis >= 0) {
+    const Layout l = layout_of(t);
+    if (std::vector<Tensor> r = plugin_all_gather(parts_of(t), l.axis, l.bounds, t.shape()); !r.empty())
+      return make_multi(std::move(r), Layout{l.devices, -1, {}});
+  }
   return gathered(t);
 }
 
@@ -242,6 +337,8 @@ Tensor reduce_scatter(const Tensor& t, CollectiveOp op) {
   RAVEL_CHECK(parts[0].ndim() > 0, ShapeError, "reduce_scatter: a scalar cannot be split");
   // Part k of the result: slice k of every device's value, reduced on device k.
   const std::vector<int64_t> b = even_bounds(parts[0].shape()[axis], parts.size());
+  if (std::vector<Tensor> r = plugin_reduce_scatter(parts, axis, b, reduce_of(op), op == CollectiveOp::Min); !r.empty())
+    return make_multi(std::move(r), Layout{l.devices, axis, b});
   std::vector<Tensor> outs;
   for (size_t k = 0; k < parts.size(); ++k) {
     std::vector<std::pair<int64_t, int64_t>> r;

@@ -4,7 +4,7 @@
 // the devices run, every op, sizes 0, 1, odd and past a few blocks; in place; ordered after and
 // before kernels on every device without host synchronisation; bad arguments refused. Every case
 // is skipped, saying why, when the plugin lacks the member or has a single device.
-#include "device_buffers.hpp"
+#include "collective_reference.hpp"
 
 #include <algorithm>
 #include <cstring>

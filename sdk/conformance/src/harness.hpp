@@ -40,6 +40,7 @@ void register_malformed_cases();
 void register_edge_cases();
 void register_peer_cases();  // ABI 1.5 buffer_copy_peer, between devices
 void register_all_reduce_cases();  // ABI 1.9 all_reduce, across devices
+void register_scatter_gather_cases();  // ABI 1.12 reduce_scatter and all_gather
 
 std::string dtype_str(int32_t dtype);
 std::string op_str(int32_t op);

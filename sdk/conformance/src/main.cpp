@@ -56,6 +56,7 @@ void register_all() {
   register_malformed_cases();
   register_peer_cases();
   register_all_reduce_cases();
+  register_scatter_gather_cases();
 }
 
 }  // namespace

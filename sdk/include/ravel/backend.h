@@ -1,4 +1,4 @@
-/* Ravel backend C ABI, version 1.11 (1.1 added rvl_device_properties.arch/warp_size/details and
+/* Ravel backend C ABI, version 1.12 (1.1 added rvl_device_properties.arch/warp_size/details and
  * rvl_probe_result.reason; 1.2 the optional members buffer_address/buffer_wrap; 1.3
  * rvl_device_properties.dlpack_device_type/dlpack_device_id; 1.4 the reduction
  * RVL_REDUCE_LOGSUMEXP and rvl_device_properties.reduce_ops; 1.5 the optional member
@@ -9,7 +9,8 @@
  * a collective over buffers on several devices of one plugin; 1.10 the row epilogue of a
  * reduction, rvl_program.n_epilogue/epilogue/acc_dtype and rvl_device_properties.reduce_epilogue_ops;
  * 1.11 chains of row reductions, rvl_reduce_stage, rvl_program.n_stages/stages and
- * rvl_device_properties.reduce_chain_ops; nothing else changed).
+ * rvl_device_properties.reduce_chain_ops; 1.12 the optional members reduce_scatter and all_gather,
+ * the other two collectives of NCCL over devices of one plugin; nothing else changed).
  *
  * Plain C99. A backend plugin is a shared object that exports exactly one symbol,
  * `rvl_backend_entry`, returning a pointer to a static, append-only table of function pointers
@@ -50,7 +51,7 @@ extern "C" {
 #endif
 
 #define RVL_ABI_MAJOR 1
-#define RVL_ABI_MINOR 11
+#define RVL_ABI_MINOR 12
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_BACKEND_ENTRY_SYMBOL "rvl_backend_entry"
@@ -588,6 +589,34 @@ typedef struct rvl_backend_api {
    * while it runs is returned by the next synchronising call on any of its devices. */
   rvl_error* (*all_reduce)(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs,
                            rvl_buffer* const* outputs, uint64_t count, int32_t dtype, int32_t op);
+
+  /* ---- since 1.12: the other collectives of NCCL (docs/abi.md §20) */
+  /* (optional, since 1.12) Reduce-scatter over n buffers on n distinct devices of this plugin,
+   * NCCL's grouped ncclReduceScatter in one call: every input holds n * count elements, seen as
+   * n chunks of `count`, and output k receives the fold of chunk k: for every i < count, k < n,
+   *   outputs[k][i] = inputs[0][k*count + i] op inputs[1][k*count + i] op ... op inputs[n-1][k*count + i]
+   * combined left to right in that order, with all_reduce's meaning of `op` and `dtype` (halves
+   * round after each step), so output k equals chunk k of all_reduce's result bit for bit.
+   * Elements from byte 0 of each buffer: inputs[k] must hold n * count * size(dtype) bytes,
+   * outputs[k] count * size(dtype); bytes beyond are untouched. inputs[k] and outputs[k] are
+   * buffers of one device, the n devices distinct. No output may be an input or another output
+   * (NCCL's in-place form puts the output at the rank's offset inside the input, which a buffer
+   * handle from byte 0 cannot say): INVALID_ARGUMENT. `streams`, n == 1 (a copy of the input's
+   * first count elements), count == 0, the errors and the ordering are all_reduce's. */
+  rvl_error* (*reduce_scatter)(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs,
+                               rvl_buffer* const* outputs, uint64_t count, int32_t dtype, int32_t op);
+  /* (optional, since 1.12) All-gather over n buffers on n distinct devices of this plugin, NCCL's
+   * grouped ncclAllGather in one call: every input holds `count` elements, and every output
+   * receives the n inputs one after another in device order: for every i < count, j < n, k < n,
+   *   outputs[k][j*count + i] = inputs[j][i]
+   * (a copy: every dtype, bit for bit, NaN payloads included). inputs[k] must hold
+   * count * size(dtype) bytes, outputs[k] n * count * size(dtype); bytes beyond are untouched.
+   * inputs[k] and outputs[k] are buffers of one device, the n devices distinct; no output may be
+   * an input or another output (INVALID_ARGUMENT, as for reduce_scatter). `dtype` only sizes the
+   * elements, but must still be a dtype every device runs (else UNSUPPORTED). `streams`,
+   * n == 1 (a copy), count == 0, the other errors and the ordering are all_reduce's. */
+  rvl_error* (*all_gather)(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs,
+                           rvl_buffer* const* outputs, uint64_t count, int32_t dtype);
 } rvl_backend_api;
 
 /* The combining op of all_reduce (since 1.9). SUM, MAX and PROD have rvl_reduce_op's values. */
@@ -622,6 +651,7 @@ typedef enum rvl_all_reduce_op {
 #define RVL_BACKEND_API_STRUCT_SIZE_1_2 RVL_STRUCT_SIZE(rvl_backend_api, buffer_wrap)
 #define RVL_BACKEND_API_STRUCT_SIZE_1_5 RVL_STRUCT_SIZE(rvl_backend_api, buffer_copy_peer)
 #define RVL_BACKEND_API_STRUCT_SIZE_1_9 RVL_STRUCT_SIZE(rvl_backend_api, all_reduce)
+#define RVL_BACKEND_API_STRUCT_SIZE_1_12 RVL_STRUCT_SIZE(rvl_backend_api, all_gather)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_device_properties, max_rank)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_1 RVL_STRUCT_SIZE(rvl_device_properties, details)
 #define RVL_DEVICE_PROPERTIES_STRUCT_SIZE_1_3 RVL_STRUCT_SIZE(rvl_device_properties, dlpack_device_id)

@@ -113,7 +113,8 @@ class LiveSet {
   X(buffer_allocate) X(buffer_free) X(buffer_size) X(buffer_write) X(buffer_read) X(buffer_copy) \
   X(stream_create) X(stream_destroy) X(stream_synchronize) X(event_record) X(event_wait)         \
   X(event_synchronize) X(event_destroy) X(execute_program) X(execute_contraction) X(synchronize) \
-  X(buffer_address) X(buffer_wrap) X(buffer_copy_peer) X(all_reduce)
+  X(buffer_address) X(buffer_wrap) X(buffer_copy_peer) X(all_reduce)    \
+  X(reduce_scatter) X(all_gather)
 
 // The entry table: version, the helper's error members, and every member Impl defines as a
 // static member function (each a body wrapped in rvl::guard).
