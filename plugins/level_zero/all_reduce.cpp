@@ -20,7 +20,7 @@
 #include "stream.hpp"
 
 #include <ravel/lowering/all_reduce.hpp>
-#include <ravel/validate.hpp>
+#include <ravel/validate_collective.hpp>
 
 #include <memory>
 #include <string>
@@ -77,11 +77,16 @@ void run_all_reduce(int32_t n, rvl_stream* const* streams, const rvl_buffer* con
     if (!registry().initialized) invalid("level_zero: backend not initialized: call initialize() first");
     devices = static_cast<int32_t>(registry().devices.size());
   }
-  const uint64_t bytes = validate::validate_all_reduce(n, devices, inputs, outputs, count, dtype, op,
-                                                       [](const rvl_buffer* b, const char* what) {
-                                                         const rvl_buffer* live = lookup_buffer(b, what);
-                                                         return validate::CollectiveBuffer{live->dev->dev.index, live->size};
-                                                       });
+  const validate::Collective c = validate::validate_collective(
+      validate::CollectiveKind::AllReduce, n, devices, streams, inputs, outputs, count, dtype, op,
+      [](const rvl_buffer* b, const char* what) {
+        const rvl_buffer* live = lookup_buffer(b, what);
+        return validate::CollectiveMemory{static_cast<std::byte*>(live->ptr), live->size, live->dev->dev.index};
+      },
+      [](const rvl_stream* s, int32_t device, const char* what) {
+        (void)resolve_stream(const_cast<rvl_stream*>(s), &device_state(device), what);
+      });
+  const uint64_t bytes = count * c.element_size;
   std::vector<rvl_buffer*> in, out;
   std::vector<rvl_stream*> handles;
   std::vector<rvl_stream*> queues;  // resolved: the default stream for NULL

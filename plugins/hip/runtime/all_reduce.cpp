@@ -27,7 +27,7 @@
 #include "peer.hpp"
 
 #include <ravel/lowering/all_reduce.hpp>
-#include <ravel/validate.hpp>
+#include <ravel/validate_collective.hpp>
 
 #include <memory>
 #include <string>
@@ -110,13 +110,16 @@ struct Scratch {
 void run_all_reduce(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs, rvl_buffer* const* outputs,
                     uint64_t count, int32_t dtype, int32_t op) {
   require_initialized();
-  const uint64_t bytes = validate::validate_all_reduce(
-      n, static_cast<int32_t>(devices().size()), inputs, outputs, count, dtype, op,
+  const validate::Collective c = validate::validate_collective(
+      validate::CollectiveKind::AllReduce, n, static_cast<int32_t>(devices().size()), streams, inputs, outputs, count,
+      dtype, op,
       [](const rvl_buffer* b, const char* what) {
         const rvl_buffer* live = live_buffer(b, what);
-        return validate::CollectiveBuffer{live->device, live->size};
-      });
-  const std::vector<Part> parts = parts_of(n, streams, inputs, outputs);  // checks the streams
+        return validate::CollectiveMemory{static_cast<std::byte*>(live->data), live->size, live->device};
+      },
+      [](const rvl_stream* s, int32_t device, const char* what) { (void)stream_on(live_stream(s, what), device, what); });
+  const uint64_t bytes = count * c.element_size;
+  const std::vector<Part> parts = parts_of(n, streams, inputs, outputs);
   if (count == 0) return;
   if (n == 1) {  // a copy on the device's stream (or nothing, in place)
     if (parts[0].out != parts[0].in) {
