@@ -10,7 +10,27 @@
 // Each instruction is rounded on its own: backends compile without FMA contraction
 // (--fmad=false / -ffp-contract=off / no -cl-mad-enable), so a fused program equals the sequence
 // of its ops.
+//
+// Note [Half storage]
+// f16 and bf16 values live in kernels as their bits in an `unsigned short` (the storage type of
+// both, in HIP C++ and OpenCL C alike), and are converted by the integer routines of the prelude
+// (rvl_f16_to_f32, rvl_f32_to_f16, ..., a transcription of <ravel/half.hpp>'s one generic
+// narrowing), not by the languages' half types:
+//  - bit for bit the SDK's conversions (decision 40): round to nearest even, overflow to
+//    infinity, NaN quiet with its payload's top bits, subnormals kept. The hardware converters
+//    differ at the edges (CUDA's __float2half_rn and AMD's v_cvt_f16_f32 return a canonical NaN;
+//    OpenCL's vstore_half leaves NaN payloads to the implementation, and PoCL's CPU device
+//    rounds through the host's F16C or a software path), and bf16 has no OpenCL C type at all;
+//  - `__half`/`__nv_bfloat16` need hip_fp16.h / cuda_fp16.h, which NVRTC cannot see (generated
+//    kernels include nothing, prelude.cpp) and the CPU emulator's host compiler does not have;
+//    OpenCL's `half` needs cl_khr_fp16 for anything but vload_half/vstore_half;
+//  - arithmetic is f32 anyway (Note [Halves in kernels] in halves.hpp): the rewrite leaves only
+//    LOADs, CASTs and the final store as half operations, so the conversions are the whole cost,
+//    about ten integer operations an element against a memory-bound kernel's loads.
+// A faster path (cvt.rn.f16.f32 on NVIDIA, v_cvt_pkrtz on AMD, with the NaN fixed up) would be
+// a per-target prelude change checked against these routines; not done yet.
 #include <ravel/backend.hpp>
+#include <ravel/half.hpp>
 #include <ravel/lowering/c_source.hpp>
 #include <ravel/lowering/plan.hpp>
 #include <ravel/op_table.hpp>
@@ -23,6 +43,8 @@ namespace rvl::lower::c {
 namespace {
 
 bool is_float(int32_t dt) { return dt == RVL_DTYPE_F32 || dt == RVL_DTYPE_F64; }
+bool is_half(int32_t dt) { return dt == RVL_DTYPE_F16 || dt == RVL_DTYPE_BF16; }
+const char* half_name(int32_t dt) { return dt == RVL_DTYPE_F16 ? "f16" : "bf16"; }
 bool is_bool(int32_t dt) { return dt == RVL_DTYPE_BOOL; }
 std::string v(int32_t j) { return "v" + std::to_string(j); }
 const char* sfx(int32_t dt) { return rvl::dtype_name(dt); }  // helper suffixes: "i32", "f64"
@@ -33,8 +55,15 @@ std::string wrap2(const Dialect& d, int32_t dt, const std::string& a, const char
          utype(d, dt) + ")" + b + ")";
 }
 
-std::string cast_expr(const Dialect& d, int32_t to, int32_t from, const std::string& x) {
+std::string cast_expr(const Dialect& d, int32_t to, int32_t from, std::string x) {
+  if (is_half(from)) {  // widen exactly, then the f32 rules
+    if (to == from) return x;
+    x = std::string("rvl_") + half_name(from) + "_to_f32(" + x + ")";
+    from = RVL_DTYPE_F32;
+  }
   if (to == RVL_DTYPE_BOOL) return "(unsigned char)(" + x + " != 0)";  // NaN != 0: true
+  if (is_half(to))  // one rounding from the source (integers through double where there is one)
+    return std::string("rvl_") + (is_float(from) ? sfx(from) : "int") + "_to_" + half_name(to) + "(" + x + ")";
   if (is_float(from) && !is_float(to))  // truncate toward zero, saturate, NaN -> 0
     return std::string("rvl_f2") + sfx(to) + "_" + sfx(from) + "(" + x + ")";
   return std::string("(") + ctype(d, to) + ")" + x;  // int->int wraps, ->float rounds to nearest
@@ -58,6 +87,9 @@ std::string emit_instruction(const Dialect& d, const SsaInput& in, int32_t j, in
   const std::string a = arity > 0 ? v(I.src[0]) : "";
   const std::string b = arity > 1 ? v(I.src[1]) : "";
   const std::string c = arity > 2 ? v(I.src[2]) : "";
+  if (is_half(dt) && I.op != RVL_OP_LOAD && I.op != RVL_OP_CAST && I.op != RVL_OP_CONST)
+    fail(RVL_STATUS_INTERNAL, std::string("emit_instruction: ") + rvl::op_name(I.op) + " on " + sfx(dt) +
+                                  ": halves are computed in f32 (lower::widen_halves first)");
   switch (static_cast<rvl_op>(I.op)) {
     case RVL_OP_LOAD: return in.load(I.arg);
     case RVL_OP_CONST: return literal(d, dt, I.value);
@@ -120,6 +152,31 @@ $FN float rvl_max_f32(float a, float b) { return a != a ? a : (b != b ? b : (a <
     const F t = TRUNC(x);                                                                      \
     return t <= (F)-9223372036854775808.0 ? ($I64)(-9223372036854775807$LL - 1)                \
          : t >= (F)9223372036854775808.0 ? ($I64)9223372036854775807$LL : ($I64)t;              \
+  }                                                                                            \
+  $FN signed char rvl_f2i8_##N(F x) {                                                          \
+    if (x != x) return 0;                                                                      \
+    const F t = TRUNC(x);                                                                      \
+    return t <= (F)-128 ? (signed char)-128 : t >= (F)127 ? (signed char)127 : (signed char)t;  \
+  }                                                                                            \
+  $FN short rvl_f2i16_##N(F x) {                                                               \
+    if (x != x) return 0;                                                                      \
+    const F t = TRUNC(x);                                                                      \
+    return t <= (F)-32768 ? (short)-32768 : t >= (F)32767 ? (short)32767 : (short)t;            \
+  }                                                                                            \
+  $FN unsigned short rvl_f2u16_##N(F x) {                                                      \
+    if (x != x) return 0;                                                                      \
+    const F t = TRUNC(x);                                                                      \
+    return t <= (F)0 ? (unsigned short)0 : t >= (F)65535 ? (unsigned short)65535 : (unsigned short)t; \
+  }                                                                                            \
+  $FN unsigned rvl_f2u32_##N(F x) {                                                            \
+    if (x != x) return 0;                                                                      \
+    const F t = TRUNC(x);                                                                      \
+    return t <= (F)0 ? 0u : t >= (F)4294967296.0 ? 4294967295u : (unsigned)t;                  \
+  }                                                                                            \
+  $FN $U64 rvl_f2u64_##N(F x) {                                                                \
+    if (x != x) return 0;                                                                      \
+    const F t = TRUNC(x);                                                                      \
+    return t <= (F)0 ? ($U64)0 : t >= (F)18446744073709551616.0 ? ~($U64)0 : ($U64)t;          \
   }
 RVL_F2I_ALL(float, f32, trunc$F)
 // Integer division and remainder: x/0 == x%0 == 0, MIN/-1 == MIN, MIN%-1 == 0.
@@ -132,6 +189,53 @@ $FN unsigned char rvl_idiv_u8(unsigned char a, unsigned char b) { return b == 0 
 $FN unsigned char rvl_mod_u8(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a % b); }
 $FN unsigned char rvl_idiv_bool(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a / b); }
 $FN unsigned char rvl_mod_bool(unsigned char a, unsigned char b) { return b == 0 ? 0 : (unsigned char)(a % b); }
+// The narrow types compute in int (C's promotions): MIN / -1 is 128 or 32768 there, and the cast
+// back wraps it to MIN, as the reference's wrap does; MIN % -1 is 0 in int.
+#define RVL_IDIV_NARROW(T, N)                                                                   \
+  $FN T rvl_idiv_##N(T a, T b) { return b == 0 ? (T)0 : (T)(a / b); }                           \
+  $FN T rvl_mod_##N(T a, T b) { return b == 0 ? (T)0 : (T)(a % b); }
+RVL_IDIV_NARROW(signed char, i8)
+RVL_IDIV_NARROW(short, i16)
+RVL_IDIV_NARROW(unsigned short, u16)
+RVL_IDIV_NARROW(unsigned, u32)
+$NOINLINE $U64 rvl_idiv_u64($U64 a, $U64 b) { return b == 0 ? 0 : a / b; }
+$NOINLINE $U64 rvl_mod_u64($U64 a, $U64 b) { return b == 0 ? 0 : a % b; }
+// f16 / bf16 <-> f32 / f64 (Note [Half storage]): <ravel/half.hpp>'s narrow_float_bits, one
+// generic round-to-nearest-even narrowing of the source's bits X (type U) with SE/SM exponent and
+// mantissa bits into DE/DM ones: overflow to infinity, NaN quiet keeping its payload's top
+// bits, subnormals kept, one rounding from the source (f64 -> f16 never goes through f32).
+#define RVL_NARROW(NAME, U, SE, SM, DE, DM)                                                     \
+  $FN unsigned short NAME(U x) {                                                               \
+    const U one = 1;                                                                           \
+    const U sign = ((x >> (SE + SM)) & one) << (DE + DM);                                      \
+    const U e = (x >> SM) & ((one << SE) - one), m = x & ((one << SM) - one);                  \
+    const U inf = sign | (((one << DE) - one) << DM);                                          \
+    if (e == (one << SE) - one)                                                                \
+      return (unsigned short)(m == 0 ? inf : inf | (one << (DM - 1)) | (m >> (SM - DM)));      \
+    if (e == 0 && m == 0) return (unsigned short)sign;                                         \
+    const U sig = e == 0 ? m : (m | (one << SM));                                              \
+    const int de = (e == 0 ? 1 : (int)e) - ((1 << (SE - 1)) - 1) + ((1 << (DE - 1)) - 1);      \
+    const int shift = (SM - DM) + (de < 1 ? 1 - de : 0);                                       \
+    if (shift >= SM + 2) return (unsigned short)sign;                                          \
+    U q = sig >> shift;                                                                        \
+    const U rem = sig & ((one << shift) - one), tie = one << (shift - 1);                      \
+    if (rem > tie || (rem == tie && (q & one))) ++q;                                           \
+    const U mag = (de >= 1 ? (U)(de - 1) << DM : (U)0) + q;                                    \
+    return (unsigned short)(mag >= (((one << DE) - one) << DM) ? inf : sign | mag);            \
+  }
+RVL_NARROW(rvl_narrow_f16_from_32, unsigned, 8, 23, 5, 10)
+RVL_NARROW(rvl_narrow_bf16_from_32, unsigned, 8, 23, 8, 7)
+$FN unsigned short rvl_f32_to_f16(float x) { return rvl_narrow_f16_from_32($F32BITS(x)); }
+$FN unsigned short rvl_f32_to_bf16(float x) { return rvl_narrow_bf16_from_32($F32BITS(x)); }
+// Widening is exact: a subnormal f16 is m * 2^-24, a normal f32 (no flush to zero can touch it).
+$FN float rvl_f16_to_f32(unsigned short h) {
+  const unsigned sign = ((unsigned)h & 0x8000u) << 16, e = ((unsigned)h >> 10) & 0x1fu, m = (unsigned)h & 0x3ffu;
+  if (e == 0x1fu) return $BITS32(sign | 0x7f800000u | (m << 13));
+  if (e != 0) return $BITS32(sign | ((e + 112u) << 23) | (m << 13));
+  const float v = (float)m * 5.9604644775390625e-8f;
+  return sign ? -v : v;
+}
+$FN float rvl_bf16_to_f32(unsigned short b) { return $BITS32((unsigned)b << 16); }
 // Transcendentals called out of line by long programs: thousands of inlined sin() slow paths
 // take the device compiler minutes.
 $NOINLINE float rvl_ol_sin_f32(float x) { return sin$F(x); }
@@ -166,6 +270,19 @@ $NOINLINE double rvl_ol_log2_f64(double x) { return log2(x); }
 RVL_LSE(double, $BITS64(0x7ff0000000000000$LL), exp, log)
 // Widening (f32 values, f64 result): m and s stay f32, only m + log(s) is formed in f64.
 $FN double rvl_lse_result_wide(float m, float s) { return rvl_lse_result_double((double)m, (double)s); }
+RVL_NARROW(rvl_narrow_f16_from_64, $U64, 11, 52, 5, 10)
+RVL_NARROW(rvl_narrow_bf16_from_64, $U64, 11, 52, 8, 7)
+$FN unsigned short rvl_f64_to_f16(double x) { return rvl_narrow_f16_from_64(($U64)$F64BITS(x)); }
+$FN unsigned short rvl_f64_to_bf16(double x) { return rvl_narrow_bf16_from_64(($U64)$F64BITS(x)); }
+// An integer becomes a half through double, as the reference casts it (exact up to 2^53, so one
+// rounding for every 32-bit and most 64-bit values).
+#define rvl_int_to_f16(x) rvl_f64_to_f16((double)(x))
+#define rvl_int_to_bf16(x) rvl_f64_to_bf16((double)(x))
+$ELSE_FP64
+// No fp64 on this device: through f32, exact for |x| <= 2^24, which covers every integer of 24
+// bits or fewer; wider ones may round twice (docs/dtypes.md).
+#define rvl_int_to_f16(x) rvl_f32_to_f16((float)(x))
+#define rvl_int_to_bf16(x) rvl_f32_to_bf16((float)(x))
 $END_FP64
 )";
 
@@ -174,8 +291,13 @@ $END_FP64
 const char* ctype(const Dialect& d, int32_t dt) {
   switch (dt) {
     case RVL_DTYPE_BOOL: case RVL_DTYPE_U8: return "unsigned char";
+    case RVL_DTYPE_I8: return "signed char";
+    case RVL_DTYPE_I16: return "short";
+    case RVL_DTYPE_U16: case RVL_DTYPE_F16: case RVL_DTYPE_BF16: return "unsigned short";  // Note [Half storage]
     case RVL_DTYPE_I32: return "int";
+    case RVL_DTYPE_U32: return "unsigned";
     case RVL_DTYPE_I64: return d.i64;
+    case RVL_DTYPE_U64: return d.u64;
     case RVL_DTYPE_F32: return "float";
     case RVL_DTYPE_F64: return "double";
     default: fail(RVL_STATUS_INTERNAL, "ctype: dtype " + std::to_string(dt));
@@ -184,8 +306,10 @@ const char* ctype(const Dialect& d, int32_t dt) {
 
 const char* utype(const Dialect& d, int32_t dt) {
   switch (dt) {
-    case RVL_DTYPE_BOOL: case RVL_DTYPE_U8: case RVL_DTYPE_I32: return "unsigned";
-    case RVL_DTYPE_I64: return d.u64;
+    case RVL_DTYPE_BOOL: case RVL_DTYPE_U8: case RVL_DTYPE_I8: case RVL_DTYPE_I16: case RVL_DTYPE_U16:
+    case RVL_DTYPE_I32: case RVL_DTYPE_U32:
+      return "unsigned";
+    case RVL_DTYPE_I64: case RVL_DTYPE_U64: return d.u64;
     default: return ctype(d, dt);
   }
 }
@@ -207,17 +331,33 @@ std::string float_bits_literal(const Dialect& d, int32_t dt, double x) {
 
 std::string literal(const Dialect& d, int32_t dt, const rvl_scalar& value) {
   if (is_float(dt)) return float_bits_literal(d, dt, value.f);
+  if (is_half(dt)) {  // the bits of the nearest half (a half CONST is usually widened first)
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "(unsigned short)0x%04x",
+                  unsigned(dt == RVL_DTYPE_F16 ? rvl::f16_bits_from(value.f) : rvl::bf16_bits_from(value.f)));
+    return buf;
+  }
   const int64_t x = value.i;  // converted like a CAST from I64: modular, bool is x != 0
+  const uint64_t ux = static_cast<uint64_t>(x);
   const std::string i64 = std::string("(") + d.i64 + ")";
   switch (dt) {
     case RVL_DTYPE_BOOL: return x != 0 ? "(unsigned char)1" : "(unsigned char)0";
     case RVL_DTYPE_U8: return "(unsigned char)" + std::to_string(x & 0xff);
+    case RVL_DTYPE_I8: return "(signed char)" + std::to_string(int(static_cast<int8_t>(ux & 0xff)));
+    case RVL_DTYPE_I16: return "(short)" + std::to_string(int(static_cast<int16_t>(ux & 0xffff)));
+    case RVL_DTYPE_U16: return "(unsigned short)" + std::to_string(ux & 0xffff);
+    case RVL_DTYPE_U32: return "(unsigned)" + std::to_string(ux & 0xffffffffu) + "u";
+    case RVL_DTYPE_U64: return std::string("(") + d.u64 + ")" + std::to_string(ux) + "U" + d.i64_suffix;
     case RVL_DTYPE_I32:
       return "(int)" + std::to_string(static_cast<int32_t>(static_cast<uint32_t>(x))) + d.i64_suffix;
     default:  // INT64_MIN has no literal of its own
       return x == INT64_MIN ? i64 + "(-9223372036854775807" + d.i64_suffix + " - 1)"
                             : i64 + std::to_string(x) + d.i64_suffix;
   }
+}
+
+std::string convert(const Dialect& d, int32_t to, int32_t from, const std::string& x) {
+  return to == from ? x : cast_expr(d, to, from, x);
 }
 
 std::string emit_ssa(const Dialect& d, std::string& out, const SsaInput& in, const std::string& indent) {
@@ -232,6 +372,7 @@ std::string emit_ssa(const Dialect& d, std::string& out, const SsaInput& in, con
 
 std::string combine(const Dialect& d, int32_t rop, int32_t dt, const std::string& a,
                     const std::string& b) {
+  if (is_half(dt)) dt = RVL_DTYPE_F32;  // half values are f32 in kernels (Note [Halves in kernels])
   switch (rop) {
     case RVL_REDUCE_SUM:
       if (is_bool(dt)) return "(unsigned char)(" + a + " | " + b + ")";
@@ -253,6 +394,7 @@ std::string identity(const Dialect& d, int32_t rop, int32_t dt) {
 
 std::string multiply_add(const Dialect& d, int32_t dt, const std::string& acc,
                          const std::string& a, const std::string& b) {
+  if (is_half(dt)) dt = RVL_DTYPE_F32;  // widened operands, f32 accumulator
   if (is_float(dt)) return math(d, dt, "fma", a + ", " + b + ", " + acc);
   if (is_bool(dt)) return "(unsigned char)(" + acc + " | (" + a + " & " + b + "))";
   const std::string u = utype(d, dt);
@@ -327,8 +469,11 @@ std::string load(const Dialect& d, const SpaceView& v, const std::string& param,
 std::string helpers(const Dialect& d) {
   const bool opencl = std::strcmp(d.f32_math, "") == 0;
   std::string s = kHelpers;
-  replace_all(s, "$FP64", opencl ? "#ifdef cl_khr_fp64\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable" : "");
-  replace_all(s, "$END_FP64", opencl ? "#endif" : "");
+  replace_all(s, "$FP64", opencl ? "#ifdef cl_khr_fp64\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable" : "#if 1");
+  replace_all(s, "$ELSE_FP64", "#else");
+  replace_all(s, "$END_FP64", "#endif");
+  replace_all(s, "$F32BITS", d.f32_bits);  // before $F
+  replace_all(s, "$F64BITS", d.f64_bits);
   replace_all(s, "$NOINLINE", d.fn_noinline);
   replace_all(s, "$FN", d.fn);
   replace_all(s, "$I64", d.i64);
