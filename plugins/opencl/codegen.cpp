@@ -127,7 +127,9 @@ KernelSource generate_program(const validate::Program& given) {
        (row ? S(kGroup) : "1") + ") {\n";
   b += c::decompose(I, "r", s.axes(true), s.extent, "      ");
   const std::string v = c::emit_ssa(D, b, ssa(p.ins, p.n_ins, load), "      ");
-  std::vector<std::string> one{v};  // one element: (v), or (v, 1) for LOGSUMEXP
+  // One element: (v), or (v, 1) for LOGSUMEXP; a program ending in a CAST to a half yields its
+  // bits, widened again to accumulate in f32.
+  std::vector<std::string> one{A.plan.lse ? v : c::convert(D, cdt, value_dt, v)};
   if (A.plan.lse) one.push_back("(" + A.type() + ")1");
   b += "      " + A.merge(vars, one) + "\n    }\n";
   const std::string store = "out[" + c::address(s.out(), out_idx) + "] = ";

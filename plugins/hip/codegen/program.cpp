@@ -184,7 +184,8 @@ void reduction(KernelSource& k, const validate::Program& p, const Space& s, cons
     return load(s.views[a], "in" + std::to_string(a), idx, s.extent);
   }), "        ");
   // One element is the partial result (v) for SUM/MAX/PROD and (v, 1) for LOGSUMEXP.
-  std::vector<std::string> one{v};
+  // (A program ending in a CAST to a half yields its bits: widened again to accumulate in f32.)
+  std::vector<std::string> one{nv == 2 ? v : c::convert(c::kHip, lower::compute_dtype(p.out.dtype), p.ins[p.n_ins - 1].dtype, v)};
   if (nv == 2) one.push_back("(" + T + ")1");
   b += "        " + A.merge(A.vars, one) + "\n      }\n    }\n";
   if (row) {
