@@ -33,16 +33,6 @@ double rounded(int32_t dt, double x) {
 
 int32_t compute_dtype(int32_t dt) { return is_half(dt) ? int32_t{RVL_DTYPE_F32} : dt; }
 
-bool touches_half(const validate::Program& p) {
-  if (is_half(p.out.dtype) || is_half(p.acc_dtype)) return true;
-  for (const validate::View& v : p.inputs)
-    if (is_half(v.dtype)) return true;
-  if (any_half(p.ins, p.n_ins) || any_half(p.epilogue, p.n_epilogue)) return true;
-  for (const validate::Program::Stage& s : p.stages)
-    if (any_half(s.ins, s.n_ins)) return true;
-  return false;
-}
-
 std::vector<rvl_instruction> widen_halves(const rvl_instruction* ins, int32_t n) {
   std::vector<rvl_instruction> code;
   std::vector<int32_t> at(static_cast<size_t>(n));  // old index -> index of its value in `code`

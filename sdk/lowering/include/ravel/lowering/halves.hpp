@@ -13,8 +13,6 @@ namespace rvl::lower {
 
 // The dtype a value of `dtype` is computed in: f32 for f16 and bf16, itself otherwise.
 int32_t compute_dtype(int32_t dtype);
-// Whether any view or instruction of `p` (its epilogue and stages included) is a half.
-bool touches_half(const validate::Program& p);
 
 // Note [Halves in kernels]
 // The ABI's half arithmetic (docs/dtypes.md, "Half arithmetic"): every op on halves is computed
