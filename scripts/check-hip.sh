@@ -52,17 +52,29 @@ for warp in 32 64; do
   RAVEL_HIP_EMU_WARP=$warp "$conformance" "$emu" ${filter:+--filter "$filter"} --jobs "$jobs" \
     --json "$work/emulated-warp$warp.json" | tail -1 || status=1
 done
-echo "-- two emulated devices (RAVEL_HIP_EMU_DEVICES=2): peer copies both ways, and a slice on device 1"
+echo "-- two emulated devices (RAVEL_HIP_EMU_DEVICES=2): peer copies both ways, the all-reduce, and a slice on device 1"
 RAVEL_HIP_EMU_DEVICES=2 "$conformance" "$emu" --device 1 \
-  --filter '^(peer/|abi/|elementwise/ADD/f32|contractions/f32/17x17x3)' \
+  --filter '^(peer/|abi/|all_reduce/|elementwise/ADD/f32|contractions/f32/17x17x3)' \
   --jobs "$jobs" --json "$work/emulated-two-devices.json" | tail -1 || status=1
+# Every dtype and op ran over two devices above; here the fold of four parts, in place and
+# ordered between kernels (the n-sided barriers), without compiling every dtype's fold again.
+echo "-- four emulated devices: the all-reduce of four parts (Note [HIP all-reduce])"
+RAVEL_HIP_EMU_DEVICES=4 "$conformance" "$emu" --filter '^all_reduce/(in_place|ordered_without_host_synchronisation)' \
+  --jobs "$jobs" --json "$work/emulated-four-devices.json" | tail -1 || status=1
 multi_log="$work/multidevice.log"
-if RAVEL_CONFIG= RAVEL_PLUGIN_PATH= RAVEL_HIP_EMU_DEVICES=2 RAVEL_TEST_BACKEND=hip RAVEL_TEST_DEVICES=2 \
-     RAVEL_TEST_PLUGIN_DIR="$(dirname "$emu")" "$build/bin/hip_multidevice" --report_level=short >"$multi_log" 2>&1; then
-  echo "   hip_multidevice (transfers between hip:0, hip:1 and tbb_cpu:0 through the core): passed"
-else
-  cat "$multi_log"; status=1
-fi
+# Twice: the collectives composed of peer copies and kernels, and through the plugin's
+# all_reduce at every size (RAVEL_PLUGIN_COLLECTIVES=1; the test's parts are below the default
+# threshold).
+for collectives in 0 1; do
+  if RAVEL_PLUGIN_COLLECTIVES=$collectives RAVEL_CONFIG= RAVEL_PLUGIN_PATH= RAVEL_HIP_EMU_DEVICES=2 \
+       RAVEL_TEST_BACKEND=hip RAVEL_TEST_DEVICES=2 RAVEL_TEST_PLUGIN_DIR="$(dirname "$emu")" \
+       "$build/bin/hip_multidevice" --report_level=short >"$multi_log" 2>&1; then
+    echo "   hip_multidevice (transfers between hip:0, hip:1 and tbb_cpu:0 through the core;" \
+         "RAVEL_PLUGIN_COLLECTIVES=$collectives): passed"
+  else
+    cat "$multi_log"; status=1
+  fi
+done
 echo "-- DLPack on the CPU emulator (kDLROCM; as an NVIDIA device, kDLCUDA)"
 dlpack_log="$work/dlpack.log"
 for target in "" "nvidia:sm_90:32"; do

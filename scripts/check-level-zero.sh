@@ -80,9 +80,11 @@ if [ "$skips" -eq 0 ] || [ "$others" -ne 0 ]; then
 fi
 echo "  ($skips cases skipped, all of them f64; optional ABI members and reductions the plugin leaves out, and wrapping device memory, are skipped too)"
 
-say "1d. two devices of one driver (ZECL_DEVICES=2): peer copies both ways, and a slice on device 1"
+say "1d. two devices of one driver (ZECL_DEVICES=2): peer copies both ways, the all-reduce, and a slice on device 1"
 ZECL_DEVICES=2 ZECL_STRICT=1 conformance --device 1 \
-  --filter '^(peer/|abi/|elementwise/ADD/f32|contractions/f32/17x17x3)'
+  --filter '^(peer/|abi/|all_reduce/|elementwise/ADD/f32|contractions/f32/17x17x3)'
+say "1d'. three devices: the all-reduce of three parts, in place and ordered between kernels (Note [Level Zero all-reduce])"
+ZECL_DEVICES=3 ZECL_STRICT=1 conformance --filter '^all_reduce/(in_place|ordered_without_host_synchronisation)'
 
 say "1e. unit tests: codegen, no driver, the test driver itself, mixed placement, DLPack, transfers between devices"
 unit "$B/bin/l0_codegen"
@@ -92,6 +94,10 @@ ZECL_STRICT=1 unit "$B/bin/l0_placement"
 ZECL_NO_FP64=1 unit "$B/bin/l0_placement" --run_test=f64_is_refused_without_fp64
 ZECL_STRICT=1 unit "$B/bin/l0_dlpack"
 ZECL_STRICT=1 ZECL_DEVICES=2 RAVEL_TEST_BACKEND=level_zero RAVEL_TEST_DEVICES=2 unit "$B/bin/l0_multidevice"
+# The same through the plugin's all_reduce at every size (the test's parts are below the
+# default threshold of RAVEL_PLUGIN_COLLECTIVES=auto).
+RAVEL_PLUGIN_COLLECTIVES=1 ZECL_STRICT=1 ZECL_DEVICES=2 RAVEL_TEST_BACKEND=level_zero RAVEL_TEST_DEVICES=2 \
+  unit "$B/bin/l0_multidevice"
 
 say "1f. makemore, 300 steps on every 8th word, on level_zero:0 and on tbb_cpu:0"
 # Every 8th word of the dictionary: the final loss is evaluated over the whole training set, and

@@ -3,7 +3,10 @@
 // autograd, its nn modules and Adam. Prints progress, the test accuracy after every epoch and a
 // confusion matrix, and writes the loss and accuracy curves as SVG files.
 //   fashion_mnist [--epochs N] [--batch N] [--lr X] [--channels C1,C2] [--seed N] [--steps N]
-//                 [--data DIR] [--out DIR]
+//                 [--data DIR] [--out DIR] [--dtype f32|bf16|f16]
+// --dtype bf16/f16 trains in mixed precision (docs/nn.md): f32 master weights, the convolutions
+// and the head in the half dtype under nn::Autocast (batch norm and the loss in f32), and for f16
+// dynamic loss scaling (nn::GradScaler); the test set is evaluated under the same autocast.
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -30,18 +34,21 @@ struct Options {
   double lr = 3e-3;
   uint64_t seed = 42;
   std::string data = "/usr/share/datasets/fashion-mnist", out = ".";
+  std::optional<ravel::DType> half;  // --dtype bf16|f16: the layers' compute dtype (f32: none)
 };
 
 [[noreturn]] void usage(int code) {
   std::puts(
       "usage: fashion_mnist [--epochs N] [--batch N] [--lr X] [--channels C1,C2] [--seed N] [--steps N]\n"
-      "                     [--data DIR] [--out DIR]\n"
+      "                     [--data DIR] [--out DIR] [--dtype f32|bf16|f16]\n"
       "Trains a small CNN (two conv + batch norm + max-pool blocks, a linear head) on Fashion-MNIST\n"
       "with Adam and reports the test accuracy and a confusion matrix.\n"
       "  --steps N   stop after N training steps (0: run every epoch)\n"
       "  --data DIR  the IDX files (train-images-idx3-ubyte.gz, ...; package dataset-fashion-mnist)\n"
+      "  --dtype     the layers' compute dtype: bf16 or f16 train in mixed precision (f32 master\n"
+      "              weights; f16 with dynamic loss scaling)\n"
       "Defaults: --epochs 6 --batch 128 --lr 0.003 --channels 16,32 --seed 42 --steps 0\n"
-      "          --data /usr/share/datasets/fashion-mnist --out .");
+      "          --data /usr/share/datasets/fashion-mnist --out . --dtype f32");
   std::exit(code);
 }
 
@@ -60,6 +67,12 @@ Options parse(int argc, char** argv) {
       else if (a == "--steps") o.steps = std::stoll(v);
       else if (a == "--data") o.data = v;
       else if (a == "--out") o.out = v;
+      else if (a == "--dtype" && (v == "f32" || v == "bf16" || v == "f16"))
+        o.half = v == "f32" ? std::nullopt : std::optional<ravel::DType>(v == "bf16" ? ravel::DType::BF16 : ravel::DType::F16);
+      else if (a == "--dtype") {
+        std::fprintf(stderr, "fashion_mnist: bad value '%s' for --dtype (expected f32, bf16 or f16)\n", v.c_str());
+        usage(2);
+      }
       else if (a == "--channels") {
         const size_t comma = v.find(',');
         if (comma == std::string::npos) throw std::invalid_argument(v);
@@ -108,8 +121,14 @@ struct Evaluation {
   std::vector<int64_t> confusion;  // [true class][predicted class]
 };
 
-Evaluation evaluate(Model& model, const Normalised& x, const std::vector<uint8_t>& y) {
+// The layers' compute dtype for the rest of the scope: none for f32 (docs/nn.md, Mixed precision).
+ravel::nn::Autocast autocast_for(const Options& o) {
+  return ravel::nn::Autocast(o.half.value_or(ravel::DType::BF16), o.half.has_value());
+}
+
+Evaluation evaluate(Model& model, const Normalised& x, const std::vector<uint8_t>& y, const Options& o) {
   ravel::NoGradGuard no_grad;
+  const ravel::nn::Autocast autocast = autocast_for(o);
   model.eval();
   Evaluation e;
   e.confusion.assign(kClasses * kClasses, 0);
@@ -177,11 +196,19 @@ int main(int argc, char** argv) try {
               static_cast<long long>(xtest.count), static_cast<long long>(xtrain.rows),
               static_cast<long long>(xtrain.cols), o.data.c_str(), load_secs);
   std::printf("model: %s (%lld parameters)\n", model.describe().c_str(), static_cast<long long>(model.parameter_count()));
-  std::printf("training %lld steps (%lld epochs of %lld), batch %lld, Adam lr %.3g (cosine decay to 0)\n\n",
+  std::printf("training %lld steps (%lld epochs of %lld), batch %lld, Adam lr %.3g (cosine decay to 0)%s\n\n",
               static_cast<long long>(total), static_cast<long long>(o.epochs), static_cast<long long>(steps_per_epoch),
-              static_cast<long long>(o.batch), o.lr);
+              static_cast<long long>(o.batch), o.lr,
+              !o.half ? ""
+              : *o.half == ravel::DType::BF16 ? "; mixed precision: bf16 layers, f32 weights"
+                                              : "; mixed precision: f16 layers, f32 weights, dynamic loss scaling");
 
   ravel::nn::Adam adam(model.parameters(), o.lr);
+  // Dynamic loss scaling for f16 only (bf16 has f32's exponent range), as torch.amp.GradScaler(
+  // enabled=dtype == float16); disabled, scale() is the loss and step() is adam.step().
+  ravel::nn::GradScaler::Options scaling;
+  scaling.enabled = o.half == ravel::DType::F16;
+  ravel::nn::GradScaler scaler(scaling);
   std::mt19937_64 rng(o.seed);
   std::vector<int64_t> order(xtrain.count);
   std::iota(order.begin(), order.end(), 0);
@@ -205,16 +232,21 @@ int main(int argc, char** argv) try {
       auto [images, labels] = batch_of(xtrain, train.labels, order, first, n);
       // Cosine decay over the whole run (Loshchilov & Hutter 2017): fast early, settled at the end.
       adam.lr = o.lr * 0.5 * (1 + std::cos(M_PI * static_cast<double>(step - 1) / static_cast<double>(total)));
-      Tensor logits = model(images);
-      Tensor loss = ravel::nn::cross_entropy(logits, labels);
+      Tensor logits, loss;
+      {
+        const ravel::nn::Autocast autocast = autocast_for(o);  // --dtype
+        logits = model(images);
+        loss = ravel::nn::cross_entropy(logits, labels);  // f32 under autocast
+      }
       Tensor correct = logits.detach().argmax(1).eq(labels).sum();
       // The accuracy and the batch-norm running statistics in the gradients' pass: realized
       // later, they would run the forward pass again (Note [Lazy running statistics]).
       std::vector<Tensor> also{correct};
       for (Tensor* b : model.buffers()) also.push_back(*b);
       adam.zero_grad();
-      loss.backward({}, also);
-      adam.step();
+      scaler.scale(loss).backward({}, also);
+      scaler.step(adam);
+      scaler.update();
       adam.zero_grad();
       const double l = loss.item<double>(), acc = correct.item<double>() / static_cast<double>(n);
       smooth_loss = step == 1 ? l : 0.98 * smooth_loss + 0.02 * l;
@@ -233,7 +265,7 @@ int main(int argc, char** argv) try {
       }
     }
     const double t0 = elapsed();
-    last = evaluate(model, xtest, test.labels);
+    last = evaluate(model, xtest, test.labels, o);
     eval_secs += elapsed() - t0;
     test_loss.points.emplace_back(step, last.loss);
     test_acc.points.emplace_back(step, 100 * last.accuracy);
@@ -250,6 +282,9 @@ int main(int argc, char** argv) try {
               st.execute_seconds / step * 1e3);
   std::printf("test accuracy: %.2f%% (%lld of %lld)\n", 100 * last.accuracy,
               static_cast<long long>(std::llround(last.accuracy * xtest.count)), static_cast<long long>(xtest.count));
+  if (scaler.is_enabled())
+    std::printf("loss scale at the end: %g (%lld good steps since its last change)\n", scaler.get_scale(),
+                static_cast<long long>(scaler.growth_tracker()));
   print_confusion(last.confusion);
 
   std::filesystem::create_directories(o.out);

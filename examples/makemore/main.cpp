@@ -177,10 +177,6 @@ int main(int argc, char** argv) try {
   // one and nothing below changes (ravel/distributed.hpp).
   const ravel::distributed::World& world = ravel::distributed::init();
   const bool parallel = !world.launcher.empty();
-  if (parallel && o.half == ravel::DType::F16) {  // DataParallelStep has no loss scaling yet
-    std::fprintf(stderr, "makemore: --dtype f16 under a launcher is not supported yet (bf16 is)\n");
-    return 2;
-  }
   if (parallel && o.batch < world.size) {
     std::fprintf(stderr, "makemore: --batch %lld is smaller than the %d ranks\n", static_cast<long long>(o.batch), world.size);
     return 2;
@@ -268,7 +264,8 @@ int main(int argc, char** argv) try {
           const ravel::nn::Autocast autocast = autocast_for(o);
           return ravel::nn::cross_entropy(model(c), t);
         },
-        static_cast<double>(hi - lo) / static_cast<double>(o.batch), o.jit, static_cast<size_t>(o.bucket_kb) * 1024);
+        static_cast<double>(hi - lo) / static_cast<double>(o.batch), o.jit, static_cast<size_t>(o.bucket_kb) * 1024,
+        o.half == ravel::DType::F16);
   ravel::reset_stats();
   for (int64_t step = 1; step <= o.steps; ++step) {
     for (int64_t b = 0; b < o.batch; ++b) {
@@ -311,7 +308,8 @@ int main(int argc, char** argv) try {
   if (o.jit && ddp_step)
     std::printf("jit: %lld steps replayed, %lld captured (the all-reduce inside)\n",
                 static_cast<long long>(ddp_step->replays()), static_cast<long long>(ddp_step->captures()));
-  if (scaler.is_enabled()) std::printf("loss scale at the end: %g\n", scaler.get_scale());
+  if (ddp_step && ddp_step->loss_scaling()) std::printf("loss scale at the end: %g\n", ddp_step->loss_scale());
+  else if (scaler.is_enabled()) std::printf("loss scale at the end: %g\n", scaler.get_scale());
   if (world.rank != 0) return 0;  // the model is the same on every rank: rank 0 evaluates and writes
 
   double train_loss = evaluate(model, train, o.block, o), val_loss = evaluate(model, val, o.block, o);

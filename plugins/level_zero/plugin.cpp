@@ -8,6 +8,7 @@
 #include <cstring>
 #include <string>
 
+#include "all_reduce.hpp"
 #include "device.hpp"
 #include "kernels.hpp"
 #include "peer.hpp"
@@ -406,9 +407,11 @@ rvl_error* synchronize(int32_t device) {
   return guard([&] { synchronize_device(device_state(device)); });
 }
 
-// ABI 1.9 all_reduce: not offered (yet); the core composes its collectives from peer copies
-// and kernels (docs/abi.md §17).
-constexpr std::nullptr_t all_reduce = nullptr;
+// ABI 1.9 (all_reduce.cpp, Note [Level Zero all-reduce]).
+rvl_error* all_reduce(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs,
+                      rvl_buffer* const* outputs, uint64_t count, int32_t dtype, int32_t op) {
+  return guard([&] { rvl::l0::run_all_reduce(n, streams, inputs, outputs, count, dtype, op); });
+}
 
 // The entry table from the SDK's one list of members (<ravel/plugin_kit.hpp>).
 constexpr rvl_backend_api kTable = RVL_BACKEND_TABLE_OF_FUNCTIONS();

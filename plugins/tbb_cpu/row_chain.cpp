@@ -232,7 +232,12 @@ bool run_fused(const Program& p) {
   if (p.inputs.size() + parts.size() > RVL_MAX_INPUTS) return false;
   int64_t R = 0;
   const int64_t rows = row_count(p, &R);
-  if (rows == 0 || R == 0) return false;
+  // One row (every axis reduced): the per-row values are views with stride 0 everywhere, which
+  // an Evaluator whose space stays of rank >= 2 (a permuted or flipped input that does not
+  // collapse) takes for row-invariant loads and copies when its scratch is made, before the
+  // stages have computed them (x.var() of a permuted tensor read its mean as 0). The passes make
+  // each reduction's evaluator after the previous one ran, and split the one row across threads.
+  if (rows <= 1 || R == 0) return false;
   const int32_t base = static_cast<int32_t>(p.inputs.size());
   const int32_t n_stages = static_cast<int32_t>(p.stages.size());
   const int32_t row_hi = base + static_cast<int32_t>(parts.size());

@@ -121,8 +121,9 @@ BOOST_AUTO_TEST_CASE(bad_idx_files_are_refused_with_the_reason) {
   expect_refused([&] { fm::load_split(scratch_dir().string(), "mix", 10); }, "holds 2 images but");
 }
 
-BOOST_AUTO_TEST_CASE(a_few_training_steps_on_a_synthetic_set_run_end_to_end) {
-  const auto dir = scratch_dir() / "synthetic";
+namespace {
+// The synthetic set of the test below in `dir`: bars this distinct that 12 steps learn them.
+void write_synthetic_set(const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   std::vector<uint8_t> train_labels, test_labels;
   for (int i = 0; i < 96; ++i) train_labels.push_back(static_cast<uint8_t>(i % 10));
@@ -131,6 +132,18 @@ BOOST_AUTO_TEST_CASE(a_few_training_steps_on_a_synthetic_set_run_end_to_end) {
   fm::write_idx_labels((dir / "train-labels-idx1-ubyte.gz").string(), train_labels);
   fm::write_idx_images((dir / "t10k-images-idx3-ubyte.gz").string(), synthetic_images(test_labels, 2));
   fm::write_idx_labels((dir / "t10k-labels-idx1-ubyte.gz").string(), test_labels);
+}
+
+// The test accuracy the run's log reports, or -1.
+double reported_accuracy(const std::string& log) {
+  const auto at = log.find("test accuracy: ");
+  return at == std::string::npos ? -1 : std::stod(log.substr(at + 15));
+}
+}  // namespace
+
+BOOST_AUTO_TEST_CASE(a_few_training_steps_on_a_synthetic_set_run_end_to_end) {
+  const auto dir = scratch_dir() / "synthetic";
+  write_synthetic_set(dir);
   const auto out = scratch_dir() / "out", log = scratch_dir() / "log.txt";
   const std::string cmd = std::string(FASHION_MNIST_BIN) + " --data " + dir.string() + " --out " + out.string() +
                           " --epochs 2 --batch 16 --channels 4,8 --lr 0.01 > " + log.string() + " 2>&1";
@@ -144,9 +157,7 @@ BOOST_AUTO_TEST_CASE(a_few_training_steps_on_a_synthetic_set_run_end_to_end) {
   BOOST_TEST(std::filesystem::exists(out / "fashion-mnist-loss.svg"));
   BOOST_TEST(std::filesystem::exists(out / "fashion-mnist-accuracy.svg"));
   // 12 steps on bars this distinct: well above chance (10%).
-  const auto at = text.str().find("test accuracy: ");
-  BOOST_REQUIRE(at != std::string::npos);
-  BOOST_TEST(std::stod(text.str().substr(at + 15)) > 50.0);
+  BOOST_TEST(reported_accuracy(text.str()) > 50.0);
   // A data folder without the files: a clear error and a non-zero exit.
   const std::string bad = std::string(FASHION_MNIST_BIN) + " --data " + (scratch_dir() / "nothing").string() + " > " +
                           log.string() + " 2>&1";
@@ -154,4 +165,36 @@ BOOST_AUTO_TEST_CASE(a_few_training_steps_on_a_synthetic_set_run_end_to_end) {
   std::stringstream err;
   err << std::ifstream(log).rdbuf();
   BOOST_TEST(err.str().find("no such file") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(mixed_precision_runs_learn_the_synthetic_set_too) {
+  // --dtype bf16 and f16 (autocast; f16 with loss scaling): the same 12 steps reach the same
+  // bar as f32 above, and the run says which precision it used. Under the bug of Note
+  // [Comparisons see stored halves] the accuracy read 0% here (argmax of half logits).
+  const auto dir = scratch_dir() / "synthetic-half";
+  write_synthetic_set(dir);
+  for (const char* dtype : {"bf16", "f16"}) {
+    BOOST_TEST_CONTEXT("--dtype " << dtype) {
+      const auto log = scratch_dir() / (std::string("log-") + dtype + ".txt");
+      const std::string cmd = std::string(FASHION_MNIST_BIN) + " --data " + dir.string() + " --out " +
+                              (scratch_dir() / (std::string("out-") + dtype)).string() +
+                              " --epochs 2 --batch 16 --channels 4,8 --lr 0.01 --dtype " + dtype + " > " +
+                              log.string() + " 2>&1";
+      const int rc = std::system(cmd.c_str());
+      std::stringstream text;
+      text << std::ifstream(log).rdbuf();
+      BOOST_TEST_MESSAGE(text.str());
+      BOOST_TEST(rc == 0);
+      BOOST_TEST(text.str().find(std::string("mixed precision: ") + dtype + " layers") != std::string::npos);
+      BOOST_TEST((text.str().find("loss scale at the end") != std::string::npos) == (std::string(dtype) == "f16"));
+      BOOST_TEST(reported_accuracy(text.str()) > 50.0);
+    }
+  }
+  // A bad value is a usage error naming the choices.
+  const auto log = scratch_dir() / "log-bad.txt";
+  const std::string bad = std::string(FASHION_MNIST_BIN) + " --dtype f8 > " + log.string() + " 2>&1";
+  BOOST_TEST(std::system(bad.c_str()) != 0);
+  std::stringstream err;
+  err << std::ifstream(log).rdbuf();
+  BOOST_TEST(err.str().find("bad value 'f8' for --dtype (expected f32, bf16 or f16)") != std::string::npos);
 }

@@ -284,6 +284,62 @@ class AllReduceInstance : public Instance {
   Tensor parts_;
 };
 
+// ---- layer_norm_step: nn::LayerNorm's forward and the gradients of sum(y * r) -----------------
+// (x, weight and bias): what a transformer block's normalisation costs per training step.
+class LayerNormStepInstance : public Instance {
+ public:
+  LayerNormStepInstance(int64_t rows, int64_t cols, const Device& d) : rows_(rows), cols_(cols) {
+    x_ = uniform({rows, cols}, 1, d).contiguous().realize();
+    w_ = (uniform({cols}, 2, d) * 0.5 + 1.0).contiguous().realize();
+    b_ = uniform({cols}, 3, d).contiguous().realize();
+    r_ = uniform({rows, cols}, 4, d).contiguous().realize();
+  }
+  void run() override { realize(step()); }
+  std::string check() override {
+    std::vector<Tensor> out = step();
+    realize(out);
+    const auto y = out[0].to_vector<float>(), gx = out[1].to_vector<float>(), gb = out[3].to_vector<float>();
+    const auto x = to_double(x_), w = to_double(w_), b = to_double(b_), r = to_double(r_);
+    // Per sampled row, in double: y = xhat * w + b, dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = r * w.
+    for (int64_t i = 0; i < rows_; i += std::max<int64_t>(1, rows_ / 16)) {
+      double mean = 0, var = 0, mg = 0, mgx = 0;
+      for (int64_t j = 0; j < cols_; ++j) mean += x[i * cols_ + j];
+      mean /= double(cols_);
+      for (int64_t j = 0; j < cols_; ++j) var += (x[i * cols_ + j] - mean) * (x[i * cols_ + j] - mean);
+      const double rstd = 1 / std::sqrt(var / double(cols_) + 1e-5);
+      for (int64_t j = 0; j < cols_; ++j) {
+        const double xh = (x[i * cols_ + j] - mean) * rstd, g = r[i * cols_ + j] * w[j];
+        mg += g / double(cols_), mgx += g * xh / double(cols_);
+      }
+      std::vector<float> got_y(y.begin() + i * cols_, y.begin() + (i + 1) * cols_),
+          got_dx(gx.begin() + i * cols_, gx.begin() + (i + 1) * cols_);
+      std::vector<double> want_y(static_cast<size_t>(cols_)), want_dx(static_cast<size_t>(cols_));
+      for (int64_t j = 0; j < cols_; ++j) {
+        const double xh = (x[i * cols_ + j] - mean) * rstd, g = r[i * cols_ + j] * w[j];
+        want_y[j] = xh * w[j] + b[j];
+        want_dx[j] = rstd * (g - mg - xh * mgx);
+      }
+      if (std::string e = compare("y", got_y, want_y, 1e-4, 1e-4); !e.empty()) return e;
+      if (std::string e = compare("dx", got_dx, want_dx, 1e-4, 1e-3); !e.empty()) return e;
+    }
+    std::vector<double> want_b(size_t(cols_), 0.0);
+    for (int64_t i = 0; i < rows_; ++i)
+      for (int64_t j = 0; j < cols_; ++j) want_b[j] += r[i * cols_ + j];
+    return compare("dbias", gb, want_b, 1e-3, 1e-4);
+  }
+
+ private:
+  std::vector<Tensor> step() {
+    // nn::LayerNorm's graph (core/src/nn/modules.cpp).
+    Tensor centered = x_ - x_.mean(-1, true);
+    Tensor y = centered * (centered.square().mean(-1, true) + 1e-5).sqrt().recip() * w_ + b_;
+    std::vector<Tensor> g = gradients((y * r_).sum(), {x_, w_, b_});
+    return {y, g[0], g[1], g[2]};
+  }
+  int64_t rows_, cols_;
+  Tensor x_, w_, b_, r_;
+};
+
 }  // namespace
 
 const std::vector<WorkloadInfo>& workload_catalog() {
@@ -294,6 +350,12 @@ const std::vector<WorkloadInfo>& workload_catalog() {
       {"softmax", "softmax along the rows of an f32 [rows, cols] matrix", 2, "rows, cols", {{1024, 1024}}, false, ""},
       {"log_softmax", "log_softmax along the rows of an f32 [rows, cols] matrix", 2, "rows, cols", {{1024, 1024}}, false,
        ""},
+      {"layer_norm", "nn::LayerNorm's forward along the rows of an f32 [rows, cols] matrix, eps 1e-5, with a weight "
+                     "and a bias of [cols] (one kernel under full on a device that runs chains of row reductions)",
+       2, "rows, cols", {{4096, 4096}}, false, ""},
+      {"layer_norm_step", "layer_norm's forward and the gradients of sum(y * r) for x, the weight and the bias (f32 "
+                          "[rows, cols]): the normalisation's share of a training step", 2, "rows, cols",
+       {{4096, 1024}}, false, ""},
       {"sum_axis0", "x.sum(0) of an f32 [rows, cols] matrix (down the columns)", 2, "rows, cols", {{2048, 2048}}, false, ""},
       {"sum_axis1", "x.sum(1) of an f32 [rows, cols] matrix (along the rows)", 2, "rows, cols", {{2048, 2048}}, false, ""},
       {"transpose", "x.transpose().contiguous(): a copy of an f32 [rows, cols] matrix into [cols, rows]", 2,
@@ -359,6 +421,8 @@ Work work_of(const std::string& full_name, const Size& s) {
   if (name == "matmul") return {2 * d(0) * d(1) * d(2), 4 * (d(0) * d(1) + d(1) * d(2) + d(0) * d(2))};
   if (name == "elementwise") return {3 * d(0), 16 * d(0)};
   if (name == "softmax" || name == "log_softmax") return {5 * d(0) * d(1), 8 * d(0) * d(1)};
+  if (name == "layer_norm") return {8 * d(0) * d(1), 8 * d(0) * d(1) + 8 * d(1)};
+  if (name == "layer_norm_step") return {30 * d(0) * d(1), 20 * d(0) * d(1) + 16 * d(1)};
   if (name == "sum_axis0") return {d(0) * d(1), 4 * d(0) * d(1) + 4 * d(1)};
   if (name == "sum_axis1") return {d(0) * d(1), 4 * d(0) * d(1) + 4 * d(0)};
   if (name == "transpose") return {0, 8 * d(0) * d(1)};
@@ -463,6 +527,25 @@ std::unique_ptr<Instance> make_instance(const std::string& full_name, const Size
           return in[0][e] - mx - std::log(sum);
         }),
         1e-6, 1e-4, size_t(r * c), 65536);
+  if (name == "layer_norm_step") return std::make_unique<LayerNormStepInstance>(r, c, dev);
+  if (name == "layer_norm")
+    return std::make_unique<ExprInstance>(
+        std::vector<Tensor>{uniform({r, c}, 1, dev), uniform({c}, 2, dev), uniform({c}, 3, dev)},
+        [](const std::vector<Tensor>& t) {
+          // nn::LayerNorm's graph (core/src/nn/modules.cpp) on these inputs.
+          Tensor centered = t[0] - t[0].mean(-1, true);
+          return centered * (centered.square().mean(-1, true) + 1e-5).sqrt().recip() * t[1] + t[2];
+        },
+        elementwise_naive([c](const V& in, size_t e) {
+          size_t row = e / size_t(c);
+          double mean = 0, var = 0;
+          for (int64_t j = 0; j < c; ++j) mean += in[0][row * c + j];
+          mean /= double(c);
+          for (int64_t j = 0; j < c; ++j) var += (in[0][row * c + j] - mean) * (in[0][row * c + j] - mean);
+          const size_t j = e % size_t(c);
+          return (in[0][e] - mean) / std::sqrt(var / double(c) + 1e-5) * in[1][j] + in[2][j];
+        }),
+        1e-5, 1e-4, size_t(r * c), 65536);
   if (name == "sum_axis0" || name == "sum_axis1") {
     bool rows = name == "sum_axis1";
     return std::make_unique<ExprInstance>(

@@ -90,6 +90,12 @@ double launch_kernel(const CachedKernel& ck, const BufferOf& buffer_of, DeviceBu
     p.inputs = ins;
     p.instructions = ck.instructions.data();
     if (!ck.epilogue.empty()) p.epilogue = ck.epilogue.data();  // ABI 1.10 (n_epilogue is set)
+    rvl_reduce_stage stages[RVL_MAX_REDUCE_STAGES];  // ABI 1.11 (n_stages is set)
+    for (size_t s = 0; s < ck.stages.size() && s < RVL_MAX_REDUCE_STAGES; ++s) {
+      stages[s] = ck.stages[s];
+      stages[s].instructions = ck.stage_code[s].data();
+    }
+    if (!ck.stages.empty()) p.stages = stages;
     p.output.buffer = out.handle();
     const auto t0 = Clock::now();
     plugin.check(plugin.api().execute_program(out.device(), nullptr, &p), "kernel program");

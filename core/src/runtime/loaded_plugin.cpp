@@ -170,6 +170,9 @@ void LoadedPlugin::start() {
     // ABI 1.10 (row epilogues): 0 (every older plugin) is none; only reductions it has count.
     if (RVL_HAS_MEMBER(&props, rvl_device_properties, reduce_epilogue_ops))
       caps_[d].reduce_epilogue_ops = props.reduce_epilogue_ops & caps_[d].reduce_ops;
+    // ABI 1.11 (chains of row reductions): likewise.
+    if (RVL_HAS_MEMBER(&props, rvl_device_properties, reduce_chain_ops))
+      caps_[d].reduce_chain_ops = props.reduce_chain_ops & caps_[d].reduce_ops;
   }
 }
 

@@ -73,6 +73,7 @@ class LoadedPlugin {
     uint32_t dtypes = (1u << RVL_DTYPE_COUNT_) - 1u;
     int32_t contraction_axes = 1;                // rvl_device_properties.contraction_axes (1.8 im2col), >= 1
     uint32_t reduce_epilogue_ops = 0;            // rvl_device_properties.reduce_epilogue_ops (1.10), within reduce_ops
+    uint32_t reduce_chain_ops = 0;               // rvl_device_properties.reduce_chain_ops (1.11), within reduce_ops
   };
   // The capabilities of `device` (0 .. device_count() - 1; others get the defaults).
   const DeviceCaps& caps(int32_t device) const;

@@ -129,6 +129,10 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets, const
     req.reduce_epilogue_ops = [&rt](const Device& d) {
       return rt.plugin_for(d)->caps(d.index()).reduce_epilogue_ops & device_op_set(rt, d).reduce;
     };
+    // ABI 1.11: likewise the reductions it takes in a chain (Note [Row chains in the planner]).
+    req.reduce_chain_ops = [&rt](const Device& d) {
+      return rt.plugin_for(d)->caps(d.index()).reduce_chain_ops & device_op_set(rt, d).reduce;
+    };
     Schedule s = make_schedule(order, roots, keep, req);
     stats.cache_hits = s.cache == Schedule::Cache::Hit;
     stats.cache_misses = s.cache == Schedule::Cache::Miss;

@@ -216,7 +216,8 @@ void inline_by_kernel_count(const std::vector<NodePtr>& order, const std::unorde
 
 KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
                         const FusionOptions& opt, int device_has_contraction,
-                        const std::vector<std::pair<Device, uint32_t>>& row_epilogue_ops) {
+                        const std::vector<std::pair<Device, uint32_t>>& row_epilogue_ops,
+                        const std::vector<std::pair<Device, uint32_t>>& row_chain_ops) {
   KernelPlan plan;
   std::unordered_map<const Node*, Use> uses;
   for (const auto& k : order)
@@ -231,9 +232,12 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
 
   std::unordered_set<const Node*>& absorbed = plan.absorbed;
   std::unordered_set<const Node*> operands;
+  // Note [Row reductions are no contractions]
+  std::unordered_set<const Node*> row_pattern;
+  if (opt.policy >= FusionPolicy::Full) row_pattern = row_pattern_reductions(order, row_epilogue_ops, row_chain_ops);
   if (opt.policy >= FusionPolicy::Reduce && device_has_contraction)
     for (const auto& k : order) {
-      if (k->kind != NodeKind::Reduce) continue;
+      if (k->kind != NodeKind::Reduce || row_pattern.count(k.get())) continue;
       auto c = match_contraction(*k, device_has_contraction);
       const Node* mul = k->srcs[0].get();
       if (!c || uses[mul].count != 1 || keep.count(mul)) continue;
@@ -283,6 +287,7 @@ KernelPlan plan_kernels(const std::vector<NodePtr>& order, const std::unordered_
 
   inline_by_kernel_count(order, keep, absorbed, operands, uses, cost, opt, plan);
   if (opt.policy >= FusionPolicy::Full) plan_epilogues(order, keep, uses, plan);
+  if (opt.policy >= FusionPolicy::Full) plan_row_chains(order, keep, opt, row_epilogue_ops, row_chain_ops, plan);
   if (opt.policy >= FusionPolicy::Full) plan_row_epilogues(order, keep, opt, row_epilogue_ops, plan);
 
   for (const auto& k : order) {

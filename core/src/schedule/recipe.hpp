@@ -36,6 +36,10 @@ struct CachedKernel {
   std::vector<int32_t> input_nodes;
   std::vector<rvl_instruction> instructions;
   std::vector<rvl_instruction> epilogue;  // a reduction's row epilogue (ABI 1.10); program.n_epilogue
+  // A chain's earlier reductions (ABI 1.11), their instruction pointers re-aimed at every run
+  // at stage_code; program.n_stages.
+  std::vector<rvl_reduce_stage> stages;
+  std::vector<std::vector<rvl_instruction>> stage_code;
   std::vector<int32_t> reads;  // local nodes whose buffers this kernel reads (freeing temporaries)
   int64_t bytes_read = 0;
   std::string detail;  // RAVEL_DEBUG text
@@ -60,6 +64,7 @@ using DeviceMasks = std::vector<std::pair<Device, uint32_t>>;
 // an op a device lacks that has no decomposition.
 std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, const std::unordered_set<const Node*>& keep,
                                           const GraphKey& g, const FusionOptions& options, int has_contraction,
-                                          bool describe, const DeviceOps& ops = {}, const DeviceMasks& epilogues = {});
+                                          bool describe, const DeviceOps& ops = {}, const DeviceMasks& epilogues = {},
+                                          const DeviceMasks& chains = {});
 
 }  // namespace ravel::detail

@@ -94,6 +94,7 @@ void plan_row_epilogues(const std::vector<NodePtr>& order, const std::unordered_
   for (const auto& [e, reads] : kernels) {
     // (An absorbed product runs as its contraction: Note [Absorbed products are no epilogue].)
     if (e->kind != NodeKind::Alu || plan.epilogues.count(e) || plan.absorbed.count(e)) continue;
+    if (plan.row_chains.count(e) || plan.fused_reductions.count(e)) continue;  // in a chain (row_chain.cpp)
     for (const auto& [r, ok] : reads) {
       if (!ok || readers[r] != 1 || keep.count(r) || plan.contractions.count(r) || r->device != e->device) continue;
       if (plan.fused_reductions.count(r) || e->shape != r->srcs[0]->shape) continue;

@@ -41,7 +41,7 @@ Schedule schedule_unchecked(const std::vector<NodePtr>& order, const std::vector
   // The lowered kernels depend on each device's op mask (ops it lacks are decomposed), which
   // RAVEL_MASK_OPS or a plugin reloaded by Runtime::reset may change: it is part of the key.
   DeviceOps ops;
-  DeviceMasks epilogues;
+  DeviceMasks epilogues, chains;
   for (const auto& n : order) {
     if (std::any_of(ops.begin(), ops.end(), [&](const auto& o) { return o.first == n->device; })) continue;
     const uint64_t mask = req.device_ops ? req.device_ops(n->device) : RVL_OPS_ALL;
@@ -51,13 +51,16 @@ Schedule schedule_unchecked(const std::vector<NodePtr>& order, const std::vector
     const uint32_t epi = req.reduce_epilogue_ops ? req.reduce_epilogue_ops(n->device) : 0u;
     if (epi) epilogues.emplace_back(n->device, epi);
     s.graph.key.append(reinterpret_cast<const char*>(&epi), sizeof epi);
+    const uint32_t chain = req.reduce_chain_ops ? req.reduce_chain_ops(n->device) : 0u;  // ABI 1.11
+    if (chain) chains.emplace_back(n->device, chain);
+    s.graph.key.append(reinterpret_cast<const char*>(&chain), sizeof chain);
   }
   if (req.use_cache) s.recipe = kernel_cache_find(s.graph.key);
   if (s.recipe) {
     s.cache = Schedule::Cache::Hit;
     return s;
   }
-  s.recipe = make_recipe(order, keep, s.graph, req.fusion, contraction, req.describe, ops, epilogues);
+  s.recipe = make_recipe(order, keep, s.graph, req.fusion, contraction, req.describe, ops, epilogues, chains);
   if (req.use_cache) {
     s.cache = Schedule::Cache::Miss;
     kernel_cache_insert(s.graph.key, s.recipe, req.fusion);

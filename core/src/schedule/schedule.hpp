@@ -34,6 +34,9 @@ struct ScheduleRequest {
   // The reductions a device runs with a row epilogue (ABI 1.10, Note [Row epilogue fusion]);
   // unset: none.
   std::function<uint32_t(const Device&)> reduce_epilogue_ops;
+  // The reductions a device runs in a chain (ABI 1.11, Note [Row chains in the planner]); unset:
+  // none.
+  std::function<uint32_t(const Device&)> reduce_chain_ops;
 };
 
 struct Schedule {

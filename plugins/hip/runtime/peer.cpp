@@ -17,10 +17,7 @@
 
 namespace rvl::hip {
 
-namespace {
-
-// Records an event on `s` (of `device`) and makes `waiter` (of `waiter_device`) wait for it.
-void order(int32_t device, hipStream_t s, int32_t waiter_device, hipStream_t waiter, const char* what) {
+void order_streams(int32_t device, hipStream_t s, int32_t waiter_device, hipStream_t waiter, const char* what) {
   use_device(device);
   hipEvent_t e = nullptr;
   check(hipEventCreateWithFlags(&e, hipEventDisableTiming), std::string(what) + ": hipEventCreate");
@@ -30,10 +27,8 @@ void order(int32_t device, hipStream_t s, int32_t waiter_device, hipStream_t wai
     r = hipStreamWaitEvent(waiter, e, 0);
   }
   (void)hipEventDestroy(e);
-  check(r, std::string(what) + ": ordering the copy between the devices' streams");
+  check(r, std::string(what) + ": ordering the work of two devices' streams");
 }
-
-}  // namespace
 
 void copy_peer(rvl_stream* src_stream, const rvl_buffer* src, uint64_t so, rvl_stream* dst_stream, rvl_buffer* dst,
                uint64_t dof, uint64_t n) {
@@ -51,12 +46,12 @@ void copy_peer(rvl_stream* src_stream, const rvl_buffer* src, uint64_t so, rvl_s
   const char* from = static_cast<const char*>(s->data) + so;
   char* to = static_cast<char*>(d->data) + dof;
   const bool one_queue = s->device == d->device && ss == ds;
-  if (!one_queue) order(s->device, ss, d->device, ds, "buffer_copy_peer");
+  if (!one_queue) order_streams(s->device, ss, d->device, ds, "buffer_copy_peer");
   use_device(d->device);
   check(s->device == d->device ? hipMemcpyAsync(to, from, n, hipMemcpyDeviceToDevice, ds)
                                : hipMemcpyPeerAsync(to, d->device, from, s->device, n, ds),
         "buffer_copy_peer: hip:" + std::to_string(s->device) + " -> hip:" + std::to_string(d->device));
-  if (!one_queue) order(d->device, ds, s->device, ss, "buffer_copy_peer");
+  if (!one_queue) order_streams(d->device, ds, s->device, ss, "buffer_copy_peer");
   remember_stream(s, ss_handle);
   remember_stream(d, ds_handle);
 }

@@ -4,6 +4,7 @@
 // Execution model (docs/hip.md): buffers are device memory from the caching allocator; writes
 // are staged through pinned memory and queued; kernels are queued on the stream (NULL = the
 // device's legacy default stream); only buffer_read and the synchronize members wait.
+#include "all_reduce.hpp"
 #include "allocator.hpp"
 #include "device.hpp"
 #include "execute.hpp"
@@ -378,9 +379,11 @@ rvl_error* synchronize(int32_t d) {
   });
 }
 
-// ABI 1.9 all_reduce: not offered (yet); the core composes its collectives from peer copies
-// and kernels (docs/abi.md §17).
-constexpr std::nullptr_t all_reduce = nullptr;
+// ABI 1.9 (all_reduce.cpp, Note [HIP all-reduce]).
+rvl_error* all_reduce(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs,
+                      rvl_buffer* const* outputs, uint64_t count, int32_t dtype, int32_t op) {
+  return guard([&] { run_all_reduce(n, streams, inputs, outputs, count, dtype, op); });
+}
 
 // Filled from the SDK's one list of members (<ravel/plugin_kit.hpp>).
 constexpr rvl_backend_api kTable = RVL_BACKEND_TABLE_OF_FUNCTIONS();

@@ -59,6 +59,20 @@ void register_fused_cases() {
                     ins(RVL_OP_WHERE, F, 10, 9, 0), ins(RVL_OP_EXP2, F, 11)},
                    threshold(Accuracy::Accumulation, F)).run(m);
   });
+  // A CAST of a computed half to its own dtype rounds (docs/dtypes.md, "Half arithmetic": a
+  // half op computes in f32 and rounds where a value is stored or cast; the core relies on it,
+  // Note [Comparisons see stored halves]): y = x * (1/3) keeps f32 precision, y - cast(y) is
+  // the rounding residual, nonzero almost everywhere, and exactly 0 on a device whose cast to
+  // the same dtype does nothing. The residual is then compared with 0 (CMPNE) and selected.
+  for (int32_t dt : {RVL_DTYPE_F16, RVL_DTYPE_BF16})
+    add_case("fused", "half_cast_rounds/" + dtype_str(dt), [shape, n, dt](Measure& m) {
+      const int32_t B = RVL_DTYPE_BOOL;
+      simple_program(shape, {{make_data(dt, n, 21), contiguous(shape)}},
+                     {load(dt, 0), const_f(dt, 1.0 / 3.0), ins(RVL_OP_MUL, dt, 0, 1), ins(RVL_OP_CAST, dt, 2),
+                      ins(RVL_OP_NEG, dt, 3), ins(RVL_OP_ADD, dt, 2, 4), const_f(dt, 0.0), ins(RVL_OP_CMPNE, B, 5, 6),
+                      const_f(dt, 1024.0), ins(RVL_OP_MUL, dt, 5, 8), ins(RVL_OP_WHERE, dt, 7, 9, 6)},
+                     threshold(Accuracy::Rounding, dt)).run(m);
+    });
   // A DAG: one loaded value feeds many instructions (x*x + x*y + sqrt(|x|) ...).
   add_case("fused", "dag_reuse", [shape, n](Measure& m) {
     const int32_t F = RVL_DTYPE_F64;

@@ -353,6 +353,14 @@ void register_row_chain_cases() {
       pc.out_view = view_of({6, 37}, {40, 1}, 3);
       return pc;
     });
+    // One row (every axis reduced) read through a permutation: a space that does not collapse
+    // to one axis, whose per-row values have stride 0 everywhere (tbb_cpu once took them for
+    // row-invariant inputs and read the stage's value as 0).
+    add("layer_norm/" + d + "/every_axis_permuted", [=] {
+      ProgramCase pc = layer_norm({3, 4, 5}, 7u, dt, make_data(dt, 60, 83, Data::Mixed));
+      pc.inputs[0].view = view_of({3, 4, 5}, {1, 3, 12});
+      return pc;
+    });
     add("layer_norm/" + d + "/empty_rows", [=] {
       ProgramCase pc = layer_norm({3, 0}, 2u, dt, make_data(dt, 0, 1));
       pc.out = make_data(dt, 1, 5, Data::Small);

@@ -107,4 +107,22 @@ Program validate_program(const rvl_program* p, const BufferLookup& lookup, uint3
 Contraction validate_contraction(const rvl_contraction* c, const BufferLookup& lookup,
                                  uint32_t dtypes = RVL_DTYPES_1_0);
 
+// ---- all_reduce (ABI 1.9) ---------------------------------------------------------------------
+// What a plugin tells the validator about one of its buffers: its device and size in bytes.
+// Throws (INVALID_ARGUMENT naming `what`) for a handle the plugin does not know or NULL.
+struct CollectiveBuffer {
+  int32_t device = 0;
+  uint64_t size = 0;
+};
+using CollectiveLookup = std::function<CollectiveBuffer(const rvl_buffer* b, const char* what)>;
+// The checks of backend.h's all_reduce contract that do not depend on the plugin: n in
+// [1, device_count], the arrays, op, dtype, count * size without overflow, every buffer known
+// (lookup), outputs[k] on inputs[k]'s device, n distinct devices, every buffer large enough,
+// no output aliasing another output or another part's input. Throws rvl::Error
+// (INVALID_ARGUMENT) before anything runs; returns the bytes of one part. Streams are the
+// plugin's to check.
+uint64_t validate_all_reduce(int32_t n, int32_t device_count, const rvl_buffer* const* inputs,
+                             rvl_buffer* const* outputs, uint64_t count, int32_t dtype, int32_t op,
+                             const CollectiveLookup& lookup);
+
 }  // namespace rvl::validate
