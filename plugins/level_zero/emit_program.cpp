@@ -63,13 +63,13 @@ Words emit_program(const ProgramSig& sig) {
   for (int d = 0; d < sig.reduced; ++d) red_ext.push_back(e.meta(meta.extent(sig.kept + d)));
   ViewIndexer vi{e, sig, meta};
 
-  // The program at one point of the space, given the inputs' partial addresses over the kept
-  // axes and the reduced axes' indices.
-  // Elementwise: the output's dtype; a reduction: what it accumulates (f32 for halves; LOGSUMEXP:
-  // the values' own dtype, lower::accumulator).
+  // The value the program yields: elementwise, the output's dtype; a reduction, what it
+  // accumulates (f32 for halves; LOGSUMEXP: the values' own dtype, lower::accumulator).
   const int32_t value_dt = !reduce ? sig.out_dtype
                            : sig.reduce_op == RVL_REDUCE_LOGSUMEXP ? sig.ins.back().dtype
                                                                    : lower::compute_dtype(sig.out_dtype);
+  // The program at one point of the space, given the inputs' partial addresses over the kept
+  // axes and the reduced axes' indices.
   auto eval_at = [&](const std::vector<ViewIndexer::Partial>& kept,
                      const std::vector<Id>& red_idx) {
     std::vector<ViewIndexer::Partial> full(sig.inputs.size());
