@@ -45,7 +45,7 @@ for target in ${RAVEL_HIP_CHECK_TARGETS:-amd:gfx90a:64 amd:gfx1030:32}; do
 done
 
 echo "-- conformance on the CPU emulator"
-filter='^(abi/|layouts/|edges/(IDIV|MOD)/i32|edges/CAST/f32->u8|exact_reductions/(SUM|MAX)/(i32|f32)/16x128x128|views/(input_(contiguous|padding|flip_both|gapped|all_padding)|output_(gapped|reversed)|rank_(0|3|8)|empty|long)|elementwise/(ADD|MAX|IDIV|MOD|CAST)/(i32|u8|f32)|nan_inf/(MAX|CAST)/f32|integer_edges/(IDIV|MOD)/i32|reductions/(SUM|MAX|PROD)/(f32|i64|bool)/axes\{(0|3|013)\}|reductions/.*(long|empty)|contractions/(f32/(1x3x3|17x17x3|129x3x3|transposed)|(i32|bool)/transposed)|fused/chain/f32/(2|64)|malformed/|logsumexp/LOGSUMEXP/(f32/(axes\{03\}|long_12288_axes1|special_columns)|f64/specials_data$|f32_to_f64/special_rows$))'
+filter='^(abi/|layouts/|edges/(IDIV|MOD)/i32|edges/CAST/f32->u8|exact_reductions/(SUM|MAX)/(i32|f32)/16x128x128|views/(input_(contiguous|padding|flip_both|gapped|all_padding)|output_(gapped|reversed)|rank_(0|3|8)|empty|long)|elementwise/(ADD|MAX|IDIV|MOD|CAST)/(i32|u8|f32)|nan_inf/(MAX|CAST)/f32|integer_edges/(IDIV|MOD)/i32|reductions/(SUM|MAX|PROD)/(f32|i64|bool)/axes\{(0|3|013)\}|reductions/.*(long|empty)|contractions/(f32/(1x3x3|17x17x3|129x3x3|transposed)|(i32|bool)/transposed)|fused/chain/f32/(2|64)|malformed/|logsumexp/LOGSUMEXP/(f32/(axes\{03\}|long_12288_axes1|special_columns)|f64/specials_data$|f32_to_f64/special_rows$)|half_rounding/|elementwise/((ADD|MUL)/(f16|bf16|i8|u16|u64)|CAST/(f32->f16|f64->bf16|bf16->i8|u64->f16|i16->u32))$|exact_reductions/(SUM|MAX)/(f16|bf16)/|contractions/(f16|bf16|i8|u64)/(17x3x129|transposed_AtBtCt))'
 [ "$full" = "--full" ] && filter=''
 for warp in 32 64; do
   echo "   warp $warp"

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <level_zero/ze_api.h>
+#include <ravel/backend.h>
 
 #include <cstdint>
 #include <string>
@@ -35,6 +36,12 @@ struct Device {
   uint32_t local_memory = 0; // bytes of shared local memory per work-group
   uint32_t compute_ordinal = 0;  // command queue group with the COMPUTE flag
 };
+
+// The dtypes a device runs: every one (ABI 1.7's through Int8/Int16 registers and halves as
+// bits computed in f32, Note [Halves in SPIR-V] in scalar_ops.cpp), f64 only with fp64 units.
+inline uint32_t dtypes_of(const Device& d) {
+  return RVL_DTYPES_ALL & ~(d.fp64 ? 0u : 1u << RVL_DTYPE_F64);
+}
 
 struct Discovery {
   const ZeApi* api = nullptr;  // null when the loader is missing

@@ -9,6 +9,8 @@
 #include "emitters.hpp"
 #include "kernel_emitter.hpp"
 
+#include <ravel/lowering/halves.hpp>
+
 namespace rvl::l0 {
 
 Words emit_contraction(const ContractionSig& sig) {
@@ -25,8 +27,11 @@ Words emit_contraction(const ContractionSig& sig) {
     if (!sig.epilogue[j].empty) in_ptr[j] = params[p++];
 
   const int br = sig.batch_rank;
-  const Id tval = e.ops().type(dt);
-  const Id as = e.local_array(dt, kGemmGroup), bs = e.local_array(dt, kGemmGroup);
+  // Half operands are widened as they are staged; tiles and the accumulator are f32 (w), and
+  // C is rounded once by the epilogue's evaluation (Note [Half GEMM] in plugins/hip/codegen).
+  const int32_t w = lower::compute_dtype(dt);
+  const Id tval = e.ops().type(w);
+  const Id as = e.local_array(w, kGemmGroup), bs = e.local_array(w, kGemmGroup);
   const Id tile = e.i64(kGemmTile);
   const Id lid = e.local_id();
   const Id tx = e.rem(lid, tile), ty = e.div(lid, tile);
@@ -54,24 +59,23 @@ Words emit_contraction(const ContractionSig& sig) {
     const Id m = e.add(e.mul(tm, tile), ty), n = e.add(e.mul(tn, tile), tx);
     const Id m_ok = e.lt(m, M), n_ok = e.lt(n, N);
     const Id a_base = batch_base(meta.a, bidx), b_base = batch_base(meta.b, bidx);
-    const Id slot = e.local_ptr(dt, as, lid), slot_b = e.local_ptr(dt, bs, lid);
+    const Id slot = e.local_ptr(w, as, lid), slot_b = e.local_ptr(w, bs, lid);
 
     const std::vector<Id> acc = e.loop(
-        e.i64(0), K, tile, {{tval, e.ops().zero(dt)}}, [&](Id k0, const std::vector<Id>& a) {
+        e.i64(0), K, tile, {{tval, e.ops().zero(w)}}, [&](Id k0, const std::vector<Id>& a) {
           const Id ka = e.add(k0, tx), kb = e.add(k0, ty);
-          const Id va = e.load_masked(dt, pa, at(meta.a, a_base, m, ka), e.land(m_ok, e.lt(ka, K)));
-          const Id vb = e.load_masked(dt, pb, at(meta.b, b_base, kb, n), e.land(e.lt(kb, K), n_ok));
+          const Id va = e.ops().cast(dt, w, e.load_masked(dt, pa, at(meta.a, a_base, m, ka), e.land(m_ok, e.lt(ka, K))));
+          const Id vb = e.ops().cast(dt, w, e.load_masked(dt, pb, at(meta.b, b_base, kb, n), e.land(e.lt(kb, K), n_ok)));
           e.b().op_void(spv::Op::OpStore, {slot, va});
           e.b().op_void(spv::Op::OpStore, {slot_b, vb});
           e.barrier();
           Id sum = a[0];
           for (int kk = 0; kk < kGemmTile; ++kk) {  // unrolled: constant local addresses
             const Id x = e.b().op(spv::Op::OpLoad, tval,
-                                  {e.local_ptr(dt, as, e.add(e.mul(ty, tile), e.i64(kk)))});
+                                  {e.local_ptr(w, as, e.add(e.mul(ty, tile), e.i64(kk)))});
             const Id y = e.b().op(spv::Op::OpLoad, tval,
-                                  {e.local_ptr(dt, bs, e.add(e.i64(kk * kGemmTile), tx))});
-            sum = e.ops().apply(RVL_OP_ADD, dt, dt, sum,
-                                e.ops().apply(RVL_OP_MUL, dt, dt, x, y, 0), 0);
+                                  {e.local_ptr(w, bs, e.add(e.i64(kk * kGemmTile), tx))});
+            sum = e.ops().apply(RVL_OP_ADD, w, w, sum, e.ops().apply(RVL_OP_MUL, w, w, x, y, 0), 0);
           }
           e.barrier();
           return std::vector<Id>{sum};
@@ -94,7 +98,7 @@ Words emit_contraction(const ContractionSig& sig) {
           valid = valid ? e.land(valid, ok) : ok;
         }
         return e.load_masked(in_dt, in_ptr[size_t(j)], addr, valid);
-      }, acc[0]);
+      }, acc[0], dt);
       e.store(dt, pc, at(meta.c, batch_base(meta.c, bidx), m, n), v);
     });
     return std::vector<Id>{};

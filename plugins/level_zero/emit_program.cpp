@@ -6,6 +6,8 @@
 #include "emitters.hpp"
 #include "kernel_emitter.hpp"
 
+#include <ravel/lowering/halves.hpp>
+
 namespace rvl::l0 {
 
 namespace {
@@ -61,6 +63,11 @@ Words emit_program(const ProgramSig& sig) {
   for (int d = 0; d < sig.reduced; ++d) red_ext.push_back(e.meta(meta.extent(sig.kept + d)));
   ViewIndexer vi{e, sig, meta};
 
+  // The value the program yields: elementwise, the output's dtype; a reduction, what it
+  // accumulates (f32 for halves; LOGSUMEXP: the values' own dtype, lower::accumulator).
+  const int32_t value_dt = !reduce ? sig.out_dtype
+                           : sig.reduce_op == RVL_REDUCE_LOGSUMEXP ? sig.ins.back().dtype
+                                                                   : lower::compute_dtype(sig.out_dtype);
   // The program at one point of the space, given the inputs' partial addresses over the kept
   // axes and the reduced axes' indices.
   auto eval_at = [&](const std::vector<ViewIndexer::Partial>& kept,
@@ -74,7 +81,7 @@ Words emit_program(const ProgramSig& sig) {
       const ViewIndexer::Partial& p = full[size_t(j)];
       return in.masked ? e.load_masked(dt, in_ptr[size_t(j)], p.addr, p.valid)
                        : e.load(dt, in_ptr[size_t(j)], p.addr);
-    }, 0);
+    }, 0, value_dt);
   };
   auto kept_partials = [&](const std::vector<Id>& kidx) {
     std::vector<ViewIndexer::Partial> kept(sig.inputs.size());
@@ -101,8 +108,9 @@ Words emit_program(const ProgramSig& sig) {
 
   // The accumulator (lower::Accumulator): one value folded by combine(), or LOGSUMEXP's (m, s)
   // merged by lse_merge. The serial loop, the work-group tree and the store are the same code.
-  const int32_t dt = sig.out_dtype;
-  const lower::Accumulator A = lower::accumulator(sig.reduce_op, dt, sig.ins.back().dtype);
+  // A half output accumulates in f32 (dt) and is rounded once when stored (out_dt).
+  const int32_t dt = lower::compute_dtype(sig.out_dtype), out_dt = sig.out_dtype;
+  const lower::Accumulator A = lower::accumulator(sig.reduce_op, dt, value_dt);
   const bool lse = A.lse;
   const int32_t adt = A.dtype;
   const Id tacc = e.ops().type(adt);
@@ -116,7 +124,9 @@ Words emit_program(const ProgramSig& sig) {
   auto element = [&](Id v) {
     return lse ? std::vector<Id>{v, e.b().c_float(adt == RVL_DTYPE_F64 ? 64 : 32, 1.0)} : std::vector<Id>{v};
   };
-  auto result = [&](const std::vector<Id>& a) { return lse ? e.ops().lse_result(adt, dt, a[0], a[1]) : a[0]; };
+  auto result = [&](const std::vector<Id>& a) {
+    return e.ops().cast(dt, out_dt, lse ? e.ops().lse_result(adt, dt, a[0], a[1]) : a[0]);
+  };
 
   if (sig.serial_reduce) {  // a work-item per output, the reduced space walked in order
     e.loop(e.global_id(), e.meta(meta.n_out), e.global_size(), {}, [&](Id o, const auto&) {
@@ -126,7 +136,7 @@ Words emit_program(const ProgramSig& sig) {
                                          [&](Id r, const std::vector<Id>& a) {
                                            return merge(a, element(eval_at(kept, e.unflatten(r, red_ext))));
                                          });
-      e.store(dt, out_ptr, out_addr(kidx), result(acc));
+      e.store(out_dt, out_ptr, out_addr(kidx), result(acc));
       return std::vector<Id>{};
     });
     return e.end_kernel();
@@ -160,7 +170,7 @@ Words emit_program(const ProgramSig& sig) {
       e.if_then(e.lt(lid, e.i64(s)), [&] { store_at(lid, merge(load_at(lid), load_at(e.add(lid, e.i64(s))))); });
       e.barrier();
     }
-    e.if_then(e.lt(lid, e.i64(1)), [&] { e.store(dt, out_ptr, out_addr(kidx), result(load_at(e.i64(0)))); });
+    e.if_then(e.lt(lid, e.i64(1)), [&] { e.store(out_dt, out_ptr, out_addr(kidx), result(load_at(e.i64(0)))); });
     return std::vector<Id>{};
   });
   return e.end_kernel();

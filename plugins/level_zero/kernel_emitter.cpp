@@ -1,5 +1,7 @@
 #include "kernel_emitter.hpp"
 
+#include <ravel/lowering/halves.hpp>
+
 #include <ravel/backend.hpp>
 #include <ravel/op_table.hpp>
 
@@ -169,8 +171,9 @@ void KernelEmitter::barrier() {
   b_.op_void(Op::OpControlBarrier, {wg, wg, b_.c_int(32, sem)});
 }
 
-Id KernelEmitter::evaluate(const std::vector<rvl_instruction>& ins,
-                           const std::function<Id(int32_t, int32_t)>& load_input, Id acc) {
+Id KernelEmitter::evaluate(const std::vector<rvl_instruction>& given,
+                           const std::function<Id(int32_t, int32_t)>& load_input, Id acc, int32_t as) {
+  const std::vector<rvl_instruction> ins = lower::widen_halves(given.data(), int32_t(given.size()));
   std::vector<Id> v(ins.size());
   for (size_t j = 0; j < ins.size(); ++j) {
     const rvl_instruction& in = ins[j];
@@ -189,7 +192,7 @@ Id KernelEmitter::evaluate(const std::vector<rvl_instruction>& ins,
       v[j] = ops_.apply(in.op, in.dtype, src_dtype, s[0], s[1], s[2]);
     }
   }
-  return v.back();
+  return ops_.cast(ins.back().dtype, as, v.back());
 }
 
 }  // namespace rvl::l0

@@ -85,9 +85,11 @@ class KernelEmitter {
   Id local_ptr(int32_t dtype, Id array, Id index);  // &array[index]
   void barrier();  // work-group barrier with work-group memory ordering
 
-  // Evaluates an instruction list; `load(j, dtype)` yields LOAD of input j, `acc` the ACC value.
+  // Evaluates an instruction list; `load(j, dtype)` yields LOAD of input j, `acc` the ACC value
+  // (f32 where ACC is a half). Halves are computed in f32 (lower::widen_halves, Note [Halves in
+  // kernels]); the value is returned in `as`, converted once (a half output: rounded once).
   Id evaluate(const std::vector<rvl_instruction>& ins,
-              const std::function<Id(int32_t input, int32_t dtype)>& load_input, Id acc);
+              const std::function<Id(int32_t input, int32_t dtype)>& load_input, Id acc, int32_t as);
 
  private:
   Id builtin_x(spv::BuiltIn which);

@@ -67,7 +67,7 @@ void launch(rvl_stream& s, CompiledKernel& k, const std::vector<void*>& pointers
 void execute_program(int32_t device, rvl_stream* stream, const rvl_program* p) {
   DeviceState& dev = device_state(device);
   rvl_stream& s = resolve_stream(stream, &dev, "execute_program");
-  const rvl::validate::Program prog = rvl::validate::validate_program(p, lookup_on(dev));
+  const rvl::validate::Program prog = rvl::validate::validate_program(p, lookup_on(dev), RVL_DTYPES_ALL);
   ProgramLaunch L = plan_program(prog);
   require_dtype(dev.dev, any_f64(L.sig.ins, L.sig.inputs, L.sig.out_dtype));
   if (L.n_out == 0) return;  // nothing is stored
@@ -84,7 +84,7 @@ void execute_program(int32_t device, rvl_stream* stream, const rvl_program* p) {
 void execute_contraction(int32_t device, rvl_stream* stream, const rvl_contraction* c) {
   DeviceState& dev = device_state(device);
   rvl_stream& s = resolve_stream(stream, &dev, "execute_contraction");
-  const rvl::validate::Contraction con = rvl::validate::validate_contraction(c, lookup_on(dev));
+  const rvl::validate::Contraction con = rvl::validate::validate_contraction(c, lookup_on(dev), RVL_DTYPES_ALL);
   ContractionLaunch L = plan_contraction(con);
   require_dtype(dev.dev, any_f64(L.sig.ins, L.sig.epilogue, L.sig.dtype));
   if (L.n_tiles == 0) return;

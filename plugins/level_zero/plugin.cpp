@@ -126,7 +126,7 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     out->kind = RVL_DEVICE_GPU;
     out->memory_bytes = dev.memory_bytes;
     out->compute_units = dev.eu_count;
-    out->dtypes = RVL_DTYPES_1_0 & ~(dev.fp64 ? 0u : 1u << RVL_DTYPE_F64);
+    out->dtypes = dtypes_of(dev);
     out->max_rank = RVL_MAX_RANK;
 #if RVL_ABI_MINOR >= 1
     if (RVL_HAS_MEMBER(out, rvl_device_properties, arch)) set_text(out->arch, dev.arch);

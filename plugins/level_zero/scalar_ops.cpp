@@ -1,10 +1,12 @@
 #include "scalar_ops.hpp"
 
 #include <ravel/backend.hpp>
+#include <ravel/half.hpp>
 #include <ravel/lowering/plan.hpp>
 
 #include <spirv/unified1/OpenCL.std.h>
 
+#include <cmath>
 #include <string>
 
 namespace rvl::l0 {
@@ -13,13 +15,28 @@ using spv::Op;
 
 namespace {
 bool is_float(int32_t dt) { return dt == RVL_DTYPE_F32 || dt == RVL_DTYPE_F64; }
-// i32 and i64 are two's-complement signed; bool and u8 are unsigned bytes.
-bool is_signed(int32_t dt) { return dt == RVL_DTYPE_I32 || dt == RVL_DTYPE_I64; }
+bool is_half(int32_t dt) { return dt == RVL_DTYPE_F16 || dt == RVL_DTYPE_BF16; }
+// i8..i64 are two's-complement signed; bool and u8..u64 unsigned.
+bool is_signed(int32_t dt) {
+  return dt == RVL_DTYPE_I8 || dt == RVL_DTYPE_I16 || dt == RVL_DTYPE_I32 || dt == RVL_DTYPE_I64;
+}
 uint32_t bits(int32_t dt) { return uint32_t(rvl::dtype_size(dt) * 8); }
 }  // namespace
 
+// Note [Halves in SPIR-V]
+// f16 and bf16 are stored and moved as 16-bit integers (Int16 capability, like Int8 for bool
+// and u8 an unconditional one here: every Level Zero device and PoCL has both) and converted with
+// integer operations and selects, a transcription of <ravel/half.hpp>'s narrow_float_bits (the
+// same routine the C lowering renders, Note [Half storage] in sdk/lowering/src/c_source.cpp):
+// round to nearest even from the source itself (f64 -> f16 never through f32), overflow to
+// infinity, NaN quiet with its payload's top bits, subnormals kept. Not OpFConvert on a
+// Float16 type: bf16 has no SPIR-V type at all, the NaN payload and rounding-mode defaults of an
+// f16 OpFConvert are the device compiler's, and the arithmetic is f32 anyway
+// (lower::widen_halves). An integer source is converted to f32 first (ScalarOps knows nothing of
+// the device's fp64), exact for |x| <= 2^24: wider integers may round twice (docs/dtypes.md).
+
 Id ScalarOps::type(int32_t dt) {
-  return is_float(dt) ? b_.t_float(bits(dt)) : b_.t_int(bits(dt));
+  return is_float(dt) ? b_.t_float(bits(dt)) : b_.t_int(bits(dt));  // halves: 16-bit integers
 }
 Id ScalarOps::cond_type() { return b_.t_bool(); }
 
@@ -30,6 +47,8 @@ Id ScalarOps::zero(int32_t dt) {
 Id ScalarOps::constant(const rvl_instruction& ins) { return constant(ins.dtype, ins.value); }
 Id ScalarOps::constant(int32_t dt, const rvl_scalar& value) {
   if (is_float(dt)) return b_.c_float(bits(dt), value.f);  // binary32: rounded to nearest
+  if (is_half(dt))
+    return b_.c_int(16, dt == RVL_DTYPE_F16 ? rvl::f16_bits_from(value.f) : rvl::bf16_bits_from(value.f));
   if (dt == RVL_DTYPE_BOOL) return b_.c_int(8, value.i != 0 ? 1 : 0);
   return b_.c_int(bits(dt), uint64_t(value.i));  // modular, like CAST from i64
 }
@@ -152,15 +171,15 @@ Id ScalarOps::float_to_int(int32_t from, int32_t to, Id v) {
   const Id t = type(to);
   Id too_big, too_small, max_v, min_v;
   if (is_signed(to)) {
-    const double lim = tb == 64 ? 9223372036854775808.0 : 2147483648.0;  // 2^(n-1), exact
+    const double lim = std::ldexp(1.0, int(tb) - 1);  // 2^(n-1), exact
     too_big = b_.op(Op::OpFOrdGreaterThanEqual, cond_type(), {v, b_.c_float(fb, lim)});
     too_small = b_.op(Op::OpFOrdLessThanEqual, cond_type(), {v, b_.c_float(fb, -lim)});
     max_v = b_.c_int(tb, (uint64_t(1) << (tb - 1)) - 1);
     min_v = b_.c_int(tb, uint64_t(1) << (tb - 1));
-  } else {  // u8: [0, 255]; (-1, 0) truncates to 0 as well
-    too_big = b_.op(Op::OpFOrdGreaterThanEqual, cond_type(), {v, b_.c_float(fb, 256.0)});
+  } else {  // [0, 2^n - 1]; (-1, 0) truncates to 0 as well
+    too_big = b_.op(Op::OpFOrdGreaterThanEqual, cond_type(), {v, b_.c_float(fb, std::ldexp(1.0, int(tb)))});
     too_small = b_.op(Op::OpFOrdLessThan, cond_type(), {v, b_.c_float(fb, 0.0)});
-    max_v = b_.c_int(tb, 255);
+    max_v = b_.c_int(tb, ~uint64_t(0));  // masked to the width
     min_v = zero(to);
   }
   const Id conv = b_.op(is_signed(to) ? Op::OpConvertFToS : Op::OpConvertFToU, t, {v});
@@ -170,8 +189,91 @@ Id ScalarOps::float_to_int(int32_t from, int32_t to, Id v) {
   return select(to, is_nan, zero(to), r);
 }
 
+// f16 / bf16 bits -> f32, exact: bf16 is an f32's top half; f16 rebiases the exponent, and a
+// subnormal m * 2^-24 is formed by a (exact) multiply.
+Id ScalarOps::half_to_f32(int32_t from, Id h) {
+  const Id u32 = b_.t_int(32), f32 = b_.t_float(32), c = cond_type();
+  const Id x = b_.op(Op::OpUConvert, u32, {h});
+  auto k = [&](uint32_t v) { return b_.c_int(32, v); };
+  if (from == RVL_DTYPE_BF16) return b_.op(Op::OpBitcast, f32, {b_.op(Op::OpShiftLeftLogical, u32, {x, k(16)})});
+  const Id sign = b_.op(Op::OpShiftLeftLogical, u32, {b_.op(Op::OpBitwiseAnd, u32, {x, k(0x8000)}), k(16)});
+  const Id e = b_.op(Op::OpBitwiseAnd, u32, {b_.op(Op::OpShiftRightLogical, u32, {x, k(10)}), k(0x1f)});
+  const Id m = b_.op(Op::OpBitwiseAnd, u32, {x, k(0x3ff)});
+  const Id m13 = b_.op(Op::OpShiftLeftLogical, u32, {m, k(13)});
+  const Id special = b_.op(Op::OpBitwiseOr, u32, {sign, b_.op(Op::OpBitwiseOr, u32, {k(0x7f800000), m13})});
+  const Id normal = b_.op(Op::OpBitwiseOr, u32, {sign, b_.op(Op::OpBitwiseOr, u32, {
+      b_.op(Op::OpShiftLeftLogical, u32, {b_.op(Op::OpIAdd, u32, {e, k(112)}), k(23)}), m13})});
+  const Id sub = b_.op(Op::OpFMul, f32, {b_.op(Op::OpConvertUToF, f32, {m}), b_.c_float(32, 5.9604644775390625e-8)});
+  const Id sub_bits = b_.op(Op::OpBitwiseOr, u32, {sign, b_.op(Op::OpBitcast, u32, {sub})});
+  const Id r = b_.op(Op::OpSelect, u32, {b_.op(Op::OpIEqual, c, {e, k(0x1f)}), special,
+                                         b_.op(Op::OpSelect, u32, {b_.op(Op::OpIEqual, c, {e, k(0)}), sub_bits, normal})});
+  return b_.op(Op::OpBitcast, f32, {r});
+}
+
+// f32 / f64 -> f16 / bf16 bits: <ravel/half.hpp>'s narrow_float_bits with selects for its
+// branches (every path is computed; shifts are clamped so that none is out of range).
+Id ScalarOps::narrow_to_half(int32_t from, int32_t to, Id v) {
+  const uint32_t W = bits(from);
+  const int SE = W == 64 ? 11 : 8, SM = W == 64 ? 52 : 23;
+  const int DE = to == RVL_DTYPE_F16 ? 5 : 8, DM = to == RVL_DTYPE_F16 ? 10 : 7;
+  const Id u = b_.t_int(W), i32 = b_.t_int(32), c = cond_type();
+  auto k = [&](uint64_t x) { return b_.c_int(W, x); };
+  auto k32 = [&](int64_t x) { return b_.c_int(32, uint64_t(x)); };
+  auto op = [&](Op o, Id t, Id a, Id b2) { return b_.op(o, t, {a, b2}); };
+  auto sel = [&](Id cond, Id a, Id b2) { return b_.op(Op::OpSelect, u, {cond, a, b2}); };
+  const Id x = b_.op(Op::OpBitcast, u, {v});
+  const uint64_t one = 1;
+  const Id sign = op(Op::OpShiftLeftLogical, u, op(Op::OpBitwiseAnd, u, op(Op::OpShiftRightLogical, u, x, k(uint64_t(SE + SM))), k(1)),
+                     k(uint64_t(DE + DM)));
+  const Id e = op(Op::OpBitwiseAnd, u, op(Op::OpShiftRightLogical, u, x, k(uint64_t(SM))), k((one << SE) - 1));
+  const Id m = op(Op::OpBitwiseAnd, u, x, k((one << SM) - 1));
+  const Id inf = op(Op::OpBitwiseOr, u, sign, k(((one << DE) - 1) << DM));
+  const Id nan = op(Op::OpBitwiseOr, u, inf, op(Op::OpBitwiseOr, u, k(one << (DM - 1)),
+                                                op(Op::OpShiftRightLogical, u, m, k(uint64_t(SM - DM)))));
+  const Id m_zero = op(Op::OpIEqual, c, m, k(0)), e_zero = op(Op::OpIEqual, c, e, k(0));
+  const Id special = sel(m_zero, inf, nan);
+  const Id sig = sel(e_zero, m, op(Op::OpBitwiseOr, u, m, k(one << SM)));
+  // de = max(e, 1) - src bias + dst bias, in i32 (e < 2^11).
+  const Id e32 = W == 32 ? e : b_.op(Op::OpUConvert, i32, {e});
+  const Id de = op(Op::OpIAdd, i32, b_.op(Op::OpSelect, i32, {e_zero, k32(1), e32}),
+                   k32(-((int64_t(1) << (SE - 1)) - 1) + ((int64_t(1) << (DE - 1)) - 1)));
+  const Id below = op(Op::OpSLessThan, c, de, k32(1));
+  const Id shift = op(Op::OpIAdd, i32, k32(SM - DM), b_.op(Op::OpSelect, i32, {below, op(Op::OpISub, i32, k32(1), de), k32(0)}));
+  const Id tiny = op(Op::OpSGreaterThanEqual, c, shift, k32(SM + 2));
+  // Clamp the shift into [SM - DM, SM + 1] (its value where `tiny` is false) for the arithmetic.
+  const Id sh32 = b_.op(Op::OpSelect, i32, {tiny, k32(SM + 1), shift});
+  const Id sh = W == 32 ? sh32 : b_.op(Op::OpUConvert, u, {sh32});
+  Id q = op(Op::OpShiftRightLogical, u, sig, sh);
+  const Id rem = op(Op::OpBitwiseAnd, u, sig, op(Op::OpISub, u, op(Op::OpShiftLeftLogical, u, k(1), sh), k(1)));
+  const Id tie = op(Op::OpShiftLeftLogical, u, k(1), op(Op::OpISub, u, sh, k(1)));
+  const Id odd = op(Op::OpINotEqual, c, op(Op::OpBitwiseAnd, u, q, k(1)), k(0));
+  const Id up = b_.op(Op::OpLogicalOr, c, {op(Op::OpUGreaterThan, c, rem, tie),
+                                          b_.op(Op::OpLogicalAnd, c, {op(Op::OpIEqual, c, rem, tie), odd})});
+  q = op(Op::OpIAdd, u, q, sel(up, k(1), k(0)));
+  const Id de_m1 = W == 32 ? op(Op::OpISub, i32, de, k32(1))
+                           : b_.op(Op::OpSConvert, u, {op(Op::OpISub, i32, de, k32(1))});
+  const Id base = sel(below, k(0), op(Op::OpShiftLeftLogical, u, de_m1, k(uint64_t(DM))));
+  const Id mag = op(Op::OpIAdd, u, base, q);
+  const Id finite = sel(op(Op::OpUGreaterThanEqual, c, mag, k(((one << DE) - 1) << DM)), inf,
+                        op(Op::OpBitwiseOr, u, sign, mag));
+  Id r = sel(tiny, sign, finite);
+  r = sel(b_.op(Op::OpLogicalAnd, c, {e_zero, m_zero}), sign, r);
+  r = sel(op(Op::OpIEqual, c, e, k((one << SE) - 1)), special, r);
+  return b_.op(Op::OpUConvert, b_.t_int(16), {r});
+}
+
 Id ScalarOps::cast(int32_t from, int32_t to, Id v) {
   if (from == to) return v;
+  if (is_half(from)) {  // widen exactly, then the f32 rules
+    v = half_to_f32(from, v);
+    from = RVL_DTYPE_F32;
+    if (to == from) return v;
+  }
+  if (is_half(to)) {
+    if (!is_float(from))  // integers through f32 (Note [Halves in SPIR-V])
+      v = cast(from, RVL_DTYPE_F32, v), from = RVL_DTYPE_F32;
+    return narrow_to_half(from, to, v);
+  }
   if (to == RVL_DTYPE_BOOL) return from_cond(to_cond(from, v));
   const Id t = type(to);
   if (is_float(from)) {

@@ -1,8 +1,10 @@
 // The scalar semantics of the kernel instructions (docs/abi.md §7), written out in SPIR-V.
 //
-// Values live in registers with the storage type of their dtype: bool and u8 are 8-bit
-// integers (a bool register always holds 0 or 1), i32/i64 are 32/64-bit integers, f32/f64
-// IEEE floats. SPIR-V integers are sign-agnostic, so signedness is chosen per instruction
+// Values live in registers with the storage type of their dtype: bool and the 8/16/32/64-bit
+// integers are integers of that width (a bool register always holds 0 or 1), f32/f64 IEEE
+// floats, and f16/bf16 their bits in a 16-bit integer (Note [Halves in SPIR-V] in
+// scalar_ops.cpp): kernels compute halves in f32 (lower::widen_halves), so a half register only
+// exists between a LOAD and its widening CAST, and between a rounding CAST and a store. SPIR-V integers are sign-agnostic, so signedness is chosen per instruction
 // (SDiv vs UDiv, SLessThan vs ULessThan, SConvert vs UConvert). Every edge case the ABI defines
 // is spelled out with compares and selects instead of relying on what a device compiler does with
 // an out-of-range conversion or a division by zero: those are undefined in SPIR-V and differ
@@ -58,6 +60,8 @@ class ScalarOps {
   Id mod(int32_t dt, Id a, Id b);
   Id less(int32_t dt, Id a, Id b);  // OpTypeBool
   Id float_to_int(int32_t from, int32_t to, Id v);
+  Id half_to_f32(int32_t from, Id bits16);           // exact
+  Id narrow_to_half(int32_t from, int32_t to, Id v);  // f32/f64 -> f16/bf16 bits, RNE
   Id select(int32_t dt, Id cond, Id a, Id b);
   Id cond_type();
 

@@ -8,10 +8,13 @@
 //  - contractions: an item per element of C accumulates over k (multiply_add: fma for floats),
 //    then runs the epilogue where the element is stored.
 // Loops around barriers are group-uniform, so every item reaches every barrier.
+// f16/bf16: the instructions are widened (Note [Halves in kernels] in <ravel/lowering/halves.hpp>),
+// values and accumulators are f32, and each output is rounded once where it is stored.
 #include "codegen.hpp"
 
 #include <ravel/backend.hpp>
 #include <ravel/lowering/c_source.hpp>
+#include <ravel/lowering/halves.hpp>
 #include <ravel/lowering/plan.hpp>
 
 #include <algorithm>
@@ -68,8 +71,9 @@ struct Acc {
     return "{ const rvl_lse_" + type() + " t_ = rvl_lse_merge_" + type() + "(" + l[0] + ", " + l[1] +
            ", " + r[0] + ", " + r[1] + "); " + l[0] + " = t_.m; " + l[1] + " = t_.s; }";
   }
+  int32_t out_dtype;  // the stored dtype (a half: the f32 result is rounded once)
   std::string result(const std::vector<std::string>& v) const {
-    if (!plan.lse) return v[0];
+    if (!plan.lse) return c::convert(D, out_dtype, odt, v[0]);
     return std::string(plan.widening(odt) ? "rvl_lse_result_wide(" : "rvl_lse_result_" + type() + "(") +
            v[0] + ", " + v[1] + ")";
   }
@@ -77,8 +81,11 @@ struct Acc {
 
 }  // namespace
 
-KernelSource generate_program(const validate::Program& p) {
+KernelSource generate_program(const validate::Program& given) {
   KernelSource k;
+  std::vector<rvl_instruction> wide;
+  const validate::Program p = lower::widened(given, wide);
+  const int32_t value_dt = p.ins[p.n_ins - 1].dtype;  // f32 where a half output is rounded
   const lower::Space s = lower::simplify(p);
   k.summary = S(p.n_ins) + " instructions, " + S(int64_t(p.inputs.size())) + " inputs, rank " +
               S(p.rank) + " -> " + S(int64_t(s.extent.size()));
@@ -94,12 +101,12 @@ KernelSource generate_program(const validate::Program& p) {
          ")get_global_size(0)) {\n";
     b += c::decompose(I, "g", all, s.extent, "    ");
     const std::string r = c::emit_ssa(D, b, ssa(p.ins, p.n_ins, load), "    ");
-    b += "    out[" + c::address(s.out(), idx) + "] = " + r + ";\n  }\n";
+    b += "    out[" + c::address(s.out(), idx) + "] = " + c::convert(D, p.out.dtype, value_dt, r) + ";\n  }\n";
     kernel(k, "ew", program_params(p), b, s.n_out);
     return k;
   }
-  const Acc A{lower::accumulator(p.reduce_op, p.out.dtype, p.ins[p.n_ins - 1].dtype), p.reduce_op,
-              p.out.dtype};
+  const int32_t cdt = lower::compute_dtype(p.out.dtype);
+  const Acc A{lower::accumulator(p.reduce_op, cdt, value_dt), p.reduce_op, cdt, p.out.dtype};
   const lower::ReducePlan plan = lower::plan_reduction(s, kGroup, false);
   const bool row = plan.kind == lower::ReducePlan::Kind::Row;
   const std::vector<std::string> vars = A.vars("", "");
@@ -120,7 +127,9 @@ KernelSource generate_program(const validate::Program& p) {
        (row ? S(kGroup) : "1") + ") {\n";
   b += c::decompose(I, "r", s.axes(true), s.extent, "      ");
   const std::string v = c::emit_ssa(D, b, ssa(p.ins, p.n_ins, load), "      ");
-  std::vector<std::string> one{v};  // one element: (v), or (v, 1) for LOGSUMEXP
+  // One element: (v), or (v, 1) for LOGSUMEXP; a program ending in a CAST to a half yields its
+  // bits, widened again to accumulate in f32.
+  std::vector<std::string> one{A.plan.lse ? v : c::convert(D, cdt, value_dt, v)};
   if (A.plan.lse) one.push_back("(" + A.type() + ")1");
   b += "      " + A.merge(vars, one) + "\n    }\n";
   const std::string store = "out[" + c::address(s.out(), out_idx) + "] = ";
@@ -146,7 +155,7 @@ KernelSource generate_contraction(const validate::Contraction& cn) {
   KernelSource k;
   const int br = cn.batch_rank;
   const validate::Program& e = cn.epilogue;
-  const int32_t T = cn.dtype;
+  const int32_t T = cn.dtype, W = lower::compute_dtype(T);  // halves accumulate in f32
   std::vector<int64_t> cext(cn.batch_shape, cn.batch_shape + br);
   int64_t batch = 1;
   for (int64_t x : cext) batch *= x;
@@ -172,16 +181,19 @@ KernelSource generate_contraction(const validate::Contraction& cn) {
   std::vector<std::string> aidx(idx.begin(), idx.end() - 1), bidx = aidx;
   aidx.back() = "m", aidx.push_back("kk");
   bidx.back() = "kk", bidx.push_back("n");
-  b += "    " + std::string(ty(T)) + " acc = (" + ty(T) + ")0;\n";
+  b += "    " + std::string(ty(W)) + " acc = (" + ty(W) + ")0;\n";
   b += "    for (" + I + " kk = 0; kk < " + S(cn.k) + "; ++kk)\n      acc = " +
-       c::multiply_add(D, T, "acc", c::normalise(T, "A[" + c::address(view(cn.a), aidx) + "]"),
-                       c::normalise(T, "B[" + c::address(view(cn.b), bidx) + "]")) + ";\n";
+       c::multiply_add(D, W, "acc", c::convert(D, W, T, c::normalise(T, "A[" + c::address(view(cn.a), aidx) + "]")),
+                       c::convert(D, W, T, c::normalise(T, "B[" + c::address(view(cn.b), bidx) + "]"))) + ";\n";
   std::vector<lower::SpaceView> ev;
   for (const validate::View& v : e.inputs) ev.push_back(view(v));
-  c::SsaInput in = ssa(e.ins, e.n_ins, [&](int32_t a) { return c::load(D, ev[size_t(a)], "in" + S(a), idx, cext); });
+  std::vector<rvl_instruction> wide;
+  const validate::Program we = lower::widened(e, wide);
+  c::SsaInput in = ssa(we.ins, we.n_ins, [&](int32_t a) { return c::load(D, ev[size_t(a)], "in" + S(a), idx, cext); });
   in.acc = "acc";
   const std::string r = c::emit_ssa(D, b, in, "    ");
-  b += "    out[" + c::address(view(e.out), idx) + "] = " + r + ";\n  }\n";
+  b += "    out[" + c::address(view(e.out), idx) + "] = " +
+       c::convert(D, e.out.dtype, we.ins[we.n_ins - 1].dtype, r) + ";\n  }\n";
   std::string params = param(T, "A", true) + ", " + param(T, "B", true) + ", ";
   for (size_t a = 0; a < e.inputs.size(); ++a) params += param(e.inputs[a].dtype, "in" + S(int64_t(a)), true) + ", ";
   params += param(e.out.dtype, "out", false);

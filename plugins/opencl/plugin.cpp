@@ -142,6 +142,9 @@ struct Hooks : rvl::host::DefaultHooks {
       "OpenCL backend: OpenCL C rendered by the shared lowering, compiled by the driver";
   static constexpr int32_t probe_score = 2;  // below tbb_cpu: chosen by placement, not by default
 
+  // Every dtype (ABI 1.7's too): halves as bits computed in f32 (Note [Halves in kernels] in
+  // <ravel/lowering/halves.hpp>); f64 only with cl_khr_fp64.
+  static uint32_t dtypes() { return RVL_DTYPES_ALL & ~(cl().fp64 ? 0u : 1u << RVL_DTYPE_F64); }
   static bool available(std::string* reason) {
     Cl& c = cl();
     *reason = c.reason;
@@ -152,7 +155,7 @@ struct Hooks : rvl::host::DefaultHooks {
     rvl::host::set_device_name(out, c.name);
     out->kind = c.gpu ? RVL_DEVICE_GPU : RVL_DEVICE_CPU;
     out->compute_units = int32_t(c.units);
-    if (!c.fp64) out->dtypes &= ~(1u << RVL_DTYPE_F64);
+    out->dtypes = dtypes();
     if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops))
       out->reduce_ops = (1u << RVL_REDUCE_SUM) | (1u << RVL_REDUCE_MAX) | (1u << RVL_REDUCE_PROD) |
                         (1u << RVL_REDUCE_LOGSUMEXP);
@@ -205,7 +208,7 @@ void launch(const KernelSource& k, const std::vector<const rvl_buffer*>& args) {
 
 // The handles behind a kernel's operands, in argument order (the validator checked them).
 void Hooks::execute_program(const rvl_program* p) {
-  const validate::Program v = validate::validate_program(p, Host::buffer_ref<validate::BufferRef>);
+  const validate::Program v = validate::validate_program(p, Host::buffer_ref<validate::BufferRef>, Hooks::dtypes());
   std::vector<const rvl_buffer*> args;
   for (int32_t i = 0; i < p->n_inputs; ++i) args.push_back(Host::lookup_buffer(p->inputs[i].buffer, "input"));
   args.push_back(Host::lookup_buffer(p->output.buffer, "output"));
@@ -213,7 +216,7 @@ void Hooks::execute_program(const rvl_program* p) {
 }
 
 void Hooks::execute_contraction(const rvl_contraction* c) {
-  const validate::Contraction v = validate::validate_contraction(c, Host::buffer_ref<validate::BufferRef>);
+  const validate::Contraction v = validate::validate_contraction(c, Host::buffer_ref<validate::BufferRef>, Hooks::dtypes());
   std::vector<const rvl_buffer*> args{Host::lookup_buffer(c->a.buffer, "A"), Host::lookup_buffer(c->b.buffer, "B")};
   for (int32_t i = 0; i < c->n_epilogue_inputs; ++i)
     args.push_back(Host::lookup_buffer(c->epilogue_inputs[i].buffer, "epilogue input"));

@@ -75,7 +75,7 @@ struct Kernel {
       if ((reduce_axes >> d) & 1u) p.output.view.strides[d] = 0;
       p.output.view.valid_hi[d] = shape[d];
     }
-    return rvl::l0::plan_program(rvl::validate::validate_program(&p, fake_lookup));
+    return rvl::l0::plan_program(rvl::validate::validate_program(&p, fake_lookup, RVL_DTYPES_ALL));
   }
 };
 
@@ -88,8 +88,10 @@ void check_program(const Kernel& k, const std::string& what) {
   check_valid(rvl::l0::emit_program(k.plan().sig), what);
 }
 
-const int32_t kDtypes[] = {RVL_DTYPE_BOOL, RVL_DTYPE_U8, RVL_DTYPE_I32,
-                           RVL_DTYPE_I64, RVL_DTYPE_F32, RVL_DTYPE_F64};
+// Every dtype (the plugin states all of them: Note [Halves in SPIR-V] in scalar_ops.cpp).
+const int32_t kDtypes[] = {RVL_DTYPE_BOOL, RVL_DTYPE_U8,  RVL_DTYPE_I32, RVL_DTYPE_I64, RVL_DTYPE_F32,
+                           RVL_DTYPE_F64,  RVL_DTYPE_F16, RVL_DTYPE_BF16, RVL_DTYPE_I8, RVL_DTYPE_I16,
+                           RVL_DTYPE_U16,  RVL_DTYPE_U32, RVL_DTYPE_U64};
 
 }  // namespace
 
@@ -185,7 +187,7 @@ BOOST_AUTO_TEST_CASE(contractions_of_every_dtype_with_an_epilogue) {
       c.epilogue_inputs = &bias;
       c.n_epilogue = int32_t(epi.size());
       c.epilogue = epi.data();
-      const auto plan = rvl::l0::plan_contraction(rvl::validate::validate_contraction(&c, fake_lookup));
+      const auto plan = rvl::l0::plan_contraction(rvl::validate::validate_contraction(&c, fake_lookup, RVL_DTYPES_ALL));
       check_valid(rvl::l0::emit_contraction(plan.sig),
                   std::string("contraction ") + rvl::dtype_name(dt) + " batch " + std::to_string(batch));
     }

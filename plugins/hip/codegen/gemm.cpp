@@ -11,10 +11,20 @@
 // 128x128x8 with 8x8 per thread for big f32 problems, 64x64x8 with 4x4 otherwise. Strides, offsets and batch strides (0 = broadcast) are
 // baked in. Floats accumulate with FMA (docs/hip.md). The epilogue is the program's SSA with ACC =
 // the accumulator, evaluated where each C element is stored; C's view is any non-aliasing view.
+//
+// Note [Half GEMM]
+// f16 and bf16 operands are widened to f32 as the tiles are staged (each element converted once
+// per block that reads it, in the global->shared copy that exists anyway), the shared tiles, the
+// register blocks and the accumulators are f32 with f32 FMA, the epilogue is the widened program
+// (Note [Halves in kernels]) and C is rounded once where it is stored: the CPU's recipe
+// (decision 45) and the reference's. No tensor cores (mma/wmma, MFMA) yet: a half GEMM runs at
+// the f32 kernel's arithmetic speed and saves half of the operand bytes; matrix-core tiles are
+// the next step for issue 25 §3 and would keep this contract (f32 accumulate, one rounding).
 #include "codegen.hpp"
 #include "ssa.hpp"
 
 #include <ravel/backend.hpp>
+#include <ravel/lowering/halves.hpp>
 #include <ravel/lowering/plan.hpp>
 
 #include <algorithm>
@@ -29,8 +39,8 @@ std::string S(int64_t x) { return std::to_string(x); }
 KernelSource generate_contraction(const validate::Contraction& c, const Target& t) {
   const int br = c.batch_rank;
   const validate::Program& e = c.epilogue;
-  const int32_t T = c.dtype;
-  const std::string Ty = ctype(T), Oy = ctype(e.out.dtype);
+  const int32_t T = c.dtype, W = lower::compute_dtype(T);  // W: what tiles and accumulators hold
+  const std::string Ty = ctype(T), Wy = ctype(W), Oy = ctype(e.out.dtype);
   int64_t batch = 1;
   for (int d = 0; d < br; ++d) batch *= c.batch_shape[d];
   KernelSource k;
@@ -41,7 +51,7 @@ KernelSource generate_contraction(const validate::Contraction& c, const Target& 
               S(c.m) + " N " + S(c.n) + " K " + S(c.k) + ", epilogue of " + S(e.n_ins);
   if (batch == 0 || c.m == 0 || c.n == 0) return k;  // nothing is stored
 
-  const lower::GemmTile tl = lower::gemm_tile(T, c.m, c.n, t.compute_units, true);
+  const lower::GemmTile tl = lower::gemm_tile(W, c.m, c.n, t.compute_units, true);
   const std::string I = lower::contraction_fits_32(c, tl) ? "int" : "long long";
 
   // Index names shared with the epilogue's views: batch axes i0.., then m and n.
@@ -60,8 +70,8 @@ KernelSource generate_contraction(const validate::Contraction& c, const Target& 
   const int la = tl.bm * tl.bk / 256, lb = tl.bn * tl.bk / 256;
 
   std::string b;
-  b += "  __shared__ " + Ty + " As[" + S(tl.bk) + "][" + S(tl.bm + 4) + "];\n";
-  b += "  __shared__ " + Ty + " Bs[" + S(tl.bk) + "][" + S(tl.bn + 4) + "];\n";
+  b += "  __shared__ " + Wy + " As[" + S(tl.bk) + "][" + S(tl.bm + 4) + "];\n";
+  b += "  __shared__ " + Wy + " Bs[" + S(tl.bk) + "][" + S(tl.bn + 4) + "];\n";
   b += "  const int tid = threadIdx.x, tn = tid % " + S(tl.bn / tl.tn) + ", tm = tid / " +
        S(tl.bn / tl.tn) + ";\n";
   b += "  for (" + I + " bz = blockIdx.z; bz < " + S(batch) + "; bz += gridDim.z) {\n";
@@ -81,9 +91,9 @@ KernelSource generate_contraction(const validate::Contraction& c, const Target& 
   b += "    const " + I + " abase = " + base(c.a) + ", bbase = " + base(c.b) + ";\n";
   b += "    const " + I + " m0 = (" + I + ")blockIdx.y * " + S(tl.bm) + ", n0 = (" + I +
        ")blockIdx.x * " + S(tl.bn) + ";\n";
-  b += "    " + Ty + " acc[" + S(tl.tm) + "][" + S(tl.tn) + "];\n";
+  b += "    " + Wy + " acc[" + S(tl.tm) + "][" + S(tl.tn) + "];\n";
   b += "#pragma unroll\n    for (int i = 0; i < " + S(tl.tm) + "; ++i)\n#pragma unroll\n"
-       "      for (int j = 0; j < " + S(tl.tn) + "; ++j) acc[i][j] = (" + Ty + ")0;\n";
+       "      for (int j = 0; j < " + S(tl.tn) + "; ++j) acc[i][j] = (" + Wy + ")0;\n";
   b += "    for (" + I + " k0 = 0; k0 < " + S(c.k) + "; k0 += " + S(tl.bk) + ") {\n";
   // Stage A and B (zeros outside M, N, K).
   b += "#pragma unroll\n      for (int j = 0; j < " + S(la) + "; ++j) {\n";
@@ -92,7 +102,8 @@ KernelSource generate_contraction(const validate::Contraction& c, const Target& 
                : "        const int mm = e % " + S(tl.bm) + ", kk = e / " + S(tl.bm) + ";\n";
   b += "        const " + I + " gm = m0 + mm, gk = k0 + kk;\n";
   b += "        As[kk][mm] = (gm < " + S(c.m) + " && gk < " + S(c.k) + ") ? " +
-       normalise(T, "A[abase + gm * (" + S(sam) + ") + gk * (" + S(sak) + ")]") + " : (" + Ty + ")0;\n";
+       c::convert(c::kHip, W, T, normalise(T, "A[abase + gm * (" + S(sam) + ") + gk * (" + S(sak) + ")]")) +
+       " : (" + Wy + ")0;\n";
   b += "      }\n";
   b += "#pragma unroll\n      for (int j = 0; j < " + S(lb) + "; ++j) {\n";
   b += "        const int e = tid + j * 256;\n";
@@ -100,13 +111,14 @@ KernelSource generate_contraction(const validate::Contraction& c, const Target& 
                : "        const int nn = e / " + S(tl.bk) + ", kk = e % " + S(tl.bk) + ";\n";
   b += "        const " + I + " gn = n0 + nn, gk = k0 + kk;\n";
   b += "        Bs[kk][nn] = (gn < " + S(c.n) + " && gk < " + S(c.k) + ") ? " +
-       normalise(T, "B[bbase + gk * (" + S(sbk) + ") + gn * (" + S(sbn) + ")]") + " : (" + Ty + ")0;\n";
+       c::convert(c::kHip, W, T, normalise(T, "B[bbase + gk * (" + S(sbk) + ") + gn * (" + S(sbn) + ")]")) +
+       " : (" + Wy + ")0;\n";
   b += "      }\n      __syncthreads();\n";
   // Outer products from shared memory.
   const std::string mrow = "(i >> 2) * " + S(tl.bm / 2) + " + tm * 4 + (i & 3)";
   const std::string ncol = "(j >> 2) * " + S(tl.bn / 2) + " + tn * 4 + (j & 3)";
   b += "#pragma unroll\n      for (int kk = 0; kk < " + S(tl.bk) + "; ++kk) {\n";
-  b += "        " + Ty + " ra[" + S(tl.tm) + "], rb[" + S(tl.tn) + "];\n";
+  b += "        " + Wy + " ra[" + S(tl.tm) + "], rb[" + S(tl.tn) + "];\n";
   b += "#pragma unroll\n        for (int i = 0; i < " + S(tl.tm) + "; ++i) ra[i] = As[kk][" + mrow + "];\n";
   b += "#pragma unroll\n        for (int j = 0; j < " + S(tl.tn) + "; ++j) rb[j] = Bs[kk][" + ncol + "];\n";
   b += "#pragma unroll\n        for (int i = 0; i < " + S(tl.tm) + "; ++i)\n#pragma unroll\n"
@@ -118,9 +130,11 @@ KernelSource generate_contraction(const validate::Contraction& c, const Target& 
   b += "      for (int j = 0; j < " + S(tl.tn) + "; ++j) {\n";
   b += "        const " + I + " m = m0 + " + mrow + ", n = n0 + " + ncol + ";\n";
   b += "        if (m < " + S(c.m) + " && n < " + S(c.n) + ") {\n";
+  std::vector<rvl_instruction> wide;
+  const validate::Program we = lower::widened(e, wide);
   SsaInput ssa;
-  ssa.ins = e.ins;
-  ssa.n = e.n_ins;
+  ssa.ins = we.ins;
+  ssa.n = we.n_ins;
   ssa.acc = "acc[i][j]";
   ssa.outline = e.n_ins > 128;
   std::vector<SpaceView> ev(e.inputs.size() + 1);
@@ -129,7 +143,8 @@ KernelSource generate_contraction(const validate::Contraction& c, const Target& 
   ev.back() = to_space(e.out);
   ssa.load = [&](int32_t a) { return load(ev[a], "in" + std::to_string(a), idx, cext); };
   const std::string r = emit_ssa(b, ssa, "          ");
-  b += "          out[" + address(ev.back(), idx) + "] = " + r + ";\n";
+  b += "          out[" + address(ev.back(), idx) + "] = " +
+       c::convert(c::kHip, e.out.dtype, we.ins[we.n_ins - 1].dtype, r) + ";\n";
   b += "        }\n      }\n  }\n";
 
   std::string params = "const " + Ty + "* __restrict__ A, const " + Ty + "* __restrict__ B, ";

@@ -30,9 +30,18 @@ const char* kShuffleAmd = R"(template <class T> static __device__ __forceinline_
 }
 )";
 
-// One-byte values travel as int (no shuffle overload for char).
+// One- and two-byte values travel as int (no shuffle overloads for char and short).
 const char* kHipOnly = R"(static __device__ __forceinline__ unsigned char rvl_shfl_down(unsigned char v, int d) {
   return (unsigned char)rvl_shfl_down((int)v, d);
+}
+static __device__ __forceinline__ signed char rvl_shfl_down(signed char v, int d) {
+  return (signed char)rvl_shfl_down((int)v, d);
+}
+static __device__ __forceinline__ short rvl_shfl_down(short v, int d) {
+  return (short)rvl_shfl_down((int)v, d);
+}
+static __device__ __forceinline__ unsigned short rvl_shfl_down(unsigned short v, int d) {
+  return (unsigned short)rvl_shfl_down((int)v, d);
 }
 // Four consecutive elements, aligned so that one vector load/store moves them.
 template <class T> struct alignas(4 * sizeof(T)) rvl_vec4 { T v[4]; };

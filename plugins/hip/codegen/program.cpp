@@ -14,10 +14,13 @@
 //    tree.
 // Every thread executes every shuffle and __syncthreads (loops over outputs are block-uniform),
 // which GPUs require and the CPU emulator relies on. Accumulation is in the output dtype
-// (docs/abi.md 8); an empty reduced extent stores the identity.
+// (docs/abi.md 8); an empty reduced extent stores the identity. f16/bf16 programs arrive widened
+// (Note [Halves in kernels] in <ravel/lowering/halves.hpp>): halves are loaded as their bits,
+// computed and accumulated in f32, and rounded once where the output is stored (convert).
 #include "codegen.hpp"
 #include "ssa.hpp"
 
+#include <ravel/lowering/halves.hpp>
 #include <ravel/lowering/plan.hpp>
 
 #include <algorithm>
@@ -53,6 +56,11 @@ std::string header(const std::string& name, const validate::Program& p) {
          name + "(" + params(p) + ") {\n";
 }
 
+// The program's last value (f32 where a widened program has a half output) as the output's dtype.
+std::string store(int32_t out_dtype, const validate::Program& p, const std::string& value) {
+  return c::convert(c::kHip, out_dtype, p.ins[p.n_ins - 1].dtype, value);
+}
+
 void elementwise(KernelSource& k, const validate::Program& p, const Space& s, const Target& t) {
   const std::string I = s.wide ? "long long" : "int";
   const int64_t n = s.n_out;
@@ -69,7 +77,7 @@ void elementwise(KernelSource& k, const validate::Program& p, const Space& s, co
     const std::string r = emit_ssa(b, ssa_for(p, [&](int32_t a) {
       return load(s.views[a], "in" + std::to_string(a), idx, s.extent);
     }), "    ");
-    b += "    out[" + address(out, idx) + "] = " + r + ";\n  }\n";
+    b += "    out[" + address(out, idx) + "] = " + store(out.dtype, p, r) + ";\n  }\n";
     return b;
   };
   std::string body;
@@ -96,7 +104,7 @@ void elementwise(KernelSource& k, const validate::Program& p, const Space& s, co
         return normalise(v.dtype, "in" + std::to_string(a) + "[" + std::to_string(v.offset) + "]");
       return normalise(v.dtype, "x" + std::to_string(a) + ".v[u]");
     }), "      ");
-    body += "      r.v[u] = " + r + ";\n    }\n";
+    body += "      r.v[u] = " + store(out.dtype, p, r) + ";\n    }\n";
     body += "    *(rvl_vec4<" + std::string(ctype(out.dtype)) + ">*)(out + " +
             std::to_string(out.offset) + " + 4 * q) = r;\n  }\n";
     if (n % 4) body += scalar_loop(std::to_string(nq * 4));
@@ -122,7 +130,7 @@ struct Accumulator {
 };
 
 Accumulator accumulator(const validate::Program& p) {
-  const int32_t odt = p.out.dtype, rop = p.reduce_op;
+  const int32_t odt = lower::compute_dtype(p.out.dtype), rop = p.reduce_op;
   const lower::Accumulator plan = lower::accumulator(rop, odt, p.ins[p.n_ins - 1].dtype);
   Accumulator a;
   a.type = ctype(plan.dtype);
@@ -176,7 +184,8 @@ void reduction(KernelSource& k, const validate::Program& p, const Space& s, cons
     return load(s.views[a], "in" + std::to_string(a), idx, s.extent);
   }), "        ");
   // One element is the partial result (v) for SUM/MAX/PROD and (v, 1) for LOGSUMEXP.
-  std::vector<std::string> one{v};
+  // (A program ending in a CAST to a half yields its bits: widened again to accumulate in f32.)
+  std::vector<std::string> one{nv == 2 ? v : c::convert(c::kHip, lower::compute_dtype(p.out.dtype), p.ins[p.n_ins - 1].dtype, v)};
   if (nv == 2) one.push_back("(" + T + ")1");
   b += "        " + A.merge(A.vars, one) + "\n      }\n    }\n";
   if (row) {
@@ -206,7 +215,7 @@ void reduction(KernelSource& k, const validate::Program& p, const Space& s, cons
   std::vector<std::string> out_idx(s.extent.size());
   for (size_t d : kept) out_idx[d] = idx[d];
   b += "    if (o < " + std::to_string(O) + " && ty == 0) out[" + address(s.views.back(), out_idx) +
-       "] = " + A.result + ";\n";
+       "] = " + c::convert(c::kHip, p.out.dtype, lower::compute_dtype(p.out.dtype), A.result) + ";\n";
   b += "    __syncthreads();\n  }\n";
   k.name = hash_name("red", b);
   k.source = prelude(t) + header(k.name, p) + b + "}\n";
@@ -228,8 +237,10 @@ KernelSource generate_program(const validate::Program& p, const Target& t) {
     k.grid[0] = 0;
     return k;
   }
-  if (p.reduce_op == RVL_REDUCE_NONE) elementwise(k, p, s, t);
-  else reduction(k, p, s, t);
+  std::vector<rvl_instruction> wide;
+  const validate::Program w = lower::widened(p, wide);
+  if (p.reduce_op == RVL_REDUCE_NONE) elementwise(k, w, s, t);
+  else reduction(k, w, s, t);
   return k;
 }
 

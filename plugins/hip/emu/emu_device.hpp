@@ -27,6 +27,8 @@ static thread_local const rvl_emu_ctx* rvl_emu_current;
 inline void __syncthreads() { rvl_emu_current->sync(rvl_emu_current->team); }
 inline float __int_as_float(int x) { float f; memcpy(&f, &x, 4); return f; }
 inline double __longlong_as_double(long long x) { double f; memcpy(&f, &x, 8); return f; }
+inline unsigned __float_as_uint(float x) { unsigned u; memcpy(&u, &x, 4); return u; }
+inline long long __double_as_longlong(double x) { long long u; memcpy(&u, &x, 8); return u; }
 
 template <class T>
 T rvl_shfl_down(T v, int d) {

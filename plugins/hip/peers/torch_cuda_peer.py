@@ -56,6 +56,19 @@ with torch.no_grad():
     elif W in ("sum_axis0", "sum_axis1"):
         x, ax = u(S[0], S[1]), 0 if W == "sum_axis0" else 1
         proto.run(args, synced(lambda: x.sum(dim=ax)), lambda r: close(r, x.double().sum(dim=ax), atol=1e-2))
+    elif W in ("matmul_bf16", "matmul_f16", "elementwise_bf16", "elementwise_f16"):
+        # Half rows (issue 25 section 3): cuBLAS / PyTorch's kernels in the half dtype, checked
+        # against f64 within the format's precision.
+        dt = torch.bfloat16 if W.endswith("bf16") else torch.float16
+        tol = 2 ** -7 if dt == torch.bfloat16 else 2 ** -10
+        if W.startswith("matmul"):
+            a, b = u(S[0], S[1]).to(dt), u(S[1], S[2]).to(dt)
+            proto.run(args, synced(lambda: a @ b),
+                      lambda r: close(r[:4], a[:4].double() @ b.double(), atol=4 * tol * S[1] ** 0.5, rtol=4 * tol))
+        else:
+            a, b, c = u(S[0]).to(dt), u(S[0]).to(dt), u(S[0]).to(dt)
+            proto.run(args, synced(lambda: torch.exp(a) * b + c),
+                      lambda r: close(r, torch.exp(a.double()) * b.double() + c.double(), atol=8 * tol, rtol=8 * tol))
     elif W == "transpose":
         x = u(S[0], S[1])
         proto.run(args, synced(lambda: x.t().contiguous()), lambda r: torch.equal(r, x.t()))
@@ -95,5 +108,6 @@ elif W == "makemore":
         torch.cuda.synchronize()
         return loss
     proto.run(args, step, lambda loss: bool(loss == loss) and float(loss) > 0)
-elif W not in ("matmul", "elementwise", "softmax", "sum_axis0", "sum_axis1", "transpose"):
+elif W not in ("matmul", "elementwise", "softmax", "sum_axis0", "sum_axis1", "transpose", "matmul_bf16",
+               "matmul_f16", "elementwise_bf16", "elementwise_f16"):
     proto.unavailable(args, f"the PyTorch CUDA peer has no workload {W}")

@@ -63,7 +63,7 @@ void launch_program(int32_t device, rvl_stream* stream, const rvl_program* progr
   hip::device(device);
   const hipStream_t s = stream_on(stream, device, "execute_program");
   Lookup lookup{device, {}};
-  const validate::Program p = validate::validate_program(program, std::ref(lookup));
+  const validate::Program p = validate::validate_program(program, std::ref(lookup), RVL_DTYPES_ALL);
   use_device(device);
   const Kernel& k = kernel_cache().program(device, p);
   std::vector<void*> ptrs;
@@ -78,7 +78,7 @@ void launch_contraction(int32_t device, rvl_stream* stream, const rvl_contractio
   hip::device(device);
   const hipStream_t s = stream_on(stream, device, "execute_contraction");
   Lookup lookup{device, {}};
-  const validate::Contraction v = validate::validate_contraction(c, std::ref(lookup));
+  const validate::Contraction v = validate::validate_contraction(c, std::ref(lookup), RVL_DTYPES_ALL);
   use_device(device);
   const Kernel& k = kernel_cache().contraction(device, v);
   std::vector<void*> ptrs{v.a.data, v.b.data};

@@ -107,7 +107,8 @@ rvl_error* device_properties(int32_t d, rvl_device_properties* out) {
     out->kind = RVL_DEVICE_GPU;
     out->memory_bytes = info.memory;
     out->compute_units = info.target.compute_units;
-    out->dtypes = RVL_DTYPES_1_0;  // not the 1.7 dtypes: its kernels do not implement them
+    // Every dtype (ABI 1.7's too): halves as bits computed in f32 (Note [Halves in kernels]).
+    out->dtypes = RVL_DTYPES_ALL;
     out->max_rank = RVL_MAX_RANK;
     if (RVL_HAS_MEMBER(out, rvl_device_properties, details)) {
       copy_string(out->arch, sizeof out->arch, info.target.arch);

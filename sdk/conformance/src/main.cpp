@@ -53,6 +53,7 @@ void register_all() {
   register_contraction_cases();
   register_fused_cases();
   register_edge_cases();
+  register_half_rounding_cases();
   register_malformed_cases();
   register_peer_cases();
   register_all_reduce_cases();

@@ -76,6 +76,7 @@ Id SpirvBuilder::t_void() { return cached_type({uint32_t(Op::OpTypeVoid)}, Op::O
 Id SpirvBuilder::t_bool() { return cached_type({uint32_t(Op::OpTypeBool)}, Op::OpTypeBool, {}); }
 Id SpirvBuilder::t_int(uint32_t bits) {
   if (bits == 8) capability(spv::Capability::Int8);
+  if (bits == 16) capability(spv::Capability::Int16);  // i16, u16, and f16/bf16 storage
   if (bits == 64) capability(spv::Capability::Int64);
   return cached_type({uint32_t(Op::OpTypeInt), bits}, Op::OpTypeInt, {bits, 0});
 }

@@ -25,16 +25,21 @@ struct Dialect {
   const char* f32_math;     // suffix of f32 math functions ("f": sqrtf; OpenCL C overloads sqrt)
   const char* fn;           // qualifiers of an inlined helper
   const char* fn_noinline;  // qualifiers of a helper called out of line
+  const char* f32_bits;     // float -> its bits as a 32-bit unsigned int (the half conversions)
+  const char* f64_bits;     // double -> its bits as a 64-bit integer
 };
 // HIP and CUDA C++ (hiprtc, NVRTC, and the CPU emulator's host compiler).
 inline constexpr Dialect kHip{"long long", "unsigned long long", "LL", "__int_as_float",
                               "__longlong_as_double", "f", "static __device__ __forceinline__",
-                              "static __device__ __noinline__"};
+                              "static __device__ __noinline__", "__float_as_uint",
+                              "__double_as_longlong"};
 // OpenCL C 1.2 (long is 64 bits; math functions are overloaded).
 inline constexpr Dialect kOpenCL{"long", "ulong", "L", "as_float", "as_double", "",
-                                 "static inline", "static __attribute__((noinline))"};
+                                 "static inline", "static __attribute__((noinline))", "as_uint",
+                                 "as_ulong"};
 
-// Spelling of a dtype (bool is one byte holding 0 or 1).
+// Spelling of a dtype (bool is one byte holding 0 or 1; f16 and bf16 are their bits in an
+// unsigned short, Note [Half storage] in c_source.cpp).
 const char* ctype(const Dialect& d, int32_t dtype);
 // The unsigned type integer arithmetic wraps in (signed overflow is undefined in C).
 const char* utype(const Dialect& d, int32_t dtype);
@@ -51,6 +56,12 @@ struct SsaInput {
   // Long programs call transcendentals out of line (rvl_ol_*): same results, bounded code size.
   bool outline = false;
 };
+// The expression converting x from dtype `from` to `to` with the CAST rules (docs/abi.md 7):
+// halves round to nearest even from the source value itself (rvl_f32_to_f16, rvl_f64_to_bf16,
+// ...), widen exactly; float -> integer truncates and saturates. Renderers store a kernel's f32
+// value into a half output with it (Note [Halves in kernels]).
+std::string convert(const Dialect& d, int32_t to, int32_t from, const std::string& x);
+
 // Appends "const T v<j> = ...;" for every instruction; returns the last value's name.
 std::string emit_ssa(const Dialect& d, std::string& out, const SsaInput& in, const std::string& indent);
 
