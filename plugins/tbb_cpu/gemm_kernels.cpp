@@ -174,6 +174,7 @@ template <> struct Ops<double> {
 #include "gemm_small_body.inc"
 template void kernel<float, 12, 2>(int64_t, const float*, const float*, float*, int64_t, bool);
 template void kernel<float, 8, 2>(int64_t, const float*, const float*, float*, int64_t, bool);
+template void kernel<float, 16, 1>(int64_t, const float*, const float*, float*, int64_t, bool);
 template void kernel<double, 12, 2>(int64_t, const double*, const double*, double*, int64_t, bool);
 template void small_kernel<float, 6, 1>(int64_t, const float* const*, int64_t, const float*, int64_t, float*, int64_t);
 template void small_kernel<double, 6, 1>(int64_t, const double* const*, int64_t, const double*, int64_t, double*,
@@ -227,12 +228,21 @@ Kernel<float> select_kernel_f32() {
 // or 32 in the Fashion-MNIST CNN. 12-row slivers compute 24 rows for 16 (a third wasted) and 36
 // for 32; AVX-512's 8 x 32 tile (16 accumulators, still enough to hide the FMA latency, and as
 // load-bound per multiply-add as 12 x 32) wastes none there. Chosen where it wastes fewer rows.
-Kernel<float> select_kernel_f32_for_rows(int64_t m) {
+//
+// Note [Sixteen-column tiles for narrow N]: a weight gradient of a one-channel 3 x 3
+// convolution (the Fashion-MNIST CNN's first layer) is M x N = 16 x 9 with K = 100,352: a
+// 32-column tile computes 32 columns for 9 and its B slivers are 32 wide, 23 of them zeros
+// packed for every k. Where N <= 16, AVX-512's 16 x 16 tile (16 accumulators again, one B
+// vector and 16 broadcasts per k) computes and packs half as much; it is taken where it computes
+// fewer padded elements than the row rule's tile.
+Kernel<float> select_kernel_f32_for_shape(int64_t m, int64_t n) {
   Kernel<float> k = select_kernel_f32();
 #ifdef RVL_GEMM_X86
   if (isa() == Isa::Avx512 && m > 0) {
-    auto waste = [m](int64_t mr) { return (m + mr - 1) / mr * mr - m; };
-    if (waste(8) < waste(12)) return {8, 32, &avx512::kernel<float, 8, 2>};
+    auto up = [](int64_t x, int64_t r) { return (x + r - 1) / r * r; };
+    if (up(m, 8) < up(m, 12)) k = {8, 32, &avx512::kernel<float, 8, 2>};
+    // Narrow N: the 16 x 16 tile where it computes fewer padded elements.
+    if (n > 0 && n <= 16 && up(m, 16) * 16 < up(m, k.mr) * up(n, k.nr)) k = {16, 16, &avx512::kernel<float, 16, 1>};
   }
 #endif
   return k;

@@ -53,8 +53,9 @@ struct SmallKernel {
 // Selects the best micro-kernel for this CPU (decided once per process).
 Kernel<float> select_kernel_f32();
 Kernel<double> select_kernel_f64();
-// The f32 kernel for a GEMM of m rows (Note [Eight-row tiles for short M]).
-Kernel<float> select_kernel_f32_for_rows(int64_t m);
+// The f32 kernel for a GEMM of m rows and n columns (Notes [Eight-row tiles for short M],
+// [Sixteen-column tiles for narrow N]).
+Kernel<float> select_kernel_f32_for_shape(int64_t m, int64_t n);
 // The small-GEMM kernel of the same family (same RAVEL_TBB_GEMM choice).
 SmallKernel<float> select_small_f32();
 SmallKernel<double> select_small_f64();

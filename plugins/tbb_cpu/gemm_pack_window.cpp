@@ -91,7 +91,7 @@ template <int DT>
 void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTables& t) {
   using T = ctype<DT>;
   gemm::Kernel<T> kern;
-  if constexpr (DT == RVL_DTYPE_F32) kern = gemm::select_kernel_f32_for_rows(c.m);
+  if constexpr (DT == RVL_DTYPE_F32) kern = gemm::select_kernel_f32_for_shape(c.m, c.n);
   else kern = gemm::select_kernel_f64();
   const int64_t MR = kern.mr, NR = kern.nr, M = c.m, N = c.n, K = c.k;
   const int64_t batches = window_batches(c);
