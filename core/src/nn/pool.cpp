@@ -151,8 +151,9 @@ Tensor route_disjoint(const Tensor& chosen, const Tensor& g, const window::Geome
 // the first fold chose nothing there and the second overrides only those windows). The single
 // forward fold this replaced tested "nothing chosen yet" per tap (eleven instructions a tap, 1.7 +
 // 1.0 ms of the Fashion-MNIST CNN step). Padding (-inf) never takes a window: a window whose
-// values are all -inf keeps its first tap inside the input. The ids are the gradient's dtype:
-// wider lanes than i64 in the plugin's array loops, exact up to 2^24 taps.
+// values are all -inf keeps its first tap inside the input. The ids are in x's dtype (twice
+// i64's lanes in the plugin's array loops; i64 measured slower): at most kMaxUnrolledTaps (16)
+// of them, exact even in bf16, whose integers are exact to 256.
 Tensor choose_taps(const Tensor& xpad, const Tensor& best, const Tensor& outside, const window::Geometry& geo) {
   const auto taps = window::taps_in_order(geo);
   const DType t = xpad.dtype();
