@@ -176,7 +176,11 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
             for (int64_t g = 0; g < n_seg; ++g) copy_run(dst + seg_at[g], row + bn[seg_at[g]], seg_len[g]);
             std::fill(dst + w, dst + NR, T{});
           }
-        } else {
+        } else if (!(DT == RVL_DTYPE_F32 &&
+                     gemm::gather_sliver_f32(reinterpret_cast<float*>(dst), reinterpret_cast<const float*>(Bb),
+                                             t.bk.data() + pc, kc, bn, w, NR))) {
+          // Note [Gathering B slivers] (gemm_kernels.cpp): a weight gradient's B (the input's
+          // window, columns (c, kh, kw): runs of 3) is gathered a vector at a time on AVX-512.
           for (int64_t k = 0; k < kc; ++k, dst += NR) {
             const T* row = Bb + t.bk[pc + k];
             int64_t j = 0;

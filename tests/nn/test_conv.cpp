@@ -164,14 +164,16 @@ BOOST_AUTO_TEST_CASE(conv2d_gradients_are_contractions) {
 
 // The weight gradient of a one- or two-channel f32 convolution is a GEMM with N = channels x
 // taps <= 16 (tbb_cpu takes AVX-512's 16 x 16 tile there, Note [Sixteen-column tiles for narrow
-// N]), at row counts below, at and above one 16-row tile; checked against a loop in double.
+// N]), at row counts below, at and above one 16-row tile; with 3 and 4 channels N = 27 and 36
+// (32-wide slivers, one and two, partly masked: Note [Gathering B slivers]). Checked against a
+// loop in double.
 BOOST_AUTO_TEST_CASE(narrow_weight_gradients_match_naive_sums) {
   struct Case {
     int64_t n, c, o, hw, k;
   };
   uint64_t seed = 300;
   for (Case k : {Case{3, 1, 16, 9, 3}, Case{2, 1, 5, 7, 3}, Case{2, 1, 20, 6, 3}, Case{2, 2, 17, 6, 2},
-                 Case{4, 1, 33, 5, 4}})
+                 Case{4, 1, 33, 5, 4}, Case{2, 3, 8, 6, 3}, Case{2, 4, 12, 5, 3}})
     guarded("n" + std::to_string(k.n) + " c" + std::to_string(k.c) + " o" + std::to_string(k.o), [&] {
       Tensor x = Tensor::randn({k.n, k.c, k.hw, k.hw}, seed++).realize();
       Tensor w = Tensor::randn({k.o, k.c, k.k, k.k}, seed++).realize();
