@@ -2,6 +2,7 @@
 #include "gemm_kernels.hpp"
 #include "tuning_env.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -174,6 +175,25 @@ template <> struct Ops<double> {
 #include "gemm_small_body.inc"
 template void kernel<float, 12, 2>(int64_t, const float*, const float*, float*, int64_t, bool);
 template void kernel<float, 8, 2>(int64_t, const float*, const float*, float*, int64_t, bool);
+template void kernel<float, 16, 1>(int64_t, const float*, const float*, float*, int64_t, bool);
+// Note [Gathering B slivers]: dst[k * nr + j] = row_k[idx[j]] for j < w (0 beyond), row_k = b +
+// bk[k], with one masked 16-lane gather per vector.
+void gather_sliver(float* dst, const float* b, const int64_t* bk, int64_t kc, const int32_t* idx, int64_t w,
+                   int64_t nr) {
+  const int nv = static_cast<int>(nr / 16);
+  __m512i ix[2];
+  __mmask16 mk[2];
+  for (int v = 0; v < nv; ++v) {
+    ix[v] = _mm512_loadu_si512(idx + 16 * v);
+    const int64_t lanes = std::clamp<int64_t>(w - 16 * v, 0, 16);
+    mk[v] = static_cast<__mmask16>(lanes == 16 ? 0xFFFFu : (1u << lanes) - 1u);
+  }
+  for (int64_t k = 0; k < kc; ++k, dst += nr) {
+    const float* row = b + bk[k];
+    for (int v = 0; v < nv; ++v)
+      _mm512_storeu_ps(dst + 16 * v, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mk[v], ix[v], row, 4));
+  }
+}
 template void kernel<double, 12, 2>(int64_t, const double*, const double*, double*, int64_t, bool);
 template void small_kernel<float, 6, 1>(int64_t, const float* const*, int64_t, const float*, int64_t, float*, int64_t);
 template void small_kernel<double, 6, 1>(int64_t, const double* const*, int64_t, const double*, int64_t, double*,
@@ -227,12 +247,21 @@ Kernel<float> select_kernel_f32() {
 // or 32 in the Fashion-MNIST CNN. 12-row slivers compute 24 rows for 16 (a third wasted) and 36
 // for 32; AVX-512's 8 x 32 tile (16 accumulators, still enough to hide the FMA latency, and as
 // load-bound per multiply-add as 12 x 32) wastes none there. Chosen where it wastes fewer rows.
-Kernel<float> select_kernel_f32_for_rows(int64_t m) {
+//
+// Note [Sixteen-column tiles for narrow N]: a weight gradient of a one-channel 3 x 3
+// convolution (the Fashion-MNIST CNN's first layer) is M x N = 16 x 9 with K = 100,352: a
+// 32-column tile computes 32 columns for 9 and its B slivers are 32 wide, 23 of them zeros
+// packed for every k. Where N <= 16, AVX-512's 16 x 16 tile (16 accumulators again, one B
+// vector and 16 broadcasts per k) computes and packs half as much; it is taken where it computes
+// fewer padded elements than the row rule's tile.
+Kernel<float> select_kernel_f32_for_shape(int64_t m, int64_t n) {
   Kernel<float> k = select_kernel_f32();
 #ifdef RVL_GEMM_X86
   if (isa() == Isa::Avx512 && m > 0) {
-    auto waste = [m](int64_t mr) { return (m + mr - 1) / mr * mr - m; };
-    if (waste(8) < waste(12)) return {8, 32, &avx512::kernel<float, 8, 2>};
+    auto up = [](int64_t x, int64_t r) { return (x + r - 1) / r * r; };
+    if (up(m, 8) < up(m, 12)) k = {8, 32, &avx512::kernel<float, 8, 2>};
+    // Narrow N: the 16 x 16 tile where it computes fewer padded elements.
+    if (n > 0 && n <= 16 && up(m, 16) * 16 < up(m, k.mr) * up(n, k.nr)) k = {16, 16, &avx512::kernel<float, 16, 1>};
   }
 #endif
   return k;
@@ -277,6 +306,24 @@ SmallKernel<double> select_small_f64() {
   }
 #endif
   return {4, 4, &small_portable<double, 4, 2>, &dot_portable<double>};
+}
+
+bool gather_sliver_f32(float* dst, const float* b, const int64_t* bk, int64_t kc, const int64_t* bn, int64_t w,
+                       int64_t nr) {
+#ifdef RVL_GEMM_X86
+  if (isa() != Isa::Avx512 || (nr != 16 && nr != 32) || w <= 0 || w > nr) return false;
+  int32_t idx[32] = {};
+  for (int64_t j = 0; j < w; ++j) {
+    const int64_t d = bn[j] - bn[0];
+    if (d < -(int64_t{1} << 28) || d > (int64_t{1} << 28)) return false;  // byte offsets fit int32
+    idx[j] = static_cast<int32_t>(d);
+  }
+  avx512::gather_sliver(dst, b + bn[0], bk, kc, idx, w, nr);
+  return true;
+#else
+  (void)dst, (void)b, (void)bk, (void)kc, (void)bn, (void)w, (void)nr;
+  return false;
+#endif
 }
 
 const char* isa_name() {

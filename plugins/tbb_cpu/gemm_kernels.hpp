@@ -53,8 +53,14 @@ struct SmallKernel {
 // Selects the best micro-kernel for this CPU (decided once per process).
 Kernel<float> select_kernel_f32();
 Kernel<double> select_kernel_f64();
-// The f32 kernel for a GEMM of m rows (Note [Eight-row tiles for short M]).
-Kernel<float> select_kernel_f32_for_rows(int64_t m);
+// The f32 kernel for a GEMM of m rows and n columns (Notes [Eight-row tiles for short M],
+// [Sixteen-column tiles for narrow N]).
+Kernel<float> select_kernel_f32_for_shape(int64_t m, int64_t n);
+// Packs one B sliver of a window GEMM with AVX-512 gathers where the chosen family is AVX-512:
+// dst[k * nr + j] = b[bk[k] + bn[j]] for j < w, 0 for w <= j < nr (nr 16 or 32). False (nothing
+// written) elsewhere. Note [Gathering B slivers].
+bool gather_sliver_f32(float* dst, const float* b, const int64_t* bk, int64_t kc, const int64_t* bn, int64_t w,
+                       int64_t nr);
 // The small-GEMM kernel of the same family (same RAVEL_TBB_GEMM choice).
 SmallKernel<float> select_small_f32();
 SmallKernel<double> select_small_f64();

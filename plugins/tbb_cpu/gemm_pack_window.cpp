@@ -91,7 +91,7 @@ template <int DT>
 void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTables& t) {
   using T = ctype<DT>;
   gemm::Kernel<T> kern;
-  if constexpr (DT == RVL_DTYPE_F32) kern = gemm::select_kernel_f32_for_rows(c.m);
+  if constexpr (DT == RVL_DTYPE_F32) kern = gemm::select_kernel_f32_for_shape(c.m, c.n);
   else kern = gemm::select_kernel_f64();
   const int64_t MR = kern.mr, NR = kern.nr, M = c.m, N = c.n, K = c.k;
   const int64_t batches = window_batches(c);
@@ -150,7 +150,8 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
         }
       }
       for (int64_t q = 0; q < nt; ++q) {  // B slivers: dst[k*NR + j]
-        T* dst = L.pb.data() + q * NR * kc;
+        T* const dst0 = L.pb.data() + q * NR * kc;
+        T* dst = dst0;
         const int64_t j0 = at.n0 + q * NR, w = std::min(NR, at.nc - q * NR);
         const int64_t* bn = t.bn.data() + j0;
         if (t.bn_run[j0] >= w) {  // a stride-1 run: copy rows
@@ -175,7 +176,11 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
             for (int64_t g = 0; g < n_seg; ++g) copy_run(dst + seg_at[g], row + bn[seg_at[g]], seg_len[g]);
             std::fill(dst + w, dst + NR, T{});
           }
-        } else {
+        } else if (!(DT == RVL_DTYPE_F32 &&
+                     gemm::gather_sliver_f32(reinterpret_cast<float*>(dst), reinterpret_cast<const float*>(Bb),
+                                             t.bk.data() + pc, kc, bn, w, NR))) {
+          // Note [Gathering B slivers] (gemm_kernels.cpp): a weight gradient's B (the input's
+          // window, columns (c, kh, kw): runs of 3) is gathered a vector at a time on AVX-512.
           for (int64_t k = 0; k < kc; ++k, dst += NR) {
             const T* row = Bb + t.bk[pc + k];
             int64_t j = 0;
@@ -183,10 +188,13 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
             for (; j < NR; ++j) dst[j] = T{};
           }
         }
+        // Note [Each B sliver while it is hot]: the sliver just packed (NR x kc, 32 KiB at most)
+        // is multiplied by every A sliver now, from L1, rather than after the whole panel (NC x
+        // kc: up to 2 MiB, this machine's L2) is packed and then streamed once per A sliver. Each
+        // C element sees the same calls in the same k order: the result is unchanged, bit for bit.
+        for (int64_t s = 0; s < mt; ++s)
+          kern.fn(kc, L.pa.data() + s * MR * kc, dst0, ct + s * MR * ldc + q * NR, ldc, pc > k0);
       }
-      for (int64_t s = 0; s < mt; ++s)
-        for (int64_t q = 0; q < nt; ++q)
-          kern.fn(kc, L.pa.data() + s * MR * kc, L.pb.data() + q * NR * kc, ct + s * MR * ldc + q * NR, ldc, pc > k0);
     }
   };
   auto finish = [&](const TileAt& at, const T* ct, Scratch& sc) {  // epilogue, [batch.., M, N] linear

@@ -129,7 +129,8 @@ struct Pool {
 };
 
 // Max over each window of `planes` independent planes; also the flat input index of the first
-// maximum in window scan order (PyTorch's CPU rule), -1 if the window holds no input element.
+// maximum in window scan order, or of the last NaN (PyTorch's CPU rule), -1 if the window holds
+// no input element.
 inline std::vector<double> max_pool(const Pool& p, int64_t planes, const std::vector<double>& x,
                                     std::vector<int64_t>* argmax) {
   const Vec out = p.out();
@@ -149,7 +150,8 @@ inline std::vector<double> max_pool(const Pool& p, int64_t planes, const std::ve
         }
         if (!inside) continue;
         const int64_t f = pl * pi + flatten(xi, p.in);
-        if (at < 0 || x[f] > best) best = x[f], at = f;
+        // PyTorch's `val > maxval || isnan(val)`: a NaN takes the window, the last one wins.
+        if (at < 0 || x[f] > best || std::isnan(x[f])) best = x[f], at = f;
       }
       y.push_back(best);
       if (argmax) argmax->push_back(at);

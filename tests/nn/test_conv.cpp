@@ -162,6 +162,47 @@ BOOST_AUTO_TEST_CASE(conv2d_gradients_are_contractions) {
   BOOST_TEST(ravel::last_realization_stats().contractions == 3);
 }
 
+// The weight gradient of a one- or two-channel f32 convolution is a GEMM with N = channels x
+// taps <= 16 (tbb_cpu takes AVX-512's 16 x 16 tile there, Note [Sixteen-column tiles for narrow
+// N]), at row counts below, at and above one 16-row tile; with 3 and 4 channels N = 27 and 36
+// (32-wide slivers, one and two, partly masked: Note [Gathering B slivers]). Checked against a
+// loop in double.
+BOOST_AUTO_TEST_CASE(narrow_weight_gradients_match_naive_sums) {
+  struct Case {
+    int64_t n, c, o, hw, k;
+  };
+  uint64_t seed = 300;
+  for (Case k : {Case{3, 1, 16, 9, 3}, Case{2, 1, 5, 7, 3}, Case{2, 1, 20, 6, 3}, Case{2, 2, 17, 6, 2},
+                 Case{4, 1, 33, 5, 4}, Case{2, 3, 8, 6, 3}, Case{2, 4, 12, 5, 3}})
+    guarded("n" + std::to_string(k.n) + " c" + std::to_string(k.c) + " o" + std::to_string(k.o), [&] {
+      Tensor x = Tensor::randn({k.n, k.c, k.hw, k.hw}, seed++).realize();
+      Tensor w = Tensor::randn({k.o, k.c, k.k, k.k}, seed++).realize();
+      nn::ConvOptions opt;
+      opt.padding = {k.k / 2, k.k / 2};
+      const int64_t p = k.k / 2, out = k.hw + 2 * p - k.k + 1;
+      Tensor r = Tensor::randn({k.n, k.o, out, out}, seed++).realize();
+      auto g = ravel::gradients((nn::conv2d(x, w, std::nullopt, opt) * r).sum(), {w})[0].to_vector<double>();
+      auto xv = x.to_vector<double>(), rv = r.to_vector<double>();
+      for (int64_t o = 0; o < k.o; ++o)
+        for (int64_t c = 0; c < k.c; ++c)
+          for (int64_t a = 0; a < k.k; ++a)
+            for (int64_t b = 0; b < k.k; ++b) {
+              double want = 0, scale = 0;
+              for (int64_t n = 0; n < k.n; ++n)
+                for (int64_t i = 0; i < out; ++i)
+                  for (int64_t j = 0; j < out; ++j) {
+                    const int64_t yi = i + a - p, xj = j + b - p;
+                    if (yi < 0 || yi >= k.hw || xj < 0 || xj >= k.hw) continue;
+                    const double t = rv[((n * k.o + o) * out + i) * out + j] * xv[((n * k.c + c) * k.hw + yi) * k.hw + xj];
+                    want += t, scale += std::fabs(t);
+                  }
+              const double got = g[((o * k.c + c) * k.k + a) * k.k + b];
+              BOOST_TEST(std::fabs(got - want) <= 1e-5 * scale + 1e-6, "w[" << o << "," << c << "," << a << "," << b
+                                                                           << "]: " << got << " vs " << want);
+            }
+    });
+}
+
 BOOST_AUTO_TEST_CASE(conv2d_without_batch_axis) {
   Tensor x = Tensor::randn({2, 5, 5}, 3, ravel::DType::F64), w = Tensor::randn({3, 2, 3, 3}, 4, ravel::DType::F64);
   nn::ConvOptions o;

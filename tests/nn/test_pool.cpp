@@ -271,6 +271,71 @@ BOOST_AUTO_TEST_CASE(max_pool_nan_and_infinity) {
   BOOST_TEST(gm == (std::vector<double>{1, 0, 1, 0}), boost::test_tools::per_element());
 }
 
+// The unrolled tap choice (Note [Choosing the tap in two folds]) in f32 and f64, on values with
+// many ties (0, 1, 2), NaN sprinkled in (some windows with two or more, so "the last NaN"
+// matters) and -inf: disjoint 2x2 windows (the routing in the input's layout), overlapping
+// padded 3x3/2 windows, ceil_mode with a cut last window, and a 1-D and a 3-D case, against
+// the naive loop with PyTorch's rule; the gradient is cot routed to the chosen element.
+BOOST_AUTO_TEST_CASE(max_pool_ties_and_nan_choose_as_pytorch) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const std::vector<PoolCase> cases = {
+      {{2, 3}, {8, 10}, {2, 2}, {2, 2}, {0, 0}, {1, 1}},
+      {{1, 2}, {9, 8}, {3, 3}, {2, 2}, {1, 1}, {1, 1}},
+      {{1, 2}, {7, 9}, {2, 3}, {2, 2}, {1, 0}, {1, 1}, true},
+      {{2, 2}, {13}, {4}, {3}, {2}, {1}, true},
+      {{1, 1}, {4, 6, 5}, {2, 2, 2}, {2, 2, 2}, {0, 0, 1}, {1, 1, 1}},
+  };
+  uint64_t seed = 700;
+  for (ravel::DType dt : {ravel::DType::F32, ravel::DType::F64})
+    for (const PoolCase& k : cases)
+      guarded(describe(k) + (dt == ravel::DType::F32 ? " f32" : " f64"), [&] {
+        conv_ref::Pool p{k.in, k.kernel, k.stride, k.pad, k.dilation, k.ceil_mode};
+        auto v = (Tensor::rand(cat(k.lead, k.in), seed++, ravel::DType::F64) * 3.0).trunc().to_vector<double>();
+        for (size_t i = 0; i < v.size(); ++i) {
+          if ((i * 2654435761u) % 7 == 0) v[i] = nan;
+          else if ((i * 40503u) % 11 == 0) v[i] = -inf;
+        }
+        std::vector<int64_t> arg;
+        auto want_y = conv_ref::max_pool(p, conv_ref::product(k.lead), v, &arg);
+        Tensor x = Tensor::from_vector(v, cat(k.lead, k.in)).cast(dt);
+        Tensor y = max_pool(k.in.size(), x, options_of(k));
+        auto got_y = y.to_vector<double>();
+        BOOST_TEST(got_y.size() == want_y.size());
+        for (size_t i = 0; i < got_y.size(); ++i)
+          BOOST_TEST((std::isnan(want_y[i]) ? std::isnan(got_y[i]) : got_y[i] == want_y[i]), "y at " << i);
+        Tensor cot = (Tensor::rand(y.shape(), seed++, ravel::DType::F64) * 8.0).trunc().cast(dt);
+        auto g = ravel::gradients((y * cot).sum(), {x})[0].to_vector<double>();
+        std::vector<double> want(g.size(), 0.0);
+        auto cv = cot.to_vector<double>();
+        for (size_t i = 0; i < arg.size(); ++i) want[arg[i]] += cv[i];
+        for (size_t i = 0; i < g.size(); ++i) BOOST_TEST(g[i] == want[i], "grad at " << i);
+      });
+}
+
+// Max pooling's gradient against central finite differences where the maximum is unique (the
+// choice is then locally constant), disjoint and overlapping padded windows, f64.
+BOOST_AUTO_TEST_CASE(max_pool_gradient_matches_finite_differences) {
+  uint64_t seed = 800;
+  for (const PoolCase& k : {PoolCase{{1, 2}, {6, 8}, {2, 2}, {2, 2}, {0, 0}, {1, 1}},
+                            PoolCase{{1, 2}, {7, 7}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, true}})
+    guarded(describe(k), [&] {
+      Tensor x = Tensor::randn(cat(k.lead, k.in), seed++, ravel::DType::F64);
+      Tensor cot = Tensor::randn(max_pool(k.in.size(), x, options_of(k)).shape(), seed++, ravel::DType::F64);
+      auto f = [&](const Tensor& t) { return (max_pool(k.in.size(), t, options_of(k)) * cot).sum(); };
+      auto g = ravel::gradients(f(x), {x})[0].to_vector<double>();
+      auto base = x.to_vector<double>();
+      for (size_t i = 0; i < base.size(); i += 3) {
+        auto at = [&](double d) {
+          auto v = base;
+          v[i] += d;
+          return f(Tensor::from_vector(v, x.shape())).item<double>();
+        };
+        const double fd = (at(1e-6) - at(-1e-6)) / 2e-6;
+        BOOST_TEST(std::fabs(fd - g[i]) < 1e-6, "at " << i << ": " << g[i] << " vs " << fd);
+      }
+    });
+}
+
 BOOST_AUTO_TEST_CASE(pool_errors_name_the_values) {
   Tensor x = Tensor::zeros({2, 3, 5, 5});
   auto msg = [](auto f) {

@@ -21,13 +21,24 @@ namespace {
 // so training mode carries it as a custom_vjp. mean and rstd are passed as inputs with no
 // gradient of their own (dx already holds the paths through them), so the rule reuses the
 // forward's statistics and, being built from tensor ops on them, differentiates again.
+//
+// Note [Per-channel factors first]
+// Written elementwise, (x - mean) * rstd * gamma + beta is five instructions per element (a
+// subtraction is a negation and an add), and the input gradient's formula nine: the tbb_cpu
+// evaluator runs each as a pass over the block, ~0.1 ns per element and instruction on this
+// machine, so they were 1.2 and 1.4 ms of the CNN step's first layer. Negating the mean and
+// multiplying rstd by gamma (and the sums by 1 / M) per channel first leaves three and five.
+// The centring stays a subtraction of the mean, as PyTorch's backward does: folding it into a
+// per-channel offset (x * a + b) would cancel large terms when |mean| >> std.
 Tensor normalized_with_own_gradient(const Tensor& x, const Tensor& mean, const Tensor& var, double eps,
                                     const Tensor& weight, const Tensor& bias, const std::vector<int64_t>& reduce,
                                     const Shape& per_channel, const char* name) {
   Tensor rstd = (var + eps).sqrt().recip();
-  Tensor y = (x - mean) * rstd;
   const bool affine = weight.defined();
-  if (affine) y = y * weight.reshape(per_channel) + bias.reshape(per_channel);
+  // Note [Per-channel factors first]: three instructions per element, (x + (-mean)) * factor + bias.
+  Tensor factor = affine ? rstd * weight.reshape(per_channel) : rstd;
+  Tensor y = (x + mean.neg()) * factor;
+  if (affine) y = y + bias.reshape(per_channel);
   if (!grad_enabled()) return y;
   std::vector<Tensor> inputs{x, mean, rstd};
   if (affine) inputs.push_back(weight), inputs.push_back(bias);
@@ -35,10 +46,13 @@ Tensor normalized_with_own_gradient(const Tensor& x, const Tensor& mean, const T
   auto rule = [reduce, per_channel, per_value](const std::vector<Tensor>& in, const Tensor&, const Tensor& dy) {
     const Tensor& xv = in[0];
     const Tensor& rs = in[2];
-    Tensor xhat = (xv - in[1]) * rs;
-    Tensor sdy = dy.sum(Axes(reduce), true), sdyx = (dy * xhat).sum(Axes(reduce), true);
+    Tensor centered = xv + in[1].neg();
+    Tensor sdy = dy.sum(Axes(reduce), true), sdyx = (dy * (centered * rs)).sum(Axes(reduce), true);
     Tensor scale = in.size() > 3 ? rs * in[3].reshape(per_channel) : rs;
-    Tensor dx = scale * (dy - sdy * per_value - xhat * (sdyx * per_value));
+    // dx = scale * (dy - sdy / M - xhat * sdyx / M), xhat = (x - mean) * rstd, with the
+    // per-channel factors formed first (Note [Per-channel factors first]).
+    Tensor shift = (sdy * per_value).neg(), slope = (rs * sdyx * per_value).neg();
+    Tensor dx = (dy + shift + centered * slope) * scale;
     std::vector<Tensor> g{dx, Tensor(), Tensor()};
     if (in.size() > 3) {
       g.push_back(sdyx.reshape({per_channel[0]}).cast(in[3].dtype()));

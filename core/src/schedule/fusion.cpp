@@ -136,23 +136,35 @@ void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<
   }
 }
 
-// The distinct buffers (not constants) the kernel tree rooted at `root` reads.
-std::unordered_set<const Node*> tree_inputs(const Node* root, const KernelPlan& plan) {
-  std::unordered_set<const Node*> inputs, seen;
+// Note [Inputs are views]
+// The kernel builder gives every distinct (buffer, view) a kernel input of its own (a LOAD), so
+// the bound on a kernel's inputs counts those pairs, not the distinct buffers: max pooling's tap
+// choice reads 12 strided slices of each of three buffers, 36 inputs, where counting buffers saw
+// 3 and let the kernel past the plugin's limit of 32 ("input count 36 out of range"). Views are
+// hash-consed nodes, so the View node stands for its view (two chains of movement ops that end
+// in the same view count twice: an overestimate, which only splits a kernel).
+InputSet tree_inputs(const Node* root, const KernelPlan& plan) {
+  InputSet inputs;
+  std::unordered_set<const Node*> seen;
   std::vector<const Node*> stack{root};
   while (!stack.empty()) {
     const Node* n = stack.back();
     stack.pop_back();
     for (const auto& s : n->srcs) {
       const Node* b = resolve(s).base.get();
-      if (reads_base_in_place(*s) && plan.inlined.count(b)) {
+      const bool in_place = reads_base_in_place(*s);
+      if (in_place && plan.inlined.count(b)) {
         if (seen.insert(b).second) stack.push_back(b);
       } else if (b->kind != NodeKind::Const) {
-        inputs.insert(b);
+        inputs.emplace(b, in_place ? nullptr : s.get());
       }
     }
   }
   return inputs;
+}
+
+void erase_base(InputSet& inputs, const Node* base) {
+  for (auto it = inputs.lower_bound({base, nullptr}); it != inputs.end() && it->first == base;) it = inputs.erase(it);
 }
 
 // Note [Uses inside one kernel]
@@ -198,11 +210,11 @@ void inline_by_kernel_count(const std::vector<NodePtr>& order, const std::unorde
                          c * (k - 1) <= opt.max_recompute_instructions;
       if (!free && !cheap) continue;
       // The first pass's leaf counts repeat shared inputs and constants; count distinct ones.
-      std::unordered_set<const Node*> mine = tree_inputs(n, plan);
+      InputSet mine = tree_inputs(n, plan);
       bool fits = true;
       for (const Node* r : roots) {
-        std::unordered_set<const Node*> both = tree_inputs(r, plan);
-        both.erase(n);
+        InputSet both = tree_inputs(r, plan);
+        erase_base(both, n);
         both.insert(mine.begin(), mine.end());
         fits = fits && cost[r] + c <= opt.max_instructions && static_cast<int>(both.size()) <= opt.max_inputs;
       }

@@ -2,6 +2,7 @@
 // computed inside the kernels that consume them (Note [Fusion]).
 #pragma once
 
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -43,8 +44,12 @@ struct KernelPlan {
   std::unordered_set<const Node*> fused_reductions;
 };
 
-// The distinct buffers (not constants) the kernel tree rooted at `root` reads.
-std::unordered_set<const Node*> tree_inputs(const Node* root, const KernelPlan& plan);
+// The distinct inputs (not constants) the kernel tree rooted at `root` reads: (buffer, view node)
+// pairs, the view node null where the buffer is read in place. Note [Inputs are views].
+using InputSet = std::set<std::pair<const Node*, const Node*>>;
+InputSet tree_inputs(const Node* root, const KernelPlan& plan);
+// Drops every input that reads `base`.
+void erase_base(InputSet& inputs, const Node* base);
 
 // Groups reductions with their row epilogues (Note [Row epilogue fusion]); `masks`: per device,
 // the reductions it runs with an epilogue (bit (1u << rvl_reduce_op)).

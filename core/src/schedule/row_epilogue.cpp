@@ -99,8 +99,8 @@ void plan_row_epilogues(const std::vector<NodePtr>& order, const std::unordered_
       if (!ok || readers[r] != 1 || keep.count(r) || plan.contractions.count(r) || r->device != e->device) continue;
       if (plan.fused_reductions.count(r) || e->shape != r->srcs[0]->shape) continue;
       if (!((mask_of(r->device) >> static_cast<uint32_t>(r->reduce)) & 1u)) continue;
-      std::unordered_set<const Node*> in_e = tree_inputs(e, plan), in_r = tree_inputs(r, plan);
-      in_e.erase(r);
+      InputSet in_e = tree_inputs(e, plan), in_r = tree_inputs(r, plan);
+      erase_base(in_e, r);
       if (static_cast<int>(in_e.size() + in_r.size()) > opt.max_inputs) continue;
       plan.row_epilogues[e] = r;
       plan.fused_reductions.insert(r);

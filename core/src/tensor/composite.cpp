@@ -112,14 +112,19 @@ Tensor Tensor::tanh() const {
 // contraction's epilogue and stores only y, which the next layer and the backward read anyway
 // (PyTorch's threshold_backward reads the output for the same reason).
 namespace {
+// y is never negative, so y <= 0 is y == 0: where(y != 0, g, 0) is two instructions, where y <= 0
+// (y < 0 or not y != 0) was five (a kernel over every activation element of the backward pass).
 std::vector<Tensor> relu_vjp(const std::vector<Tensor>&, const Tensor& y, const Tensor& g) {
-  return {Tensor::where(y.le(Tensor::zeros_like(y)), Tensor::zeros_like(g), g)};
+  return {Tensor::where(y.ne(Tensor::zeros_like(y)), g, Tensor::zeros_like(g))};
 }
 }  // namespace
 
 Tensor Tensor::relu() const {
   static const auto rule = std::make_shared<const CustomRule>(CustomRule{"relu", relu_vjp, true});
-  return with_custom_vjp(where(le(zeros_like(*this)), zeros_like(*this), *this), {*this}, rule);
+  // x where 0 < x or x is NaN, else +0 (so -0 gives +0): where(x <= 0, 0, x) in four
+  // instructions instead of five.
+  Tensor zero = zeros_like(*this);
+  return with_custom_vjp(where(zero.lt(*this).logical_or(ne(*this)), *this, zero), {*this}, rule);
 }
 Tensor Tensor::abs() const {
   if (dtype() == DType::Bool || dtype() == DType::U8) return *this;
