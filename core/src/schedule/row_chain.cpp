@@ -200,12 +200,12 @@ void plan_row_chains(const std::vector<NodePtr>& order, const std::unordered_set
     const uint32_t have = rc.stages.empty() ? mask_of(epilogue_ops, K->device) : mask_of(chain_ops, K->device);
     if ((have & need_bits) != need_bits) continue;
     // Distinct inputs of all the lists together.
-    std::unordered_set<const Node*> inputs = tree_inputs(K, plan);
+    InputSet inputs = tree_inputs(K, plan);  // (buffer, view) pairs, as the builder loads them
     for (const Node* r : reductions) {
-      std::unordered_set<const Node*> more = tree_inputs(r, plan);
+      InputSet more = tree_inputs(r, plan);
       inputs.insert(more.begin(), more.end());
     }
-    for (const Node* c : chain) inputs.erase(c);
+    for (const Node* c : chain) erase_base(inputs, c);
     if (static_cast<int>(inputs.size()) > opt.max_inputs) continue;
     for (const Node* c : chain) plan.fused_reductions.insert(c);
     if (K->kind == NodeKind::Reduce) plan.fused_reductions.erase(K);
@@ -252,17 +252,17 @@ void plan_row_chains(const std::vector<NodePtr>& order, const std::unordered_set
           for (const Node* st : merged.stages) bits |= 1u << static_cast<uint32_t>(st->reduce);
           if (merged.stages.size() > RVL_MAX_REDUCE_STAGES || (mask_of(chain_ops, K->device) & bits) != bits) continue;
         }
-        std::unordered_set<const Node*> inputs = tree_inputs(K, plan);
+        InputSet inputs = tree_inputs(K, plan);
         for (const Node* r : merged.stages) {
-          std::unordered_set<const Node*> more = tree_inputs(r, plan);
+          InputSet more = tree_inputs(r, plan);
           inputs.insert(more.begin(), more.end());
         }
-        std::unordered_set<const Node*> more = tree_inputs(merged.reduction, plan), mine = tree_inputs(X, plan);
+        InputSet more = tree_inputs(merged.reduction, plan), mine = tree_inputs(X, plan);
         inputs.insert(more.begin(), more.end());
         inputs.insert(mine.begin(), mine.end());
-        inputs.erase(X);
+        erase_base(inputs, X);
         for (auto in = inputs.begin(); in != inputs.end();)
-          in = plan.fused_reductions.count(*in) ? inputs.erase(in) : std::next(in);
+          in = plan.fused_reductions.count(in->first) ? inputs.erase(in) : std::next(in);
         if (static_cast<int>(inputs.size()) > opt.max_inputs) continue;
         if (xc != plan.row_chains.end()) plan.row_chains.erase(xc);
         plan.inlined.insert(X);
