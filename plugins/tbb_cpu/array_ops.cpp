@@ -146,6 +146,69 @@ constexpr auto kOpTable = make_op_table<kSimdPortable>(std::make_index_sequence<
 constexpr auto kOpTableAvx2 = make_op_table<kSimdAvx2>(std::make_index_sequence<RVL_OP_COUNT_>{});
 constexpr auto kOpTableAvx512 = make_op_table<kSimdAvx512>(std::make_index_sequence<RVL_OP_COUNT_>{});
 
+// Note [Array loops with a per-row scalar]
+// A row chain's pieces (row_chain.cpp) read per-row values (layer norm's mean and rsqrt) as
+// one-value-per-row LOADs. Filled out to a block per LOAD (the evaluator's fill_per_row) they
+// were 16-27% of the chain's samples in perf, and each is one more pass through L1. A block
+// inside one row sees one value, so the binary ops on floats also come with one operand a
+// scalar (SA: the first, else the second): dst[i] = op(a[i], *b). The scalar is the same
+// function on the same two values as the array loop with a filled operand, so the result is
+// the same bits (tests: tbb_array_tiers).
+template <int OP, int DT, bool SA>
+[[gnu::always_inline]] inline void scalar_body(void* dst, const void* a, const void* b, int64_t n) {
+  using T = ctype<DT>;
+  auto* __restrict d = static_cast<T*>(dst);
+  const T k = *static_cast<const T*>(SA ? a : b);
+  auto* __restrict x = static_cast<const T*>(SA ? b : a);
+  if constexpr (SA) {
+    for (int64_t i = 0; i < n; ++i) d[i] = scalar<OP, DT>(k, x[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = scalar<OP, DT>(x[i], k);
+  }
+}
+template <int OP, int DT, bool SA>
+void scalar_loop(void* dst, const void* a, const void* b, int64_t n) {
+  scalar_body<OP, DT, SA>(dst, a, b, n);
+}
+#ifdef RVL_TBB_HAVE_AVX2_LOOPS
+template <int OP, int DT, bool SA>
+__attribute__((target("avx2"))) void scalar_loop_avx2(void* dst, const void* a, const void* b, int64_t n) {
+  scalar_body<OP, DT, SA>(dst, a, b, n);
+}
+template <int OP, int DT, bool SA>
+__attribute__((target(RVL_TBB_AVX512_TARGET))) void scalar_loop_avx512(void* dst, const void* a, const void* b,
+                                                                          int64_t n) {
+  scalar_body<OP, DT, SA>(dst, a, b, n);
+}
+#endif
+constexpr bool scalar_supported(int op, int dt) {
+  return supported(op, dt) && (dt == RVL_DTYPE_F32 || dt == RVL_DTYPE_F64) && rvl::op_info(op).arity == 2 &&
+         rvl::op_info(op).result == rvl::OpResult::Same && rvl::op_info(op).accepts != rvl::OpAccepts::Select;
+}
+template <int TIER, int OP, int DT, bool SA>
+constexpr ScalarFn pick_scalar() {
+  if constexpr (!scalar_supported(OP, DT)) return nullptr;
+#ifdef RVL_TBB_HAVE_AVX2_LOOPS
+  else if constexpr (TIER == kSimdAvx512) return &scalar_loop_avx512<OP, DT, SA>;
+  else if constexpr (TIER == kSimdAvx2) return &scalar_loop_avx2<OP, DT, SA>;
+#endif
+  else return &scalar_loop<OP, DT, SA>;
+}
+// [tier][op][0: f32, 1: f64][0: scalar b, 1: scalar a]
+using ScalarRow = std::array<std::array<ScalarFn, 2>, 2>;
+template <int TIER, size_t... O>
+constexpr auto make_scalar_table(std::index_sequence<O...>) {
+  return std::array<ScalarRow, RVL_OP_COUNT_>{ScalarRow{
+      std::array<ScalarFn, 2>{pick_scalar<TIER, static_cast<int>(O), RVL_DTYPE_F32, false>(),
+                              pick_scalar<TIER, static_cast<int>(O), RVL_DTYPE_F32, true>()},
+      std::array<ScalarFn, 2>{pick_scalar<TIER, static_cast<int>(O), RVL_DTYPE_F64, false>(),
+                              pick_scalar<TIER, static_cast<int>(O), RVL_DTYPE_F64, true>()}}...};
+}
+constexpr std::array<std::array<ScalarRow, RVL_OP_COUNT_>, 3> kScalarTable = {
+    make_scalar_table<kSimdPortable>(std::make_index_sequence<RVL_OP_COUNT_>{}),
+    make_scalar_table<kSimdAvx2>(std::make_index_sequence<RVL_OP_COUNT_>{}),
+    make_scalar_table<kSimdAvx512>(std::make_index_sequence<RVL_OP_COUNT_>{})};
+
 template <int FROM, int TO>
 void cast_loop(void* dst, const void* src, int64_t n) {
   // f32 <-> f16/bf16, the casts every half kernel is made of (Note [Halves in f32]): vector loops
@@ -207,6 +270,14 @@ ArrayFn array_kernel_at(int tier, int32_t op, int32_t dt) {
 }
 
 ArrayFn array_kernel(int32_t op, int32_t dt) { return array_kernel_at(simd_tier(), op, dt); }
+
+ScalarFn scalar_kernel_at(int tier, int32_t op, int32_t dt, bool scalar_a) {
+  if (op < 0 || op >= RVL_OP_COUNT_ || (dt != RVL_DTYPE_F32 && dt != RVL_DTYPE_F64)) return nullptr;
+  if (tier < kSimdPortable || tier > simd_tier_supported()) return nullptr;
+  return kScalarTable[tier][op][dt == RVL_DTYPE_F64][scalar_a];
+}
+
+ScalarFn scalar_kernel(int32_t op, int32_t dt, bool scalar_a) { return scalar_kernel_at(simd_tier(), op, dt, scalar_a); }
 
 CastFn cast_kernel(int32_t from, int32_t to) {
   if (from < 0 || from >= kTbbDTypeCount || to < 0 || to >= kTbbDTypeCount) return nullptr;

@@ -31,6 +31,11 @@ int simd_tier_supported();
 int simd_tier();
 // The loop of one tier (tests compare the tiers bit for bit); NULL for a tier the CPU lacks.
 ArrayFn array_kernel_at(int tier, int32_t op, int32_t dt);
+// Note [Array loops with a per-row scalar]: dst[i] = op(*a, b[i]) (scalar_a) or op(a[i], *b), for
+// the binary ops with a result of their operands' dtype, on f32 and f64; NULL for the others.
+using ScalarFn = void (*)(void* dst, const void* a, const void* b, int64_t n);
+ScalarFn scalar_kernel(int32_t op, int32_t dt, bool scalar_a);
+ScalarFn scalar_kernel_at(int tier, int32_t op, int32_t dt, bool scalar_a);
 // Whether the AVX2 (or wider) clones run; other loops with AVX2 clones (row_chain.cpp's folds,
 // evaluator.cpp's per-row fills) follow it.
 bool simd_avx2();

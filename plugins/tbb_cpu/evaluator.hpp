@@ -184,6 +184,7 @@ class Evaluator {
   int16_t inv_[RVL_MAX_INSTRUCTIONS];
   // Note [Row-invariant loads]: input i is one value per row (rank 2, stride 0 along the row).
   bool per_row_[RVL_MAX_INPUTS] = {};
+  bool any_per_row_ = false;  // some per_row_[i] (Note [One value per block])
   // The array loop of computed instruction j < kFnCache (NULL: look it up in compute).
   static constexpr int32_t kFnCache = 64;
   ArrayFn fn_[kFnCache];

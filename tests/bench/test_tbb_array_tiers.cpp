@@ -148,3 +148,42 @@ BOOST_AUTO_TEST_CASE(baseline_f32_loops_against_plain_cpp) {
     }
   }
 }
+
+// Note [Array loops with a per-row scalar]: op(a[i], k) and op(k, b[i]) give the bits of the
+// baseline array loop over the scalar spread into an array, in every tier, f32 and f64, with
+// special values as the scalar too.
+BOOST_AUTO_TEST_CASE(scalar_operand_loops_give_the_filled_array_bits) {
+  uint64_t seed = 777;
+  int checked = 0;
+  for (int op = 0; op < RVL_OP_COUNT_; ++op) {
+    for (int32_t dt : {int32_t{RVL_DTYPE_F32}, int32_t{RVL_DTYPE_F64}}) {
+      tbbcpu::ArrayFn base = tbbcpu::array_kernel_at(tbbcpu::kSimdPortable, op, dt);
+      const bool binary = base && rvl::op_info(op).arity == 2 && rvl::op_info(op).result == rvl::OpResult::Same;
+      for (int tier = tbbcpu::kSimdPortable; tier <= tbbcpu::simd_tier_supported(); ++tier) {
+        for (bool scalar_a : {false, true}) {
+          tbbcpu::ScalarFn fn = tbbcpu::scalar_kernel_at(tier, op, dt, scalar_a);
+          if (!binary) {
+            BOOST_CHECK(fn == nullptr);
+            continue;
+          }
+          BOOST_REQUIRE(fn != nullptr);
+          const size_t size = rvl::dtype_size(dt);
+          for (int64_t n : {1, 15, 17, 1023}) {
+            std::vector<uint8_t> full = random_values(dt, n, seed), k = random_values(dt, 1, seed);
+            std::vector<uint8_t> spread(static_cast<size_t>(n) * size);
+            for (int64_t i = 0; i < n; ++i) std::memcpy(&spread[static_cast<size_t>(i) * size], k.data(), size);
+            std::vector<uint8_t> want(static_cast<size_t>(n) * size), got(want.size());
+            if (scalar_a) base(want.data(), spread.data(), full.data(), nullptr, n);
+            else base(want.data(), full.data(), spread.data(), nullptr, n);
+            fn(got.data(), scalar_a ? k.data() : full.data(), scalar_a ? full.data() : k.data(), n);
+            if (!same_bits(dt, false, got, want))
+              BOOST_ERROR("op " << rvl::op_info(op).name << " dtype " << dt << " tier " << tier << " scalar "
+                                << (scalar_a ? "a" : "b") << " n " << n << ": bits differ");
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  BOOST_CHECK_GT(checked, 50);
+}
