@@ -5,6 +5,7 @@
 
 #include "array_ops.hpp"
 #include "dtype_ops.hpp"
+#include "half_fused.hpp"
 #include "slot_plan.hpp"
 
 #include <ravel/backend.hpp>
@@ -281,6 +282,7 @@ Evaluator::Evaluator(const Program& p, Order order)
     fn_[j] = computed ? array_kernel(I.op, ins_[I.src[rvl::op_info(I.op).accepts == rvl::OpAccepts::Select]].dtype)
                       : nullptr;
   }
+  plan_half_folds();
   if (tile_axis_ < 0) block_ = std::max<int64_t>(1, std::min(block_, (total_ + 15) / 16 * 16));
   if (reduce_op_ == RVL_REDUCE_NONE) {
     const rvl_instruction& last = ins_[n_ins_ - 1];
@@ -322,6 +324,63 @@ void Evaluator::move_short_innermost_axis(const Program& p, View* const* views, 
     rotate(v->lo);
     rotate(v->hi);
   }
+}
+
+// Note [Casts folded into their readers] (half_fused.hpp): which bf16 -> f32 CASTs hand their
+// readers the bf16 values, and which op writes the final CAST's bf16 values. Only for programs
+// of at most kFnCache instructions and without one-value-per-row inputs (Note [One value per
+// block] keeps its own scalars); nothing is set, and nothing zeroed, for programs without bf16.
+void Evaluator::plan_half_folds() {
+  if (any_per_row_ || n_ins_ > kFnCache) return;
+  auto widening = [&](const rvl_instruction& I) {
+    return I.op == RVL_OP_CAST && I.dtype == RVL_DTYPE_F32 && ins_[I.src[0]].dtype == RVL_DTYPE_BF16;
+  };
+  bool any = false;
+  for (int j = 0; j < n_ins_ && !any; ++j) any = widening(ins_[j]) || (ins_[j].op == RVL_OP_CAST && ins_[j].dtype == RVL_DTYPE_BF16);
+  if (!any) return;
+  // An f32 op with a fused loop (the predicate bf16_fused_kernel answers).
+  auto fusable = [](const rvl_instruction& I) {
+    return I.dtype == RVL_DTYPE_F32 && bf16_fused_kernel(I.op, true, false, false) != nullptr;
+  };
+  int16_t readers[kFnCache] = {};
+  bool all_fusable[kFnCache];
+  std::fill(all_fusable, all_fusable + n_ins_, true);
+  for (int j = 0; j < n_ins_; ++j)
+    for (int k = 0; k < 3; ++k)
+      if (const int32_t q = ins_[j].src[k]; q >= 0) ++readers[q], all_fusable[q] = all_fusable[q] && fusable(ins_[j]);
+  const int last = n_ins_ - 1;
+  for (int j = 0; j < n_ins_; ++j) folded_[j] = j != last && widening(ins_[j]) && readers[j] > 0 && all_fusable[j];
+  const rvl_instruction& L = ins_[last];
+  if (reduce_op_ == RVL_REDUCE_NONE && L.op == RVL_OP_CAST && L.dtype == RVL_DTYPE_BF16 && fusable(ins_[L.src[0]]) &&
+      readers[L.src[0]] == 1)
+    narrow_src_ = L.src[0];
+  for (int j = 0; j < n_ins_; ++j) {
+    hfn_[j] = nullptr;
+    if (!fusable(ins_[j])) continue;
+    const int32_t a = ins_[j].src[0], b = rvl::op_info(ins_[j].op).arity == 2 ? ins_[j].src[1] : -1;
+    const bool wa = folded_[a], wb = b >= 0 && folded_[b];
+    if (wa || wb || j == narrow_src_) hfn_[j] = bf16_fused_kernel(ins_[j].op, wa, wb, j == narrow_src_);
+    if (hfn_[j] == nullptr && (wa || wb || j == narrow_src_)) rvl::fail(RVL_STATUS_INTERNAL, "no fused bf16 loop");
+  }
+  // A folded CAST's readers read its source: the slots are planned again with the sources
+  // redirected so that the source's slot lives until its last reader (Note [Slot plan]). If that
+  // needs more slots than the block was sized for, nothing is folded.
+  rvl_instruction code[kFnCache];
+  std::copy(ins_, ins_ + n_ins_, code);
+  for (int j = 0; j < n_ins_; ++j)
+    for (int k = 0; k < 3; ++k)
+      if (const int32_t q = code[j].src[k]; q >= 0 && folded_[q]) code[j].src[k] = ins_[q].src[0];
+  uint16_t slot[kFnCache];
+  bool owner[kFnCache];
+  const int32_t n = plan_slots(code, n_ins_, slot, owner);
+  if (n > n_slots_) {
+    narrow_src_ = -1;
+    return;
+  }
+  n_slots_ = n;
+  std::copy(slot, slot + n_ins_, slot_);
+  std::copy(owner, owner + n_ins_, const_owner_);
+  half_folds_ = true;
 }
 
 void Evaluator::find_row_invariant_loads() {
@@ -513,6 +572,8 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
                                bool segs_ready) const {
   const int64_t n = e - s;
   uint8_t one[RVL_MAX_INSTRUCTIONS];
+  // The instruction whose values are the output block (Note [Casts folded into their readers]).
+  const int32_t writer = narrow_src_ >= 0 ? narrow_src_ : n_ins_ - 1;
   const bool one_row = any_per_row_ && !segs_ready && s / shape_[rank_ - 1] == (e - 1) / shape_[rank_ - 1];
   if (single_dense_load_ && !segs_ready) {  // x.sum(0): each row piece as it is
     const View& v = in_[ins_[0].arg];
@@ -522,7 +583,7 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
   for (int j = 0; j < n_ins_; ++j) {
     const rvl_instruction& I = ins_[j];
     void* slot = &sc.slots[static_cast<size_t>(slot_[j]) * block_];
-    if (j == n_ins_ - 1 && direct_ok_) {  // Note [Per-launch cost]: write the output in place
+    if (j == writer && direct_ok_) {  // Note [Per-launch cost]: write the output in place
       if (out_dense_ && !segs_ready) {
         slot = out_address(s);
       } else {
@@ -622,6 +683,10 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
       case RVL_OP_CONST: sc.result[j] = slot; break;  // filled by make_scratch
       case RVL_OP_ACC: sc.result[j] = acc; break;
       case RVL_OP_CAST:
+        if (half_folds_ && (folded_[j] || (j == n_ins_ - 1 && narrow_src_ >= 0))) {  // folded away
+          sc.result[j] = folded_[j] ? src[0] : sc.result[narrow_src_];
+          break;
+        }
         cast_kernel(ins_[I.src[0]].dtype, I.dtype)(slot, src[0], len);
         sc.result[j] = slot;
         break;
@@ -632,6 +697,11 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
         if (fn == nullptr) {
           const int32_t sdt = ins_[I.src[rvl::op_info(I.op).accepts == rvl::OpAccepts::Select]].dtype;
           fn = array_kernel(I.op, sdt);
+        }
+        if (half_folds_ && hfn_[j] != nullptr) {  // Note [Casts folded into their readers]
+          hfn_[j](slot, src[0], src[1], n);
+          sc.result[j] = slot;
+          break;
         }
         if (fn == nullptr) rvl::fail(RVL_STATUS_INTERNAL, "no kernel for a validated op");
         if (scalar_src >= 0) scalar_kernel(I.op, ins_[I.src[0]].dtype, scalar_src == 0)(slot, src[0], src[1], n);
