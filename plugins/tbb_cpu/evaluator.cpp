@@ -330,8 +330,13 @@ void Evaluator::move_short_innermost_axis(const Program& p, View* const* views, 
 // readers the bf16 values, and which op writes the final CAST's bf16 values. Only for programs
 // of at most kFnCache instructions and without one-value-per-row inputs (Note [One value per
 // block] keeps its own scalars); nothing is set, and nothing zeroed, for programs without bf16.
+// RAVEL_TBB_NO_HALF_FOLD=1 keeps every cast its own pass (the comparison in docs/performance.md).
 void Evaluator::plan_half_folds() {
-  if (any_per_row_ || n_ins_ > kFnCache) return;
+  static const bool off = [] {
+    const char* e = std::getenv("RAVEL_TBB_NO_HALF_FOLD");
+    return e != nullptr && std::strcmp(e, "1") == 0;
+  }();
+  if (off || any_per_row_ || n_ins_ > kFnCache) return;
   auto widening = [&](const rvl_instruction& I) {
     return I.op == RVL_OP_CAST && I.dtype == RVL_DTYPE_F32 && ins_[I.src[0]].dtype == RVL_DTYPE_BF16;
   };
