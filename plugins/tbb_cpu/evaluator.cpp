@@ -25,12 +25,26 @@ namespace {
 // (n_slots * block * 8 bytes, Note [Slot plan]) should stay cache-sized, so programs with many
 // live values use shorter blocks. RAVEL_TBB_BLOCK_SLOTS overrides the bound on n_slots * block
 // (tuning).
-int64_t choose_block(int32_t n_slots) {
+// Note [Shorter blocks for elementwise kernels]: a plain elementwise program (no reduction, no
+// ACC: not an epilogue) starts from 512 elements, everything else from 1024. Measured on this
+// session's AVX-512 VM, three interleaved rounds each (docs/performance.md, "The evaluator
+// against the limit"): 512 made `exp(a)*b+c` 4% and its bf16 form 17% faster (the half
+// prefetch, Note [Prefetching half inputs], is one block ahead: a shorter block keeps it
+// nearer), the makemore and MLP steps level or a little faster, and the row chains level; but
+// made sums over either axis 6-18% slower and softmax a little slower, hence only here.
+// RAVEL_TBB_ELEMENTWISE_BLOCK overrides the start (tuning; powers of two from 64 to 4096).
+int64_t choose_block(int32_t n_slots, bool plain_elementwise) {
   static const int64_t bound = [] {
     const int64_t x = tuning_int("RAVEL_TBB_BLOCK_SLOTS", 0, 0, int64_t{1} << 30);
     return x > 0 ? x : int64_t{1} << 16;
   }();
-  int64_t b = 1024;
+  static const int64_t elementwise_start = [] {
+    const int64_t x = tuning_int("RAVEL_TBB_ELEMENTWISE_BLOCK", 512, 64, 4096);
+    int64_t b = 64;
+    while (b * 2 <= x) b *= 2;
+    return b;
+  }();
+  int64_t b = plain_elementwise ? elementwise_start : 1024;
   while (b > 64 && b * n_slots > bound) b /= 2;
   return b;
 }
@@ -252,7 +266,9 @@ Evaluator::Evaluator(const Program& p, Order order)
     ((d < split_) != reduced_outer_ ? outputs_ : reduced_) *= shape_[d];
   total_ = outputs_ * reduced_;
   n_slots_ = plan_slots(ins_, n_ins_, slot_, const_owner_);
-  block_ = choose_block(n_slots_);
+  bool reads_acc = false;
+  for (int j = 0; j < n_ins_ && !reads_acc; ++j) reads_acc = ins_[j].op == RVL_OP_ACC;
+  block_ = choose_block(n_slots_, reduce_op_ == RVL_REDUCE_NONE && !reads_acc && p.n_epilogue == 0);
   if (reduce_op_ == RVL_REDUCE_NONE) choose_tiling(views, n_views);
   // A small kernel is one short block: its scratch (and CONST fills) shrink to it. The
   // blocks a reduction folds are the same either way (one block holds every output's range).
@@ -371,10 +387,11 @@ void Evaluator::plan_half_folds() {
   // redirected so that the source's slot lives until its last reader (Note [Slot plan]). If that
   // needs more slots than the block was sized for, nothing is folded.
   rvl_instruction code[kFnCache];
-  std::copy(ins_, ins_ + n_ins_, code);
-  for (int j = 0; j < n_ins_; ++j)
+  for (int j = 0; j < n_ins_; ++j) {
+    code[j] = ins_[j];
     for (int k = 0; k < 3; ++k)
       if (const int32_t q = code[j].src[k]; q >= 0 && folded_[q]) code[j].src[k] = ins_[q].src[0];
+  }
   uint16_t slot[kFnCache];
   bool owner[kFnCache];
   const int32_t n = plan_slots(code, n_ins_, slot, owner);
@@ -383,8 +400,7 @@ void Evaluator::plan_half_folds() {
     return;
   }
   n_slots_ = n;
-  std::copy(slot, slot + n_ins_, slot_);
-  std::copy(owner, owner + n_ins_, const_owner_);
+  for (int j = 0; j < n_ins_; ++j) slot_[j] = slot[j], const_owner_[j] = owner[j];
   half_folds_ = true;
 }
 
@@ -564,6 +580,7 @@ const void* Evaluator::eval(int64_t s, int64_t e, Scratch& sc, const void* acc) 
 // without, 12.6 ms with, and 1.34-1.38 against 1.13-1.24 ms for a 4096² row sum
 // (docs/performance.md §11). Prefetches never fault, so the one past the array's end is
 // harmless. f32 inputs are left as they were (their programs are memory-bound already).
+//
 // Note [One value per block]
 // In a block inside one row (a row chain's sweeps, row_chain.cpp; rows of at least a block),
 // a one-value-per-row input is one value, and so is everything computed from such values
@@ -604,12 +621,11 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
       for (int k = 0; k < 3; ++k)
         if (I.src[k] >= 0) ++n_src, n_one += one[I.src[k]];
       const bool binary = n_src == 2 && I.op != RVL_OP_CAST;
-      if (n_one == 0) {
-      } else if (n_one == n_src && j != n_ins_ - 1) {
+      if (n_one == n_src && j != n_ins_ - 1) {
         len = 1, one[j] = 1;
       } else if (binary && n_one == 1 && scalar_kernel(I.op, ins_[I.src[0]].dtype, one[I.src[0]] != 0)) {
         scalar_src = one[I.src[0]] ? 0 : 1;
-      } else {
+      } else if (n_one > 0) {
         for (int k = 0; k < 3; ++k) {
           const int32_t q = I.src[k];
           if (q < 0 || !one[q]) continue;
