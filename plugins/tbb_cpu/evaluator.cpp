@@ -25,13 +25,14 @@ namespace {
 // (n_slots * block * 8 bytes, Note [Slot plan]) should stay cache-sized, so programs with many
 // live values use shorter blocks. RAVEL_TBB_BLOCK_SLOTS overrides the bound on n_slots * block
 // (tuning).
-// Note [Shorter blocks for elementwise kernels]: a plain elementwise program (no reduction, no
-// ACC: not an epilogue) starts from 512 elements, everything else from 1024. Measured on this
-// session's AVX-512 VM, three interleaved rounds each (docs/performance.md, "The evaluator
-// against the limit"): 512 made `exp(a)*b+c` 4% and its bf16 form 17% faster (the half
-// prefetch, Note [Prefetching half inputs], is one block ahead: a shorter block keeps it
-// nearer), the makemore and MLP steps level or a little faster, and the row chains level; but
-// made sums over either axis 6-18% slower and softmax a little slower, hence only here.
+// Note [Shorter blocks for elementwise kernels]: a plain elementwise kernel (no reduction, no
+// ACC: not an epilogue; not a row chain's part, Order::Linear) starts from 512 elements,
+// everything else from 1024. Measured on this session's AVX-512 VM, three interleaved rounds
+// each (docs/performance.md, "The evaluator against the limit"): 512 made `exp(a)*b+c` 4-9% and
+// its bf16 and f16 forms 12-17% faster (the half prefetch, Note [Prefetching half inputs], is
+// one block ahead: a shorter block keeps it nearer), the makemore and MLP steps level; but made
+// sums over either axis 6-18% slower, softmax a little slower and layer norm's chain level to
+// 4% slower, hence only here.
 // RAVEL_TBB_ELEMENTWISE_BLOCK overrides the start (tuning; powers of two from 64 to 4096).
 int64_t choose_block(int32_t n_slots, bool plain_elementwise) {
   static const int64_t bound = [] {
@@ -268,7 +269,7 @@ Evaluator::Evaluator(const Program& p, Order order)
   n_slots_ = plan_slots(ins_, n_ins_, slot_, const_owner_);
   bool reads_acc = false;
   for (int j = 0; j < n_ins_ && !reads_acc; ++j) reads_acc = ins_[j].op == RVL_OP_ACC;
-  block_ = choose_block(n_slots_, reduce_op_ == RVL_REDUCE_NONE && !reads_acc && p.n_epilogue == 0);
+  block_ = choose_block(n_slots_, reduce_op_ == RVL_REDUCE_NONE && !reads_acc && p.n_epilogue == 0 && order == Order::Any);
   if (reduce_op_ == RVL_REDUCE_NONE) choose_tiling(views, n_views);
   // A small kernel is one short block: its scratch (and CONST fills) shrink to it. The
   // blocks a reduction folds are the same either way (one block holds every output's range).
