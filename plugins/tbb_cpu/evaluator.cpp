@@ -343,68 +343,6 @@ void Evaluator::move_short_innermost_axis(const Program& p, View* const* views, 
   }
 }
 
-// Note [Casts folded into their readers] (half_fused.hpp): which bf16 -> f32 CASTs hand their
-// readers the bf16 values, and which op writes the final CAST's bf16 values. Only for programs
-// of at most kFnCache instructions and without one-value-per-row inputs (Note [One value per
-// block] keeps its own scalars); nothing is set, and nothing zeroed, for programs without bf16.
-// RAVEL_TBB_NO_HALF_FOLD=1 keeps every cast its own pass (the comparison in docs/performance.md).
-void Evaluator::plan_half_folds() {
-  static const bool off = [] {
-    const char* e = std::getenv("RAVEL_TBB_NO_HALF_FOLD");
-    return e != nullptr && std::strcmp(e, "1") == 0;
-  }();
-  if (off || any_per_row_ || n_ins_ > kFnCache) return;
-  auto widening = [&](const rvl_instruction& I) {
-    return I.op == RVL_OP_CAST && I.dtype == RVL_DTYPE_F32 && ins_[I.src[0]].dtype == RVL_DTYPE_BF16;
-  };
-  bool any = false;
-  for (int j = 0; j < n_ins_ && !any; ++j) any = widening(ins_[j]) || (ins_[j].op == RVL_OP_CAST && ins_[j].dtype == RVL_DTYPE_BF16);
-  if (!any) return;
-  // An f32 op with a fused loop (the predicate bf16_fused_kernel answers).
-  auto fusable = [](const rvl_instruction& I) {
-    return I.dtype == RVL_DTYPE_F32 && bf16_fused_kernel(I.op, true, false, false) != nullptr;
-  };
-  int16_t readers[kFnCache] = {};
-  bool all_fusable[kFnCache];
-  std::fill(all_fusable, all_fusable + n_ins_, true);
-  for (int j = 0; j < n_ins_; ++j)
-    for (int k = 0; k < 3; ++k)
-      if (const int32_t q = ins_[j].src[k]; q >= 0) ++readers[q], all_fusable[q] = all_fusable[q] && fusable(ins_[j]);
-  const int last = n_ins_ - 1;
-  for (int j = 0; j < n_ins_; ++j) folded_[j] = j != last && widening(ins_[j]) && readers[j] > 0 && all_fusable[j];
-  const rvl_instruction& L = ins_[last];
-  if (reduce_op_ == RVL_REDUCE_NONE && L.op == RVL_OP_CAST && L.dtype == RVL_DTYPE_BF16 && fusable(ins_[L.src[0]]) &&
-      readers[L.src[0]] == 1)
-    narrow_src_ = L.src[0];
-  for (int j = 0; j < n_ins_; ++j) {
-    hfn_[j] = nullptr;
-    if (!fusable(ins_[j])) continue;
-    const int32_t a = ins_[j].src[0], b = rvl::op_info(ins_[j].op).arity == 2 ? ins_[j].src[1] : -1;
-    const bool wa = folded_[a], wb = b >= 0 && folded_[b];
-    if (wa || wb || j == narrow_src_) hfn_[j] = bf16_fused_kernel(ins_[j].op, wa, wb, j == narrow_src_);
-    if (hfn_[j] == nullptr && (wa || wb || j == narrow_src_)) rvl::fail(RVL_STATUS_INTERNAL, "no fused bf16 loop");
-  }
-  // A folded CAST's readers read its source: the slots are planned again with the sources
-  // redirected so that the source's slot lives until its last reader (Note [Slot plan]). If that
-  // needs more slots than the block was sized for, nothing is folded.
-  rvl_instruction code[kFnCache];
-  for (int j = 0; j < n_ins_; ++j) {
-    code[j] = ins_[j];
-    for (int k = 0; k < 3; ++k)
-      if (const int32_t q = code[j].src[k]; q >= 0 && folded_[q]) code[j].src[k] = ins_[q].src[0];
-  }
-  uint16_t slot[kFnCache];
-  bool owner[kFnCache];
-  const int32_t n = plan_slots(code, n_ins_, slot, owner);
-  if (n > n_slots_) {
-    narrow_src_ = -1;
-    return;
-  }
-  n_slots_ = n;
-  for (int j = 0; j < n_ins_; ++j) slot_[j] = slot[j], const_owner_[j] = owner[j];
-  half_folds_ = true;
-}
-
 void Evaluator::find_row_invariant_loads() {
   for (int j = 0; j < n_ins_; ++j) inv_[j] = -1;
   if (reduce_op_ != RVL_REDUCE_NONE || tile_axis_ >= 0 || rank_ < 2 || total_ == 0) return;

@@ -2,7 +2,7 @@
 // A bf16 program runs in f32 (Note [Halves in f32]): each bf16 LOAD is followed by a CAST to
 // f32 and the output is a final CAST to bf16, each a pass of its own over the block. `exp(a) *
 // b + c` in bf16 made 8 passes where its f32 twin makes 4, and ran at 1.5x the f32 speed with
-// half the bytes (docs/performance.md §11). So the evaluator folds them (evaluator.cpp,
+// half the bytes (docs/performance.md §11). So the evaluator folds them (half_fused.cpp,
 // plan_half_folds): a widening CAST whose readers are all f32 ops with one or two operands
 // hands them the bf16 values, which they widen as they read them, and an f32 op read only by
 // the final narrowing CAST writes the rounded bf16 values itself. The loops below are those
