@@ -1,5 +1,6 @@
 // Compile-time generated tables of typed array loops (see array_ops.hpp).
 #include "array_ops.hpp"
+#include "array_scalar.hpp"
 
 #include "dtype_ops.hpp"
 #include "fast_math.hpp"
@@ -7,6 +8,7 @@
 
 #include <ravel/op_table.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdlib>
@@ -17,36 +19,8 @@
 namespace tbbcpu {
 namespace {
 
-// Which (op, source dtype) pairs get an array loop: every arithmetic row of the op table on the
-// dtypes it accepts. LOAD, CONST, ACC and CAST are handled by the evaluator itself.
-constexpr bool supported(int op, int dt) {
-  return rvl::op_is_arithmetic(op) && op != RVL_OP_CAST && rvl::op_accepts(op, dt) && tbb_runs(dt);
-}
-template <int OP> inline constexpr bool kNoFunctor = false;
-
-template <int OP, int DT>
-inline ctype<DT> scalar(ctype<DT> a, ctype<DT> b) {
-  using T = ctype<DT>;
-  if constexpr (OP == RVL_OP_NEG) return s_neg<DT>(a);
-  else if constexpr (OP == RVL_OP_RECIP) return T(1) / a;
-  else if constexpr (OP == RVL_OP_SQRT) return std::sqrt(a);
-  else if constexpr (OP == RVL_OP_EXP2 && DT == RVL_DTYPE_F32) return fast_exp2f(a);  // vectorises
-  else if constexpr (OP == RVL_OP_EXP2) return std::exp2(a);
-  else if constexpr (OP == RVL_OP_LOG2) return std::log2(a);
-  else if constexpr (OP == RVL_OP_SIN) return std::sin(a);
-  else if constexpr (OP == RVL_OP_TRUNC) return s_trunc<DT>(a);
-  else if constexpr (OP == RVL_OP_ADD) return s_add<DT>(a, b);
-  else if constexpr (OP == RVL_OP_MUL) return s_mul<DT>(a, b);
-  else if constexpr (OP == RVL_OP_MAX) return s_max<DT>(a, b);
-  else if constexpr (OP == RVL_OP_MOD) return s_mod<DT>(a, b);
-  else if constexpr (OP == RVL_OP_IDIV) return s_idiv<DT>(a, b);
-  else if constexpr (OP == RVL_OP_AND) return static_cast<T>(a & b);
-  else if constexpr (OP == RVL_OP_OR) return static_cast<T>(a | b);
-  else if constexpr (OP == RVL_OP_XOR) return static_cast<T>(a ^ b);
-  // A row added to the op table lands here (supported() instantiates every arithmetic row):
-  // the build fails until the op has a CPU functor.
-  else static_assert(kNoFunctor<OP>, "op table row without a tbb_cpu functor");
-}
+using array_detail::scalar;
+using array_detail::supported;
 
 // The loop body, inlined into each ISA's version below (Note [Array loops per ISA]).
 template <int OP, int DT>
@@ -95,11 +69,16 @@ template <int OP, int DT>
 
 // Note [Array loops per ISA]
 // The library is built for baseline x86-64 (SSE2: 4 floats per vector). Every array loop is also
-// compiled for AVX2 (8 floats; the same body inlined into a target("avx2") function) and chosen at
-// run time when the CPU has it; RAVEL_TBB_SIMD=portable forces the baseline loops (tested:
-// ctest tbb_simd_portable_conformance). No FMA and no reassociation: each element is the same
-// IEEE operation either way (fast_exp2f is straight-line arithmetic), so both give bitwise the
-// same results.
+// compiled for AVX2 (8 floats) and for AVX-512 (F, BW, DQ, VL: 16 floats; byte results and
+// conditions need BW), the same body inlined into a target("...") function, and the widest the
+// CPU has is chosen at run time (simd_tier). RAVEL_TBB_SIMD=portable forces the baseline loops,
+// RAVEL_TBB_SIMD=avx2 caps the tier at AVX2 (ctest: sdk_conformance_tbb_cpu_portable_simd and
+// _avx2_simd; tbb_array_tiers runs every tier the CPU has against the scalar reference bit for
+// bit). No FMA and no reassociation: each element is the same IEEE operation in every tier
+// (fast_exp2f is straight-line arithmetic), so all give bitwise the same results. GCC 12's
+// avx512f implies FMA, and GCC contracts a*b+c by default (-ffp-contract=fast), so this file is
+// compiled with -ffp-contract=off (CMakeLists.txt): Horner's steps stay two roundings each, as
+// in the SSE2 build.
 template <int OP, int DT>
 void array_loop(void* dst, const void* a, const void* b, const void* c, int64_t n) {
   loop_body<OP, DT>(dst, a, b, c, n);
@@ -111,40 +90,97 @@ __attribute__((target("avx2"))) void array_loop_avx2(void* dst, const void* a, c
                                                      const void* c, int64_t n) {
   loop_body<OP, DT>(dst, a, b, c, n);
 }
+template <int OP, int DT>
+__attribute__((target(RVL_TBB_AVX512_TARGET))) void array_loop_avx512(
+    void* dst, const void* a, const void* b, const void* c, int64_t n) {
+  loop_body<OP, DT>(dst, a, b, c, n);
+}
 #endif
 
-template <bool AVX2, int OP, int DT>
+template <int TIER, int OP, int DT>
 constexpr ArrayFn pick() {
   if constexpr (!supported(OP, DT)) return nullptr;
 #ifdef RVL_TBB_HAVE_AVX2_LOOPS
-  else if constexpr (AVX2) return &array_loop_avx2<OP, DT>;
+  else if constexpr (TIER == kSimdAvx512) return &array_loop_avx512<OP, DT>;
+  else if constexpr (TIER == kSimdAvx2) return &array_loop_avx2<OP, DT>;
 #endif
   else return &array_loop<OP, DT>;
 }
-template <bool AVX2, int OP, size_t... D>
+template <int TIER, int OP, size_t... D>
 constexpr std::array<ArrayFn, kTbbDTypeCount> op_row(std::index_sequence<D...>) {
-  return {pick<AVX2, OP, static_cast<int>(D)>()...};
+  return {pick<TIER, OP, static_cast<int>(D)>()...};
 }
-template <bool AVX2, size_t... O>
+template <int TIER, size_t... O>
 constexpr auto make_op_table(std::index_sequence<O...>) {
   return std::array<std::array<ArrayFn, kTbbDTypeCount>, RVL_OP_COUNT_>{
-      op_row<AVX2, static_cast<int>(O)>(std::make_index_sequence<kTbbDTypeCount>{})...};
+      op_row<TIER, static_cast<int>(O)>(std::make_index_sequence<kTbbDTypeCount>{})...};
 }
-constexpr auto kOpTable = make_op_table<false>(std::make_index_sequence<RVL_OP_COUNT_>{});
-constexpr auto kOpTableAvx2 = make_op_table<true>(std::make_index_sequence<RVL_OP_COUNT_>{});
+constexpr auto kOpTable = make_op_table<kSimdPortable>(std::make_index_sequence<RVL_OP_COUNT_>{});
+constexpr auto kOpTableAvx2 = make_op_table<kSimdAvx2>(std::make_index_sequence<RVL_OP_COUNT_>{});
+constexpr auto kOpTableAvx512 = make_op_table<kSimdAvx512>(std::make_index_sequence<RVL_OP_COUNT_>{});
 
-bool use_avx2() {
-  static const bool on = [] {
-    const char* env = std::getenv("RAVEL_TBB_SIMD");
-    if (env && std::strcmp(env, "portable") == 0) return false;
-#ifdef RVL_TBB_HAVE_AVX2_LOOPS
-    return __builtin_cpu_supports("avx2") != 0;
-#else
-    return false;
-#endif
-  }();
-  return on;
+// Note [Array loops with a per-row scalar]
+// A row chain's pieces (row_chain.cpp) read per-row values (layer norm's mean and rsqrt) as
+// one-value-per-row LOADs. Filled out to a block per LOAD (the evaluator's fill_per_row) they
+// were 16-27% of the chain's samples in perf, and each is one more pass through L1. A block
+// inside one row sees one value, so the binary ops on floats also come with one operand a
+// scalar (SA: the first, else the second): dst[i] = op(a[i], *b). The scalar is the same
+// function on the same two values as the array loop with a filled operand, so the result is
+// the same bits (tests: tbb_array_tiers).
+template <int OP, int DT, bool SA>
+[[gnu::always_inline]] inline void scalar_body(void* dst, const void* a, const void* b, int64_t n) {
+  using T = ctype<DT>;
+  auto* __restrict d = static_cast<T*>(dst);
+  const T k = *static_cast<const T*>(SA ? a : b);
+  auto* __restrict x = static_cast<const T*>(SA ? b : a);
+  if constexpr (SA) {
+    for (int64_t i = 0; i < n; ++i) d[i] = scalar<OP, DT>(k, x[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = scalar<OP, DT>(x[i], k);
+  }
 }
+template <int OP, int DT, bool SA>
+void scalar_loop(void* dst, const void* a, const void* b, int64_t n) {
+  scalar_body<OP, DT, SA>(dst, a, b, n);
+}
+#ifdef RVL_TBB_HAVE_AVX2_LOOPS
+template <int OP, int DT, bool SA>
+__attribute__((target("avx2"))) void scalar_loop_avx2(void* dst, const void* a, const void* b, int64_t n) {
+  scalar_body<OP, DT, SA>(dst, a, b, n);
+}
+template <int OP, int DT, bool SA>
+__attribute__((target(RVL_TBB_AVX512_TARGET))) void scalar_loop_avx512(void* dst, const void* a, const void* b,
+                                                                          int64_t n) {
+  scalar_body<OP, DT, SA>(dst, a, b, n);
+}
+#endif
+constexpr bool scalar_supported(int op, int dt) {
+  return supported(op, dt) && (dt == RVL_DTYPE_F32 || dt == RVL_DTYPE_F64) && rvl::op_info(op).arity == 2 &&
+         rvl::op_info(op).result == rvl::OpResult::Same && rvl::op_info(op).accepts != rvl::OpAccepts::Select;
+}
+template <int TIER, int OP, int DT, bool SA>
+constexpr ScalarFn pick_scalar() {
+  if constexpr (!scalar_supported(OP, DT)) return nullptr;
+#ifdef RVL_TBB_HAVE_AVX2_LOOPS
+  else if constexpr (TIER == kSimdAvx512) return &scalar_loop_avx512<OP, DT, SA>;
+  else if constexpr (TIER == kSimdAvx2) return &scalar_loop_avx2<OP, DT, SA>;
+#endif
+  else return &scalar_loop<OP, DT, SA>;
+}
+// [tier][op][0: f32, 1: f64][0: scalar b, 1: scalar a]
+using ScalarRow = std::array<std::array<ScalarFn, 2>, 2>;
+template <int TIER, size_t... O>
+constexpr auto make_scalar_table(std::index_sequence<O...>) {
+  return std::array<ScalarRow, RVL_OP_COUNT_>{ScalarRow{
+      std::array<ScalarFn, 2>{pick_scalar<TIER, static_cast<int>(O), RVL_DTYPE_F32, false>(),
+                              pick_scalar<TIER, static_cast<int>(O), RVL_DTYPE_F32, true>()},
+      std::array<ScalarFn, 2>{pick_scalar<TIER, static_cast<int>(O), RVL_DTYPE_F64, false>(),
+                              pick_scalar<TIER, static_cast<int>(O), RVL_DTYPE_F64, true>()}}...};
+}
+constexpr std::array<std::array<ScalarRow, RVL_OP_COUNT_>, 3> kScalarTable = {
+    make_scalar_table<kSimdPortable>(std::make_index_sequence<RVL_OP_COUNT_>{}),
+    make_scalar_table<kSimdAvx2>(std::make_index_sequence<RVL_OP_COUNT_>{}),
+    make_scalar_table<kSimdAvx512>(std::make_index_sequence<RVL_OP_COUNT_>{})};
 
 template <int FROM, int TO>
 void cast_loop(void* dst, const void* src, int64_t n) {
@@ -178,10 +214,43 @@ constexpr auto kCastTable = make_cast_table(std::make_index_sequence<kTbbDTypeCo
 
 }  // namespace
 
-ArrayFn array_kernel(int32_t op, int32_t dt) {
-  if (op < 0 || op >= RVL_OP_COUNT_ || dt < 0 || dt >= kTbbDTypeCount) return nullptr;
-  return use_avx2() ? kOpTableAvx2[op][dt] : kOpTable[op][dt];
+int simd_tier_supported() {
+#ifdef RVL_TBB_HAVE_AVX2_LOOPS
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+    return kSimdAvx512;
+  if (__builtin_cpu_supports("avx2")) return kSimdAvx2;
+#endif
+  return kSimdPortable;
 }
+
+int simd_tier() {
+  static const int tier = [] {
+    const int hw = simd_tier_supported();
+    const char* env = std::getenv("RAVEL_TBB_SIMD");
+    if (env && std::strcmp(env, "portable") == 0) return int{kSimdPortable};
+    if (env && std::strcmp(env, "avx2") == 0) return std::min(hw, int{kSimdAvx2});
+    return hw;  // "avx512", unset or anything else: the widest the CPU has
+  }();
+  return tier;
+}
+
+ArrayFn array_kernel_at(int tier, int32_t op, int32_t dt) {
+  if (op < 0 || op >= RVL_OP_COUNT_ || dt < 0 || dt >= kTbbDTypeCount) return nullptr;
+  if (tier < kSimdPortable || tier > simd_tier_supported()) return nullptr;
+  if (tier == kSimdAvx512) return kOpTableAvx512[op][dt];
+  return tier == kSimdAvx2 ? kOpTableAvx2[op][dt] : kOpTable[op][dt];
+}
+
+ArrayFn array_kernel(int32_t op, int32_t dt) { return array_kernel_at(simd_tier(), op, dt); }
+
+ScalarFn scalar_kernel_at(int tier, int32_t op, int32_t dt, bool scalar_a) {
+  if (op < 0 || op >= RVL_OP_COUNT_ || (dt != RVL_DTYPE_F32 && dt != RVL_DTYPE_F64)) return nullptr;
+  if (tier < kSimdPortable || tier > simd_tier_supported()) return nullptr;
+  return kScalarTable[tier][op][dt == RVL_DTYPE_F64][scalar_a];
+}
+
+ScalarFn scalar_kernel(int32_t op, int32_t dt, bool scalar_a) { return scalar_kernel_at(simd_tier(), op, dt, scalar_a); }
 
 CastFn cast_kernel(int32_t from, int32_t to) {
   if (from < 0 || from >= kTbbDTypeCount || to < 0 || to >= kTbbDTypeCount) return nullptr;
@@ -197,6 +266,6 @@ void fill_const(void* dst, int32_t dt, const rvl_scalar& v, int64_t n) {
   });
 }
 
-bool simd_avx2() { return use_avx2(); }
+bool simd_avx2() { return simd_tier() >= kSimdAvx2; }
 
 }  // namespace tbbcpu

@@ -5,6 +5,7 @@
 
 #include "array_ops.hpp"
 #include "dtype_ops.hpp"
+#include "half_fused.hpp"
 #include "slot_plan.hpp"
 
 #include <ravel/backend.hpp>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <new>
 #include <span>
+#include <type_traits>
 
 namespace tbbcpu {
 namespace {
@@ -23,12 +25,27 @@ namespace {
 // (n_slots * block * 8 bytes, Note [Slot plan]) should stay cache-sized, so programs with many
 // live values use shorter blocks. RAVEL_TBB_BLOCK_SLOTS overrides the bound on n_slots * block
 // (tuning).
-int64_t choose_block(int32_t n_slots) {
+// Note [Shorter blocks for elementwise kernels]: a plain elementwise kernel (no reduction, no
+// ACC: not an epilogue; not a row chain's part, Order::Linear) starts from 512 elements,
+// everything else from 1024. Measured on this session's AVX-512 VM, three interleaved rounds
+// each (docs/performance.md, "The evaluator against the limit"): 512 made `exp(a)*b+c` 4-9% and
+// its bf16 and f16 forms 12-17% faster (the half prefetch, Note [Prefetching half inputs], is
+// one block ahead: a shorter block keeps it nearer), the makemore and MLP steps level; but made
+// sums over either axis 6-18% slower, softmax a little slower and layer norm's chain level to
+// 4% slower, hence only here.
+// RAVEL_TBB_ELEMENTWISE_BLOCK overrides the start (tuning; powers of two from 64 to 4096).
+int64_t choose_block(int32_t n_slots, bool plain_elementwise) {
   static const int64_t bound = [] {
     const int64_t x = tuning_int("RAVEL_TBB_BLOCK_SLOTS", 0, 0, int64_t{1} << 30);
     return x > 0 ? x : int64_t{1} << 16;
   }();
-  int64_t b = 1024;
+  static const int64_t elementwise_start = [] {
+    const int64_t x = tuning_int("RAVEL_TBB_ELEMENTWISE_BLOCK", 512, 64, 4096);
+    int64_t b = 64;
+    while (b * 2 <= x) b *= 2;
+    return b;
+  }();
+  int64_t b = plain_elementwise ? elementwise_start : 1024;
   while (b > 64 && b * n_slots > bound) b /= 2;
   return b;
 }
@@ -250,7 +267,9 @@ Evaluator::Evaluator(const Program& p, Order order)
     ((d < split_) != reduced_outer_ ? outputs_ : reduced_) *= shape_[d];
   total_ = outputs_ * reduced_;
   n_slots_ = plan_slots(ins_, n_ins_, slot_, const_owner_);
-  block_ = choose_block(n_slots_);
+  bool reads_acc = false;
+  for (int j = 0; j < n_ins_ && !reads_acc; ++j) reads_acc = ins_[j].op == RVL_OP_ACC;
+  block_ = choose_block(n_slots_, reduce_op_ == RVL_REDUCE_NONE && !reads_acc && p.n_epilogue == 0 && order == Order::Any);
   if (reduce_op_ == RVL_REDUCE_NONE) choose_tiling(views, n_views);
   // A small kernel is one short block: its scratch (and CONST fills) shrink to it. The
   // blocks a reduction folds are the same either way (one block holds every output's range).
@@ -280,6 +299,7 @@ Evaluator::Evaluator(const Program& p, Order order)
     fn_[j] = computed ? array_kernel(I.op, ins_[I.src[rvl::op_info(I.op).accepts == rvl::OpAccepts::Select]].dtype)
                       : nullptr;
   }
+  plan_half_folds();
   if (tile_axis_ < 0) block_ = std::max<int64_t>(1, std::min(block_, (total_ + 15) / 16 * 16));
   if (reduce_op_ == RVL_REDUCE_NONE) {
     const rvl_instruction& last = ins_[n_ins_ - 1];
@@ -348,6 +368,7 @@ void Evaluator::find_row_invariant_loads() {
       any_per_row = any_per_row || per_row_[i];
     }
   }
+  any_per_row_ = any_per_row;
   if ((n_inv_ > 0 || any_per_row) && shape_[in] <= block_) block_ = block_ / shape_[in] * shape_[in];
 }
 
@@ -387,6 +408,21 @@ void fill_per_row(T* dst, const View& v, int64_t row, int64_t len, int64_t n) {
   if (simd_avx2()) return fill_per_row_avx2(dst, v, row, len, n);
 #endif
   fill_per_row_portable(dst, v, row, len, n);
+}
+// dst[0, n) = the one value at `one` (Note [One value per block]: a source that the instruction
+// reading it cannot take as a scalar). dst may be `one` itself.
+void spread_one(void* dst, const void* one, int32_t dt, int64_t n) {
+  auto spread = [&](auto* d) {
+    using T = std::remove_pointer_t<decltype(d)>;
+    const T x = *static_cast<const T*>(one);
+    std::fill(d, d + n, x);
+  };
+  switch (rvl::dtype_size(dt)) {
+    case 1: spread(static_cast<uint8_t*>(dst)); break;
+    case 2: spread(static_cast<uint16_t*>(dst)); break;
+    case 4: spread(static_cast<uint32_t*>(dst)); break;
+    default: spread(static_cast<uint64_t*>(dst)); break;
+  }
 }
 }  // namespace
 
@@ -483,9 +519,23 @@ const void* Evaluator::eval(int64_t s, int64_t e, Scratch& sc, const void* acc) 
 // without, 12.6 ms with, and 1.34-1.38 against 1.13-1.24 ms for a 4096² row sum
 // (docs/performance.md §11). Prefetches never fault, so the one past the array's end is
 // harmless. f32 inputs are left as they were (their programs are memory-bound already).
+//
+// Note [One value per block]
+// In a block inside one row (a row chain's sweeps, row_chain.cpp; rows of at least a block),
+// a one-value-per-row input is one value, and so is everything computed from such values
+// alone. Such an instruction is not spread over the block (fill_per_row: 16-27% of a layer norm
+// chain's samples) but kept as its one value (one[j], computed with n = 1); a binary op with one
+// such source and one full one takes it as a scalar (Note [Array loops with a per-row scalar]),
+// and any other reader gets it spread over the source's own slot first (spread_one). Every
+// element is the same operation on the same values either way, so the bits do not change. The
+// last instruction is never one value (its block is the output).
 const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* acc,
                                bool segs_ready) const {
   const int64_t n = e - s;
+  uint8_t one[RVL_MAX_INSTRUCTIONS];
+  // The instruction whose values are the output block (Note [Casts folded into their readers]).
+  const int32_t writer = narrow_src_ >= 0 ? narrow_src_ : n_ins_ - 1;
+  const bool one_row = any_per_row_ && !segs_ready && s / shape_[rank_ - 1] == (e - 1) / shape_[rank_ - 1];
   if (single_dense_load_ && !segs_ready) {  // x.sum(0): each row piece as it is
     const View& v = in_[ins_[0].arg];
     return v.data + (v.offset + s) * static_cast<int64_t>(rvl::dtype_size(v.dtype));
@@ -494,12 +544,34 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
   for (int j = 0; j < n_ins_; ++j) {
     const rvl_instruction& I = ins_[j];
     void* slot = &sc.slots[static_cast<size_t>(slot_[j]) * block_];
-    if (j == n_ins_ - 1 && direct_ok_) {  // Note [Per-launch cost]: write the output in place
+    if (j == writer && direct_ok_) {  // Note [Per-launch cost]: write the output in place
       if (out_dense_ && !segs_ready) {
         slot = out_address(s);
       } else {
         if (!have_segs) segments(s, e, sc.segs()), have_segs = true;
         if (void* d = direct_output(sc)) slot = d;
+      }
+    }
+    one[j] = 0;
+    int64_t len = n;       // elements this instruction computes (1: Note [One value per block])
+    int scalar_src = -1;   // the source taken as a scalar, by a ScalarFn
+    if (one_row && I.src[0] >= 0) {
+      int n_src = 0, n_one = 0;
+      for (int k = 0; k < 3; ++k)
+        if (I.src[k] >= 0) ++n_src, n_one += one[I.src[k]];
+      const bool binary = n_src == 2 && I.op != RVL_OP_CAST;
+      if (n_one == n_src && j != n_ins_ - 1) {
+        len = 1, one[j] = 1;
+      } else if (binary && n_one == 1 && scalar_kernel(I.op, ins_[I.src[0]].dtype, one[I.src[0]] != 0)) {
+        scalar_src = one[I.src[0]] ? 0 : 1;
+      } else if (n_one > 0) {
+        for (int k = 0; k < 3; ++k) {
+          const int32_t q = I.src[k];
+          if (q < 0 || !one[q]) continue;
+          void* spread = &sc.slots[static_cast<size_t>(slot_[q]) * block_];
+          spread_one(spread, sc.result[q], ins_[q].dtype, n);
+          sc.result[q] = spread, one[q] = 0;
+        }
       }
     }
     const void* src[3] = {nullptr, nullptr, nullptr};
@@ -518,6 +590,12 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
         const bool in_one_row = !segs_ready && s / shape_[rank_ - 1] == (e - 1) / shape_[rank_ - 1];
         if (inv_[j] >= 0 && in_one_row && v.stride[rank_ - 1] == 1 && v.dtype != RVL_DTYPE_BOOL) {
           sc.result[j] = v.data + (v.offset + s % shape_[rank_ - 1]) * static_cast<int64_t>(rvl::dtype_size(v.dtype));
+          break;
+        }
+        if (per_row_[I.arg] && one_row && v.dtype != RVL_DTYPE_BOOL && j != n_ins_ - 1) {
+          // Note [One value per block]: the row's value itself
+          sc.result[j] = v.data + (v.offset + (s / shape_[1]) * v.stride[0]) * static_cast<int64_t>(rvl::dtype_size(v.dtype));
+          one[j] = 1;
           break;
         }
         if (per_row_[I.arg] && !segs_ready && (s % shape_[1] == 0 || in_one_row)) {  // one value per row
@@ -565,7 +643,11 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
       case RVL_OP_CONST: sc.result[j] = slot; break;  // filled by make_scratch
       case RVL_OP_ACC: sc.result[j] = acc; break;
       case RVL_OP_CAST:
-        cast_kernel(ins_[I.src[0]].dtype, I.dtype)(slot, src[0], n);
+        if (half_folds_ && (folded_[j] || (j == n_ins_ - 1 && narrow_src_ >= 0))) {  // folded away
+          sc.result[j] = folded_[j] ? src[0] : sc.result[narrow_src_];
+          break;
+        }
+        cast_kernel(ins_[I.src[0]].dtype, I.dtype)(slot, src[0], len);
         sc.result[j] = slot;
         break;
       case RVL_OP_COUNT_: rvl::fail(RVL_STATUS_INTERNAL, "invalid op after validation");
@@ -576,8 +658,14 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
           const int32_t sdt = ins_[I.src[rvl::op_info(I.op).accepts == rvl::OpAccepts::Select]].dtype;
           fn = array_kernel(I.op, sdt);
         }
+        if (half_folds_ && hfn_[j] != nullptr) {  // Note [Casts folded into their readers]
+          hfn_[j](slot, src[0], src[1], n);
+          sc.result[j] = slot;
+          break;
+        }
         if (fn == nullptr) rvl::fail(RVL_STATUS_INTERNAL, "no kernel for a validated op");
-        fn(slot, src[0], src[1], src[2], n);
+        if (scalar_src >= 0) scalar_kernel(I.op, ins_[I.src[0]].dtype, scalar_src == 0)(slot, src[0], src[1], n);
+        else fn(slot, src[0], src[1], src[2], len);
         sc.result[j] = slot;
         break;
       }

@@ -43,6 +43,7 @@
 #pragma once
 
 #include "array_ops.hpp"
+#include "half_fused.hpp"
 #include "kernel.hpp"
 
 #include <cstdint>
@@ -148,6 +149,7 @@ class Evaluator {
   void choose_tiling(View* const* views, int n_views);
   void move_short_innermost_axis(const Program& p, View* const* views, int n_views, Order order);  // Note [Short innermost axes]
   void find_row_invariant_loads();
+  void plan_half_folds();
 
   int32_t rank_ = 1;
   int64_t shape_[RVL_MAX_RANK] = {};
@@ -184,9 +186,17 @@ class Evaluator {
   int16_t inv_[RVL_MAX_INSTRUCTIONS];
   // Note [Row-invariant loads]: input i is one value per row (rank 2, stride 0 along the row).
   bool per_row_[RVL_MAX_INPUTS] = {};
+  bool any_per_row_ = false;  // some per_row_[i] (Note [One value per block])
   // The array loop of computed instruction j < kFnCache (NULL: look it up in compute).
   static constexpr int32_t kFnCache = 64;
   ArrayFn fn_[kFnCache];
+  // Note [Casts folded into their readers] (set by plan_half_folds; read only when half_folds_):
+  // CAST j hands its bf16 source through (folded_), computed j runs hfn_[j], and narrow_src_
+  // (-1: none) writes the final CAST's values.
+  bool half_folds_ = false;
+  bool folded_[kFnCache];
+  HalfFusedFn hfn_[kFnCache];
+  int32_t narrow_src_ = -1;
   // Note [Slot plan]: instruction j writes slot slot_[j] (of n_slots_); only [0, n_ins_) is set.
   int32_t n_slots_ = 0;
   uint16_t slot_[RVL_MAX_INSTRUCTIONS];

@@ -1,6 +1,7 @@
 // The oneTBB plugin's tuning variables (RAVEL_TBB_GEMM_KC/MC/NC/CHUNK_ROWS, RAVEL_TBB_CACHE_MB,
 // RAVEL_TBB_INLINE_WORK, RAVEL_TBB_GEMM_SERIAL_WORK, RAVEL_TBB_GEMM_SMALL_WORK,
-// RAVEL_TBB_BLOCK_SLOTS, RAVEL_TBB_GEMM, RAVEL_TBB_GEMM_ORDER; docs/config.md lists them).
+// RAVEL_TBB_BLOCK_SLOTS, RAVEL_TBB_ELEMENTWISE_BLOCK, RAVEL_TBB_GEMM, RAVEL_TBB_GEMM_ORDER;
+// docs/config.md lists them).
 //
 // Why warnings and not errors: they are read lazily, inside the first kernel that needs them,
 // where an error would fail that kernel rather than start-up, and a tuning knob must never change

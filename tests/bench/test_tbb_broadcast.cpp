@@ -10,7 +10,8 @@
 // f64; bool is excluded from the path and checked too), and put it in a contraction epilogue
 // whose rows are longer than a block (blocks that start inside a row take the ordinary load).
 // One value per row (x * c[:, None]: stride 0 along the row, read by fill_per_row on two-axis
-// spaces) is checked on the same shapes, with negative and non-unit strides and stored bools. CMake runs this also with
+// spaces) is checked on the same shapes, with negative and non-unit strides and stored bools, and
+// (rows longer than a block) as one value per block (Note [One value per block]). CMake runs this also with
 // RAVEL_TBB_SIMD=portable and with forced parallelism (RAVEL_TBB_INLINE_WORK=0).
 #include <boost/test/unit_test.hpp>
 
@@ -99,6 +100,21 @@ void row_broadcast_every_shape(uint64_t seed) {
     check<T>(sz + " x * c[:, None] + b", x * col + b, mul);
     check<T>(sz + " x - flip(c)[:, None]", x - col.flip(), mulrev);
     check<T>(sz + " x * c[::2, None] + b", x * tensor<T>(cwide, {2 * r, 1}).slice(0, 0, 2 * r, 2) + b, mul);
+    // Note [One value per block] (rows longer than a block): per-row values combined among
+    // themselves (one value per block), then taken as a scalar operand (f32, f64), spread for
+    // a comparison, a select and integer ops, and as the program's last instruction.
+    std::vector<double> sq(xv.size()), sel(xv.size()), negx(xv.size());
+    for (int64_t i = 0; i < r; ++i)
+      for (int64_t j = 0; j < c; ++j) {
+        const size_t k = static_cast<size_t>(i * c + j);
+        const double ci = cv[static_cast<size_t>(i)];
+        sq[k] = ci * ci;
+        sel[k] = xv[k] < ci ? xv[k] : ci * ci;
+        negx[k] = (ci + ci) * xv[k] - ci;
+      }
+    check<T>(sz + " (c + c)[:, None] * x - c[:, None]", (col + col) * x - col, negx);
+    check<T>(sz + " where(x < c, x, c * c)", Tensor::where(x.lt(col), x, col * col), sel);
+    check<T>(sz + " (c * c) expanded", (col * col).expand(Shape{r, c}), sq);
   }
 }
 
