@@ -342,7 +342,7 @@ BOOST_AUTO_TEST_CASE(half_conversions_match_the_sdk_bit_for_bit) {
 
 // Every op of the op table, on every dtype it accepts, in one program per dtype (so that a
 // compiler run covers them all); ops whose result is FREE are exercised by CAST to every dtype.
-// Every dtype the plugin states (all of them since issue 25 §2: halves widened to f32, Note
+// Every dtype the plugin states (all of them: halves widened to f32, Note
 // [Halves in kernels]).
 BOOST_AUTO_TEST_CASE(every_op_of_the_op_table_generates_and_compiles) {
   constexpr int32_t kDTypes = RVL_DTYPE_COUNT_;

@@ -19,7 +19,7 @@
 // (Note [Halves in kernels]) and C is rounded once where it is stored: the CPU's recipe
 // (decision 45) and the reference's. No tensor cores (mma/wmma, MFMA) yet: a half GEMM runs at
 // the f32 kernel's arithmetic speed and saves half of the operand bytes; matrix-core tiles are
-// the next step for issue 25 §3 and would keep this contract (f32 accumulate, one rounding).
+// the next step for half GEMM speed and would keep this contract (f32 accumulate, one rounding).
 #include "codegen.hpp"
 #include "ssa.hpp"
 

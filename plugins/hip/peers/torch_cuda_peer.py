@@ -57,7 +57,7 @@ with torch.no_grad():
         x, ax = u(S[0], S[1]), 0 if W == "sum_axis0" else 1
         proto.run(args, synced(lambda: x.sum(dim=ax)), lambda r: close(r, x.double().sum(dim=ax), atol=1e-2))
     elif W in ("matmul_bf16", "matmul_f16", "elementwise_bf16", "elementwise_f16"):
-        # Half rows (issue 25 section 3): cuBLAS / PyTorch's kernels in the half dtype, checked
+        # Half rows: cuBLAS / PyTorch's kernels in the half dtype, checked
         # against f64 within the format's precision.
         dt = torch.bfloat16 if W.endswith("bf16") else torch.float16
         tol = 2 ** -7 if dt == torch.bfloat16 else 2 ** -10
