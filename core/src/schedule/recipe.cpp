@@ -183,30 +183,12 @@ std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, con
       if (debug)
         ck.detail = std::string("    ") + reduce_name(red.reduce) + ", axes mask " + std::to_string(red.axes) + "\n";
       take_builder(ck, b, k->device);
-      // The epilogue shares the reduction's inputs: a view the reduction already reads (x, for
-      // softmax) is the same input, so the program names x once; others are appended.
+      // The epilogue shares the reduction's inputs (merge_inputs: x, for softmax, is named once).
       std::vector<NodePtr> bases = b.bases();
-      std::vector<int32_t> arg_of;
-      for (size_t i = 0; i < eb.inputs().size(); ++i) {
-        const rvl_operand& op = eb.inputs()[i];
-        int32_t found = -1;
-        for (size_t j = 0; j < ck.inputs.size() && found < 0; ++j)
-          if (bases[j] == eb.bases()[i] && ck.inputs[j].dtype == op.dtype &&
-              std::memcmp(&ck.inputs[j].view, &op.view, sizeof op.view) == 0)
-            found = static_cast<int32_t>(j);
-        if (found < 0) {
-          found = static_cast<int32_t>(ck.inputs.size());
-          ck.inputs.push_back(op);
-          bases.push_back(eb.bases()[i]);
-          ck.input_nodes.push_back(g.local(eb.bases()[i].get()));
-        }
-        arg_of.push_back(found);
-      }
       auto mask = std::find_if(ops.begin(), ops.end(), [&](const auto& o) { return o.first == k->device; });
       ck.epilogue = mask == ops.end() ? eb.instructions() : lower_for_device(eb.instructions(), mask->second, k->device.str());
       if (debug) ck.detail += "    epilogue (its inputs renumbered into the program's):\n" + eb.describe(&ck.epilogue);
-      for (rvl_instruction& in : ck.epilogue)
-        if (in.op == RVL_OP_LOAD) in.arg = arg_of[static_cast<size_t>(in.arg)];
+      merge_inputs(ck, bases, eb, g, ck.epilogue);
       ck.program.n_inputs = static_cast<int32_t>(ck.inputs.size());
       ck.program.n_epilogue = static_cast<int32_t>(ck.epilogue.size());
       ck.program.acc_dtype = static_cast<int32_t>(red.dtype);
