@@ -23,6 +23,21 @@ int64_t view_bytes(const StridedView& v, DType t) {
   return n * dtype_size(t);
 }
 
+// The bytes a reduction program with lists built apart reads: every input's view over the
+// iteration space, its validity box included.
+int64_t inputs_bytes(const CachedKernel& ck, const std::vector<NodePtr>& bases, const Shape& space) {
+  int64_t bytes = 0;
+  for (size_t i = 0; i < ck.inputs.size(); ++i) {
+    StridedView v = StridedView::contiguous(space);
+    v.strides.assign(ck.inputs[i].view.strides, ck.inputs[i].view.strides + ck.program.rank);
+    v.mask = std::vector<Range>(ck.program.rank);
+    for (int32_t d = 0; d < ck.program.rank; ++d)
+      (*v.mask)[d] = {ck.inputs[i].view.valid_lo[d], ck.inputs[i].view.valid_hi[d]};
+    bytes += view_bytes(v, bases[i]->dtype);
+  }
+  return bytes;
+}
+
 // Appends the inputs of `b` (a list built apart: a row epilogue, a chain's stage) that `ck` does
 // not have yet and renumbers `code`'s LOADs into ck's inputs: a view the program already reads
 // (x, for softmax) is the same input, so the program names it once.
@@ -158,14 +173,7 @@ std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, con
       ck.program.n_inputs = static_cast<int32_t>(ck.inputs.size());
       ck.program.acc_dtype = static_cast<int32_t>(red.dtype);
       ck.program.n_stages = static_cast<int32_t>(ck.stages.size());
-      for (size_t i = 0; i < ck.inputs.size(); ++i) {
-        StridedView v = StridedView::contiguous(space);
-        v.strides.assign(ck.inputs[i].view.strides, ck.inputs[i].view.strides + ck.program.rank);
-        v.mask = std::vector<Range>(ck.program.rank);
-        for (int32_t d = 0; d < ck.program.rank; ++d)
-          (*v.mask)[d] = {ck.inputs[i].view.valid_lo[d], ck.inputs[i].view.valid_hi[d]};
-        ck.bytes_read += view_bytes(v, bases[i]->dtype);
-      }
+      ck.bytes_read += inputs_bytes(ck, bases, space);
     } else if (auto re = plan.row_epilogues.find(k.get()); re != plan.row_epilogues.end()) {
       // Note [Row epilogue fusion]: the reduction's program, with this root as its epilogue.
       const Node& red = *re->second;
@@ -192,14 +200,7 @@ std::shared_ptr<const Recipe> make_recipe(const std::vector<NodePtr>& order, con
       ck.program.n_inputs = static_cast<int32_t>(ck.inputs.size());
       ck.program.n_epilogue = static_cast<int32_t>(ck.epilogue.size());
       ck.program.acc_dtype = static_cast<int32_t>(red.dtype);
-      for (size_t i = 0; i < ck.inputs.size(); ++i) {
-        StridedView v = StridedView::contiguous(space);
-        v.strides.assign(ck.inputs[i].view.strides, ck.inputs[i].view.strides + ck.program.rank);
-        v.mask = std::vector<Range>(ck.program.rank);
-        for (int32_t d = 0; d < ck.program.rank; ++d)
-          (*v.mask)[d] = {ck.inputs[i].view.valid_lo[d], ck.inputs[i].view.valid_hi[d]};
-        ck.bytes_read += view_bytes(v, bases[i]->dtype);
-      }
+      ck.bytes_read += inputs_bytes(ck, bases, space);
     } else {
       const bool is_reduce = k->kind == NodeKind::Reduce;
       ck.label = is_reduce ? "reduce" : k->kind == NodeKind::Copy ? "copy" : "elementwise";
