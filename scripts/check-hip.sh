@@ -3,6 +3,7 @@
 # build as `scripts/check-hip.sh build`; about 3-4 minutes on 2 cores):
 #   1. every conformance case's kernels, generated for gfx90a (64-wide wavefronts) and gfx1030
 #      (32-wide), compiled by hiprtc (sm_90 through NVRTC on request: RAVEL_HIP_CHECK_TARGETS);
+#      gfx1030 compiles the kernels whose text differs from gfx90a's (all of them with --full);
 #   2. a slice of every conformance group run end to end on the CPU emulator (generated kernels
 #      compiled by the host compiler and executed), with 32- and 64-wide warps;
 #   3. two emulated devices (RAVEL_HIP_EMU_DEVICES=2): the peer-copy group (buffer_copy_peer,
@@ -39,9 +40,16 @@ status=0
 # wavefront width, the only thing the generated source depends on). NVRTC for sm_90 is opt-in
 # (add nvidia:sm_90:32): it takes ~6 minutes on 2 cores (the 4096-instruction integer chains sit
 # in cicc), and the NVIDIA build is exercised for real by scripts/gpu-check.sh on a GPU machine.
+# A later AMD target compiles only the kernels whose text differs from the previous AMD target's
+# (the wave width's reductions and tiles); --full compiles every kernel for every target.
+previous=""
 for target in ${RAVEL_HIP_CHECK_TARGETS:-amd:gfx90a:64 amd:gfx1030:32}; do
-  ./tests/hip/compile_conformance_kernels.sh "$conformance" "$emu" "$check" "$target" \
+  same_as=""
+  [ "$full" != "--full" ] && [ "${target%%:*}" = amd ] && [ "${previous%%:*}" = amd ] && \
+    same_as="$work/kernels-${previous//:/-}"
+  SAME_AS_DIR="$same_as" ./tests/hip/compile_conformance_kernels.sh "$conformance" "$emu" "$check" "$target" \
     "$work/kernels-${target//:/-}" --jobs "$jobs" || { rc=$?; [ $rc -eq 77 ] || status=1; }
+  previous="$target"
 done
 
 echo "-- conformance on the CPU emulator"
