@@ -15,11 +15,6 @@ using spv::Op;
 
 namespace {
 bool is_float(int32_t dt) { return dt == RVL_DTYPE_F32 || dt == RVL_DTYPE_F64; }
-bool is_half(int32_t dt) { return dt == RVL_DTYPE_F16 || dt == RVL_DTYPE_BF16; }
-// i8..i64 are two's-complement signed; bool and u8..u64 unsigned.
-bool is_signed(int32_t dt) {
-  return dt == RVL_DTYPE_I8 || dt == RVL_DTYPE_I16 || dt == RVL_DTYPE_I32 || dt == RVL_DTYPE_I64;
-}
 uint32_t bits(int32_t dt) { return uint32_t(rvl::dtype_size(dt) * 8); }
 }  // namespace
 
@@ -47,7 +42,7 @@ Id ScalarOps::zero(int32_t dt) {
 Id ScalarOps::constant(const rvl_instruction& ins) { return constant(ins.dtype, ins.value); }
 Id ScalarOps::constant(int32_t dt, const rvl_scalar& value) {
   if (is_float(dt)) return b_.c_float(bits(dt), value.f);  // binary32: rounded to nearest
-  if (is_half(dt))
+  if (dtype_is_half(dt))
     return b_.c_int(16, dt == RVL_DTYPE_F16 ? rvl::f16_bits_from(value.f) : rvl::bf16_bits_from(value.f));
   if (dt == RVL_DTYPE_BOOL) return b_.c_int(8, value.i != 0 ? 1 : 0);
   return b_.c_int(bits(dt), uint64_t(value.i));  // modular, like CAST from i64
@@ -116,7 +111,7 @@ Id ScalarOps::mul(int32_t dt, Id a, Id b) {
 Id ScalarOps::max(int32_t dt, Id a, Id b) {
   if (dt == RVL_DTYPE_BOOL) return b_.op(Op::OpBitwiseOr, type(dt), {a, b});
   if (!is_float(dt)) {
-    const Op gt = is_signed(dt) ? Op::OpSGreaterThan : Op::OpUGreaterThan;
+    const Op gt = dtype_is_signed_int(dt) ? Op::OpSGreaterThan : Op::OpUGreaterThan;
     return select(dt, b_.op(gt, cond_type(), {a, b}), a, b);
   }
   const Id a_nan = b_.op(Op::OpIsNan, cond_type(), {a});
@@ -126,7 +121,7 @@ Id ScalarOps::max(int32_t dt, Id a, Id b) {
 }
 Id ScalarOps::less(int32_t dt, Id a, Id b) {
   if (is_float(dt)) return b_.op(Op::OpFOrdLessThan, cond_type(), {a, b});
-  return b_.op(is_signed(dt) ? Op::OpSLessThan : Op::OpULessThan, cond_type(), {a, b});
+  return b_.op(dtype_is_signed_int(dt) ? Op::OpSLessThan : Op::OpULessThan, cond_type(), {a, b});
 }
 
 // Integer division never traps and never is undefined: x / 0 == 0, MIN / -1 == MIN (the wrapped
@@ -138,7 +133,7 @@ Id ScalarOps::idiv(int32_t dt, Id a, Id b) {
     return b_.ext(t, OpenCLLIB::Trunc, {b_.op(Op::OpFDiv, t, {a, b})});
   const Id by_zero = b_.op(Op::OpIEqual, cond_type(), {b, zero(dt)});
   const Id one = b_.c_int(bits(dt), 1);
-  if (!is_signed(dt)) {
+  if (!dtype_is_signed_int(dt)) {
     const Id q = b_.op(Op::OpUDiv, t, {a, select(dt, by_zero, one, b)});
     return select(dt, by_zero, zero(dt), q);
   }
@@ -154,7 +149,7 @@ Id ScalarOps::mod(int32_t dt, Id a, Id b) {
   if (is_float(dt)) return b_.ext(t, OpenCLLIB::Fmod, {a, b});
   const Id by_zero = b_.op(Op::OpIEqual, cond_type(), {b, zero(dt)});
   const Id one = b_.c_int(bits(dt), 1);
-  if (!is_signed(dt)) {
+  if (!dtype_is_signed_int(dt)) {
     const Id r = b_.op(Op::OpUMod, t, {a, select(dt, by_zero, one, b)});
     return select(dt, by_zero, zero(dt), r);
   }
@@ -170,7 +165,7 @@ Id ScalarOps::float_to_int(int32_t from, int32_t to, Id v) {
   const uint32_t fb = bits(from), tb = bits(to);
   const Id t = type(to);
   Id too_big, too_small, max_v, min_v;
-  if (is_signed(to)) {
+  if (dtype_is_signed_int(to)) {
     const double lim = std::ldexp(1.0, int(tb) - 1);  // 2^(n-1), exact
     too_big = b_.op(Op::OpFOrdGreaterThanEqual, cond_type(), {v, b_.c_float(fb, lim)});
     too_small = b_.op(Op::OpFOrdLessThanEqual, cond_type(), {v, b_.c_float(fb, -lim)});
@@ -182,7 +177,7 @@ Id ScalarOps::float_to_int(int32_t from, int32_t to, Id v) {
     max_v = b_.c_int(tb, ~uint64_t(0));  // masked to the width
     min_v = zero(to);
   }
-  const Id conv = b_.op(is_signed(to) ? Op::OpConvertFToS : Op::OpConvertFToU, t, {v});
+  const Id conv = b_.op(dtype_is_signed_int(to) ? Op::OpConvertFToS : Op::OpConvertFToU, t, {v});
   const Id is_nan = b_.op(Op::OpIsNan, cond_type(), {v});
   Id r = select(to, too_big, max_v, conv);
   r = select(to, too_small, min_v, r);
@@ -264,12 +259,12 @@ Id ScalarOps::narrow_to_half(int32_t from, int32_t to, Id v) {
 
 Id ScalarOps::cast(int32_t from, int32_t to, Id v) {
   if (from == to) return v;
-  if (is_half(from)) {  // widen exactly, then the f32 rules
+  if (dtype_is_half(from)) {  // widen exactly, then the f32 rules
     v = half_to_f32(from, v);
     from = RVL_DTYPE_F32;
     if (to == from) return v;
   }
-  if (is_half(to)) {
+  if (dtype_is_half(to)) {
     if (!is_float(from))  // integers through f32 (Note [Halves in SPIR-V])
       v = cast(from, RVL_DTYPE_F32, v), from = RVL_DTYPE_F32;
     return narrow_to_half(from, to, v);
@@ -281,11 +276,11 @@ Id ScalarOps::cast(int32_t from, int32_t to, Id v) {
     return float_to_int(from, to, v);
   }
   if (is_float(to))
-    return b_.op(is_signed(from) ? Op::OpConvertSToF : Op::OpConvertUToF, t, {v});
+    return b_.op(dtype_is_signed_int(from) ? Op::OpConvertSToF : Op::OpConvertUToF, t, {v});
   // integer/bool -> integer: sign- or zero-extend by the source's signedness, or truncate.
   if (bits(to) == bits(from)) return v;  // bool -> u8
   if (bits(to) > bits(from))
-    return b_.op(is_signed(from) ? Op::OpSConvert : Op::OpUConvert, t, {v});
+    return b_.op(dtype_is_signed_int(from) ? Op::OpSConvert : Op::OpUConvert, t, {v});
   return b_.op(Op::OpUConvert, t, {v});  // truncation: modular
 }
 

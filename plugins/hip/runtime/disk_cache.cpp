@@ -7,14 +7,14 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <ravel/lowering/plan.hpp>
+
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
 namespace rvl::hip {
-
-uint64_t fnv1a(const std::string& s);  // codegen/kernel_name.cpp
 
 std::string disk_cache_key(const KernelSource& k, const Target& t) {
   return k.source + "\n// arch " + t.arch + "\n// compiler " + compiler_id(t.platform);
@@ -32,7 +32,7 @@ std::string disk_cache_dir() {
 namespace {
 std::string cache_path(const std::string& key_text) {
   char h[32];
-  std::snprintf(h, sizeof h, "%016llx", static_cast<unsigned long long>(fnv1a(key_text)));
+  std::snprintf(h, sizeof h, "%016llx", static_cast<unsigned long long>(lower::fnv1a(key_text.data(), key_text.size())));
   return disk_cache_dir() + "/" + h;
 }
 void make_dirs(const std::string& path) {

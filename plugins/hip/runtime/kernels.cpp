@@ -17,8 +17,6 @@
 
 namespace rvl::hip {
 
-uint64_t fnv1a(const std::string& s);  // codegen/kernel_name.cpp
-
 namespace {
 
 template <class T>

@@ -200,12 +200,8 @@ void run_program(const rvl_program& p, const std::vector<const HostBuffer*>& inp
     return;
   }
   // Reduction: accumulate every output from its identity over the reduced sub-space.
-  int64_t kept_shape[RVL_MAX_RANK], red_shape[RVL_MAX_RANK];
-  for (int d = 0; d < R; ++d) {
-    const bool reduced = (p.reduce_axes >> d) & 1u;
-    kept_shape[d] = reduced ? 1 : p.shape[d];
-    red_shape[d] = reduced ? p.shape[d] : 1;
-  }
+  int64_t kept_shape[RVL_MAX_RANK];
+  for (int d = 0; d < R; ++d) kept_shape[d] = (p.reduce_axes >> d) & 1u ? 1 : p.shape[d];
   // ABI 1.10, a row epilogue: the reduction first, into its own acc_dtype buffer (one value
   // per kept index, in row-major order over kept_shape), then the epilogue at every index with
   // ACC its output's value, written through the full-space output view. Deliberately two

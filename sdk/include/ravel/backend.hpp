@@ -122,6 +122,9 @@ constexpr bool dtype_is_int(int32_t dt) noexcept {  // integer dtypes, bool excl
 constexpr bool dtype_is_unsigned(int32_t dt) noexcept {
   return dt == RVL_DTYPE_U8 || dt == RVL_DTYPE_U16 || dt == RVL_DTYPE_U32 || dt == RVL_DTYPE_U64;
 }
+constexpr bool dtype_is_signed_int(int32_t dt) noexcept {  // two's complement: i8, i16, i32, i64
+  return dtype_is_int(dt) && !dtype_is_unsigned(dt);
+}
 // Size of one element in bytes; 0 for an invalid dtype.
 constexpr size_t dtype_size(int32_t dt) noexcept {
   switch (dt) {
