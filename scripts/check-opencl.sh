@@ -4,21 +4,11 @@
 # PoCL's kernel cache lives in BUILD_DIR/pocl-cache (shared with scripts/check-level-zero.sh), so
 # a warm run compiles only new kernels. Exits 0 with a message when the plugin was not built
 # (no OpenCL headers) or no OpenCL driver is registered.
-# By default every case runs except those of four integer dtypes (i16, u16, u32, u64): the OpenCL C
-# renderer spells them as it spells i32, i64 and u8 (a type name and a literal suffix), those
-# four run in every case on Level Zero's own renderer (scripts/check-level-zero.sh) and the shared
-# lowering's conversions in `integer_edges`, and leaving them out takes a fifth of the suite's
-# kernels (PoCL compiling them is most of this script's time). `--full` runs every case.
-#   scripts/check-opencl.sh BUILD_DIR [--full | --filter REGEX]
+#   scripts/check-opencl.sh BUILD_DIR [--filter REGEX]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-B="${1:?usage: scripts/check-opencl.sh BUILD_DIR [--full | --filter REGEX]}"
+B="${1:?usage: scripts/check-opencl.sh BUILD_DIR [--filter REGEX]}"
 shift
-# ECMAScript: no case whose name has one of the four as a whole word ("CAST/u64->f32" included);
-# cases of `integer_edges` keep them all (conversions and wrap-around at each type's limits).
-default_filter='^(integer_edges/|(?!.*\b(i16|u16|u32|u64)\b))'
-if [ "${1:-}" = "--full" ]; then shift
-elif [ $# -eq 0 ]; then set -- --filter "$default_filter"; fi
 case "$B" in /*) ;; *) B="$PWD/$B" ;; esac
 start=$SECONDS
 jobs="$(nproc)"
