@@ -1,9 +1,11 @@
 // Collectives on tensors: realize, check the ranks' arguments (Note [Argument headers]), stage
 // through host memory (the MPI plugin reads host memory only; collectives.h's device_kinds lets a
 // device-aware plugin skip this later), communicate with the deadline, write the result to the
-// tensor's device; as host operations a Jit captures (collective_op.hpp). A world of one returns
-// its input (Note [World of one]).
+// tensor's device; as host operations a Jit captures (collective_op.hpp), each result carrying
+// its adjoint collective as its derivative (collective_vjp.cpp). A world of one returns its input
+// (Note [World of one]).
 #include "distributed/collective_op.hpp"
+#include "distributed/collective_vjp.hpp"
 #include "distributed/world.hpp"
 #include "ravel/error.hpp"
 
@@ -59,7 +61,7 @@ Tensor all_reduce(const Tensor& t, ReduceOp op) {
   if (!comm) return t;
   CollectiveCall c = call_of(kAllReduce, t, std::string("all_reduce (") + op_name(op) + ")");
   c.op = abi_op(op);
-  return run_collective(t, std::move(c));
+  return distributed::detail::with_all_reduce_vjp(run_collective(t, std::move(c)), t, op);
 }
 
 Tensor all_gather(const Tensor& t) {
@@ -71,7 +73,7 @@ Tensor all_gather(const Tensor& t) {
   CollectiveCall c = call_of(kAllGather, t, "all_gather");
   out_shape[0] *= comm->size();
   c.out_shape = out_shape;
-  return run_collective(t, std::move(c));
+  return distributed::detail::with_all_gather_vjp(run_collective(t, std::move(c)), t);
 }
 
 Tensor reduce_scatter(const Tensor& t, ReduceOp op) {
@@ -85,7 +87,7 @@ Tensor reduce_scatter(const Tensor& t, ReduceOp op) {
   CollectiveCall c = call_of(kReduceScatter, t, std::string("reduce_scatter (") + op_name(op) + ")");
   c.op = abi_op(op);
   c.out_shape[0] /= size;
-  return run_collective(t, std::move(c));
+  return distributed::detail::with_reduce_scatter_vjp(run_collective(t, std::move(c)), t, op);
 }
 
 Tensor broadcast(const Tensor& t, int root) {
@@ -97,7 +99,7 @@ Tensor broadcast(const Tensor& t, int root) {
   if (!comm) return t;
   CollectiveCall c = call_of(kBroadcast, t, "broadcast from rank " + std::to_string(root));
   c.root = root;
-  return run_collective(t, std::move(c));
+  return distributed::detail::with_broadcast_vjp(run_collective(t, std::move(c)), t, root);
 }
 
 void barrier() {
