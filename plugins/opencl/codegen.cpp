@@ -4,7 +4,8 @@
 //  - element-wise: a grid-stride loop over the flat index of the simplified space;
 //  - reductions (lower::plan_reduction without a column mode, Note [Reduction strategy]): serial
 //    (an item per output walks its values in order) or row (a group per output, a tree in local
-//    memory; OpenCL 1.2 has no sub-group shuffles);
+//    memory; OpenCL 1.2 has no sub-group shuffles); a row epilogue (ABI 1.10) is then run over
+//    the output's row by the items that reduced it;
 //  - contractions: an item per element of C accumulates over k (multiply_add: fma for floats),
 //    then runs the epilogue where the element is stored.
 // Loops around barriers are group-uniform, so every item reaches every barrier.
@@ -105,8 +106,16 @@ KernelSource generate_program(const validate::Program& given) {
     kernel(k, "ew", program_params(p), b, s.n_out);
     return k;
   }
-  const int32_t cdt = lower::compute_dtype(p.out.dtype);
-  const Acc A{lower::accumulator(p.reduce_op, cdt, value_dt), p.reduce_op, cdt, p.out.dtype};
+  // With a row epilogue (ABI 1.10) the reduction's value has acc_dtype and is not stored: the
+  // items that made it run the epilogue over its row (Note [Row epilogues on GPUs]).
+  const bool epilogue = p.n_epilogue > 0;
+  const int32_t red_dt = epilogue ? p.acc_dtype : p.out.dtype;
+  const int32_t cdt = lower::compute_dtype(red_dt);
+  const Acc A{lower::accumulator(p.reduce_op, cdt, value_dt), p.reduce_op, cdt, red_dt};
+  auto finish = [&](const std::vector<std::string>& v, bool row_group) {
+    return "    const " + std::string(ty(red_dt)) + " accv = " + A.result(v) + ";\n" +
+           c::row_epilogue(D, p, s, I, row_group ? "tid" : "0", row_group ? S(kGroup) : "1", "accv", "    ");
+  };
   const lower::ReducePlan plan = lower::plan_reduction(s, kGroup, false);
   const bool row = plan.kind == lower::ReducePlan::Kind::Row;
   const std::vector<std::string> vars = A.vars("", "");
@@ -134,7 +143,7 @@ KernelSource generate_program(const validate::Program& given) {
   b += "      " + A.merge(vars, one) + "\n    }\n";
   const std::string store = "out[" + c::address(s.out(), out_idx) + "] = ";
   if (!row) {
-    b += "    " + store + A.result(vars) + ";\n  }\n";
+    b += (epilogue ? finish(vars, false) : "    " + store + A.result(vars) + ";\n") + "  }\n";
   } else {
     // The barrier before the first store keeps the previous output's readers ahead of it.
     b += "    barrier(CLK_LOCAL_MEM_FENCE);\n";
@@ -144,7 +153,8 @@ KernelSource generate_program(const validate::Program& given) {
     b += "    for (int h = " + S(kGroup / 2) + "; h > 0; h >>= 1) {\n";
     b += "      if (tid < h) " + A.merge(here, A.vars("sh_", "[tid + h]")) + "\n";
     b += "      barrier(CLK_LOCAL_MEM_FENCE);\n    }\n";
-    b += "    if (tid == 0) " + store + A.result(A.vars("sh_", "[0]")) + ";\n  }\n";
+    b += (epilogue ? finish(A.vars("sh_", "[0]"), true) : "    if (tid == 0) " + store + A.result(A.vars("sh_", "[0]")) + ";\n") +
+         "  }\n";
   }
   k.summary += std::string(" ") + lower::reduce_kind_name(plan.kind) + " O=" + S(s.n_out) + " R=" + S(s.n_red);
   kernel(k, row ? "rrow" : "rser", program_params(p), b, row ? s.n_out * kGroup : s.n_out);

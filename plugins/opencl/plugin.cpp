@@ -150,15 +150,17 @@ struct Hooks : rvl::host::DefaultHooks {
     *reason = c.reason;
     return c.device != nullptr;
   }
+  static uint32_t reduce_ops() {
+    return (1u << RVL_REDUCE_SUM) | (1u << RVL_REDUCE_MAX) | (1u << RVL_REDUCE_PROD) | (1u << RVL_REDUCE_LOGSUMEXP);
+  }
   static void describe_device(rvl_device_properties* out) {
     Cl& c = cl();
     rvl::host::set_device_name(out, c.name);
     out->kind = c.gpu ? RVL_DEVICE_GPU : RVL_DEVICE_CPU;
     out->compute_units = int32_t(c.units);
     out->dtypes = dtypes();
-    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops))
-      out->reduce_ops = (1u << RVL_REDUCE_SUM) | (1u << RVL_REDUCE_MAX) | (1u << RVL_REDUCE_PROD) |
-                        (1u << RVL_REDUCE_LOGSUMEXP);
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops)) out->reduce_ops = reduce_ops();
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_epilogue_ops)) out->reduce_epilogue_ops = reduce_ops();
 #if RVL_ABI_MINOR >= 6
     // Every row: the shared C renderer switches over all of them (a row it misses does not compile).
     if (RVL_HAS_MEMBER(out, rvl_device_properties, ops)) out->ops = RVL_OPS_ALL;
@@ -208,7 +210,8 @@ void launch(const KernelSource& k, const std::vector<const rvl_buffer*>& args) {
 
 // The handles behind a kernel's operands, in argument order (the validator checked them).
 void Hooks::execute_program(const rvl_program* p) {
-  const validate::Program v = validate::validate_program(p, Host::buffer_ref<validate::BufferRef>, Hooks::dtypes());
+  const validate::Program v = validate::validate_program(p, Host::buffer_ref<validate::BufferRef>, Hooks::dtypes(),
+                                                          Hooks::reduce_ops());
   std::vector<const rvl_buffer*> args;
   for (int32_t i = 0; i < p->n_inputs; ++i) args.push_back(Host::lookup_buffer(p->inputs[i].buffer, "input"));
   args.push_back(Host::lookup_buffer(p->output.buffer, "output"));

@@ -175,6 +175,28 @@ void register_row_epilogue_cases() {
   add("softmax/f32_acc_f64/special_rows", [=] {
     return lse_case({7, 6}, 2u, Epi::Softmax, F, make_values(F, special_rows()), RVL_DTYPE_F64);
   });
+  // Halves (ABI 1.7), as the core sends them: the reduction over the values widened to f32 (a
+  // CAST ends its list, so acc_dtype is F32) with the epilogue rounding back; and sum / max in
+  // the half itself, whose ACC is the reduced value rounded to the half (a device computing in
+  // f32 must round it before the epilogue reads it). Rows, columns and long rows.
+  for (int32_t dt : {RVL_DTYPE_F16, RVL_DTYPE_BF16}) {
+    const std::string d = dtype_str(dt);
+    for (const auto& [shape, axes] : std::vector<std::pair<std::vector<int64_t>, uint32_t>>{
+             {{5, 37}, 2u}, {{37, 5}, 1u}, {{300, 257}, 2u}}) {
+      const std::string tag = std::to_string(count(shape)) + "_axes" + std::to_string(axes);
+      add("softmax/" + d + "_acc_f32/" + tag, [=, shape = shape, axes = axes] {
+        ProgramCase pc = lse_case(shape, axes, Epi::Softmax, dt, make_data(dt, count(shape), 73, Data::Mixed), F);
+        pc.code.push_back(ins(RVL_OP_CAST, F, 0));
+        return pc;
+      });
+      add("sum_divide/" + d + "/" + tag, [=, shape = shape, axes = axes] {
+        return row_case(shape, axes, RVL_REDUCE_SUM, Epi::Divide, dt, make_data(dt, count(shape), 79, Data::Positive));
+      });
+      add("max_subtract/" + d + "/" + tag, [=, shape = shape, axes = axes] {
+        return row_case(shape, axes, RVL_REDUCE_MAX, Epi::Subtract, dt, make_data(dt, count(shape), 83, Data::Mixed));
+      });
+    }
+  }
 }
 
 }  // namespace rvl::conformance

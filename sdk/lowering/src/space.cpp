@@ -80,7 +80,7 @@ bool dense_pair(const FlatSpace& s, validate::View* const* views, size_t n_views
 }  // namespace
 
 FlatSpace simplify_in_place(int32_t rank, const int64_t* shape, uint32_t reduce_axes,
-                            validate::View* const* views, size_t n_views, Order order) {
+                            validate::View* const* views, size_t n_views, Order order, bool full_output) {
   FlatSpace s;
   // 1. The kept order of the original axes, extent-1 axes dropped (their index is always 0 and
   //    non-empty views are valid there); reduced axes of extent 0 collapse into one (below).
@@ -116,7 +116,7 @@ FlatSpace simplify_in_place(int32_t rank, const int64_t* shape, uint32_t reduce_
     for (int32_t a = 0; a < s.rank; ++a) {
       const int32_t d = from[a];
       const bool whole = k == out || d < 0;  // the output is fully valid; zero axis: no range
-      v.stride[a] = d < 0 || (k == out && s.reduced[a]) ? 0 : old.stride[d];
+      v.stride[a] = d < 0 || (k == out && s.reduced[a] && !full_output) ? 0 : old.stride[d];
       v.lo[a] = whole ? 0 : old.lo[d];
       v.hi[a] = whole ? s.extent[a] : old.hi[d];
     }
@@ -140,13 +140,13 @@ FlatSpace simplify_in_place(int32_t rank, const int64_t* shape, uint32_t reduce_
 }
 
 Space simplify(int32_t rank, const int64_t* shape, uint32_t reduce_axes,
-               const std::vector<const validate::View*>& views, Order order) {
+               const std::vector<const validate::View*>& views, Order order, bool full_output) {
   std::vector<validate::View> copies;
   std::vector<validate::View*> ptrs;
   copies.reserve(views.size());
   for (const validate::View* v : views) copies.push_back(*v);
   for (validate::View& v : copies) ptrs.push_back(&v);
-  const FlatSpace f = simplify_in_place(rank, shape, reduce_axes, ptrs.data(), ptrs.size(), order);
+  const FlatSpace f = simplify_in_place(rank, shape, reduce_axes, ptrs.data(), ptrs.size(), order, full_output);
   Space s;
   s.extent.assign(f.extent, f.extent + f.rank);
   s.reduced.assign(f.reduced, f.reduced + f.rank);
@@ -161,7 +161,7 @@ Space simplify(const validate::Program& p, Order order) {
   std::vector<const validate::View*> views;
   for (const validate::View& v : p.inputs) views.push_back(&v);
   views.push_back(&p.out);
-  return simplify(p.rank, p.shape, p.reduce_axes, views, order);
+  return simplify(p.rank, p.shape, p.reduce_axes, views, order, p.n_epilogue > 0);
 }
 
 }  // namespace rvl::lower

@@ -92,6 +92,16 @@ std::string normalise(int32_t dtype, const std::string& raw);
 std::string load(const Dialect& d, const SpaceView& v, const std::string& param,
                  const std::vector<std::string>& idx, const std::vector<int64_t>& extent);
 
+// ---- row epilogues (ABI 1.10, Note [Row epilogues on GPUs] in c_row_epilogue.cpp) -----------
+// Statements running program `p`'s row epilogue for the output whose kept indices are declared
+// (index names of lower::c::index_names): a loop over its reduced sub-space from `first`, every
+// `step`-th, evaluating p.epilogue with ACC = `acc` (the reduction's value in p.acc_dtype; a
+// half's bits are widened here) and storing it through the whole-space output view `out`.
+// Inputs are in0, in1, ...; `idx_t` is the index type.
+std::string row_epilogue(const Dialect& d, const validate::Program& p, const Space& s, const std::string& idx_t,
+                         const std::string& first, const std::string& step, const std::string& acc,
+                         const std::string& indent);
+
 // The helpers every kernel's source starts with: the ABI's edge cases (NaN-propagating max,
 // saturating float->int casts, integer division by 0 and MIN/-1), out-of-line transcendentals,
 // and LOGSUMEXP's merge (rvl_lse_merge, rvl_lse_result, rvl_lse_result_wide). Plain C: no

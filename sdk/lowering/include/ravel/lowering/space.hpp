@@ -65,16 +65,18 @@ struct FlatSpace {
   int64_t n_out = 1, n_red = 1;  // as in Space
 };
 // `views[0, n_views)`: the inputs then the output, of rank `rank` over `shape`. On return axis
-// d < rank of every view describes simplified axis d (the output's stride is 0 on reduced axes and
-// its validity range full); offset, dtype and empty are unchanged.
+// d < rank of every view describes simplified axis d (the output's stride is 0 on reduced axes,
+// unless `full_output`: a row epilogue's output has the whole space, ABI 1.10; its validity range
+// is full); offset, dtype and empty are unchanged.
 FlatSpace simplify_in_place(int32_t rank, const int64_t* shape, uint32_t reduce_axes,
                             validate::View* const* views, size_t n_views,
-                            Order order = Order::Original);
+                            Order order = Order::Original, bool full_output = false);
 
 // `views`: inputs then output, all of rank `rank` over `shape`; `reduce_axes` as in rvl_program.
 Space simplify(int32_t rank, const int64_t* shape, uint32_t reduce_axes,
-               const std::vector<const validate::View*>& views, Order order = Order::Original);
-// The program's inputs and output.
+               const std::vector<const validate::View*>& views, Order order = Order::Original,
+               bool full_output = false);
+// The program's inputs and output (the whole space with a row epilogue).
 Space simplify(const validate::Program& p, Order order = Order::Original);
 
 // |offset| + sum |stride| * (extent - 1): bounds every partial sum of an address computation,
