@@ -129,8 +129,9 @@ struct Accumulator {
   std::string result;
 };
 
-Accumulator accumulator(const validate::Program& p) {
-  const int32_t odt = lower::compute_dtype(p.out.dtype), rop = p.reduce_op;
+// `red_dt`: the reduction's result dtype (the output's, or acc_dtype with a row epilogue).
+Accumulator accumulator(const validate::Program& p, int32_t red_dt) {
+  const int32_t odt = lower::compute_dtype(red_dt), rop = p.reduce_op;
   const lower::Accumulator plan = lower::accumulator(rop, odt, p.ins[p.n_ins - 1].dtype);
   Accumulator a;
   a.type = ctype(plan.dtype);
@@ -152,7 +153,9 @@ void reduction(KernelSource& k, const validate::Program& p, const Space& s, cons
   const std::string I = s.wide ? "long long" : "int";
   const std::vector<size_t> kept = s.axes(false), red = s.axes(true);
   const int64_t O = s.n_out, R = s.n_red;
-  const Accumulator A = accumulator(p);
+  const bool epilogue = p.n_epilogue > 0;  // ABI 1.10 (Note [Row epilogues on GPUs])
+  const int32_t red_dt = epilogue ? p.acc_dtype : p.out.dtype;
+  const Accumulator A = accumulator(p, red_dt);
   const std::string& T = A.type;
   const lower::ReducePlan plan = lower::plan_reduction(s, kThreads, true);
   const bool row = plan.kind == lower::ReducePlan::Kind::Row;
@@ -212,10 +215,23 @@ void reduction(KernelSource& k, const validate::Program& p, const Space& s, cons
          "\n      __syncthreads();\n    }\n";
     for (size_t i = 0; i < nv; ++i) b += "    " + A.vars[i] + " = sh_" + A.vars[i] + "[tx];\n";
   }
-  std::vector<std::string> out_idx(s.extent.size());
-  for (size_t d : kept) out_idx[d] = idx[d];
-  b += "    if (o < " + std::to_string(O) + " && ty == 0) out[" + address(s.views.back(), out_idx) +
-       "] = " + c::convert(c::kHip, p.out.dtype, lower::compute_dtype(p.out.dtype), A.result) + ";\n";
+  const std::string value = c::convert(c::kHip, red_dt, lower::compute_dtype(red_dt), A.result);
+  if (epilogue) {
+    // A row's result is in thread 0 only: shared memory hands it to the block (only thread 0
+    // read sh_[0] in the tree). Columns' results are in every ty already.
+    if (row) {
+      for (size_t i = 0; i < nv; ++i) b += "    if (tid == 0) sh_" + A.vars[i] + "[0] = " + A.vars[i] + ";\n";
+      b += "    __syncthreads();\n";
+      for (size_t i = 0; i < nv; ++i) b += "    " + A.vars[i] + " = sh_" + A.vars[i] + "[0];\n";
+    }
+    b += "    if (o < " + std::to_string(O) + ") {\n      const " + ctype(red_dt) + " accv = " + value + ";\n";
+    b += c::row_epilogue(c::kHip, p, s, I, row ? "tid" : "ty", std::to_string(row ? kThreads : TY), "accv", "      ");
+    b += "    }\n";
+  } else {
+    std::vector<std::string> out_idx(s.extent.size());
+    for (size_t d : kept) out_idx[d] = idx[d];
+    b += "    if (o < " + std::to_string(O) + " && ty == 0) out[" + address(s.views.back(), out_idx) + "] = " + value + ";\n";
+  }
   b += "    __syncthreads();\n  }\n";
   k.name = hash_name("red", b);
   k.source = prelude(t) + header(k.name, p) + b + "}\n";

@@ -58,12 +58,17 @@ void mark_used(const std::vector<rvl_buffer*>& used, rvl_stream* s) {
 
 }  // namespace
 
+uint32_t reduce_ops() {
+  const char* off = std::getenv("RAVEL_HIP_NO_LOGSUMEXP");
+  return RVL_REDUCE_OPS_BASIC | (off && *off && *off != '0' ? 0u : 1u << RVL_REDUCE_LOGSUMEXP);
+}
+
 void launch_program(int32_t device, rvl_stream* stream, const rvl_program* program) {
   require_initialized();
   hip::device(device);
   const hipStream_t s = stream_on(stream, device, "execute_program");
   Lookup lookup{device, {}};
-  const validate::Program p = validate::validate_program(program, std::ref(lookup), RVL_DTYPES_ALL);
+  const validate::Program p = validate::validate_program(program, std::ref(lookup), RVL_DTYPES_ALL, reduce_ops());
   use_device(device);
   const Kernel& k = kernel_cache().program(device, p);
   std::vector<void*> ptrs;

@@ -31,6 +31,15 @@ void put_view(std::string& k, const validate::View& v, int rank) {
   for (int d = 0; d < rank; ++d) put(k, v.stride[d]), put(k, v.lo[d]), put(k, v.hi[d]);
 }
 
+void put_instructions(std::string& k, const rvl_instruction* ins, int32_t n) {
+  put(k, n);
+  for (int32_t j = 0; j < n; ++j) {
+    const rvl_instruction& I = ins[j];
+    put(k, I.op), put(k, I.dtype), put(k, I.src), put(k, I.arg);
+    if (I.op == RVL_OP_CONST) put(k, I.value.i);
+  }
+}
+
 void put_program(std::string& k, const validate::Program& p) {
   put(k, p.rank);
   for (int d = 0; d < p.rank; ++d) put(k, p.shape[d]);
@@ -39,12 +48,9 @@ void put_program(std::string& k, const validate::Program& p) {
   put(k, int32_t(p.inputs.size()));
   for (const validate::View& v : p.inputs) put_view(k, v, p.rank);
   put_view(k, p.out, p.rank);
-  put(k, p.n_ins);
-  for (int32_t j = 0; j < p.n_ins; ++j) {
-    const rvl_instruction& I = p.ins[j];
-    put(k, I.op), put(k, I.dtype), put(k, I.src), put(k, I.arg);
-    if (I.op == RVL_OP_CONST) put(k, I.value.i);
-  }
+  put_instructions(k, p.ins, p.n_ins);
+  put_instructions(k, p.epilogue, p.n_epilogue);  // ABI 1.10: a row epilogue is part of the kernel
+  if (p.n_epilogue > 0) put(k, p.acc_dtype);
 }
 
 // RAVEL_HIP_DUMP_DIR=dir: every generated source is also written to dir/NAME.cu (what the

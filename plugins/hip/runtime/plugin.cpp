@@ -119,12 +119,10 @@ rvl_error* device_properties(int32_t d, rvl_device_properties* out) {
       out->dlpack_device_type = info.dlpack_type;
       out->dlpack_device_id = d;  // the HIP (= CUDA) device ordinal
     }
-    // ABI 1.4: the online LOGSUMEXP reduction (codegen/program.cpp, Accumulator). RAVEL_HIP_NO_LOGSUMEXP=1
-    // hides it, so the core's max / exp-sum fallback can be compared on the same device.
-    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops)) {
-      const char* off = std::getenv("RAVEL_HIP_NO_LOGSUMEXP");
-      out->reduce_ops = RVL_REDUCE_OPS_BASIC | (off && *off && *off != '0' ? 0u : 1u << RVL_REDUCE_LOGSUMEXP);
-    }
+    // ABI 1.4: the online LOGSUMEXP reduction (codegen/program.cpp, Accumulator); 1.10: each of
+    // them with a row epilogue (Note [Row epilogues on GPUs]).
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops)) out->reduce_ops = reduce_ops();
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_epilogue_ops)) out->reduce_epilogue_ops = reduce_ops();
     // ABI 1.6: every row (the HIP C++ emitter switches over all of them; a row it misses does not compile).
     if (RVL_HAS_MEMBER(out, rvl_device_properties, ops)) out->ops = RVL_OPS_ALL;
   });
