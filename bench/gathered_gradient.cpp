@@ -8,7 +8,7 @@
 //   composed ravel::grad with RAVEL_PLUGIN_COLLECTIVES=0 (copies and adds both ways).
 // Interleaved rep by rep in one process; prints the median and min-max of each, in ms. Measures,
 // never asserts.
-//   RAVEL_TBB_DEVICES=N bench_gathered_gradient [elements per part (1 Mi)] [reps (9)]
+//   RAVEL_TBB_DEVICES=N bench_gathered_gradient [elements per part (1 Mi)] [reps (9)] [sum|matmul]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -29,10 +29,18 @@ int main(int argc, char** argv) try {
   for (const auto& d : ravel::Runtime::get().devices())
     if (d.device.backend() == "tbb_cpu") mesh.push_back(d.device);
   const auto n = static_cast<int64_t>(mesh.size());
-  Tensor w = Tensor::rand({n * part}, 3).shard(mesh, 0).realize();
-  Tensor c = Tensor::rand({n * part}, 4).replicate(mesh).realize();
+  // "sum": sum(all_gather(w) * c), the cotangent a replicated constant; "matmul": an FSDP layer,
+  // tanh(x @ all_gather(w)) summed, x [256 n, K] split by rows, w [K, 256] split by rows, so each
+  // replica's cotangent is device k's x_k^T @ dy_k.
+  const bool matmul = argc > 3 && std::string(argv[3]) == "matmul";
+  const int64_t rows = part / 256;
+  Tensor w = (matmul ? Tensor::rand({n * rows, 256}, 3) * 0.05 : Tensor::rand({n * part}, 3)).shard(mesh, 0).realize();
+  Tensor c = matmul ? Tensor::rand({256 * n, n * rows}, 4).shard(mesh, 0).realize()
+                    : Tensor::rand({n * part}, 4).replicate(mesh).realize();
   w.requires_grad_();  // for the tape; grad() ignores it
-  auto loss = [&](const Tensor& ws) { return (ravel::all_gather(ws) * c).sum(); };
+  auto loss = [&](const Tensor& ws) {
+    return matmul ? c.matmul(ravel::all_gather(ws)).tanh().sum() : (ravel::all_gather(ws) * c).sum();
+  };
   auto finish = [&](const Tensor& g) {
     g.realize();
     for (const Device& d : mesh) ravel::synchronize(d);
@@ -53,8 +61,8 @@ int main(int argc, char** argv) try {
       }
       if (rep >= 2) ms[way].push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
     }
-  std::printf("%lld tbb_cpu devices, %lld f32 per part (all_gather output %lld MiB per device), %d reps\n",
-              static_cast<long long>(n), static_cast<long long>(part), static_cast<long long>(n * part * 4 >> 20), reps);
+  std::printf("%s: %lld tbb_cpu devices, %lld f32 per part (all_gather output %lld MiB per device), %d reps\n",
+              matmul ? "matmul" : "sum", static_cast<long long>(n), static_cast<long long>(part), static_cast<long long>(n * part * 4 >> 20), reps);
   for (auto& [way, v] : ms) {
     std::sort(v.begin(), v.end());
     std::printf("  %-9s %.2f ms (%.2f-%.2f)\n", way.c_str(), v[v.size() / 2], v.front(), v.back());
