@@ -3,8 +3,10 @@
 //   grad     ravel::grad with the plugin's collectives (RAVEL_PLUGIN_COLLECTIVES=1): the forward
 //            all_gather and the backward reduce_scatter are the plugin's members (ABI 1.12);
 //   tape     the same loss through the tape (backward(), Tensor::grad), which applies each
-//            replica's own rule (slices moved and added by autodiff: what grad did before
-//            decision 56), with the same forward;
+//            replica's own rule (slices moved and added by autodiff), with the same forward; it
+//            is not a timing baseline for grad before decision 56 (the tape's own costs dominate:
+//            ~80 ms against ~4 at 2 devices): docs/performance.md §6 times that with the core
+//            built without the group rule;
 //   composed ravel::grad with RAVEL_PLUGIN_COLLECTIVES=0 (copies and adds both ways).
 // Interleaved rep by rep in one process; prints the median and min-max of each, in ms. Measures,
 // never asserts.
