@@ -7,8 +7,9 @@
 #   2. a slice of every conformance group run end to end on the CPU emulator (generated kernels
 #      compiled by the host compiler and executed), with 32- and 64-wide warps;
 #   3. two emulated devices (RAVEL_HIP_EMU_DEVICES=2): the peer-copy group (buffer_copy_peer,
-#      ABI 1.5) and a slice of cases on device 1, and the core's transfers between hip:0, hip:1
-#      and tbb_cpu:0 (hip_multidevice);
+#      ABI 1.5), the collectives (all_reduce, reduce_scatter, all_gather) and a slice of cases on
+#      device 1, four devices for the collectives, and the core's transfers and collectives
+#      between hip:0, hip:1 and tbb_cpu:0 (hip_multidevice);
 #   4. DLPack through the core on the emulator (hip_dlpack): round trips as kDLROCM, and the
 #      emulator standing in for an NVIDIA device exports kDLCUDA.
 # `--full` runs the whole conformance suite on the emulator instead of the slice (~10 minutes).
@@ -63,20 +64,27 @@ done
 # The all-reduce's own steps (copies, barriers, in place, streams, refusals); its fold in every
 # dtype and op is the shared program (Note [Fold programs]) that check-level-zero.sh runs in
 # every dtype on zecl, and --full here (each dtype's fold compiled by the emulator: ~30 s).
-echo "-- two emulated devices (RAVEL_HIP_EMU_DEVICES=2): peer copies both ways, the all-reduce, and a slice on device 1"
+# reduce_scatter and all_gather (ABI 1.12, the same plan: Note [HIP collectives]): their steps,
+# and one dtype per family (f32, bf16, i32, u8, bool) of every op and size; every dtype with --full.
+echo "-- two emulated devices (RAVEL_HIP_EMU_DEVICES=2): peer copies both ways, the collectives, and a slice on device 1"
 all_reduce='all_reduce/(in_place|ordered_without_host_synchronisation|streams_of_each_device|bad_arguments)'
-[ "$full" = "--full" ] && all_reduce='all_reduce/'
+scatter_gather='(reduce_scatter|all_gather)/(every_(op_and_)?size/(f32|bf16|i32|u8|bool)$|ordered|streams|bad_arguments)'
+[ "$full" = "--full" ] && all_reduce='all_reduce/' scatter_gather='(reduce_scatter|all_gather)/'
 RAVEL_HIP_EMU_DEVICES=2 "$conformance" "$emu" --device 1 \
-  --filter "^(peer/|abi/|$all_reduce|elementwise/ADD/f32|contractions/f32/17x17x3)" \
+  --filter "^(peer/|abi/|$all_reduce|$scatter_gather|elementwise/ADD/f32|contractions/f32/17x17x3)" \
   --jobs "$jobs" --json "$work/emulated-two-devices.json" | tail -1 || status=1
-# Every dtype and op ran over two devices above; here the fold of four parts, in place and
-# ordered between kernels (the n-sided barriers), without compiling every dtype's fold again.
-echo "-- four emulated devices: the all-reduce of four parts (Note [HIP all-reduce])"
-RAVEL_HIP_EMU_DEVICES=4 "$conformance" "$emu" --filter '^all_reduce/(in_place|ordered_without_host_synchronisation)' \
+# Every dtype and op ran over two devices above; here the folds of four parts, in place and
+# ordered between kernels (the n-sided barriers), and all_gather's copies over 1..4 devices,
+# without compiling every dtype's fold again. --full adds reduce_scatter's folds of 1..4 chunks
+# in f32 for every op and size (12 more kernels: ~55 s cold on the loaded 2-core machine).
+echo "-- four emulated devices: the collectives of four parts (Note [HIP collectives])"
+four='all_reduce/(in_place|ordered_without_host_synchronisation)|reduce_scatter/ordered|all_gather/(every_size/f32$|ordered)'
+[ "$full" = "--full" ] && four="$four|reduce_scatter/every_op_and_size/f32\$"
+RAVEL_HIP_EMU_DEVICES=4 "$conformance" "$emu" --filter "^($four)" \
   --jobs "$jobs" --json "$work/emulated-four-devices.json" | tail -1 || status=1
 multi_log="$work/multidevice.log"
 # Twice: the collectives composed of peer copies and kernels, and through the plugin's
-# all_reduce at every size (RAVEL_PLUGIN_COLLECTIVES=1; the test's parts are below the default
+# all_reduce, reduce_scatter and all_gather at every size (RAVEL_PLUGIN_COLLECTIVES=1; the test's parts are below the default
 # threshold).
 for collectives in 0 1; do
   if RAVEL_PLUGIN_COLLECTIVES=$collectives RAVEL_CONFIG= RAVEL_PLUGIN_PATH= RAVEL_HIP_EMU_DEVICES=2 \

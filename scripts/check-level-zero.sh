@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Level Zero CI checks (docs/level-zero.md, "How it is tested"). Called by scripts/test.sh after
-# the main build as `scripts/check-level-zero.sh BUILD_DIR`. No Intel GPU is needed:
+# the main build as `scripts/check-level-zero.sh BUILD_DIR` (`--full` after it: every dtype of
+# reduce_scatter and all_gather over two devices, not one per family). No Intel GPU is needed:
 #  1. execution: ravel-conformance on the plugin through the real Level Zero loader and the
 #     zecl test driver (PoCL), in strict mode (command lists run only when the host waits),
 #     again under the loader's validation layer, and with fp64 switched off (f64 cases must be
@@ -14,6 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B="${1:-build}"
+full="${2:-}"  # --full: every dtype of reduce_scatter and all_gather over two devices
 case "$B" in /*) ;; *) B="$PWD/$B" ;; esac
 W="$B/level-zero"
 plugin="$B/lib/ravel/plugins/libravel_backend_level_zero.so"
@@ -80,11 +82,16 @@ if [ "$skips" -eq 0 ] || [ "$others" -ne 0 ]; then
 fi
 echo "  ($skips cases skipped, all of them f64; optional ABI members and reductions the plugin leaves out, and wrapping device memory, are skipped too)"
 
-say "1d. two devices of one driver (ZECL_DEVICES=2): peer copies both ways, the all-reduce, and a slice on device 1"
+# reduce_scatter and all_gather (ABI 1.12, Note [Level Zero collectives]): their steps and one
+# dtype per family (f32, bf16, i32, u8, bool) of every op and size; every dtype with --full.
+scatter_gather='(reduce_scatter|all_gather)/(every_(op_and_)?size/(f32|bf16|i32|u8|bool)$|ordered|streams|bad_arguments)'
+[ "$full" = "--full" ] && scatter_gather='(reduce_scatter|all_gather)/'
+say "1d. two devices of one driver (ZECL_DEVICES=2): peer copies both ways, the collectives, and a slice on device 1"
 ZECL_DEVICES=2 ZECL_STRICT=1 conformance --device 1 \
-  --filter '^(peer/|abi/|all_reduce/|elementwise/ADD/f32|contractions/f32/17x17x3)'
-say "1d'. three devices: the all-reduce of three parts, in place and ordered between kernels (Note [Level Zero all-reduce])"
-ZECL_DEVICES=3 ZECL_STRICT=1 conformance --filter '^all_reduce/(in_place|ordered_without_host_synchronisation)'
+  --filter "^(peer/|abi/|all_reduce/|$scatter_gather|elementwise/ADD/f32|contractions/f32/17x17x3)"
+say "1d'. three devices: the collectives of three parts, in place and ordered between kernels (Note [Level Zero collectives])"
+ZECL_DEVICES=3 ZECL_STRICT=1 conformance \
+  --filter '^(all_reduce/(in_place|ordered_without_host_synchronisation)|(reduce_scatter|all_gather)/(every_(op_and_)?size/f32$|ordered))'
 
 say "1e. unit tests: codegen, no driver, the test driver itself, mixed placement, DLPack, transfers between devices"
 unit "$B/bin/l0_codegen"

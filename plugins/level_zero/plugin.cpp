@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "all_reduce.hpp"
+#include "collective.hpp"
 #include "device.hpp"
 #include "kernels.hpp"
 #include "peer.hpp"
@@ -407,14 +407,19 @@ rvl_error* synchronize(int32_t device) {
   return guard([&] { synchronize_device(device_state(device)); });
 }
 
-// ABI 1.9 (all_reduce.cpp, Note [Level Zero all-reduce]).
+// ABI 1.9 and 1.12 (collective.cpp, Note [Level Zero collectives]).
 rvl_error* all_reduce(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs,
                       rvl_buffer* const* outputs, uint64_t count, int32_t dtype, int32_t op) {
-  return guard([&] { rvl::l0::run_all_reduce(n, streams, inputs, outputs, count, dtype, op); });
+  return guard([&] { rvl::l0::run_collective(rvl::validate::CollectiveKind::AllReduce, n, streams, inputs, outputs, count, dtype, op); });
 }
-// ABI 1.12 reduce_scatter / all_gather: not offered (yet); the core composes them (docs/abi.md §20).
-constexpr std::nullptr_t reduce_scatter = nullptr;
-constexpr std::nullptr_t all_gather = nullptr;
+rvl_error* reduce_scatter(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs,
+                          rvl_buffer* const* outputs, uint64_t count, int32_t dtype, int32_t op) {
+  return guard([&] { rvl::l0::run_collective(rvl::validate::CollectiveKind::ReduceScatter, n, streams, inputs, outputs, count, dtype, op); });
+}
+rvl_error* all_gather(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs,
+                      rvl_buffer* const* outputs, uint64_t count, int32_t dtype) {
+  return guard([&] { rvl::l0::run_collective(rvl::validate::CollectiveKind::AllGather, n, streams, inputs, outputs, count, dtype, 0); });
+}
 
 // The entry table from the SDK's one list of members (<ravel/plugin_kit.hpp>).
 constexpr rvl_backend_api kTable = RVL_BACKEND_TABLE_OF_FUNCTIONS();

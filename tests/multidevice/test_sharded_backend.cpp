@@ -1,6 +1,7 @@
 // Sharded tensors on the backend under test (RAVEL_TEST_BACKEND: tbb_cpu in CTest, the HIP
 // emulator in scripts/check-hip.sh, zecl in scripts/check-level-zero.sh) and on a mixed mesh of
-// its devices and tbb_cpu:0: gathers are exact, all_reduce matches a host loop, and a
+// its devices and tbb_cpu:0: gathers are exact, all_reduce and reduce_scatter match a host
+// loop, all_gather is exact, and a
 // data-parallel gradient step matches the same step on one device. tests/sharding covers every
 // rule on tbb_cpu; this file checks that nothing there depends on the backend. Kept small: a GPU
 // stand-in compiles every kernel it runs.
@@ -70,6 +71,19 @@ BOOST_AUTO_TEST_CASE(sharded_tensors_on_the_backend_and_a_mixed_mesh) {
         for (int64_t i = 0; i < 5; ++i) want[static_cast<size_t>(i)] += host[static_cast<size_t>(k * 5 + i)];
       Tensor r = ravel::all_reduce(s);
       for (const Tensor& rep : r.shards()) BOOST_TEST(rep.to_vector<float>() == want, boost::test_tools::per_element());
+      // reduce_scatter and all_gather (the plugin's ABI 1.12 members on a one-plugin mesh under
+      // RAVEL_PLUGIN_COLLECTIVES=1; the composition otherwise): exact sums of eighths and copies.
+      Tensor y = values(n * n * 4, 4, home);
+      const std::vector<float> yh = y.to_vector<float>();
+      std::vector<float> scattered(static_cast<size_t>(n * 4), 0.0f);
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < n * 4; ++i) scattered[static_cast<size_t>(i)] += yh[static_cast<size_t>(j * n * 4 + i)];
+      Tensor rs = ravel::reduce_scatter(y.shard(mesh, 0));
+      BOOST_TEST(rs.sharding().value().axis.value() == 0);
+      BOOST_TEST(rs.to(home).to_vector<float>() == scattered, boost::test_tools::per_element());
+      Tensor ag = ravel::all_gather(s);
+      BOOST_TEST(ag.sharding().value().replicated());
+      for (const Tensor& rep : ag.shards()) BOOST_TEST(rep.to_vector<float>() == host, boost::test_tools::per_element());
       // A data-parallel gradient: batch split, weights replicated, against one device.
       Tensor a = values(n * 4 * 3, 2, home).reshape({n * 4, 3}), w = values(6, 3, home).reshape({3, 2});
       auto f = [](const std::vector<Tensor>& in) { return (in[0].matmul(in[1]).tanh() - 0.25).square().mean(); };

@@ -5,6 +5,7 @@
 
 #include "autodiff/rules.hpp"
 #include "ravel/autodiff.hpp"
+#include "tensor/custom_vjp.hpp"
 #include "tensor/internal.hpp"
 #include "tensor/sharded.hpp"
 
@@ -62,18 +63,26 @@ std::vector<Tensor> gradients(const Tensor& output, const std::vector<Tensor>& i
     if (r) relevant.insert(n.get());
   }
 
+  // Note [Group derivatives] (tensor/custom_vjp.hpp): each group's members' cotangents, and the
+  // member after which its rule runs (the first in post-order: the last one reached).
+  struct Group {
+    std::vector<Tensor> cotangents;
+    const Node* last = nullptr;
+  };
+  std::unordered_map<const GroupRule*, Group> groups;
+  auto group_of = [](const Node& n) { return n.custom_rule ? n.custom_rule->group.get() : nullptr; };
+  for (const auto& n : order)
+    if (const GroupRule* g = group_of(*n); g && relevant.count(n.get()) && !groups.count(g))
+      groups[g] = Group{std::vector<Tensor>(g->size), n.get()};
+
   std::unordered_map<const Node*, Tensor> adjoint;
   adjoint[output.node().get()] = cot;
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
-    const NodePtr& n = *it;
-    auto a = adjoint.find(n.get());
-    if (a == adjoint.end() || !relevant.count(n.get()) || part_leaves.count(n.get())) continue;
-    Tensor g = a->second;
-    auto ins = diff_inputs(*n);
-    bool needed = false;
-    for (auto& s : ins) needed = needed || (relevant.count(s.get()) && is_float(s->dtype));
-    if (!needed) continue;
-    std::vector<Tensor> parts = vjp_rule(n, g);
+  auto needed = [&](const std::vector<NodePtr>& ins) {
+    bool r = false;
+    for (auto& s : ins) r = r || (relevant.count(s.get()) && is_float(s->dtype));
+    return r;
+  };
+  auto accumulate = [&](const std::vector<NodePtr>& ins, const std::vector<Tensor>& parts) {
     for (size_t i = 0; i < ins.size() && i < parts.size(); ++i) {
       const Node* s = ins[i].get();
       if (!parts[i].defined() || !relevant.count(s) || !is_float(s->dtype)) continue;
@@ -81,6 +90,24 @@ std::vector<Tensor> gradients(const Tensor& output, const std::vector<Tensor>& i
       auto [slot, fresh] = adjoint.try_emplace(s, p);
       if (!fresh) slot->second = slot->second + p;
     }
+  };
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const NodePtr& n = *it;
+    auto a = adjoint.find(n.get());
+    if (auto g = groups.find(group_of(*n)); g != groups.end()) {
+      Group& group = g->second;
+      if (a != adjoint.end() && !part_leaves.count(n.get())) group.cotangents[n->custom_rule->member] = a->second;
+      if (n.get() != group.last) continue;
+      bool any = false;
+      for (const auto& c : group.cotangents) any = any || c.defined();
+      const auto ins = diff_inputs(*n);
+      if (any && needed(ins)) accumulate(ins, apply_group_vjp(n, group.cotangents));
+      continue;
+    }
+    if (a == adjoint.end() || !relevant.count(n.get()) || part_leaves.count(n.get())) continue;
+    auto ins = diff_inputs(*n);
+    if (!needed(ins)) continue;
+    accumulate(ins, vjp_rule(n, a->second));
   }
   std::vector<Tensor> bundles;  // the gradients of the bundles among the inputs, bucketed
   for (const auto& x : inputs) bundles.push_back(x.node() != output.node() ? x : Tensor());

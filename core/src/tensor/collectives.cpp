@@ -167,6 +167,28 @@ std::vector<Tensor> plugin_reduce_scatter(const std::vector<Tensor>& parts, int6
   return out;
 }
 
+}  // namespace
+
+// Note [Plugin reduce-scatter and all-gather]: slices b[k]..b[k+1] along `axis` of every part,
+// folded in mesh order on devices[k]: by the plugin where it takes it (equal bounds), else the
+// composition.
+std::vector<Tensor> scatter_parts(const std::vector<Tensor>& parts, const std::vector<Device>& devices, int64_t axis,
+                                  const std::vector<int64_t>& b, ReduceOp op, bool min) {
+  bool equal = true;
+  for (size_t k = 0; k + 1 < b.size(); ++k) equal = equal && b[k + 1] - b[k] == b[1] - b[0];
+  if (equal)
+    if (std::vector<Tensor> r = plugin_reduce_scatter(parts, axis, b, op, min); !r.empty()) return r;
+  std::vector<Tensor> outs;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    std::vector<Tensor> slices;
+    for (const auto& p : parts) slices.push_back(p.shrink(slice_ranges(p.shape(), axis, b[k], b[k + 1])));
+    outs.push_back(fold_on(slices, devices[k], op, min));
+  }
+  return outs;
+}
+
+namespace {
+
 // The plugin's all-gather of `parts` (split along `axis` by bounds b) into `shape` on every
 // device, with the copy's derivative; empty where the Engine does not take it.
 std::vector<Tensor> plugin_all_gather(const std::vector<Tensor>& parts, int64_t axis, const std::vector<int64_t>& b,
@@ -177,15 +199,39 @@ std::vector<Tensor> plugin_all_gather(const std::vector<Tensor>& parts, int64_t 
   std::vector<NodePtr> r = engine().plugin_all_gather(nodes_of(parts), shape);
   std::vector<Tensor> out;
   if (r.empty()) return out;
-  auto rule = std::make_shared<CustomRule>();
-  rule->name = "all_gather";
-  rule->vjp = [axis, b](const std::vector<Tensor>& xs, const Tensor&, const Tensor& g) {
-    std::vector<Tensor> grads;
-    for (size_t j = 0; j < xs.size(); ++j)
-      grads.push_back(g.shrink(slice_ranges(g.shape(), axis, b[j], b[j + 1])).to(xs[j].device()));
-    return grads;
+  // Note [Group derivatives]: all n results' cotangents at once are one reduce-scatter (sum),
+  // the plugin's where it takes it; each result's own rule remains for the tape.
+  auto group = std::make_shared<GroupRule>();
+  group->name = "all_gather";
+  group->size = r.size();
+  group->vjp = [axis, b](const std::vector<Tensor>& xs, const std::vector<Tensor>& gs) {
+    std::vector<Tensor> cot;
+    std::vector<Device> devices;
+    for (size_t k = 0; k < xs.size(); ++k) devices.push_back(xs[k].device());
+    for (size_t k = 0; k < gs.size(); ++k) {
+      Shape whole = xs[0].shape();
+      whole[axis] = b.back();
+      cot.push_back(gs[k].defined() ? gs[k] : Tensor::zeros(whole, xs[0].dtype(), devices[k]));
+    }
+    return scatter_parts(cot, devices, axis, b, ReduceOp::Sum, false);
   };
-  for (const NodePtr& n : r) out.push_back(is_float(parts[0].dtype()) ? with_custom_vjp(Tensor(n), parts, rule) : Tensor(n));
+  for (size_t k = 0; k < r.size(); ++k) {
+    if (!is_float(parts[0].dtype())) {
+      out.emplace_back(r[k]);
+      continue;
+    }
+    auto rule = std::make_shared<CustomRule>();
+    rule->name = "all_gather";
+    rule->vjp = [axis, b](const std::vector<Tensor>& xs, const Tensor&, const Tensor& g) {
+      std::vector<Tensor> grads;
+      for (size_t j = 0; j < xs.size(); ++j)
+        grads.push_back(g.shrink(slice_ranges(g.shape(), axis, b[j], b[j + 1])).to(xs[j].device()));
+      return grads;
+    };
+    rule->group = group;
+    rule->member = k;
+    out.push_back(with_custom_vjp(Tensor(r[k]), parts, rule));
+  }
   return out;
 }
 
@@ -337,17 +383,8 @@ Tensor reduce_scatter(const Tensor& t, CollectiveOp op) {
   RAVEL_CHECK(parts[0].ndim() > 0, ShapeError, "reduce_scatter: a scalar cannot be split");
   // Part k of the result: slice k of every device's value, reduced on device k.
   const std::vector<int64_t> b = even_bounds(parts[0].shape()[axis], parts.size());
-  if (std::vector<Tensor> r = plugin_reduce_scatter(parts, axis, b, reduce_of(op), op == CollectiveOp::Min); !r.empty())
-    return make_multi(std::move(r), Layout{l.devices, axis, b});
-  std::vector<Tensor> outs;
-  for (size_t k = 0; k < parts.size(); ++k) {
-    std::vector<std::pair<int64_t, int64_t>> r;
-    for (int64_t d = 0; d < parts[0].ndim(); ++d) r.emplace_back(d == axis ? b[k] : 0, d == axis ? b[k + 1] : parts[0].shape()[d]);
-    std::vector<Tensor> slices;
-    for (const auto& p : parts) slices.push_back(p.shrink(r));
-    outs.push_back(fold_on(slices, l.devices[k], reduce_of(op), op == CollectiveOp::Min));
-  }
-  return make_multi(std::move(outs), Layout{l.devices, axis, b});
+  return make_multi(scatter_parts(parts, l.devices, axis, b, reduce_of(op), op == CollectiveOp::Min),
+                    Layout{l.devices, axis, b});
 }
 
 Tensor reduce(const Tensor& t, const Device& device, CollectiveOp op) {

@@ -52,17 +52,32 @@ Tensor sharded_custom_vjp(const Tensor& y, const std::vector<Tensor>& inputs, st
   return make_multi(std::move(outs), l);
 }
 
+namespace {
+void check_gradients(const std::string& name, const std::vector<Tensor>& parts, const std::vector<Tensor>& xs) {
+  RAVEL_CHECK(parts.size() == xs.size(), ValueError, "custom_vjp '", name, "': the rule returned ", parts.size(),
+              " gradients, expected one per input (", xs.size(), ")");
+  for (size_t i = 0; i < parts.size(); ++i)
+    RAVEL_CHECK(!parts[i].defined() || parts[i].shape() == xs[i].shape(), ShapeError, "custom_vjp '", name,
+                "': gradient ", i, " has shape ", shape_str(parts[i].shape()), ", expected input ", i, "'s shape ",
+                shape_str(xs[i].shape()));
+}
+}  // namespace
+
+std::vector<Tensor> apply_group_vjp(const NodePtr& n, const std::vector<Tensor>& cotangents) {
+  const GroupRule& group = *n->custom_rule->group;
+  std::vector<Tensor> xs;
+  for (const auto& x : n->custom_inputs) xs.emplace_back(x);
+  std::vector<Tensor> parts = group.vjp(xs, cotangents);
+  check_gradients(group.name, parts, xs);
+  return parts;
+}
+
 std::vector<Tensor> apply_custom_vjp(const NodePtr& n, const Tensor& g) {
   const CustomRule& rule = *n->custom_rule;
   std::vector<Tensor> xs;
   for (const auto& x : n->custom_inputs) xs.emplace_back(x);
   std::vector<Tensor> parts = rule.vjp(xs, Tensor(n), g);
-  RAVEL_CHECK(parts.size() == xs.size(), ValueError, "custom_vjp '", rule.name, "': the rule returned ", parts.size(),
-              " gradients, expected one per input (", xs.size(), ")");
-  for (size_t i = 0; i < parts.size(); ++i)
-    RAVEL_CHECK(!parts[i].defined() || parts[i].shape() == xs[i].shape(), ShapeError, "custom_vjp '", rule.name,
-                "': gradient ", i, " has shape ", shape_str(parts[i].shape()), ", expected input ", i, "'s shape ",
-                shape_str(xs[i].shape()));
+  check_gradients(rule.name, parts, xs);
   return parts;
 }
 

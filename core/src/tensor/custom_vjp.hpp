@@ -23,6 +23,23 @@ namespace ravel::detail {
 // intermediate (tanh's where, exp, division: three [m, n] kernels in makemore's backward pass,
 // which also made the forward pass store the sign mask and e^-2|x| for them), where the
 // closed form is one short expression.
+// Note [Group derivatives]
+// The n results of one collective (all_gather's replicas) are n aliases with the same inputs.
+// Each has its own rule, correct alone: autodiff sums what every result's rule gives an input.
+// For all_gather that sum is the reduce-scatter of the cotangents, which the plugin runs as one
+// collective (ABI 1.12) where n rules and autodiff's additions move and add every slice apart.
+// So the results may also share a GroupRule: reverse-mode autodiff (ravel::gradients) collects
+// every member's cotangent and calls the group's rule once, after the last member it reaches (the
+// members depend only on the shared inputs, so every member is reached before them); members no
+// cotangent reached get an undefined one. The per-member rules stay, for traversals that see one
+// node at a time (the tape's backward), with the same value up to the order of additions.
+struct GroupRule {
+  std::string name;
+  size_t size = 0;  // members
+  // (inputs, one cotangent per member, undefined where none) -> one gradient per input.
+  std::function<std::vector<Tensor>(const std::vector<Tensor>&, const std::vector<Tensor>&)> vjp;
+};
+
 struct CustomRule {
   std::string name;  // for error messages: "tanh", or what custom_vjp's caller called it
   // (inputs, output, cotangent) -> one gradient per input; the same type as ravel::VjpRule
@@ -32,6 +49,9 @@ struct CustomRule {
   // output's shape), so it also holds part by part on sharded tensors (Note [Sharded custom
   // derivatives] in custom_vjp.cpp).
   bool elementwise = false;
+  // Optional: the group this result belongs to, and its index there (Note [Group derivatives]).
+  std::shared_ptr<const GroupRule> group;
+  size_t member = 0;
 };
 
 // y with `rule` as its derivative with respect to `inputs` (float tensors y was computed from).
@@ -41,5 +61,8 @@ Tensor with_custom_vjp(const Tensor& y, const std::vector<Tensor>& inputs, std::
 // The rule's result for alias `n` and cotangent `g`, checked: one entry per input, each
 // undefined or shaped like its input (ravel::ShapeError / ValueError naming the rule otherwise).
 std::vector<Tensor> apply_custom_vjp(const NodePtr& n, const Tensor& g);
+
+// The group rule of member `n` for every member's cotangent, checked as apply_custom_vjp.
+std::vector<Tensor> apply_group_vjp(const NodePtr& n, const std::vector<Tensor>& cotangents);
 
 }  // namespace ravel::detail

@@ -65,6 +65,10 @@ Tensor multi_contiguous(const Tensor& t);
 // The parts combined elementwise across devices by `op` (partial reductions, all_reduce), one
 // result per device of `devices` (parts[i] lives on devices[i]), all equal: replicas.
 std::vector<Tensor> combine_across(const std::vector<Tensor>& parts, ReduceOp op, bool min = false);
+// Part k of the result: slice [b[k], b[k+1]) along `axis` of every part, folded in order on
+// devices[k] (a reduce-scatter; the plugin's ABI 1.12 member where it takes it).
+std::vector<Tensor> scatter_parts(const std::vector<Tensor>& parts, const std::vector<Device>& devices, int64_t axis,
+                                  const std::vector<int64_t>& b, ReduceOp op, bool min);
 // The parts (on any devices) folded on `device` by `op` (min: Max means minimum), in order.
 Tensor fold_on(const std::vector<Tensor>& parts, const Device& device, ReduceOp op, bool min);
 

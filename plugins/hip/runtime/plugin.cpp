@@ -4,7 +4,7 @@
 // Execution model (docs/hip.md): buffers are device memory from the caching allocator; writes
 // are staged through pinned memory and queued; kernels are queued on the stream (NULL = the
 // device's legacy default stream); only buffer_read and the synchronize members wait.
-#include "all_reduce.hpp"
+#include "collective.hpp"
 #include "allocator.hpp"
 #include "device.hpp"
 #include "execute.hpp"
@@ -377,14 +377,19 @@ rvl_error* synchronize(int32_t d) {
   });
 }
 
-// ABI 1.9 (all_reduce.cpp, Note [HIP all-reduce]).
+// ABI 1.9 and 1.12 (collective.cpp, Note [HIP collectives]).
 rvl_error* all_reduce(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs,
                       rvl_buffer* const* outputs, uint64_t count, int32_t dtype, int32_t op) {
-  return guard([&] { run_all_reduce(n, streams, inputs, outputs, count, dtype, op); });
+  return guard([&] { run_collective(validate::CollectiveKind::AllReduce, n, streams, inputs, outputs, count, dtype, op); });
 }
-// ABI 1.12 reduce_scatter / all_gather: not offered (yet); the core composes them (docs/abi.md §20).
-constexpr std::nullptr_t reduce_scatter = nullptr;
-constexpr std::nullptr_t all_gather = nullptr;
+rvl_error* reduce_scatter(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs,
+                          rvl_buffer* const* outputs, uint64_t count, int32_t dtype, int32_t op) {
+  return guard([&] { run_collective(validate::CollectiveKind::ReduceScatter, n, streams, inputs, outputs, count, dtype, op); });
+}
+rvl_error* all_gather(int32_t n, rvl_stream* const* streams, const rvl_buffer* const* inputs,
+                      rvl_buffer* const* outputs, uint64_t count, int32_t dtype) {
+  return guard([&] { run_collective(validate::CollectiveKind::AllGather, n, streams, inputs, outputs, count, dtype, 0); });
+}
 
 // Filled from the SDK's one list of members (<ravel/plugin_kit.hpp>).
 constexpr rvl_backend_api kTable = RVL_BACKEND_TABLE_OF_FUNCTIONS();

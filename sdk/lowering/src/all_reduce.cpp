@@ -59,9 +59,12 @@ std::vector<rvl_instruction> all_reduce_fold(int32_t n, int32_t dt, int32_t op) 
 }
 
 FoldProgram::FoldProgram(const std::vector<rvl_buffer*>& parts, rvl_buffer* out, uint64_t count, int32_t dtype,
-                         int32_t op)
+                         int32_t op, const std::vector<int64_t>& offsets)
     : code(all_reduce_fold(static_cast<int32_t>(parts.size()), dtype, op)) {
-  for (rvl_buffer* b : parts) inputs.push_back(contiguous(b, dtype, count));
+  for (size_t k = 0; k < parts.size(); ++k) {
+    inputs.push_back(contiguous(parts[k], dtype, count));
+    if (k < offsets.size()) inputs.back().view.offset = offsets[k];
+  }
   program.struct_size = sizeof program;
   program.rank = 1;
   program.shape[0] = static_cast<int64_t>(count);

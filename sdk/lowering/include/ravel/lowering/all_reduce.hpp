@@ -24,8 +24,11 @@ struct FoldProgram {
   rvl_program program{};  // points into inputs and code: do not copy a FoldProgram
   FoldProgram(const FoldProgram&) = delete;
   FoldProgram& operator=(const FoldProgram&) = delete;
-  // parts: n >= 2 buffers in fold order; out may be parts[k] (elementwise, so in place is safe).
-  FoldProgram(const std::vector<rvl_buffer*>& parts, rvl_buffer* out, uint64_t count, int32_t dtype, int32_t op);
+  // parts: n >= 2 buffers in fold order, part k read from element offsets[k] (empty: all 0, as
+  // for all_reduce; reduce_scatter reads its own chunk in place, Note [Collective plans]); out,
+  // written from element 0, may be parts[k] at offset 0 (elementwise, so in place is safe).
+  FoldProgram(const std::vector<rvl_buffer*>& parts, rvl_buffer* out, uint64_t count, int32_t dtype, int32_t op,
+              const std::vector<int64_t>& offsets = {});
 };
 
 // The instructions alone (n LOADs of args 0..n-1, then the fold); op is an rvl_all_reduce_op.
