@@ -43,15 +43,6 @@ std::string kernel(KernelSource& k, const std::string& kind, const std::string& 
   return k.name;
 }
 
-c::SsaInput ssa(const rvl_instruction* ins, int32_t n, std::function<std::string(int32_t)> load) {
-  c::SsaInput in;
-  in.ins = ins;
-  in.n = n;
-  in.load = std::move(load);
-  in.outline = n > 128;  // long programs call transcendentals out of line (compile time)
-  return in;
-}
-
 std::string program_params(const validate::Program& p) {
   std::string s;
   for (size_t a = 0; a < p.inputs.size(); ++a) s += param(p.inputs[a].dtype, "in" + S(int64_t(a)), true) + ", ";
@@ -101,7 +92,7 @@ KernelSource generate_program(const validate::Program& given) {
     b += "  for (" + I + " g = (" + I + ")get_global_id(0); g < " + S(s.n_out) + "; g += (" + I +
          ")get_global_size(0)) {\n";
     b += c::decompose(I, "g", all, s.extent, "    ");
-    const std::string r = c::emit_ssa(D, b, ssa(p.ins, p.n_ins, load), "    ");
+    const std::string r = c::emit_ssa(D, b, c::SsaInput(p.ins, p.n_ins, load), "    ");
     b += "    out[" + c::address(s.out(), idx) + "] = " + c::convert(D, p.out.dtype, value_dt, r) + ";\n  }\n";
     kernel(k, "ew", program_params(p), b, s.n_out);
     return k;
@@ -135,7 +126,7 @@ KernelSource generate_program(const validate::Program& given) {
   b += "    for (" + I + " r = " + (row ? "tid" : "0") + "; r < " + S(s.n_red) + "; r += " +
        (row ? S(kGroup) : "1") + ") {\n";
   b += c::decompose(I, "r", s.axes(true), s.extent, "      ");
-  const std::string v = c::emit_ssa(D, b, ssa(p.ins, p.n_ins, load), "      ");
+  const std::string v = c::emit_ssa(D, b, c::SsaInput(p.ins, p.n_ins, load), "      ");
   // One element: (v), or (v, 1) for LOGSUMEXP; a program ending in a CAST to a half yields its
   // bits, widened again to accumulate in f32.
   std::vector<std::string> one{A.plan.lse ? v : c::convert(D, cdt, value_dt, v)};
@@ -199,8 +190,8 @@ KernelSource generate_contraction(const validate::Contraction& cn) {
   for (const validate::View& v : e.inputs) ev.push_back(view(v));
   std::vector<rvl_instruction> wide;
   const validate::Program we = lower::widened(e, wide);
-  c::SsaInput in = ssa(we.ins, we.n_ins, [&](int32_t a) { return c::load(D, ev[size_t(a)], "in" + S(a), idx, cext); });
-  in.acc = "acc";
+  const c::SsaInput in(we.ins, we.n_ins, [&](int32_t a) { return c::load(D, ev[size_t(a)], "in" + S(a), idx, cext); },
+                       "acc");
   const std::string r = c::emit_ssa(D, b, in, "    ");
   b += "    out[" + c::address(view(e.out), idx) + "] = " +
        c::convert(D, e.out.dtype, we.ins[we.n_ins - 1].dtype, r) + ";\n  }\n";

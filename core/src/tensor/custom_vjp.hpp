@@ -41,10 +41,14 @@ struct GroupRule {
 };
 
 struct CustomRule {
+  using Vjp = std::function<std::vector<Tensor>(const std::vector<Tensor>&, const Tensor&, const Tensor&)>;
+  CustomRule() = default;
+  CustomRule(std::string rule_name, Vjp rule_vjp, bool is_elementwise = false)
+      : name(std::move(rule_name)), vjp(std::move(rule_vjp)), elementwise(is_elementwise) {}
   std::string name;  // for error messages: "tanh", or what custom_vjp's caller called it
   // (inputs, output, cotangent) -> one gradient per input; the same type as ravel::VjpRule
   // (ravel/autodiff.hpp, a later layer than this one).
-  std::function<std::vector<Tensor>(const std::vector<Tensor>&, const Tensor&, const Tensor&)> vjp;
+  Vjp vjp;
   // The rule is elementwise (element i of the output depends only on element i of inputs of the
   // output's shape), so it also holds part by part on sharded tensors (Note [Sharded custom
   // derivatives] in custom_vjp.cpp).

@@ -132,16 +132,12 @@ KernelSource generate_contraction(const validate::Contraction& c, const Target& 
   b += "        if (m < " + S(c.m) + " && n < " + S(c.n) + ") {\n";
   std::vector<rvl_instruction> wide;
   const validate::Program we = lower::widened(e, wide);
-  SsaInput ssa;
-  ssa.ins = we.ins;
-  ssa.n = we.n_ins;
-  ssa.acc = "acc[i][j]";
-  ssa.outline = e.n_ins > 128;
   std::vector<SpaceView> ev(e.inputs.size() + 1);
   auto to_space = [&](const validate::View& v) { return SpaceView::of(v, size_t(br) + 2); };
   for (size_t a = 0; a < e.inputs.size(); ++a) ev[a] = to_space(e.inputs[a]);
   ev.back() = to_space(e.out);
-  ssa.load = [&](int32_t a) { return load(ev[a], "in" + std::to_string(a), idx, cext); };
+  const SsaInput ssa(we.ins, we.n_ins, [&](int32_t a) { return load(ev[a], "in" + std::to_string(a), idx, cext); },
+                     "acc[i][j]");
   const std::string r = emit_ssa(b, ssa, "          ");
   b += "          out[" + address(ev.back(), idx) + "] = " +
        c::convert(c::kHip, e.out.dtype, we.ins[we.n_ins - 1].dtype, r) + ";\n";

@@ -42,15 +42,6 @@ std::string params(const validate::Program& p) {
   return s + ctype(p.out.dtype) + "* out";
 }
 
-SsaInput ssa_for(const validate::Program& p, std::function<std::string(int32_t)> load_fn) {
-  SsaInput in;
-  in.ins = p.ins;
-  in.n = p.n_ins;
-  in.load = std::move(load_fn);
-  in.outline = p.n_ins > 128;
-  return in;
-}
-
 std::string header(const std::string& name, const validate::Program& p) {
   return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(kThreads) + ") " +
          name + "(" + params(p) + ") {\n";
@@ -74,7 +65,7 @@ void elementwise(KernelSource& k, const validate::Program& p, const Space& s, co
                     std::to_string(kThreads) + " + threadIdx.x; g < " + std::to_string(n) +
                     "; g += (" + I + ")gridDim.x * " + std::to_string(kThreads) + ") {\n";
     b += decompose(I, "g", all, s.extent, "    ");
-    const std::string r = emit_ssa(b, ssa_for(p, [&](int32_t a) {
+    const std::string r = emit_ssa(b, SsaInput(p.ins, p.n_ins, [&](int32_t a) {
       return load(s.views[a], "in" + std::to_string(a), idx, s.extent);
     }), "    ");
     b += "    out[" + address(out, idx) + "] = " + store(out.dtype, p, r) + ";\n  }\n";
@@ -97,7 +88,7 @@ void elementwise(KernelSource& k, const validate::Program& p, const Space& s, co
     }
     body += "    rvl_vec4<" + std::string(ctype(out.dtype)) + "> r;\n";
     body += "#pragma unroll\n    for (int u = 0; u < 4; ++u) {\n";
-    const std::string r = emit_ssa(body, ssa_for(p, [&](int32_t a) {
+    const std::string r = emit_ssa(body, SsaInput(p.ins, p.n_ins, [&](int32_t a) {
       const SpaceView& v = s.views[a];
       if (v.empty) return std::string("(") + ctype(v.dtype) + ")0";
       if (v.stride[0] == 0)
@@ -183,7 +174,7 @@ void reduction(KernelSource& k, const validate::Program& p, const Space& s, cons
   b += "    if (o < " + std::to_string(O) + ") {\n";
   b += "      for (" + I + " r = ty; r < " + std::to_string(R) + "; r += " + std::to_string(TY) + ") {\n";
   b += decompose(I, "r", red, s.extent, "        ");
-  const std::string v = emit_ssa(b, ssa_for(p, [&](int32_t a) {
+  const std::string v = emit_ssa(b, SsaInput(p.ins, p.n_ins, [&](int32_t a) {
     return load(s.views[a], "in" + std::to_string(a), idx, s.extent);
   }), "        ");
   // One element is the partial result (v) for SUM/MAX/PROD and (v, 1) for LOGSUMEXP.

@@ -20,12 +20,9 @@ std::string row_epilogue(const Dialect& d, const validate::Program& p, const Spa
                          const std::string& indent) {
   const std::vector<rvl_instruction> code = widen_halves(p.epilogue, p.n_epilogue);
   const std::vector<std::string> idx = index_names(s.extent.size());
-  SsaInput in;
-  in.ins = code.data();
-  in.n = static_cast<int32_t>(code.size());
-  in.load = [&](int32_t a) { return load(d, s.views[size_t(a)], "in" + std::to_string(a), idx, s.extent); };
-  in.acc = rvl::dtype_is_half(p.acc_dtype) ? convert(d, RVL_DTYPE_F32, p.acc_dtype, acc) : acc;
-  in.outline = in.n > 128;
+  const SsaInput in(code.data(), static_cast<int32_t>(code.size()),
+                    [&](int32_t a) { return load(d, s.views[size_t(a)], "in" + std::to_string(a), idx, s.extent); },
+                    rvl::dtype_is_half(p.acc_dtype) ? convert(d, RVL_DTYPE_F32, p.acc_dtype, acc) : acc);
   std::string b = indent + "for (" + idx_t + " re = " + first + "; re < " + std::to_string(s.n_red) +
                   "; re += " + step + ") {\n";
   b += decompose(idx_t, "re", s.axes(true), s.extent, indent + "  ");

@@ -48,6 +48,10 @@ std::string literal(const Dialect& d, int32_t dtype, const rvl_scalar& value);
 std::string float_bits_literal(const Dialect& d, int32_t dtype, double v);
 
 struct SsaInput {
+  SsaInput() = default;
+  // Lists of more than 128 instructions call transcendentals out of line (compile time).
+  SsaInput(const rvl_instruction* list, int32_t count, std::function<std::string(int32_t)> loads, std::string acc_expr = {})
+      : ins(list), n(count), load(std::move(loads)), acc(std::move(acc_expr)), outline(count > 128) {}
   const rvl_instruction* ins = nullptr;
   int32_t n = 0;
   // Expression reading input `arg` (already 0 outside its validity range, bool as 0/1).
