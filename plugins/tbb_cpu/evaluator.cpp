@@ -5,6 +5,7 @@
 
 #include "array_ops.hpp"
 #include "dtype_ops.hpp"
+#include "fused_loop.hpp"
 #include "half_fused.hpp"
 #include "slot_plan.hpp"
 
@@ -300,6 +301,9 @@ Evaluator::Evaluator(const Program& p, Order order)
                       : nullptr;
   }
   plan_half_folds();
+  fused_ = !half_folds_ && tile_axis_ < 0 && fused_loop_enabled() && fused_loop_fits(ins_, n_ins_);
+  for (int j = 0; j < n_ins_ && fused_; ++j)
+    fused_ = ins_[j].op != RVL_OP_LOAD || in_[ins_[j].arg].dtype == RVL_DTYPE_F32;
   if (tile_axis_ < 0) block_ = std::max<int64_t>(1, std::min(block_, (total_ + 15) / 16 * 16));
   if (reduce_op_ == RVL_REDUCE_NONE) {
     const rvl_instruction& last = ins_[n_ins_ - 1];
@@ -540,6 +544,8 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
     const View& v = in_[ins_[0].arg];
     return v.data + (v.offset + s) * static_cast<int64_t>(rvl::dtype_size(v.dtype));
   }
+  if (fused_ && !segs_ready)
+    if (const void* r = compute_fused(s, e, sc, acc)) return r;
   bool have_segs = segs_ready;
   for (int j = 0; j < n_ins_; ++j) {
     const rvl_instruction& I = ins_[j];
@@ -672,6 +678,41 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
     }
   }
   return sc.result[n_ins_ - 1];
+}
+
+// Note [Fused loops in the evaluator]
+// An all-f32 program (fused_loop_fits) runs each block as one fused loop (Note [Fused loops],
+// fused_loop.cpp) when every input of the block is readable in place: a dense input at the
+// block, a row-invariant input from its slot or its row, a one-value-per-row input in a block
+// inside one row as its one value, CONSTs from their slots, ACC as given. Any other block (one
+// that needs segments or a per-row fill) takes the instruction-by-instruction path below, which
+// computes the same bits. The output goes where the last instruction's values would: the dense
+// output in place, else the last instruction's slot (no other slot is used by a fused block).
+// RAVEL_TBB_NO_FUSED_LOOP=1 turns it off.
+const void* Evaluator::compute_fused(int64_t s, int64_t e, Scratch& sc, const void* acc) const {
+  FusedValue val[kFusedMaxIns];
+  const int64_t row = shape_[rank_ - 1];
+  const bool in_one_row = s / row == (e - 1) / row;
+  const auto slot_at = [&](int64_t k) { return reinterpret_cast<float*>(&sc.slots[static_cast<size_t>(k) * block_]); };
+  for (int j = 0; j < n_ins_; ++j) {
+    const rvl_instruction& I = ins_[j];
+    if (I.op == RVL_OP_CONST) {
+      val[j] = {slot_at(slot_[j]), true};  // filled by make_scratch
+    } else if (I.op == RVL_OP_ACC) {
+      val[j] = {static_cast<const float*>(acc), false};
+    } else if (I.op == RVL_OP_LOAD) {
+      const View& v = in_[I.arg];
+      const float* base = reinterpret_cast<const float*>(v.data) + v.offset;
+      if (inv_[j] >= 0 && s % row == 0) val[j] = {slot_at(n_slots_ + inv_[j]), false};
+      else if (inv_[j] >= 0 && in_one_row && v.stride[rank_ - 1] == 1) val[j] = {base + s % row, false};
+      else if (per_row_[I.arg] && any_per_row_ && in_one_row) val[j] = {base + (s / shape_[1]) * v.stride[0], true};
+      else if (dense_[I.arg]) val[j] = {base + s, false};
+      else return nullptr;
+    }
+  }
+  float* out = direct_ok_ && out_dense_ ? reinterpret_cast<float*>(out_address(s)) : slot_at(slot_[n_ins_ - 1]);
+  run_fused_loop(simd_tier(), ins_, n_ins_, val, out, e - s);
+  return out;
 }
 
 void Evaluator::store(int64_t s, int64_t e, const void* values, Scratch& sc) const {
