@@ -35,7 +35,7 @@ namespace {
 // sums over either axis 6-18% slower, softmax a little slower and layer norm's chain level to
 // 4% slower, hence only here.
 // RAVEL_TBB_ELEMENTWISE_BLOCK overrides the start (tuning; powers of two from 64 to 4096).
-int64_t choose_block(int32_t n_slots, bool plain_elementwise) {
+int64_t choose_block(int32_t n_slots, bool plain_elementwise, int64_t first) {
   static const int64_t bound = [] {
     const int64_t x = tuning_int("RAVEL_TBB_BLOCK_SLOTS", 0, 0, int64_t{1} << 30);
     return x > 0 ? x : int64_t{1} << 16;
@@ -46,7 +46,7 @@ int64_t choose_block(int32_t n_slots, bool plain_elementwise) {
     while (b * 2 <= x) b *= 2;
     return b;
   }();
-  int64_t b = plain_elementwise ? elementwise_start : 1024;
+  int64_t b = first > 0 ? first : plain_elementwise ? elementwise_start : 1024;
   while (b > 64 && b * n_slots > bound) b /= 2;
   return b;
 }
@@ -222,7 +222,7 @@ Scratch::Scratch(const Scratch& o) : tile_rows(o.tile_rows) {
   result = mem->result.data();
 }
 
-Evaluator::Evaluator(const Program& p, Order order)
+Evaluator::Evaluator(const Program& p, Order order, int64_t first_block)
     : out_(p.out), ins_(p.ins), n_ins_(p.n_ins), reduce_op_(p.reduce_op) {
   n_in_ = static_cast<int32_t>(p.inputs.size());
   View* views[RVL_MAX_INPUTS + 1];
@@ -270,7 +270,8 @@ Evaluator::Evaluator(const Program& p, Order order)
   n_slots_ = plan_slots(ins_, n_ins_, slot_, const_owner_);
   bool reads_acc = false;
   for (int j = 0; j < n_ins_ && !reads_acc; ++j) reads_acc = ins_[j].op == RVL_OP_ACC;
-  block_ = choose_block(n_slots_, reduce_op_ == RVL_REDUCE_NONE && !reads_acc && p.n_epilogue == 0 && order == Order::Any);
+  block_ = choose_block(n_slots_, reduce_op_ == RVL_REDUCE_NONE && !reads_acc && p.n_epilogue == 0 && order == Order::Any,
+                        first_block);
   if (reduce_op_ == RVL_REDUCE_NONE) choose_tiling(views, n_views);
   // A small kernel is one short block: its scratch (and CONST fills) shrink to it. The
   // blocks a reduction folds are the same either way (one block holds every output's range).
@@ -690,28 +691,35 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
 // output in place, else the last instruction's slot (no other slot is used by a fused block).
 // RAVEL_TBB_NO_FUSED_LOOP=1 turns it off.
 const void* Evaluator::compute_fused(int64_t s, int64_t e, Scratch& sc, const void* acc) const {
-  FusedValue val[kFusedMaxIns];
   const int64_t row = shape_[rank_ - 1];
-  const bool in_one_row = s / row == (e - 1) / row;
   const auto slot_at = [&](int64_t k) { return reinterpret_cast<float*>(&sc.slots[static_cast<size_t>(k) * block_]); };
-  for (int j = 0; j < n_ins_; ++j) {
-    const rvl_instruction& I = ins_[j];
-    if (I.op == RVL_OP_CONST) {
-      val[j] = {slot_at(slot_[j]), true};  // filled by make_scratch
-    } else if (I.op == RVL_OP_ACC) {
-      val[j] = {static_cast<const float*>(acc), false};
-    } else if (I.op == RVL_OP_LOAD) {
-      const View& v = in_[I.arg];
-      const float* base = reinterpret_cast<const float*>(v.data) + v.offset;
-      if (inv_[j] >= 0 && s % row == 0) val[j] = {slot_at(n_slots_ + inv_[j]), false};
-      else if (inv_[j] >= 0 && in_one_row && v.stride[rank_ - 1] == 1) val[j] = {base + s % row, false};
-      else if (per_row_[I.arg] && any_per_row_ && in_one_row) val[j] = {base + (s / shape_[1]) * v.stride[0], true};
-      else if (dense_[I.arg]) val[j] = {base + s, false};
-      else return nullptr;
-    }
-  }
   float* out = direct_ok_ && out_dense_ ? reinterpret_cast<float*>(out_address(s)) : slot_at(slot_[n_ins_ - 1]);
-  run_fused_loop(simd_tier(), ins_, n_ins_, val, out, e - s);
+  // A block of several rows with one-value-per-row inputs runs row by row (Note [Several rows
+  // per block], row_chain.cpp), each row with its own values.
+  const bool by_row = any_per_row_ && s / row != (e - 1) / row;
+  FusedValue val[kFusedMaxIns];
+  for (int64_t a = s; a < e;) {
+    const int64_t b = by_row ? std::min(e, (a / row + 1) * row) : e;
+    const bool in_one_row = a / row == (b - 1) / row;
+    for (int j = 0; j < n_ins_; ++j) {
+      const rvl_instruction& I = ins_[j];
+      if (I.op == RVL_OP_CONST) {
+        val[j] = {slot_at(slot_[j]), true};  // filled by make_scratch
+      } else if (I.op == RVL_OP_ACC) {
+        val[j] = {static_cast<const float*>(acc) + (a - s), false};
+      } else if (I.op == RVL_OP_LOAD) {
+        const View& v = in_[I.arg];
+        const float* base = reinterpret_cast<const float*>(v.data) + v.offset;
+        if (inv_[j] >= 0 && a % row == 0 && b - a <= block_) val[j] = {slot_at(n_slots_ + inv_[j]), false};
+        else if (inv_[j] >= 0 && in_one_row && v.stride[rank_ - 1] == 1) val[j] = {base + a % row, false};
+        else if (per_row_[I.arg] && in_one_row) val[j] = {base + (a / shape_[1]) * v.stride[0], true};
+        else if (dense_[I.arg]) val[j] = {base + a, false};
+        else return nullptr;  // the passes below (any output written so far is written again)
+      }
+    }
+    run_fused_loop(simd_tier(), ins_, n_ins_, val, out + (a - s), b - a);
+    a = b;
+  }
   return out;
 }
 

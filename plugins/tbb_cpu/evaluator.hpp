@@ -106,7 +106,10 @@ class Evaluator {
   // eval(s, e) is elements [s, e) in row-major order, for callers that fold the values
   // themselves (row_chain.cpp sums them per row).
   enum class Order { Any, Linear };
-  explicit Evaluator(const Program& p, Order order = Order::Any);
+  // first_block > 0: the block to start from instead of choose_block's (still bounded by the
+  // scratch budget; row_chain.cpp asks for several short rows per block: Note [Several rows per
+  // block]).
+  explicit Evaluator(const Program& p, Order order = Order::Any, int64_t first_block = 0);
 
   int64_t total() const { return total_; }
   int64_t block() const { return block_; }

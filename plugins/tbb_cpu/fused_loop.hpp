@@ -17,10 +17,11 @@ constexpr int32_t kFusedMaxIns = 64;
 bool fused_loop_fits(const rvl_instruction* ins, int32_t n_ins);
 
 // A leaf's values for the block (LOAD, CONST, ACC): n consecutive floats at p, or (one) the single
-// value *p that every element of the block reads.
+// value *p that every element of the block reads. No initialisers: the evaluator keeps an array
+// of kFusedMaxIns of them per block, and sets what it uses.
 struct FusedValue {
-  const float* p = nullptr;
-  bool one = false;
+  const float* p;
+  bool one;
 };
 
 // Computes a block of n elements of `ins` (fused_loop_fits) into out[0, n). val[j] must be set for
