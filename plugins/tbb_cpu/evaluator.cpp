@@ -313,6 +313,10 @@ Evaluator::Evaluator(const Program& p, Order order, int64_t first_block)
   }
   plan_half_folds();
   fused_ = fits && !half_folds_ && tile_axis_ < 0;
+  // Note [Fused loops]: short chunks for kernels streaming from memory, long ones for a row
+  // chain's sweeps over rows in cache (RAVEL_TBB_FUSED_CHUNK: tuning, 32, 64 or 128).
+  static const int64_t chunk_env = tuning_int("RAVEL_TBB_FUSED_CHUNK", 0, 0, 128);
+  fused_chunk_ = chunk_env > 0 ? chunk_env : plain ? 32 : order == Order::Linear ? 128 : 64;
   if (tile_axis_ < 0) block_ = std::max<int64_t>(1, std::min(block_, (total_ + 15) / 16 * 16));
   if (reduce_op_ == RVL_REDUCE_NONE) {
     const rvl_instruction& last = ins_[n_ins_ - 1];
@@ -725,7 +729,7 @@ const void* Evaluator::compute_fused(int64_t s, int64_t e, Scratch& sc, const vo
         else return nullptr;  // the passes below (any output written so far is written again)
       }
     }
-    run_fused_loop(simd_tier(), ins_, n_ins_, val, out + (a - s), b - a);
+    run_fused_loop(simd_tier(), fused_chunk_, ins_, n_ins_, val, out + (a - s), b - a);
     a = b;
   }
   return out;

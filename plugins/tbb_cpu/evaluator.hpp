@@ -204,6 +204,7 @@ class Evaluator {
   HalfFusedFn hfn_[kFnCache];
   int32_t narrow_src_ = -1;
   bool fused_ = false;  // Note [Fused loops in the evaluator]
+  int64_t fused_chunk_ = 64;
   // Note [Slot plan]: instruction j writes slot slot_[j] (of n_slots_); only [0, n_ins_) is set.
   int32_t n_slots_ = 0;
   uint16_t slot_[RVL_MAX_INSTRUCTIONS];

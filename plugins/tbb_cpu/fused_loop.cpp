@@ -6,10 +6,10 @@
 // hand-written loop that does everything per vector register (docs/performance.md, issue 26:
 // 0.81x on `exp(a)*b+c`, 0.49-0.86x on layer norm) the difference is those passes.
 //
-// Here a program whose values are all f32 runs chunk by chunk: for each chunk of kChunk
+// Here a program whose values are all f32 runs chunk by chunk: for each chunk of 32-128
 // elements every computed instruction runs over the chunk (an inlined fixed-length loop of the
 // tier's vectors), reading the inputs straight from memory at the chunk and earlier results from
-// chunk registers (kChunk floats each, on the stack, so always in L1); the last instruction
+// chunk registers (a chunk of floats each, on the stack, so always in L1); the last instruction
 // writes the output (or the caller's block slot) directly. So every input is read as one stream
 // and no block slot is written or read for the intermediate values. Instructions that depend on
 // single values only (CONSTs, a row's mean and rstd: Note [One value per block]) are computed
@@ -21,9 +21,13 @@
 // A single value is computed by that same function once instead of once per element, which is
 // the same value.
 //
-// The dispatch is a switch per instruction per chunk: with kChunk = 64 it is paid once per four
+// The dispatch is a switch per instruction per chunk: with 64 elements it is paid once per four
 // AVX-512 vectors, a few cycles against the chunk's work, and well predicted (the same sequence
-// every chunk). Measured chunk lengths: docs/performance.md ("One loop per program").
+// every chunk). The caller picks the chunk (32, 64 or 128 elements): measured, a plain
+// elementwise kernel streaming from memory (`exp(a)*b+c` 16M) ran fastest with 32 (9.5-9.9 ms
+// against 11.0 with 64 and 11.6 with 128), a row chain's sweeps over rows in L2 (layer norm)
+// with 128 (2.96-3.0 ms at 8192 x 1024 against 3.5 with 64 and 3.9 with 32):
+// docs/performance.md ("One loop per program").
 #include "fused_loop.hpp"
 
 #include "array_ops.hpp"
@@ -41,7 +45,7 @@ namespace {
 using array_detail::scalar;
 using array_detail::supported;
 constexpr int kF = RVL_DTYPE_F32;
-constexpr int64_t kChunk = 64;
+constexpr int64_t kMaxChunk = 128;
 
 // The ops a fused loop runs: the f32 rows of the op table with a result of their sources' dtype.
 #define RVL_FUSED_OPS(X) X(NEG) X(RECIP) X(SQRT) X(EXP2) X(LOG2) X(SIN) X(TRUNC) X(ADD) X(MUL) X(MAX) X(MOD) X(IDIV)
@@ -73,12 +77,13 @@ template <int OP>
   }
 }
 
-// n == kChunk is the loop the compiler unrolls over the tier's vectors; the rest is the tail.
+// n == C is the loop the compiler unrolls over the tier's vectors; the rest is the tail.
+template <int64_t C>
 [[gnu::always_inline]] inline void apply(int32_t op, float* d, const float* a, const float* b, int64_t n) {
   switch (op) {
 #define RVL_FUSED_APPLY_(name)                                                 \
   case RVL_OP_##name:                                                          \
-    if (n == kChunk) chunk_body<RVL_OP_##name>(d, a, b, kChunk);               \
+    if (n == C) chunk_body<RVL_OP_##name>(d, a, b, C);                         \
     else chunk_body<RVL_OP_##name>(d, a, b, n);                                \
     break;
     RVL_FUSED_OPS(RVL_FUSED_APPLY_)
@@ -99,27 +104,40 @@ struct Step {
   int64_t bs;
 };
 
+template <int64_t C>
 [[gnu::always_inline]] inline void run_steps(const Step* st, int32_t n_steps, int64_t n) {
-  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
-    const int64_t len = std::min(kChunk, n - i0);
+  for (int64_t i0 = 0; i0 < n; i0 += C) {
+    const int64_t len = std::min(C, n - i0);
     for (int32_t k = 0; k < n_steps; ++k) {
       const Step& s = st[k];
-      apply(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
+      apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
     }
   }
 }
-
-void run_steps_portable(const Step* st, int32_t n_steps, int64_t n) { run_steps(st, n_steps, n); }
-#if defined(__x86_64__) || defined(__i386__)
-__attribute__((target("avx2"))) void run_steps_avx2(const Step* st, int32_t n_steps, int64_t n) {
-  run_steps(st, n_steps, n);
+// The chunk lengths a caller may ask for (fused_loop.hpp).
+#define RVL_FUSED_BY_CHUNK_(call) \
+  switch (chunk) {                \
+    case 32: call(32); break;     \
+    case 128: call(128); break;   \
+    default: call(64); break;     \
+  }
+#define RVL_FUSED_RUN_(c) run_steps<c>(st, n_steps, n)
+void run_steps_portable(int64_t chunk, const Step* st, int32_t n_steps, int64_t n) {
+  RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_)
 }
-__attribute__((target(RVL_TBB_AVX512_TARGET))) void run_steps_avx512(const Step* st, int32_t n_steps, int64_t n) {
-  run_steps(st, n_steps, n);
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx2"))) void run_steps_avx2(int64_t chunk, const Step* st, int32_t n_steps, int64_t n) {
+  RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_)
+}
+__attribute__((target(RVL_TBB_AVX512_TARGET))) void run_steps_avx512(int64_t chunk, const Step* st, int32_t n_steps,
+                                                                     int64_t n) {
+  RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_)
 }
 #endif
+#undef RVL_FUSED_RUN_
+#undef RVL_FUSED_BY_CHUNK_
 
-void apply_one(int32_t op, float* d, const float* a, const float* b) { apply(op, d, a, b, 1); }
+void apply_one(int32_t op, float* d, const float* a, const float* b) { apply<1>(op, d, a, b, 1); }
 
 }  // namespace
 
@@ -139,8 +157,10 @@ bool fused_loop_fits(const rvl_instruction* ins, int32_t n_ins) {
   return computed >= 2 && last != RVL_OP_LOAD && last != RVL_OP_CONST && last != RVL_OP_ACC;
 }
 
-void run_fused_loop(int tier, const rvl_instruction* ins, int32_t n_ins, FusedValue* val, float* out, int64_t n) {
-  alignas(64) float regs[kFusedMaxIns][kChunk];
+void run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t n_ins, FusedValue* val, float* out,
+                    int64_t n) {
+  chunk = chunk == 32 || chunk == 128 ? chunk : 64;
+  alignas(64) float regs[kFusedMaxIns][kMaxChunk];
   float one[kFusedMaxIns];
   Step steps[kFusedMaxIns];
   int32_t n_steps = 0, n_regs = 0;
@@ -155,7 +175,7 @@ void run_fused_loop(int tier, const rvl_instruction* ins, int32_t n_ins, FusedVa
     }
     if (spread[q] < 0) {
       spread[q] = n_regs++;
-      std::fill(regs[spread[q]], regs[spread[q]] + kChunk, *val[q].p);
+      std::fill(regs[spread[q]], regs[spread[q]] + chunk, *val[q].p);
     }
     *p = regs[spread[q]], *step = 0;
   };
@@ -187,10 +207,10 @@ void run_fused_loop(int tier, const rvl_instruction* ins, int32_t n_ins, FusedVa
   }
   (void)tier;
 #if defined(__x86_64__) || defined(__i386__)
-  if (tier >= kSimdAvx512) return run_steps_avx512(steps, n_steps, n);
-  if (tier >= kSimdAvx2) return run_steps_avx2(steps, n_steps, n);
+  if (tier >= kSimdAvx512) return run_steps_avx512(chunk, steps, n_steps, n);
+  if (tier >= kSimdAvx2) return run_steps_avx2(chunk, steps, n_steps, n);
 #endif
-  run_steps_portable(steps, n_steps, n);
+  run_steps_portable(chunk, steps, n_steps, n);
 }
 
 bool fused_loop_enabled() {

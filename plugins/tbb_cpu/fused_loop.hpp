@@ -28,7 +28,9 @@ struct FusedValue {
 // every leaf j; the function fills it in for the computed ones (scratch for the caller). The
 // instructions computed from single values alone are computed once, the rest chunk by chunk.
 // `tier` is a SimdTier (array_ops.hpp): every tier gives the same bits as the array loops.
-void run_fused_loop(int tier, const rvl_instruction* ins, int32_t n_ins, FusedValue* val, float* out, int64_t n);
+// `chunk`: elements per chunk, 32, 64 or 128 (anything else: 64); the bits do not depend on it.
+void run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t n_ins, FusedValue* val, float* out,
+                    int64_t n);
 
 // Whether the evaluator uses it: false under RAVEL_TBB_NO_FUSED_LOOP=1 (measurements, tests).
 bool fused_loop_enabled();

@@ -84,12 +84,13 @@ std::vector<float> reference(const std::vector<rvl_instruction>& ins, const std:
   return v.back();
 }
 
-std::vector<float> fused(int tier, const std::vector<rvl_instruction>& ins, const std::vector<Leaf>& leaves, int64_t n) {
+std::vector<float> fused(int tier, const std::vector<rvl_instruction>& ins, const std::vector<Leaf>& leaves, int64_t n,
+                         int64_t chunk = 64) {
   std::vector<tbbcpu::FusedValue> val(ins.size());
   for (size_t j = 0; j < ins.size(); ++j)
     if (!leaves[j].values.empty()) val[j] = {leaves[j].values.data(), leaves[j].one};
   std::vector<float> out(static_cast<size_t>(n) + 16, 12345.0f);
-  tbbcpu::run_fused_loop(tier, ins.data(), static_cast<int32_t>(ins.size()), val.data(), out.data(), n);
+  tbbcpu::run_fused_loop(tier, chunk, ins.data(), static_cast<int32_t>(ins.size()), val.data(), out.data(), n);
   for (size_t i = static_cast<size_t>(n); i < out.size(); ++i)
     BOOST_REQUIRE_MESSAGE(out[i] == 12345.0f, "wrote past the block's end");
   out.resize(static_cast<size_t>(n));
@@ -107,7 +108,7 @@ BOOST_AUTO_TEST_CASE(random_programs_give_the_block_evaluators_bits_in_every_tie
   uint64_t seed = 2026;
   int checked = 0;
   for (int prog = 0; prog < 300; ++prog) {
-    const int64_t n = std::vector<int64_t>{1, 5, 63, 64, 65, 130, 512, 1000}[prog % 8];
+    const int64_t n = std::vector<int64_t>{1, 5, 31, 63, 64, 65, 127, 130, 257, 512, 1000}[prog % 11];
     std::vector<rvl_instruction> ins;
     std::vector<Leaf> leaves;
     const int n_ins = 3 + static_cast<int>(next(seed) % 14);
@@ -133,10 +134,12 @@ BOOST_AUTO_TEST_CASE(random_programs_give_the_block_evaluators_bits_in_every_tie
     if (!tbbcpu::fused_loop_fits(ins.data(), n_ins)) continue;  // fewer than two computed
     const std::vector<float> want = reference(ins, leaves, n);
     for (int tier = tbbcpu::kSimdPortable; tier <= tbbcpu::simd_tier_supported(); ++tier) {
-      if (!same_bits(fused(tier, ins, leaves, n), want))
-        BOOST_ERROR("program " << prog << " (" << n_ins << " instructions, n " << n << ") tier " << tier
-                               << ": bits differ from the block evaluator's");
-      ++checked;
+      for (int64_t chunk : {32, 64, 128}) {
+        if (!same_bits(fused(tier, ins, leaves, n, chunk), want))
+          BOOST_ERROR("program " << prog << " (" << n_ins << " instructions, n " << n << ") tier " << tier
+                                 << " chunk " << chunk << ": bits differ from the block evaluator's");
+        ++checked;
+      }
     }
   }
   BOOST_CHECK_GT(checked, 200);
