@@ -160,7 +160,9 @@ bool fused_loop_fits(const rvl_instruction* ins, int32_t n_ins) {
 void run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t n_ins, FusedValue* val, float* out,
                     int64_t n) {
   chunk = chunk == 32 || chunk == 128 ? chunk : 64;
-  alignas(64) float regs[kFusedMaxIns][kMaxChunk];
+  // Chunk register k is regs + k * chunk: packed, so a short chunk touches few cache lines.
+  alignas(64) float regs_mem[kFusedMaxIns * kMaxChunk];
+  const auto regs = [&](int32_t k) { return regs_mem + static_cast<int64_t>(k) * chunk; };
   float one[kFusedMaxIns];
   Step steps[kFusedMaxIns];
   int32_t n_steps = 0, n_regs = 0;
@@ -175,9 +177,9 @@ void run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t
     }
     if (spread[q] < 0) {
       spread[q] = n_regs++;
-      std::fill(regs[spread[q]], regs[spread[q]] + chunk, *val[q].p);
+      std::fill(regs(spread[q]), regs(spread[q]) + chunk, *val[q].p);
     }
-    *p = regs[spread[q]], *step = 0;
+    *p = regs(spread[q]), *step = 0;
   };
   for (int32_t j = 0; j < n_ins; ++j) {
     const rvl_instruction& I = ins[j];
@@ -196,7 +198,7 @@ void run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t
     if (j == n_ins - 1) {
       s.d = out, s.ds = 1;
     } else {
-      s.d = regs[n_regs++], s.ds = 0;
+      s.d = regs(n_regs++), s.ds = 0;
       val[j] = {s.d, false};
       in_reg[j] = true;
     }
