@@ -38,7 +38,6 @@ namespace {
 // Such a kernel that runs as a fused loop starts from kFusedBlock instead (Note [Fused loops in
 // the evaluator]: measured 10.3-10.5 ms against 11.1-11.5 ms at 512 for `exp(a)*b+c` 16M).
 constexpr int64_t kFusedBlock = 4096;
-constexpr int64_t kFusedMinElements = 32768;
 int64_t choose_block(int32_t n_slots, bool plain_elementwise, int64_t first) {
   static const int64_t bound = [] {
     const int64_t x = tuning_int("RAVEL_TBB_BLOCK_SLOTS", 0, 0, int64_t{1} << 30);
@@ -279,11 +278,8 @@ Evaluator::Evaluator(const Program& p, Order order, int64_t first_block)
   if (reduce_op_ == RVL_REDUCE_NONE) choose_tiling(views, n_views);
   // Note [Fused loops in the evaluator]: a plain elementwise kernel that runs as a fused loop
   // writes no slot per instruction, so its blocks are longer (fewer per-block costs).
-  // Small kernels (the makemore step's) keep the passes: their blocks are in L1 either way, and
-  // there the chunks' dispatch measured a few % slower (docs/performance.md, "One loop per program").
-  // RAVEL_TBB_FUSED_MIN overrides the bound (tests: 0, so that small programs take them too).
-  static const int64_t fused_min = tuning_int("RAVEL_TBB_FUSED_MIN", kFusedMinElements, 0, int64_t{1} << 62);
-  bool fits = total_ >= fused_min && fused_loop_enabled() && fused_loop_fits(ins_, n_ins_);
+  // Small kernels keep the passes (fused_loop_min_elements).
+  bool fits = total_ >= fused_loop_min_elements() && fused_loop_enabled() && fused_loop_fits(ins_, n_ins_);
   for (int j = 0; j < n_ins_ && fits; ++j)
     fits = ins_[j].op != RVL_OP_LOAD || in_[ins_[j].arg].dtype == RVL_DTYPE_F32;
   const bool plain = reduce_op_ == RVL_REDUCE_NONE && !reads_acc && p.n_epilogue == 0 && order == Order::Any;

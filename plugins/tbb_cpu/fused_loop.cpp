@@ -32,6 +32,7 @@
 
 #include "array_ops.hpp"
 #include "array_scalar.hpp"
+#include "tuning_env.hpp"
 
 #include <ravel/op_table.hpp>
 
@@ -213,6 +214,14 @@ void run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t
   if (tier >= kSimdAvx2) return run_steps_avx2(chunk, steps, n_steps, n);
 #endif
   run_steps_portable(chunk, steps, n_steps, n);
+}
+
+int64_t fused_loop_min_elements() {
+  // Small kernels (the makemore step's) keep the passes: their blocks are in L1 either way, and
+  // there the chunks' dispatch measured a few % slower (docs/performance.md, "One loop per
+  // program"). Tests set 0, so that small programs take the fused loops too.
+  static const int64_t n = tuning_int("RAVEL_TBB_FUSED_MIN", 32768, 0, int64_t{1} << 62);
+  return n;
 }
 
 bool fused_loop_enabled() {

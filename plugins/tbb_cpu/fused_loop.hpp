@@ -34,5 +34,8 @@ void run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t
 
 // Whether the evaluator uses it: false under RAVEL_TBB_NO_FUSED_LOOP=1 (measurements, tests).
 bool fused_loop_enabled();
+// Kernels of fewer elements keep the passes (RAVEL_TBB_FUSED_MIN; Note [Fused loops in the
+// evaluator]).
+int64_t fused_loop_min_elements();
 
 }  // namespace tbbcpu
