@@ -273,8 +273,8 @@ Evaluator::Evaluator(const Program& p, Order order, int64_t first_block)
   n_slots_ = plan_slots(ins_, n_ins_, slot_, const_owner_);
   bool reads_acc = false;
   for (int j = 0; j < n_ins_ && !reads_acc; ++j) reads_acc = ins_[j].op == RVL_OP_ACC;
-  block_ = choose_block(n_slots_, reduce_op_ == RVL_REDUCE_NONE && !reads_acc && p.n_epilogue == 0 && order == Order::Any,
-                        first_block);
+  const bool plain = reduce_op_ == RVL_REDUCE_NONE && !reads_acc && p.n_epilogue == 0 && order == Order::Any;
+  block_ = choose_block(n_slots_, plain, first_block);
   if (reduce_op_ == RVL_REDUCE_NONE) choose_tiling(views, n_views);
   // Note [Fused loops in the evaluator]: a plain elementwise kernel that runs as a fused loop
   // writes no slot per instruction, so its blocks are longer (fewer per-block costs).
@@ -282,7 +282,6 @@ Evaluator::Evaluator(const Program& p, Order order, int64_t first_block)
   bool fits = total_ >= fused_loop_min_elements() && fused_loop_enabled() && fused_loop_fits(ins_, n_ins_);
   for (int j = 0; j < n_ins_ && fits; ++j)
     fits = ins_[j].op != RVL_OP_LOAD || in_[ins_[j].arg].dtype == RVL_DTYPE_F32;
-  const bool plain = reduce_op_ == RVL_REDUCE_NONE && !reads_acc && p.n_epilogue == 0 && order == Order::Any;
   if (fits && plain && tile_axis_ < 0 && first_block == 0) block_ = choose_block(n_slots_, false, kFusedBlock);
   // A small kernel is one short block: its scratch (and CONST fills) shrink to it. The
   // blocks a reduction folds are the same either way (one block holds every output's range).

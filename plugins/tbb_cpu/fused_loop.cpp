@@ -3,8 +3,9 @@
 // 512-1024 elements: each instruction is one pass that reads its sources from L1 scratch slots
 // (or an input) and writes its own slot. For `exp(a) * b + c` that is four passes per block, and
 // the inputs arrive in bursts, one stream per pass; for layer norm's epilogue six. Against a
-// hand-written loop that does everything per vector register (docs/performance.md, issue 26:
-// 0.81x on `exp(a)*b+c`, 0.49-0.86x on layer norm) the difference is those passes.
+// hand-written loop that does everything per vector register (docs/performance.md, "The
+// evaluator against the limit": 0.81x on `exp(a)*b+c`, 0.49-0.86x on layer norm) the
+// difference is those passes.
 //
 // Here a program whose values are all f32 runs chunk by chunk: for each chunk of 32-128
 // elements every computed instruction runs over the chunk (an inlined fixed-length loop of the

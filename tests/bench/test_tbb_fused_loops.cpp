@@ -192,7 +192,8 @@ BOOST_AUTO_TEST_CASE(layer_norm_epilogue_with_row_values_against_double) {
     BOOST_CHECK(same_bits(got, want_bits));
     for (int64_t i = 0; i < n; ++i) {
       const double want = (double(leaves[0].values[i]) - 0.375) * 1.75 * leaves[6].values[i] + leaves[8].values[i];
-      BOOST_REQUIRE_MESSAGE(std::fabs(got[i] - want) <= 1e-5 * (1.0 + std::fabs(want)), "tier " << tier << " element " << i);
+      BOOST_REQUIRE_MESSAGE(std::fabs(got[i] - want) <= 1e-5 * (1.0 + std::fabs(want)),
+                            "tier " << tier << " element " << i);
     }
   }
 }
