@@ -5,6 +5,7 @@
 
 #include "array_ops.hpp"
 #include "dtype_ops.hpp"
+#include "fused_loop.hpp"
 #include "half_fused.hpp"
 #include "slot_plan.hpp"
 
@@ -34,7 +35,10 @@ namespace {
 // sums over either axis 6-18% slower, softmax a little slower and layer norm's chain level to
 // 4% slower, hence only here.
 // RAVEL_TBB_ELEMENTWISE_BLOCK overrides the start (tuning; powers of two from 64 to 4096).
-int64_t choose_block(int32_t n_slots, bool plain_elementwise) {
+// Such a kernel that runs as a fused loop starts from kFusedBlock instead (Note [Fused loops in
+// the evaluator]: measured 10.3-10.5 ms against 11.1-11.5 ms at 512 for `exp(a)*b+c` 16M).
+constexpr int64_t kFusedBlock = 4096;
+int64_t choose_block(int32_t n_slots, bool plain_elementwise, int64_t first) {
   static const int64_t bound = [] {
     const int64_t x = tuning_int("RAVEL_TBB_BLOCK_SLOTS", 0, 0, int64_t{1} << 30);
     return x > 0 ? x : int64_t{1} << 16;
@@ -45,7 +49,7 @@ int64_t choose_block(int32_t n_slots, bool plain_elementwise) {
     while (b * 2 <= x) b *= 2;
     return b;
   }();
-  int64_t b = plain_elementwise ? elementwise_start : 1024;
+  int64_t b = first > 0 ? first : plain_elementwise ? elementwise_start : 1024;
   while (b > 64 && b * n_slots > bound) b /= 2;
   return b;
 }
@@ -221,7 +225,7 @@ Scratch::Scratch(const Scratch& o) : tile_rows(o.tile_rows) {
   result = mem->result.data();
 }
 
-Evaluator::Evaluator(const Program& p, Order order)
+Evaluator::Evaluator(const Program& p, Order order, int64_t first_block)
     : out_(p.out), ins_(p.ins), n_ins_(p.n_ins), reduce_op_(p.reduce_op) {
   n_in_ = static_cast<int32_t>(p.inputs.size());
   View* views[RVL_MAX_INPUTS + 1];
@@ -269,8 +273,16 @@ Evaluator::Evaluator(const Program& p, Order order)
   n_slots_ = plan_slots(ins_, n_ins_, slot_, const_owner_);
   bool reads_acc = false;
   for (int j = 0; j < n_ins_ && !reads_acc; ++j) reads_acc = ins_[j].op == RVL_OP_ACC;
-  block_ = choose_block(n_slots_, reduce_op_ == RVL_REDUCE_NONE && !reads_acc && p.n_epilogue == 0 && order == Order::Any);
+  const bool plain = reduce_op_ == RVL_REDUCE_NONE && !reads_acc && p.n_epilogue == 0 && order == Order::Any;
+  block_ = choose_block(n_slots_, plain, first_block);
   if (reduce_op_ == RVL_REDUCE_NONE) choose_tiling(views, n_views);
+  // Note [Fused loops in the evaluator]: a plain elementwise kernel that runs as a fused loop
+  // writes no slot per instruction, so its blocks are longer (fewer per-block costs).
+  // Small kernels keep the passes (fused_loop_min_elements).
+  bool fits = total_ >= fused_loop_min_elements() && fused_loop_enabled() && fused_loop_fits(ins_, n_ins_);
+  for (int j = 0; j < n_ins_ && fits; ++j)
+    fits = ins_[j].op != RVL_OP_LOAD || in_[ins_[j].arg].dtype == RVL_DTYPE_F32;
+  if (fits && plain && tile_axis_ < 0 && first_block == 0) block_ = choose_block(n_slots_, false, kFusedBlock);
   // A small kernel is one short block: its scratch (and CONST fills) shrink to it. The
   // blocks a reduction folds are the same either way (one block holds every output's range).
   // Dense inputs: linear element i is at offset + i (row-major, unit stride, fully valid).
@@ -300,6 +312,11 @@ Evaluator::Evaluator(const Program& p, Order order)
                       : nullptr;
   }
   plan_half_folds();
+  fused_ = fits && !half_folds_ && tile_axis_ < 0;
+  // Note [Fused loops]: short chunks for kernels streaming from memory, long ones for a row
+  // chain's sweeps over rows in cache (RAVEL_TBB_FUSED_CHUNK: tuning, 32, 64 or 128).
+  static const int64_t chunk_env = tuning_int("RAVEL_TBB_FUSED_CHUNK", 0, 0, 128);
+  fused_chunk_ = chunk_env > 0 ? chunk_env : plain ? 32 : order == Order::Linear ? 128 : 64;
   if (tile_axis_ < 0) block_ = std::max<int64_t>(1, std::min(block_, (total_ + 15) / 16 * 16));
   if (reduce_op_ == RVL_REDUCE_NONE) {
     const rvl_instruction& last = ins_[n_ins_ - 1];
@@ -540,6 +557,8 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
     const View& v = in_[ins_[0].arg];
     return v.data + (v.offset + s) * static_cast<int64_t>(rvl::dtype_size(v.dtype));
   }
+  if (fused_ && !segs_ready)
+    if (const void* r = compute_fused(s, e, sc, acc)) return r;
   bool have_segs = segs_ready;
   for (int j = 0; j < n_ins_; ++j) {
     const rvl_instruction& I = ins_[j];
@@ -672,6 +691,48 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
     }
   }
   return sc.result[n_ins_ - 1];
+}
+
+// Note [Fused loops in the evaluator]
+// An all-f32 program (fused_loop_fits) runs each block as one fused loop (Note [Fused loops],
+// fused_loop.cpp) when every input of the block is readable in place: a dense input at the
+// block, a row-invariant input from its slot or its row, a one-value-per-row input in a block
+// inside one row as its one value, CONSTs from their slots, ACC as given. Any other block (one
+// that needs segments or a per-row fill) takes the instruction-by-instruction path below, which
+// computes the same bits. The output goes where the last instruction's values would: the dense
+// output in place, else the last instruction's slot (no other slot is used by a fused block).
+// RAVEL_TBB_NO_FUSED_LOOP=1 turns it off.
+const void* Evaluator::compute_fused(int64_t s, int64_t e, Scratch& sc, const void* acc) const {
+  const int64_t row = shape_[rank_ - 1];
+  const auto slot_at = [&](int64_t k) { return reinterpret_cast<float*>(&sc.slots[static_cast<size_t>(k) * block_]); };
+  float* out = direct_ok_ && out_dense_ ? reinterpret_cast<float*>(out_address(s)) : slot_at(slot_[n_ins_ - 1]);
+  // A block of several rows with one-value-per-row inputs runs row by row (Note [Several rows
+  // per block], row_chain.cpp), each row with its own values.
+  const bool by_row = any_per_row_ && s / row != (e - 1) / row;
+  FusedValue val[kFusedMaxIns];
+  for (int64_t a = s; a < e;) {
+    const int64_t b = by_row ? std::min(e, (a / row + 1) * row) : e;
+    const bool in_one_row = a / row == (b - 1) / row;
+    for (int j = 0; j < n_ins_; ++j) {
+      const rvl_instruction& I = ins_[j];
+      if (I.op == RVL_OP_CONST) {
+        val[j] = {slot_at(slot_[j]), true};  // filled by make_scratch
+      } else if (I.op == RVL_OP_ACC) {
+        val[j] = {static_cast<const float*>(acc) + (a - s), false};
+      } else if (I.op == RVL_OP_LOAD) {
+        const View& v = in_[I.arg];
+        const float* base = reinterpret_cast<const float*>(v.data) + v.offset;
+        if (inv_[j] >= 0 && a % row == 0 && b - a <= block_) val[j] = {slot_at(n_slots_ + inv_[j]), false};
+        else if (inv_[j] >= 0 && in_one_row && v.stride[rank_ - 1] == 1) val[j] = {base + a % row, false};
+        else if (per_row_[I.arg] && in_one_row) val[j] = {base + (a / shape_[1]) * v.stride[0], true};
+        else if (dense_[I.arg]) val[j] = {base + a, false};
+        else return nullptr;  // the passes below (any output written so far is written again)
+      }
+    }
+    run_fused_loop(simd_tier(), fused_chunk_, ins_, n_ins_, val, out + (a - s), b - a);
+    a = b;
+  }
+  return out;
 }
 
 void Evaluator::store(int64_t s, int64_t e, const void* values, Scratch& sc) const {

@@ -106,7 +106,10 @@ class Evaluator {
   // eval(s, e) is elements [s, e) in row-major order, for callers that fold the values
   // themselves (row_chain.cpp sums them per row).
   enum class Order { Any, Linear };
-  explicit Evaluator(const Program& p, Order order = Order::Any);
+  // first_block > 0: the block to start from instead of choose_block's (still bounded by the
+  // scratch budget; row_chain.cpp asks for several short rows per block: Note [Several rows per
+  // block]).
+  explicit Evaluator(const Program& p, Order order = Order::Any, int64_t first_block = 0);
 
   int64_t total() const { return total_; }
   int64_t block() const { return block_; }
@@ -134,6 +137,9 @@ class Evaluator {
   void segments(int64_t s, int64_t e, std::vector<Segment>& out) const;
   // eval() on sc.segs as already filled (segs_ready) or on the segments of [s, e).
   const void* compute(int64_t s, int64_t e, Scratch& sc, const void* acc, bool segs_ready) const;
+  // Note [Fused loops in the evaluator]: compute() as one fused loop, or NULL (nothing done)
+  // when some input of this block is not readable in place.
+  const void* compute_fused(int64_t s, int64_t e, Scratch& sc, const void* acc) const;
   void store_segs(const void* values, Scratch& sc) const;  // store() on sc.segs
   // Where the output's values of the block on sc.segs go when they are one dense run, or NULL.
   void* direct_output(const Scratch& sc) const;
@@ -197,6 +203,8 @@ class Evaluator {
   bool folded_[kFnCache];
   HalfFusedFn hfn_[kFnCache];
   int32_t narrow_src_ = -1;
+  bool fused_ = false;  // Note [Fused loops in the evaluator]
+  int64_t fused_chunk_ = 64;
   // Note [Slot plan]: instruction j writes slot slot_[j] (of n_slots_); only [0, n_ins_) is set.
   int32_t n_slots_ = 0;
   uint16_t slot_[RVL_MAX_INSTRUCTIONS];

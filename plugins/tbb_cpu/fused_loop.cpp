@@ -1,0 +1,236 @@
+// Note [Fused loops]
+// The block evaluator (evaluator.cpp) runs a program one instruction at a time over a block of
+// 512-1024 elements: each instruction is one pass that reads its sources from L1 scratch slots
+// (or an input) and writes its own slot. For `exp(a) * b + c` that is four passes per block, and
+// the inputs arrive in bursts, one stream per pass; for layer norm's epilogue six. Against a
+// hand-written loop that does everything per vector register (docs/performance.md, "The
+// evaluator against the limit": 0.81x on `exp(a)*b+c`, 0.49-0.86x on layer norm) the
+// difference is those passes.
+//
+// Here a program whose values are all f32 runs chunk by chunk: for each chunk of 32-128
+// elements every computed instruction runs over the chunk (an inlined fixed-length loop of the
+// tier's vectors), reading the inputs straight from memory at the chunk and earlier results from
+// chunk registers (a chunk of floats each, on the stack, so always in L1); the last instruction
+// writes the output (or the caller's block slot) directly. So every input is read as one stream
+// and no block slot is written or read for the intermediate values. Instructions that depend on
+// single values only (CONSTs, a row's mean and rstd: Note [One value per block]) are computed
+// once per block and spread over one chunk register, which the chunk loops read.
+//
+// Bits: each element goes through the same element function as the array loop of its
+// instruction (array_scalar.hpp), compiled with -ffp-contract=off like array_ops.cpp, so every
+// tier and the block evaluator give the same bits (tests: tbb_array_tiers, suite fused_loops).
+// A single value is computed by that same function once instead of once per element, which is
+// the same value.
+//
+// The dispatch is a switch per instruction per chunk: with 64 elements it is paid once per four
+// AVX-512 vectors, a few cycles against the chunk's work, and well predicted (the same sequence
+// every chunk). The caller picks the chunk (32, 64 or 128 elements): measured, a plain
+// elementwise kernel streaming from memory (`exp(a)*b+c` 16M) ran fastest with 32 (9.5-9.9 ms
+// against 11.0 with 64 and 11.6 with 128), a row chain's sweeps over rows in L2 (layer norm)
+// with 128 (2.96-3.0 ms at 8192 x 1024 against 3.5 with 64 and 3.9 with 32):
+// docs/performance.md ("One loop per program").
+#include "fused_loop.hpp"
+
+#include "array_ops.hpp"
+#include "array_scalar.hpp"
+#include "tuning_env.hpp"
+
+#include <ravel/op_table.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+namespace tbbcpu {
+namespace {
+
+using array_detail::scalar;
+using array_detail::supported;
+constexpr int kF = RVL_DTYPE_F32;
+constexpr int64_t kMaxChunk = 128;
+
+// The ops a fused loop runs: the f32 rows of the op table with a result of their sources' dtype.
+#define RVL_FUSED_OPS(X) X(NEG) X(RECIP) X(SQRT) X(EXP2) X(LOG2) X(SIN) X(TRUNC) X(ADD) X(MUL) X(MAX) X(MOD) X(IDIV)
+#define RVL_FUSED_CHECK_(name)                                                                      \
+  static_assert(supported(RVL_OP_##name, kF) && rvl::op_info(RVL_OP_##name).result == rvl::OpResult::Same && \
+                rvl::op_info(RVL_OP_##name).arity <= 2);
+RVL_FUSED_OPS(RVL_FUSED_CHECK_)
+
+bool fused_op(int32_t op) {
+  switch (op) {
+#define RVL_FUSED_CASE_(name) case RVL_OP_##name:
+    RVL_FUSED_OPS(RVL_FUSED_CASE_)
+    return true;
+#undef RVL_FUSED_CASE_
+    default: return false;
+  }
+}
+
+// d[i] = op(a[i], b[i]), the array loop's element function (b unused for one source, which the
+// array loop passes as T{}).
+template <int OP>
+[[gnu::always_inline]] inline void chunk_body(float* __restrict d, const float* __restrict a,
+                                              const float* __restrict b, int64_t n) {
+  if constexpr (rvl::op_info(OP).arity == 1) {
+    (void)b;
+    for (int64_t i = 0; i < n; ++i) d[i] = scalar<OP, kF>(a[i], 0.0f);
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = scalar<OP, kF>(a[i], b[i]);
+  }
+}
+
+// n == C is the loop the compiler unrolls over the tier's vectors; the rest is the tail.
+template <int64_t C>
+[[gnu::always_inline]] inline void apply(int32_t op, float* d, const float* a, const float* b, int64_t n) {
+  switch (op) {
+#define RVL_FUSED_APPLY_(name)                                                 \
+  case RVL_OP_##name:                                                          \
+    if (n == C) chunk_body<RVL_OP_##name>(d, a, b, C);                         \
+    else chunk_body<RVL_OP_##name>(d, a, b, n);                                \
+    break;
+    RVL_FUSED_OPS(RVL_FUSED_APPLY_)
+#undef RVL_FUSED_APPLY_
+    default: break;  // fused_loop_fits admits no other op
+  }
+}
+
+// One computed instruction of the chunk loop: the chunk at offset i0 of a source is a + i0 * as
+// (as: 1 for a run of values, 0 for a chunk register).
+struct Step {
+  int32_t op;
+  float* d;
+  int64_t ds;
+  const float* a;
+  int64_t as;
+  const float* b;
+  int64_t bs;
+};
+
+template <int64_t C>
+[[gnu::always_inline]] inline void run_steps(const Step* st, int32_t n_steps, int64_t n) {
+  for (int64_t i0 = 0; i0 < n; i0 += C) {
+    const int64_t len = std::min(C, n - i0);
+    for (int32_t k = 0; k < n_steps; ++k) {
+      const Step& s = st[k];
+      apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
+    }
+  }
+}
+// The chunk lengths a caller may ask for (fused_loop.hpp).
+#define RVL_FUSED_BY_CHUNK_(call) \
+  switch (chunk) {                \
+    case 32: call(32); break;     \
+    case 128: call(128); break;   \
+    default: call(64); break;     \
+  }
+#define RVL_FUSED_RUN_(c) run_steps<c>(st, n_steps, n)
+void run_steps_portable(int64_t chunk, const Step* st, int32_t n_steps, int64_t n) {
+  RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_)
+}
+#if defined(__x86_64__) || defined(__i386__)
+__attribute__((target("avx2"))) void run_steps_avx2(int64_t chunk, const Step* st, int32_t n_steps, int64_t n) {
+  RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_)
+}
+__attribute__((target(RVL_TBB_AVX512_TARGET))) void run_steps_avx512(int64_t chunk, const Step* st, int32_t n_steps,
+                                                                     int64_t n) {
+  RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_)
+}
+#endif
+#undef RVL_FUSED_RUN_
+#undef RVL_FUSED_BY_CHUNK_
+
+void apply_one(int32_t op, float* d, const float* a, const float* b) { apply<1>(op, d, a, b, 1); }
+
+}  // namespace
+
+bool fused_loop_fits(const rvl_instruction* ins, int32_t n_ins) {
+  if (n_ins < 1 || n_ins > kFusedMaxIns) return false;
+  int32_t computed = 0;
+  for (int32_t j = 0; j < n_ins; ++j) {
+    const rvl_instruction& I = ins[j];
+    if (I.dtype != kF) return false;
+    if (I.op == RVL_OP_LOAD || I.op == RVL_OP_CONST || I.op == RVL_OP_ACC) continue;
+    if (!fused_op(I.op)) return false;
+    for (int k = 0; k < rvl::op_info(I.op).arity; ++k)
+      if (I.src[k] < 0 || I.src[k] >= j || ins[I.src[k]].dtype != kF) return false;
+    ++computed;
+  }
+  const int32_t last = ins[n_ins - 1].op;
+  return computed >= 2 && last != RVL_OP_LOAD && last != RVL_OP_CONST && last != RVL_OP_ACC;
+}
+
+void run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t n_ins, FusedValue* val, float* out,
+                    int64_t n) {
+  chunk = chunk == 32 || chunk == 128 ? chunk : 64;
+  // Chunk register k is regs + k * chunk: packed, so a short chunk touches few cache lines.
+  alignas(64) float regs_mem[kFusedMaxIns * kMaxChunk];
+  const auto regs = [&](int32_t k) { return regs_mem + static_cast<int64_t>(k) * chunk; };
+  float one[kFusedMaxIns];
+  Step steps[kFusedMaxIns];
+  int32_t n_steps = 0, n_regs = 0;
+  // A chunk register holding a single value spread, made on first use.
+  int32_t spread[kFusedMaxIns];
+  bool in_reg[kFusedMaxIns];  // a computed value's chunk register (read at offset 0 every chunk)
+  for (int32_t j = 0; j < n_ins; ++j) spread[j] = -1, in_reg[j] = false;
+  auto source = [&](int32_t q, const float** p, int64_t* step) {
+    if (!val[q].one) {
+      *p = val[q].p, *step = in_reg[q] ? 0 : 1;
+      return;
+    }
+    if (spread[q] < 0) {
+      spread[q] = n_regs++;
+      std::fill(regs(spread[q]), regs(spread[q]) + chunk, *val[q].p);
+    }
+    *p = regs(spread[q]), *step = 0;
+  };
+  for (int32_t j = 0; j < n_ins; ++j) {
+    const rvl_instruction& I = ins[j];
+    if (I.op == RVL_OP_LOAD || I.op == RVL_OP_CONST || I.op == RVL_OP_ACC) continue;
+    const int arity = rvl::op_info(I.op).arity;
+    const int32_t a = I.src[0], b = arity == 2 ? I.src[1] : I.src[0];
+    if (val[a].one && val[b].one) {  // computed once (Note [One value per block])
+      apply_one(I.op, &one[j], val[a].p, val[b].p);
+      val[j] = {&one[j], true};
+      continue;
+    }
+    Step& s = steps[n_steps++];
+    s.op = I.op;
+    source(a, &s.a, &s.as);
+    source(b, &s.b, &s.bs);
+    if (j == n_ins - 1) {
+      s.d = out, s.ds = 1;
+    } else {
+      s.d = regs(n_regs++), s.ds = 0;
+      val[j] = {s.d, false};
+      in_reg[j] = true;
+    }
+  }
+  if (n_steps == 0 || steps[n_steps - 1].d != out) {  // the last value is a single value
+    std::fill(out, out + n, *val[n_ins - 1].p);
+    return;
+  }
+  (void)tier;
+#if defined(__x86_64__) || defined(__i386__)
+  if (tier >= kSimdAvx512) return run_steps_avx512(chunk, steps, n_steps, n);
+  if (tier >= kSimdAvx2) return run_steps_avx2(chunk, steps, n_steps, n);
+#endif
+  run_steps_portable(chunk, steps, n_steps, n);
+}
+
+int64_t fused_loop_min_elements() {
+  // Small kernels (the makemore step's) keep the passes: their blocks are in L1 either way, and
+  // there the chunks' dispatch measured a few % slower (docs/performance.md, "One loop per
+  // program"). Tests set 0, so that small programs take the fused loops too.
+  static const int64_t n = tuning_int("RAVEL_TBB_FUSED_MIN", 32768, 0, int64_t{1} << 62);
+  return n;
+}
+
+bool fused_loop_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("RAVEL_TBB_NO_FUSED_LOOP");
+    return !(e && std::strcmp(e, "1") == 0);
+  }();
+  return on;
+}
+
+}  // namespace tbbcpu

@@ -1,0 +1,41 @@
+// One loop per f32 program: every instruction of the program on a chunk of elements before the
+// next chunk (Note [Fused loops]).
+#pragma once
+
+#include <ravel/backend.h>
+
+#include <cstdint>
+
+namespace tbbcpu {
+
+// Programs of more instructions keep the block evaluator (the chunk registers live on the stack).
+constexpr int32_t kFusedMaxIns = 64;
+
+// Whether run_fused_loop runs `ins`: every instruction's dtype is f32; every computed one is an
+// arithmetic op with an f32 result from f32 sources (no CAST, comparison or WHERE); the last
+// instruction is computed, and at least two are (one computed instruction is one pass anyway).
+bool fused_loop_fits(const rvl_instruction* ins, int32_t n_ins);
+
+// A leaf's values for the block (LOAD, CONST, ACC): n consecutive floats at p, or (one) the single
+// value *p that every element of the block reads. No initialisers: the evaluator keeps an array
+// of kFusedMaxIns of them per block, and sets what it uses.
+struct FusedValue {
+  const float* p;
+  bool one;
+};
+
+// Computes a block of n elements of `ins` (fused_loop_fits) into out[0, n). val[j] must be set for
+// every leaf j; the function fills it in for the computed ones (scratch for the caller). The
+// instructions computed from single values alone are computed once, the rest chunk by chunk.
+// `tier` is a SimdTier (array_ops.hpp): every tier gives the same bits as the array loops.
+// `chunk`: elements per chunk, 32, 64 or 128 (anything else: 64); the bits do not depend on it.
+void run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t n_ins, FusedValue* val, float* out,
+                    int64_t n);
+
+// Whether the evaluator uses it: false under RAVEL_TBB_NO_FUSED_LOOP=1 (measurements, tests).
+bool fused_loop_enabled();
+// Kernels of fewer elements keep the passes (RAVEL_TBB_FUSED_MIN; Note [Fused loops in the
+// evaluator]).
+int64_t fused_loop_min_elements();
+
+}  // namespace tbbcpu
