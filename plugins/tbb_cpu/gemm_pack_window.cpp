@@ -12,6 +12,7 @@
 // MC rows x NC columns of C, as many as the two cores need; K in panels of KC (the packed A and
 // B panels stay in L2). Integer and bool dtypes take a plain triple loop over the same tables.
 #include "gemm_pack_window.hpp"
+#include "gemm_window_dot.hpp"
 #include "short_copy.hpp"
 
 #include "dtype_ops.hpp"
@@ -26,9 +27,7 @@
 #include <vector>
 
 namespace tbbcpu {
-namespace {
 
-// Offsets of every index of a group (row-major over its shape), or of a 1.0-form axis.
 std::vector<int64_t> window_offsets(const Contraction::Group& g, int set, int64_t extent, int64_t stride) {
   std::vector<int64_t> t(static_cast<size_t>(extent));
   if (g.rank == 0) {
@@ -48,6 +47,8 @@ std::vector<int64_t> window_offsets(const Contraction::Group& g, int set, int64_
   }
   return t;
 }
+
+namespace {
 
 // run[i]: how many entries from i on step by exactly 1 (t[i + j] == t[i] + j).
 std::vector<int64_t> window_runs(const std::vector<int64_t>& t) {
@@ -268,6 +269,7 @@ void window_gemm_plain(const Contraction& c, const Evaluator& ep, const WindowTa
 
 void run_window_contraction(const Contraction& c, const Evaluator& ep) {
   if (window_batches(c) == 0 || c.m == 0 || c.n == 0) return;
+  if (run_window_dot(c, ep)) return;  // Note [Weight gradients as dot products over k runs]
   const WindowTables t(c);
   dispatch_dtype(c.dtype, [&](auto tag) {
     constexpr int DT = decltype(tag)::value;
