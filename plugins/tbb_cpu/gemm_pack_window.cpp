@@ -13,6 +13,8 @@
 // B panels stay in L2). Integer and bool dtypes take a plain triple loop over the same tables.
 #include "gemm_pack_window.hpp"
 #include "gemm_window_dot.hpp"
+#include "gemm_window_rows.hpp"
+#include "tuning_env.hpp"
 #include "short_copy.hpp"
 
 #include "dtype_ops.hpp"
@@ -76,6 +78,12 @@ int64_t window_batches(const Contraction& c) {
   return n;
 }
 
+// RAVEL_TBB_WINDOW_ROWS=0 packs B as before (A/B of Note [B rows in place] in one binary).
+bool rows_in_place() {
+  static const bool on = tuning_choice("RAVEL_TBB_WINDOW_ROWS", "1", {"0", "1"}) == "1";
+  return on;
+}
+
 constexpr int64_t kMaxRuns = 64;  // Note [Packing runs]: at most one run per column of a sliver
 
 template <class T>
@@ -94,6 +102,17 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
   gemm::Kernel<T> kern;
   if constexpr (DT == RVL_DTYPE_F32) kern = gemm::select_kernel_f32_for_shape(c.m, c.n);
   else kern = gemm::select_kernel_f64();
+  // Note [B rows in place] (gemm_window_rows.cpp): B's runs, >= 12 columns on average, read by a
+  // kernel over 16-row A slivers (so packed as the 16 x 16 tile's) where those waste <= 1/3 of M.
+  gemm::RowsKernelFn rows = nullptr;
+  if constexpr (DT == RVL_DTYPE_F32) {
+    int64_t runs = 0;
+    for (int64_t j = 0; j < c.n; j += t.bn_run[j]) ++runs;
+    if (c.n >= 12 * runs && 3 * ((c.m + 15) / 16 * 16) <= 4 * c.m && rows_in_place()) {
+      rows = gemm::select_rows_kernel_f32();
+      if (rows) kern = {16, 16, gemm::select_kernel_f32_for_shape(16, 16).fn};
+    }
+  }
   const int64_t MR = kern.mr, NR = kern.nr, M = c.m, N = c.n, K = c.k;
   const int64_t batches = window_batches(c);
   auto round_up = [](int64_t x, int64_t r) { return (x + r - 1) / r * r; };
@@ -148,6 +167,18 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
           int64_t i = 0;
           for (; i < h; ++i) dst[i] = col[am[i]];
           for (; i < MR; ++i) dst[i] = T{};
+        }
+      }
+      if constexpr (DT == RVL_DTYPE_F32) {
+        if (rows) {  // Note [B rows in place]: each run of <= 16 columns straight from B
+          for (int64_t j = 0; j < at.nc;) {
+            const int64_t w = std::min<int64_t>({t.bn_run[at.n0 + j], at.nc - j, 16});
+            const T* b = Bb + t.bn[at.n0 + j];
+            for (int64_t s = 0; s < mt; ++s)
+              rows(kc, L.pa.data() + s * MR * kc, b, t.bk.data() + pc, w, ct + s * MR * ldc + j, ldc, pc > k0);
+            j += w;
+          }
+          continue;
         }
       }
       for (int64_t q = 0; q < nt; ++q) {  // B slivers: dst[k*NR + j]

@@ -121,6 +121,74 @@ BOOST_AUTO_TEST_CASE(conv_matches_naive_loops) {
   }
 }
 
+namespace {
+
+// dx[n, c, p * stride - pad + t * dilation] += r[n, o, p] w[o, c, t] (groups 1): the input gradient
+// of sum(conv(x, w) * r), from the forward's definition (conv_ref::conv) rather than as a convolution.
+std::vector<double> conv_input_gradient(const conv_ref::Conv& p, const std::vector<double>& r,
+                                        const std::vector<double>& w) {
+  const conv_ref::Vec out = p.out();
+  const int64_t po = conv_ref::product(out), pk = conv_ref::product(p.kernel), pi = conv_ref::product(p.in);
+  std::vector<double> dx(static_cast<size_t>(p.n * p.c * pi));
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t o = 0; o < p.o; ++o)
+      for (int64_t q = 0; q < po; ++q) {
+        const conv_ref::Vec oi = conv_ref::unflatten(q, out);
+        for (int64_t c = 0; c < p.c; ++c)
+          for (int64_t t = 0; t < pk; ++t) {
+            const conv_ref::Vec ti = conv_ref::unflatten(t, p.kernel);
+            conv_ref::Vec xi(out.size());
+            bool inside = true;
+            for (size_t d = 0; d < out.size(); ++d) {
+              xi[d] = oi[d] * p.stride[d] - p.pad[d].first + ti[d] * p.dilation[d];
+              inside &= xi[d] >= 0 && xi[d] < p.in[d];
+            }
+            if (inside)
+              dx[(n * p.c + c) * pi + conv_ref::flatten(xi, p.in)] += r[(n * p.o + o) * po + q] * w[(o * p.c + c) * pk + t];
+          }
+      }
+  return dx;
+}
+
+}  // namespace
+
+// f32 convolutions whose output rows are >= 12 long with >= 12 channels on the GEMM's M side:
+// on AVX-512 tbb_cpu multiplies B's rows in place there, for the forward (M = output channels)
+// and for the input gradient's transposed convolution (M = input channels) (Note [B rows in
+// place]). Rows of 14, 20 (16 + 4) and 40 (16 + 16 + 8, 1-D); M of 12, 16, 24 and 32 (two
+// slivers); K = 288 (two k panels: the second accumulates); checked against loops in double.
+BOOST_AUTO_TEST_CASE(long_row_convolutions_match_naive_loops) {
+  uint64_t seed = 500;
+  const std::vector<ConvCase> cases = {
+      {2, 3, 16, 1, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},
+      {2, 16, 12, 1, {20, 20}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},
+      {1, 32, 16, 1, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},
+      {1, 24, 24, 1, {13, 15}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},
+      {2, 16, 16, 1, {40}, {3}, {1}, {1}, {{1, 1}}},
+  };
+  for (const ConvCase& k : cases)
+    guarded(describe(k), [&] {
+      conv_ref::Conv p{k.n, k.c, k.o, 1, k.in, k.kernel, k.stride, k.dilation, k.pad};
+      Tensor x = Tensor::randn(cat({k.n, k.c}, k.in), seed++);
+      Tensor w = Tensor::randn(cat({k.o, k.c}, k.kernel), seed++);
+      Tensor b = Tensor::randn({k.o}, seed++);
+      Tensor r = Tensor::randn(cat({k.n, k.o}, p.out()), seed++);
+      ravel::realize({x, w, b, r});
+      auto bv = b.to_vector<double>(), wv = w.to_vector<double>();
+      Tensor y = call_conv(k.in.size(), x, w, b, options_of(k));
+      auto want = conv_ref::conv(p, x.to_vector<double>(), wv, &bv);
+      auto got = y.to_vector<double>();
+      BOOST_REQUIRE_EQUAL(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        BOOST_TEST(std::fabs(got[i] - want[i]) < 1e-4 * (1 + std::fabs(want[i])), "y at " << i << ": " << got[i] << " vs " << want[i]);
+      Tensor dx = ravel::gradients((call_conv(k.in.size(), x, w, b, options_of(k)) * r).sum(), {x})[0];
+      auto gx = dx.to_vector<double>(), wx = conv_input_gradient(p, r.to_vector<double>(), wv);
+      BOOST_REQUIRE_EQUAL(gx.size(), wx.size());
+      for (size_t i = 0; i < gx.size(); ++i)
+        BOOST_TEST(std::fabs(gx[i] - wx[i]) < 1e-4 * (1 + std::fabs(wx[i])), "dx at " << i << ": " << gx[i] << " vs " << wx[i]);
+    });
+}
+
 // Note [Implicit im2col]: on tbb_cpu (ABI 1.8 contraction_axes > 1) the GEMM packer reads the
 // window view in place, so a padded 3x3 convolution allocates its output and a pad copy of the
 // input (~1.3x the input), not the im2col matrix (9x the input). The values are checked against

@@ -1,0 +1,61 @@
+// Note [B rows in place]
+// A convolution's forward and its input gradient (the transposed convolution, Note
+// [Convolution's input gradient as a convolution] in the core) are window GEMMs with a short M
+// (the output channels: 16 or 32 in the Fashion-MNIST CNN) whose B is the (padded) input's
+// window: its columns (n, oh, ow) run contiguously along ow, 28 or 14 at a time, and row k =
+// (c, kh, kw) of a run is just the input row shifted by (kh, kw). The packed path copies every B
+// element into a sliver (Note [Packing runs]) that is then used by only M / MR = 1-4 A slivers,
+// so packing cost about as much as the multiply-adds (perf: the packing loop 32% of the CNN's
+// input-gradient contraction, the micro-kernel 23%). Here B is not packed: for each run of at
+// most 16 columns the kernel loads row k of the run with one masked load at b + bk[k] and
+// multiplies it by the 16 values of a packed A column (broadcast), 16 accumulators of one vector
+// each, the C tile written through the same mask. Per k one B load, one offset and 16 broadcast
+// multiply-adds: ~12% more load-bound than the packed 8 x 32 tile, and 14 of 16 lanes used on
+// rows of 14 or 28 (the packed slivers, 32 columns across two or three runs, use them all), but
+// no B element is copied. Taken by gemm_pack_window.cpp for f32 on AVX-512 where B's columns
+// run >= 12 long on average and 16-row slivers waste little of M (Note there).
+#include "gemm_window_rows.hpp"
+
+#include "gemm_kernels.hpp"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define RVL_WINDOW_ROWS_X86 1
+#endif
+
+namespace tbbcpu::gemm {
+namespace {
+
+#ifdef RVL_WINDOW_ROWS_X86
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+void rows_kernel_avx512(int64_t kc, const float* a, const float* b, const int64_t* bk, int64_t w, float* c,
+                        int64_t ldc, bool add) {
+  const __mmask16 mask = static_cast<__mmask16>(w >= 16 ? 0xFFFFu : (1u << w) - 1u);
+  __m512 acc[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k, a += 16) {
+    const __m512 bv = _mm512_maskz_loadu_ps(mask, b + bk[k]);
+#pragma GCC unroll 16
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), bv, acc[i]);
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) {
+    float* p = c + i * ldc;
+    _mm512_mask_storeu_ps(p, mask, add ? _mm512_add_ps(acc[i], _mm512_maskz_loadu_ps(mask, p)) : acc[i]);
+  }
+}
+#pragma GCC pop_options
+#endif
+
+}  // namespace
+
+RowsKernelFn select_rows_kernel_f32() {
+#ifdef RVL_WINDOW_ROWS_X86
+  if (isa_is_avx512()) return &rows_kernel_avx512;
+#endif
+  return nullptr;
+}
+
+}  // namespace tbbcpu::gemm
