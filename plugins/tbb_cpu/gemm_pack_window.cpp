@@ -26,6 +26,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 namespace tbbcpu {
@@ -86,10 +87,20 @@ bool rows_in_place() {
 
 constexpr int64_t kMaxRuns = 64;  // Note [Packing runs]: at most one run per column of a sliver
 
+// A per-thread work buffer left uninitialised: each call packs every element of a sliver it
+// reads (zero padding included) and the first k panel overwrites the C tile, so zero-filling
+// them (2 MiB of B panel per thread and call as std::vector) was only a memset per call.
+template <class T>
+struct Uninitialised {
+  std::unique_ptr<T[]> p;
+  explicit Uninitialised(int64_t n) : p(n > 0 ? new T[static_cast<size_t>(n)] : nullptr) {}
+  T* data() const { return p.get(); }
+};
+
 template <class T>
 struct WindowLocal {
   Scratch sc;
-  std::vector<T> pa, pb, ct;
+  Uninitialised<T> pa, pb, ct;
 };
 
 // Note [Split K for weight gradients]: a convolution's weight gradient is M x N = O x C*taps
@@ -103,14 +114,14 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
   if constexpr (DT == RVL_DTYPE_F32) kern = gemm::select_kernel_f32_for_shape(c.m, c.n);
   else kern = gemm::select_kernel_f64();
   // Note [B rows in place] (gemm_window_rows.cpp): B's runs, >= 12 columns on average, read by a
-  // kernel over 16-row A slivers (so packed as the 16 x 16 tile's) where those waste <= 1/3 of M.
+  // kernel over 8-row A slivers (so packed as the 8 x 32 tile's) where those waste <= 1/4 of M.
   gemm::RowsKernelFn rows = nullptr;
   if constexpr (DT == RVL_DTYPE_F32) {
     int64_t runs = 0;
     for (int64_t j = 0; j < c.n; j += t.bn_run[j]) ++runs;
-    if (c.n >= 12 * runs && 3 * ((c.m + 15) / 16 * 16) <= 4 * c.m && rows_in_place()) {
+    if (c.n >= 12 * runs && 3 * ((c.m + 7) / 8 * 8) <= 4 * c.m && rows_in_place()) {
       rows = gemm::select_rows_kernel_f32();
-      if (rows) kern = {16, 16, gemm::select_kernel_f32_for_shape(16, 16).fn};
+      if (rows) kern = {8, 32, gemm::select_kernel_f32_for_shape(8, 32).fn};
     }
   }
   const int64_t MR = kern.mr, NR = kern.nr, M = c.m, N = c.n, K = c.k;
@@ -136,8 +147,8 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
   const T* A = reinterpret_cast<const T*>(c.a.data);
   const T* B = reinterpret_cast<const T*>(c.b.data);
   tbb::enumerable_thread_specific<WindowLocal<T>> locals([&] {
-    return WindowLocal<T>{ep.make_scratch(), std::vector<T>(MC * KC), std::vector<T>(NC * KC),
-                          std::vector<T>(parts > 1 ? 0 : tile_elems)};
+    return WindowLocal<T>{ep.make_scratch(), Uninitialised<T>(MC * KC), Uninitialised<T>(rows ? 0 : NC * KC),
+                          Uninitialised<T>(parts > 1 ? 0 : tile_elems)};
   });
   std::vector<T> partial(parts > 1 ? static_cast<size_t>(tiles * parts * tile_elems) : 0);
   struct TileAt {
@@ -170,13 +181,17 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
         }
       }
       if constexpr (DT == RVL_DTYPE_F32) {
-        if (rows) {  // Note [B rows in place]: each run of <= 16 columns straight from B
+        if (rows) {  // Note [B rows in place]: runs of <= 16 columns straight from B, two at a time
+          auto piece = [&](int64_t j) { return std::min<int64_t>({t.bn_run[at.n0 + j], at.nc - j, 16}); };
           for (int64_t j = 0; j < at.nc;) {
-            const int64_t w = std::min<int64_t>({t.bn_run[at.n0 + j], at.nc - j, 16});
-            const T* b = Bb + t.bn[at.n0 + j];
-            for (int64_t s = 0; s < mt; ++s)
-              rows(kc, L.pa.data() + s * MR * kc, b, t.bk.data() + pc, w, ct + s * MR * ldc + j, ldc, pc > k0);
-            j += w;
+            const int64_t w0 = piece(j), j1 = j + w0, w1 = j1 < at.nc ? piece(j1) : 0;
+            const T* b0 = Bb + t.bn[at.n0 + j];
+            const T* b1 = w1 ? Bb + t.bn[at.n0 + j1] : b0;
+            for (int64_t s = 0; s < mt; ++s) {
+              T* cs = ct + s * MR * ldc;
+              rows(kc, L.pa.data() + s * MR * kc, b0, b1, t.bk.data() + pc, w0, w1, cs + j, cs + j1, ldc, pc > k0);
+            }
+            j = j1 + w1;
           }
           continue;
         }

@@ -29,21 +29,29 @@ namespace {
 #ifdef RVL_WINDOW_ROWS_X86
 #pragma GCC push_options
 #pragma GCC target("avx512f")
-void rows_kernel_avx512(int64_t kc, const float* a, const float* b, const int64_t* bk, int64_t w, float* c,
-                        int64_t ldc, bool add) {
-  const __mmask16 mask = static_cast<__mmask16>(w >= 16 ? 0xFFFFu : (1u << w) - 1u);
-  __m512 acc[16];
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
-  for (int64_t k = 0; k < kc; ++k, a += 16) {
-    const __m512 bv = _mm512_maskz_loadu_ps(mask, b + bk[k]);
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(_mm512_set1_ps(a[i]), bv, acc[i]);
+void rows_kernel_avx512(int64_t kc, const float* a, const float* b0, const float* b1, const int64_t* bk, int64_t w0,
+                        int64_t w1, float* c0, float* c1, int64_t ldc, bool add) {
+  auto mask_of = [](int64_t w) { return static_cast<__mmask16>(w >= 16 ? 0xFFFFu : (1u << w) - 1u); };
+  const __mmask16 m0 = mask_of(w0), m1 = mask_of(w1);
+  __m512 acc0[8], acc1[8];
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
+  for (int64_t k = 0; k < kc; ++k, a += 8) {
+    const int64_t o = bk[k];
+    const __m512 x0 = _mm512_maskz_loadu_ps(m0, b0 + o), x1 = _mm512_maskz_loadu_ps(m1, b1 + o);
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      const __m512 ai = _mm512_set1_ps(a[i]);
+      acc0[i] = _mm512_fmadd_ps(ai, x0, acc0[i]);
+      acc1[i] = _mm512_fmadd_ps(ai, x1, acc1[i]);
+    }
   }
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) {
-    float* p = c + i * ldc;
-    _mm512_mask_storeu_ps(p, mask, add ? _mm512_add_ps(acc[i], _mm512_maskz_loadu_ps(mask, p)) : acc[i]);
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    float* p0 = c0 + i * ldc;
+    float* p1 = c1 + i * ldc;
+    _mm512_mask_storeu_ps(p0, m0, add ? _mm512_add_ps(acc0[i], _mm512_maskz_loadu_ps(m0, p0)) : acc0[i]);
+    _mm512_mask_storeu_ps(p1, m1, add ? _mm512_add_ps(acc1[i], _mm512_maskz_loadu_ps(m1, p1)) : acc1[i]);
   }
 }
 #pragma GCC pop_options

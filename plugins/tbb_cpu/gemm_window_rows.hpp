@@ -6,11 +6,12 @@
 
 namespace tbbcpu::gemm {
 
-// c[i * ldc + j] (=|+=) sum_{k < kc} a[k * 16 + i] * b[bk[k] + j] for i < 16, j < w (1 <= w <= 16):
-// a is a packed 16-row A sliver (the 16 x 16 kernel's layout), b a stride-1 run of w columns of
-// B, row k of it at b + bk[k]; only the w columns are read and written.
-using RowsKernelFn = void (*)(int64_t kc, const float* a, const float* b, const int64_t* bk, int64_t w, float* c,
-                              int64_t ldc, bool add);
+// Two runs of B at once: c_r[i * ldc + j] (=|+=) sum_{k < kc} a[k * 8 + i] * b_r[bk[k] + j] for r = 0, 1,
+// i < 8, j < w_r (0 <= w_r <= 16): a is a packed 8-row A sliver (the 8 x 32 kernel's layout), b_r a
+// stride-1 run of w_r columns of B whose row k is at b_r + bk[k]; only those columns are read and
+// written (w_1 = 0: no second run).
+using RowsKernelFn = void (*)(int64_t kc, const float* a, const float* b0, const float* b1, const int64_t* bk,
+                              int64_t w0, int64_t w1, float* c0, float* c1, int64_t ldc, bool add);
 
 // The AVX-512 kernel where the chosen family is AVX-512 (gemm::isa_is_avx512), else null.
 RowsKernelFn select_rows_kernel_f32();
