@@ -146,9 +146,25 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
   const int64_t ldc = round_up(NC, NR), tile_elems = round_up(MC, MR) * ldc;
   const T* A = reinterpret_cast<const T*>(c.a.data);
   const T* B = reinterpret_cast<const T*>(c.b.data);
+  // Where the rows kernel runs, the epilogue only stores and C's rows are dense along N, the
+  // kernel writes C itself (as gemm_blocked.cpp's `direct`): the tile and its copy into C (~1 ms
+  // of memcpy in the CNN step, the forwards' and the input gradient's outputs) are skipped. Whole
+  // 8-row slivers only (M % 8 == 0), since the kernel writes every row of one.
+  T* direct = nullptr;
+  int64_t direct_ld = 0;
+  {
+    const Program& e = c.epilogue;
+    const View& o = e.out;
+    const int br = c.batch_rank;
+    if (rows && parts == 1 && K > 0 && M % MR == 0 && e.n_ins == 1 && e.ins[0].op == RVL_OP_ACC && o.dtype == DT &&
+        o.stride[br + 1] == 1 && (M == 1 || o.stride[br] >= N) && o.data != c.a.data && o.data != c.b.data) {
+      direct = reinterpret_cast<T*>(o.data);
+      direct_ld = o.stride[br];
+    }
+  }
   tbb::enumerable_thread_specific<WindowLocal<T>> locals([&] {
     return WindowLocal<T>{ep.make_scratch(), Uninitialised<T>(MC * KC), Uninitialised<T>(rows ? 0 : NC * KC),
-                          Uninitialised<T>(parts > 1 ? 0 : tile_elems)};
+                          Uninitialised<T>(parts > 1 || direct ? 0 : tile_elems)};
   });
   std::vector<T> partial(parts > 1 ? static_cast<size_t>(tiles * parts * tile_elems) : 0);
   struct TileAt {
@@ -160,7 +176,7 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
     return TileAt{batch, m0, n0, std::min(MC, M - m0), std::min(NC, N - n0)};
   };
   // C tile += A[m0.., k0..k1) @ B[k0..k1), n0..) into ct (row stride ldc), overwritten at k0.
-  auto compute = [&](const TileAt& at, int64_t k0, int64_t k1, T* ct, WindowLocal<T>& L) {
+  auto compute = [&](const TileAt& at, int64_t k0, int64_t k1, T* ct, WindowLocal<T>& L, int64_t ld_rows) {
     const int64_t mt = (at.mc + MR - 1) / MR, nt = (at.nc + NR - 1) / NR;
     int64_t oa, ob, oc;
     gemm_batch_offsets(c, at.batch, oa, ob, oc);
@@ -188,8 +204,8 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
             const T* b0 = Bb + t.bn[at.n0 + j];
             const T* b1 = w1 ? Bb + t.bn[at.n0 + j1] : b0;
             for (int64_t s = 0; s < mt; ++s) {
-              T* cs = ct + s * MR * ldc;
-              rows(kc, L.pa.data() + s * MR * kc, b0, b1, t.bk.data() + pc, w0, w1, cs + j, cs + j1, ldc, pc > k0);
+              T* cs = ct + s * MR * ld_rows;
+              rows(kc, L.pa.data() + s * MR * kc, b0, b1, t.bk.data() + pc, w0, w1, cs + j, cs + j1, ld_rows, pc > k0);
             }
             j = j1 + w1;
           }
@@ -263,7 +279,13 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
     for_tasks(tiles, [&](int64_t tile) {
       WindowLocal<T>& L = locals.local();
       const TileAt at = tile_at(tile);
-      compute(at, 0, K, L.ct.data(), L);
+      if (direct) {  // straight into C: the tile's rows are C's (Note [B rows in place])
+        int64_t oa, ob, oc;
+        gemm_batch_offsets(c, at.batch, oa, ob, oc);
+        compute(at, 0, K, direct + oc + at.m0 * direct_ld + at.n0, L, direct_ld);
+        return;
+      }
+      compute(at, 0, K, L.ct.data(), L, ldc);
       finish(at, L.ct.data(), L.sc);
     });
     return;
@@ -272,7 +294,7 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
   for_tasks(tiles * parts, [&](int64_t task) {
     const int64_t tile = task / parts, part = task % parts;
     const int64_t k0 = std::min(K, part * per_part), k1 = std::min(K, k0 + per_part);
-    compute(tile_at(tile), k0, k1, partial.data() + task * tile_elems, locals.local());
+    compute(tile_at(tile), k0, k1, partial.data() + task * tile_elems, locals.local(), ldc);
   });
   for_tasks(tiles, [&](int64_t tile) {
     T* sum = partial.data() + tile * parts * tile_elems;
