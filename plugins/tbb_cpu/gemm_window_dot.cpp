@@ -18,9 +18,14 @@
 // partial, and the parts are added in part order (a count that depends on the shape only, so the
 // result does not depend on the threads), then the epilogue runs over C.
 // Taken for f32 on AVX-512 (gemm::isa_is_avx512), k's innermost axis of stride 1 in both operands
-// and at least 12 long, and M * N <= 8192 (the ResNet 3x3 shape, 64 x 576, keeps the packed path:
-// its A rows per part would not stay in L2). RAVEL_TBB_WINDOW_DOT=0 turns it off (A/B in one
-// binary; docs/performance.md §8, 2026-12-07).
+// and at least 12 long, at least 64 runs, M * N <= 8192 (the ResNet 3x3 shape, 64 x 576, keeps
+// the packed path: its A rows per part would not stay in L2), and where it issues at most 0.8x
+// the packed tiles' vector multiply-adds (padding to whole vectors against padding to the tile).
+// The CNN's first conv (16 x 9, rows of 28: 1.0 M against 1.6 M) takes it, 1.7 -> 0.8 ms; its
+// second (32 x 144, rows of 14: 8.3 M against 8.0 M) does not: forced, it measured as the packed
+// path (2.24 against 2.29 ms) for parts of 256 KiB to 2 MiB, and slower for smaller parts (the
+// lane sums per part). RAVEL_TBB_WINDOW_DOT=0 turns it off (A/B in one binary;
+// docs/performance.md §8, 2026-12-07).
 #include "gemm_window_dot.hpp"
 
 #include "gemm_blocked.hpp"

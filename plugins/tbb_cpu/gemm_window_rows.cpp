@@ -6,14 +6,16 @@
 // (c, kh, kw) of a run is just the input row shifted by (kh, kw). The packed path copies every B
 // element into a sliver (Note [Packing runs]) that is then used by only M / MR = 1-4 A slivers,
 // so packing cost about as much as the multiply-adds (perf: the packing loop 32% of the CNN's
-// input-gradient contraction, the micro-kernel 23%). Here B is not packed: for each run of at
-// most 16 columns the kernel loads row k of the run with one masked load at b + bk[k] and
-// multiplies it by the 16 values of a packed A column (broadcast), 16 accumulators of one vector
-// each, the C tile written through the same mask. Per k one B load, one offset and 16 broadcast
-// multiply-adds: ~12% more load-bound than the packed 8 x 32 tile, and 14 of 16 lanes used on
-// rows of 14 or 28 (the packed slivers, 32 columns across two or three runs, use them all), but
-// no B element is copied. Taken by gemm_pack_window.cpp for f32 on AVX-512 where B's columns
-// run >= 12 long on average and 16-row slivers waste little of M (Note there).
+// input-gradient contraction, the micro-kernel 23%). Here B is not packed: for two runs of at
+// most 16 columns each, the kernel loads row k of each run with one masked load at b_r + bk[k]
+// (one offset for both) and multiplies both by the 8 values of a packed A column (broadcast):
+// 16 accumulators, 11 loads per 16 multiply-adds (the packed 8 x 32 tile: 10), 14 of 16 lanes
+// used on rows of 14 or 28 (packed slivers span runs and use all 32), and no B element copied.
+// (One run over 16-row slivers, 18 loads per 16 multiply-adds, measured the same: the kernel is
+// bound by the multiply-adds, perf ~1.5-2 per cycle.) Where the epilogue only stores, the kernel
+// writes C itself (gemm_pack_window.cpp). Taken by gemm_pack_window.cpp for f32 on AVX-512 where
+// B's columns run >= 12 long on average and 8-row slivers waste <= 1/4 of M; RAVEL_TBB_WINDOW_ROWS=0
+// packs B as before (A/B in one binary). docs/performance.md §8, 2026-12-07.
 #include "gemm_window_rows.hpp"
 
 #include "gemm_kernels.hpp"
