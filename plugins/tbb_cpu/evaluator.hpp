@@ -152,6 +152,7 @@ class Evaluator {
   void run_elementwise() const;
   void run_tiled() const;
   bool run_permute_copy() const;  // permute_copy.cpp: false when the program is not a plain copy
+  bool run_pad_copy() const;  // pad_copy.cpp: false when the program is not a copy of a masked view
   void choose_tiling(View* const* views, int n_views);
   void move_short_innermost_axis(const Program& p, View* const* views, int n_views, Order order);  // Note [Short innermost axes]
   void find_row_invariant_loads();

@@ -326,6 +326,14 @@ bool gather_sliver_f32(float* dst, const float* b, const int64_t* bk, int64_t kc
 #endif
 }
 
+bool isa_is_avx512() {
+#ifdef RVL_GEMM_X86
+  return isa() == Isa::Avx512;
+#else
+  return false;
+#endif
+}
+
 const char* isa_name() {
 #ifdef RVL_GEMM_X86
   switch (isa()) {

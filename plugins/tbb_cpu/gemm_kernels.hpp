@@ -64,6 +64,8 @@ bool gather_sliver_f32(float* dst, const float* b, const int64_t* bk, int64_t kc
 // The small-GEMM kernel of the same family (same RAVEL_TBB_GEMM choice).
 SmallKernel<float> select_small_f32();
 SmallKernel<double> select_small_f64();
+// Whether the chosen family is AVX-512 (the window dot products, gemm_window_dot.cpp, use it).
+bool isa_is_avx512();
 // The micro-kernel family select_kernel_* chose ("avx512f", "avx2+fma", "portable"), for ravel-info.
 const char* isa_name();
 

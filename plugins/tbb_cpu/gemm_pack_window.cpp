@@ -12,6 +12,9 @@
 // MC rows x NC columns of C, as many as the two cores need; K in panels of KC (the packed A and
 // B panels stay in L2). Integer and bool dtypes take a plain triple loop over the same tables.
 #include "gemm_pack_window.hpp"
+#include "gemm_window_dot.hpp"
+#include "gemm_window_rows.hpp"
+#include "tuning_env.hpp"
 #include "short_copy.hpp"
 
 #include "dtype_ops.hpp"
@@ -23,12 +26,11 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 namespace tbbcpu {
-namespace {
 
-// Offsets of every index of a group (row-major over its shape), or of a 1.0-form axis.
 std::vector<int64_t> window_offsets(const Contraction::Group& g, int set, int64_t extent, int64_t stride) {
   std::vector<int64_t> t(static_cast<size_t>(extent));
   if (g.rank == 0) {
@@ -48,6 +50,8 @@ std::vector<int64_t> window_offsets(const Contraction::Group& g, int set, int64_
   }
   return t;
 }
+
+namespace {
 
 // run[i]: how many entries from i on step by exactly 1 (t[i + j] == t[i] + j).
 std::vector<int64_t> window_runs(const std::vector<int64_t>& t) {
@@ -75,12 +79,28 @@ int64_t window_batches(const Contraction& c) {
   return n;
 }
 
+// RAVEL_TBB_WINDOW_ROWS=0 packs B as before (A/B of Note [B rows in place] in one binary).
+bool rows_in_place() {
+  static const bool on = tuning_choice("RAVEL_TBB_WINDOW_ROWS", "1", {"0", "1"}) == "1";
+  return on;
+}
+
 constexpr int64_t kMaxRuns = 64;  // Note [Packing runs]: at most one run per column of a sliver
+
+// A per-thread work buffer left uninitialised: each call packs every element of a sliver it
+// reads (zero padding included) and the first k panel overwrites the C tile, so zero-filling
+// them (2 MiB of B panel per thread and call as std::vector) was only a memset per call.
+template <class T>
+struct Uninitialised {
+  std::unique_ptr<T[]> p;
+  explicit Uninitialised(int64_t n) : p(n > 0 ? new T[static_cast<size_t>(n)] : nullptr) {}
+  T* data() const { return p.get(); }
+};
 
 template <class T>
 struct WindowLocal {
   Scratch sc;
-  std::vector<T> pa, pb, ct;
+  Uninitialised<T> pa, pb, ct;
 };
 
 // Note [Split K for weight gradients]: a convolution's weight gradient is M x N = O x C*taps
@@ -93,6 +113,17 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
   gemm::Kernel<T> kern;
   if constexpr (DT == RVL_DTYPE_F32) kern = gemm::select_kernel_f32_for_shape(c.m, c.n);
   else kern = gemm::select_kernel_f64();
+  // Note [B rows in place] (gemm_window_rows.cpp): B's runs, >= 12 columns on average, read by a
+  // kernel over 8-row A slivers (so packed as the 8 x 32 tile's) where those waste <= 1/4 of M.
+  gemm::RowsKernelFn rows = nullptr;
+  if constexpr (DT == RVL_DTYPE_F32) {
+    int64_t runs = 0;
+    for (int64_t j = 0; j < c.n; j += t.bn_run[j]) ++runs;
+    if (c.n >= 12 * runs && 3 * ((c.m + 7) / 8 * 8) <= 4 * c.m && rows_in_place()) {
+      rows = gemm::select_rows_kernel_f32();
+      if (rows) kern = {8, 32, gemm::select_kernel_f32_for_shape(8, 32).fn};
+    }
+  }
   const int64_t MR = kern.mr, NR = kern.nr, M = c.m, N = c.n, K = c.k;
   const int64_t batches = window_batches(c);
   auto round_up = [](int64_t x, int64_t r) { return (x + r - 1) / r * r; };
@@ -115,9 +146,25 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
   const int64_t ldc = round_up(NC, NR), tile_elems = round_up(MC, MR) * ldc;
   const T* A = reinterpret_cast<const T*>(c.a.data);
   const T* B = reinterpret_cast<const T*>(c.b.data);
+  // Where the rows kernel runs, the epilogue only stores and C's rows are dense along N, the
+  // kernel writes C itself (as gemm_blocked.cpp's `direct`): the tile and its copy into C (~1 ms
+  // of memcpy in the CNN step, the forwards' and the input gradient's outputs) are skipped. Whole
+  // 8-row slivers only (M % 8 == 0), since the kernel writes every row of one.
+  T* direct = nullptr;
+  int64_t direct_ld = 0;
+  {
+    const Program& e = c.epilogue;
+    const View& o = e.out;
+    const int br = c.batch_rank;
+    if (rows && parts == 1 && K > 0 && M % MR == 0 && e.n_ins == 1 && e.ins[0].op == RVL_OP_ACC && o.dtype == DT &&
+        o.stride[br + 1] == 1 && (M == 1 || o.stride[br] >= N) && o.data != c.a.data && o.data != c.b.data) {
+      direct = reinterpret_cast<T*>(o.data);
+      direct_ld = o.stride[br];
+    }
+  }
   tbb::enumerable_thread_specific<WindowLocal<T>> locals([&] {
-    return WindowLocal<T>{ep.make_scratch(), std::vector<T>(MC * KC), std::vector<T>(NC * KC),
-                          std::vector<T>(parts > 1 ? 0 : tile_elems)};
+    return WindowLocal<T>{ep.make_scratch(), Uninitialised<T>(MC * KC), Uninitialised<T>(rows ? 0 : NC * KC),
+                          Uninitialised<T>(parts > 1 || direct ? 0 : tile_elems)};
   });
   std::vector<T> partial(parts > 1 ? static_cast<size_t>(tiles * parts * tile_elems) : 0);
   struct TileAt {
@@ -129,7 +176,7 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
     return TileAt{batch, m0, n0, std::min(MC, M - m0), std::min(NC, N - n0)};
   };
   // C tile += A[m0.., k0..k1) @ B[k0..k1), n0..) into ct (row stride ldc), overwritten at k0.
-  auto compute = [&](const TileAt& at, int64_t k0, int64_t k1, T* ct, WindowLocal<T>& L) {
+  auto compute = [&](const TileAt& at, int64_t k0, int64_t k1, T* ct, WindowLocal<T>& L, int64_t ld_rows) {
     const int64_t mt = (at.mc + MR - 1) / MR, nt = (at.nc + NR - 1) / NR;
     int64_t oa, ob, oc;
     gemm_batch_offsets(c, at.batch, oa, ob, oc);
@@ -147,6 +194,22 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
           int64_t i = 0;
           for (; i < h; ++i) dst[i] = col[am[i]];
           for (; i < MR; ++i) dst[i] = T{};
+        }
+      }
+      if constexpr (DT == RVL_DTYPE_F32) {
+        if (rows) {  // Note [B rows in place]: runs of <= 16 columns straight from B, two at a time
+          auto piece = [&](int64_t j) { return std::min<int64_t>({t.bn_run[at.n0 + j], at.nc - j, 16}); };
+          for (int64_t j = 0; j < at.nc;) {
+            const int64_t w0 = piece(j), j1 = j + w0, w1 = j1 < at.nc ? piece(j1) : 0;
+            const T* b0 = Bb + t.bn[at.n0 + j];
+            const T* b1 = w1 ? Bb + t.bn[at.n0 + j1] : b0;
+            for (int64_t s = 0; s < mt; ++s) {
+              T* cs = ct + s * MR * ld_rows;
+              rows(kc, L.pa.data() + s * MR * kc, b0, b1, t.bk.data() + pc, w0, w1, cs + j, cs + j1, ld_rows, pc > k0);
+            }
+            j = j1 + w1;
+          }
+          continue;
         }
       }
       for (int64_t q = 0; q < nt; ++q) {  // B slivers: dst[k*NR + j]
@@ -216,7 +279,13 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
     for_tasks(tiles, [&](int64_t tile) {
       WindowLocal<T>& L = locals.local();
       const TileAt at = tile_at(tile);
-      compute(at, 0, K, L.ct.data(), L);
+      if (direct) {  // straight into C: the tile's rows are C's (Note [B rows in place])
+        int64_t oa, ob, oc;
+        gemm_batch_offsets(c, at.batch, oa, ob, oc);
+        compute(at, 0, K, direct + oc + at.m0 * direct_ld + at.n0, L, direct_ld);
+        return;
+      }
+      compute(at, 0, K, L.ct.data(), L, ldc);
       finish(at, L.ct.data(), L.sc);
     });
     return;
@@ -225,7 +294,7 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
   for_tasks(tiles * parts, [&](int64_t task) {
     const int64_t tile = task / parts, part = task % parts;
     const int64_t k0 = std::min(K, part * per_part), k1 = std::min(K, k0 + per_part);
-    compute(tile_at(tile), k0, k1, partial.data() + task * tile_elems, locals.local());
+    compute(tile_at(tile), k0, k1, partial.data() + task * tile_elems, locals.local(), ldc);
   });
   for_tasks(tiles, [&](int64_t tile) {
     T* sum = partial.data() + tile * parts * tile_elems;
@@ -268,6 +337,7 @@ void window_gemm_plain(const Contraction& c, const Evaluator& ep, const WindowTa
 
 void run_window_contraction(const Contraction& c, const Evaluator& ep) {
   if (window_batches(c) == 0 || c.m == 0 || c.n == 0) return;
+  if (run_window_dot(c, ep)) return;  // Note [Weight gradients as dot products over k runs]
   const WindowTables t(c);
   dispatch_dtype(c.dtype, [&](auto tag) {
     constexpr int DT = decltype(tag)::value;

@@ -5,7 +5,13 @@
 
 #include "evaluator.hpp"
 
+#include <vector>
+
 namespace tbbcpu {
+
+// Offsets of every index of a group (row-major over its shape) in operand `set` (0: A, 1: B), or
+// of a 1.0-form axis (rank 0): i * stride for i < extent. Note [Packing from offset tables].
+std::vector<int64_t> window_offsets(const Contraction::Group& g, int set, int64_t extent, int64_t stride);
 
 // C = epilogue(A @ B) for a validated contraction with c.multi_axis().
 void run_window_contraction(const Contraction& c, const Evaluator& ep);

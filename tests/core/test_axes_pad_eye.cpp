@@ -61,6 +61,42 @@ BOOST_AUTO_TEST_CASE(pad_with_a_constant) {
   BOOST_TEST(g.to_vector<double>() == (std::vector<double>{3, 4}), boost::test_tools::per_element());
 }
 
+// Zero padding made contiguous: tbb_cpu copies such a masked view row by row (Note [Padding
+// copies]: whole rows outside the box zeroed, the valid span of the others copied between zeroed
+// pads). Large enough for several blocks, pads on outer and inner axes, a source that is itself
+// a strided window (shrunk), a row entirely padding on the innermost axis side only, and 1-, 4-
+// and 8-byte dtypes; against a loop.
+BOOST_AUTO_TEST_CASE(zero_padding_copies_match_a_loop) {
+  const Shape in{3, 5, 20, 30};
+  const std::vector<std::pair<int64_t, int64_t>> widths{{0, 1}, {1, 2}, {2, 1}, {3, 4}};
+  std::vector<double> values(3 * 5 * 20 * 30);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>((i * 37) % 101 + 1);  // 1..101: exact in u8
+  for (DType dt : {DType::F32, DType::F64, DType::I32, DType::I64, DType::U8}) {
+    Tensor x = Tensor::from_vector<double>(values, in).cast(dt).realize();
+    for (bool shrunk : {false, true}) {
+      // shrunk: a [3, 5, 18, 25] window of x (rows 1..19, columns 2..27), then padded
+      Tensor src = shrunk ? x.shrink({{0, 3}, {0, 5}, {1, 19}, {2, 27}}) : x;
+      Tensor p = src.pad(widths).contiguous();
+      const Shape& ss = src.shape();
+      Shape ps;
+      for (size_t d = 0; d < 4; ++d) ps.push_back(ss[d] + widths[d].first + widths[d].second);
+      BOOST_TEST(p.shape() == ps);
+      auto got = p.cast(DType::F64).to_vector<double>();
+      std::vector<double> want(got.size(), 0.0);
+      const int64_t r0 = shrunk ? 1 : 0, c0 = shrunk ? 2 : 0;
+      for (int64_t a = 0; a < ss[0]; ++a)
+        for (int64_t b = 0; b < ss[1]; ++b)
+          for (int64_t h = 0; h < ss[2]; ++h)
+            for (int64_t w = 0; w < ss[3]; ++w) {
+              const int64_t o = ((a + widths[0].first) * ps[1] + b + widths[1].first) * ps[2] + h + widths[2].first;
+              const double v = values[((a * 5 + b) * 20 + h + r0) * 30 + w + c0];
+              want[o * ps[3] + w + widths[3].first] = v;
+            }
+      BOOST_TEST(got == want, boost::test_tools::per_element());
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(eye_n_m_k) {
   // np.eye(3, 4, 1) -> [[0 1 0 0] [0 0 1 0] [0 0 0 1]]; np.eye(3, 2, -1) -> [[0 0] [1 0] [0 1]]
   BOOST_TEST(Tensor::eye(3, 4, 1).to_vector<float>() == (std::vector<float>{0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}),

@@ -121,6 +121,76 @@ BOOST_AUTO_TEST_CASE(conv_matches_naive_loops) {
   }
 }
 
+namespace {
+
+// dx[n, c, p * stride - pad + t * dilation] += r[n, o, p] w[o, c, t] (groups 1): the input gradient
+// of sum(conv(x, w) * r), from the forward's definition (conv_ref::conv) rather than as a convolution.
+std::vector<double> conv_input_gradient(const conv_ref::Conv& p, const std::vector<double>& r,
+                                        const std::vector<double>& w) {
+  const conv_ref::Vec out = p.out();
+  const int64_t po = conv_ref::product(out), pk = conv_ref::product(p.kernel), pi = conv_ref::product(p.in);
+  std::vector<double> dx(static_cast<size_t>(p.n * p.c * pi));
+  for (int64_t n = 0; n < p.n; ++n)
+    for (int64_t o = 0; o < p.o; ++o)
+      for (int64_t q = 0; q < po; ++q) {
+        const conv_ref::Vec oi = conv_ref::unflatten(q, out);
+        for (int64_t c = 0; c < p.c; ++c)
+          for (int64_t t = 0; t < pk; ++t) {
+            const conv_ref::Vec ti = conv_ref::unflatten(t, p.kernel);
+            conv_ref::Vec xi(out.size());
+            bool inside = true;
+            for (size_t d = 0; d < out.size(); ++d) {
+              xi[d] = oi[d] * p.stride[d] - p.pad[d].first + ti[d] * p.dilation[d];
+              inside &= xi[d] >= 0 && xi[d] < p.in[d];
+            }
+            if (inside)
+              dx[(n * p.c + c) * pi + conv_ref::flatten(xi, p.in)] += r[(n * p.o + o) * po + q] * w[(o * p.c + c) * pk + t];
+          }
+      }
+  return dx;
+}
+
+}  // namespace
+
+// f32 convolutions whose output rows are >= 12 long with >= 12 channels on the GEMM's M side:
+// on AVX-512 tbb_cpu multiplies B's rows in place there, for the forward (M = output channels)
+// and for the input gradient's transposed convolution (M = input channels) (Note [B rows in
+// place]). Rows of 14, 20 (16 + 4) and 40 (16 + 16 + 8, 1-D); M of 12, 16, 24 and 32 (two
+// slivers); K = 288 (two k panels: the second accumulates); with and without a bias (without
+// one, and with M % 8 == 0, the kernel writes C directly); checked against loops in double.
+BOOST_AUTO_TEST_CASE(long_row_convolutions_match_naive_loops) {
+  uint64_t seed = 500;
+  const std::vector<ConvCase> cases = {
+      {2, 3, 16, 1, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},
+      {2, 16, 12, 1, {20, 20}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},
+      {1, 32, 16, 1, {14, 14}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}, false, false},
+      {1, 24, 24, 1, {13, 15}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},
+      {2, 16, 16, 1, {40}, {3}, {1}, {1}, {{1, 1}}, false, false},
+  };
+  for (const ConvCase& k : cases)
+    guarded(describe(k), [&] {
+      conv_ref::Conv p{k.n, k.c, k.o, 1, k.in, k.kernel, k.stride, k.dilation, k.pad};
+      Tensor x = Tensor::randn(cat({k.n, k.c}, k.in), seed++);
+      Tensor w = Tensor::randn(cat({k.o, k.c}, k.kernel), seed++);
+      Tensor b = Tensor::randn({k.o}, seed++);
+      Tensor r = Tensor::randn(cat({k.n, k.o}, p.out()), seed++);
+      ravel::realize({x, w, b, r});
+      auto bv = b.to_vector<double>(), wv = w.to_vector<double>();
+      const std::optional<Tensor> bias = k.bias ? std::optional<Tensor>(b) : std::nullopt;
+      Tensor y = call_conv(k.in.size(), x, w, bias, options_of(k));
+      auto want = conv_ref::conv(p, x.to_vector<double>(), wv, k.bias ? &bv : nullptr);
+      auto got = y.to_vector<double>();
+      BOOST_REQUIRE_EQUAL(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i)
+        BOOST_TEST(std::fabs(got[i] - want[i]) < 1e-4 * (1 + std::fabs(want[i])), "y at " << i << ": " << got[i] << " vs " << want[i]);
+      Tensor dx = ravel::gradients((call_conv(k.in.size(), x, w, bias, options_of(k)) * r).sum(), {x})[0];
+      auto gx = dx.to_vector<double>(), wx = conv_input_gradient(p, r.to_vector<double>(), wv);
+      BOOST_REQUIRE_EQUAL(gx.size(), wx.size());
+      for (size_t i = 0; i < gx.size(); ++i)
+        BOOST_TEST(std::fabs(gx[i] - wx[i]) < 1e-4 * (1 + std::fabs(wx[i])), "dx at " << i << ": " << gx[i] << " vs " << wx[i]);
+    });
+}
+
 // Note [Implicit im2col]: on tbb_cpu (ABI 1.8 contraction_axes > 1) the GEMM packer reads the
 // window view in place, so a padded 3x3 convolution allocates its output and a pad copy of the
 // input (~1.3x the input), not the im2col matrix (9x the input). The values are checked against
@@ -162,45 +232,72 @@ BOOST_AUTO_TEST_CASE(conv2d_gradients_are_contractions) {
   BOOST_TEST(ravel::last_realization_stats().contractions == 3);
 }
 
+namespace {
+
+struct WeightCase {
+  int64_t n, c, o, hw, k;
+};
+
+// gradients({w}) of sum(conv2d(x, w, padding k / 2) * r), f32, against a loop in double.
+void check_weight_gradient(const WeightCase& k, uint64_t& seed) {
+  guarded("n" + std::to_string(k.n) + " c" + std::to_string(k.c) + " o" + std::to_string(k.o) + " hw" +
+              std::to_string(k.hw) + " k" + std::to_string(k.k),
+          [&] {
+            Tensor x = Tensor::randn({k.n, k.c, k.hw, k.hw}, seed++).realize();
+            Tensor w = Tensor::randn({k.o, k.c, k.k, k.k}, seed++).realize();
+            nn::ConvOptions opt;
+            opt.padding = {k.k / 2, k.k / 2};
+            const int64_t p = k.k / 2, out = k.hw + 2 * p - k.k + 1;
+            Tensor r = Tensor::randn({k.n, k.o, out, out}, seed++).realize();
+            auto g = ravel::gradients((nn::conv2d(x, w, std::nullopt, opt) * r).sum(), {w})[0].to_vector<double>();
+            auto xv = x.to_vector<double>(), rv = r.to_vector<double>();
+            for (int64_t o = 0; o < k.o; ++o)
+              for (int64_t c = 0; c < k.c; ++c)
+                for (int64_t a = 0; a < k.k; ++a)
+                  for (int64_t b = 0; b < k.k; ++b) {
+                    double want = 0, scale = 0;
+                    for (int64_t n = 0; n < k.n; ++n)
+                      for (int64_t i = 0; i < out; ++i)
+                        for (int64_t j = 0; j < out; ++j) {
+                          const int64_t yi = i + a - p, xj = j + b - p;
+                          if (yi < 0 || yi >= k.hw || xj < 0 || xj >= k.hw) continue;
+                          const double t =
+                              rv[((n * k.o + o) * out + i) * out + j] * xv[((n * k.c + c) * k.hw + yi) * k.hw + xj];
+                          want += t, scale += std::fabs(t);
+                        }
+                    const double got = g[((o * k.c + c) * k.k + a) * k.k + b];
+                    BOOST_TEST(std::fabs(got - want) <= 1e-5 * scale + 1e-6,
+                               "w[" << o << "," << c << "," << a << "," << b << "]: " << got << " vs " << want);
+                  }
+          });
+}
+
+}  // namespace
+
 // The weight gradient of a one- or two-channel f32 convolution is a GEMM with N = channels x
 // taps <= 16 (tbb_cpu takes AVX-512's 16 x 16 tile there, Note [Sixteen-column tiles for narrow
 // N]), at row counts below, at and above one 16-row tile; with 3 and 4 channels N = 27 and 36
 // (32-wide slivers, one and two, partly masked: Note [Gathering B slivers]). Checked against a
 // loop in double.
 BOOST_AUTO_TEST_CASE(narrow_weight_gradients_match_naive_sums) {
-  struct Case {
-    int64_t n, c, o, hw, k;
-  };
   uint64_t seed = 300;
-  for (Case k : {Case{3, 1, 16, 9, 3}, Case{2, 1, 5, 7, 3}, Case{2, 1, 20, 6, 3}, Case{2, 2, 17, 6, 2},
-                 Case{4, 1, 33, 5, 4}, Case{2, 3, 8, 6, 3}, Case{2, 4, 12, 5, 3}})
-    guarded("n" + std::to_string(k.n) + " c" + std::to_string(k.c) + " o" + std::to_string(k.o), [&] {
-      Tensor x = Tensor::randn({k.n, k.c, k.hw, k.hw}, seed++).realize();
-      Tensor w = Tensor::randn({k.o, k.c, k.k, k.k}, seed++).realize();
-      nn::ConvOptions opt;
-      opt.padding = {k.k / 2, k.k / 2};
-      const int64_t p = k.k / 2, out = k.hw + 2 * p - k.k + 1;
-      Tensor r = Tensor::randn({k.n, k.o, out, out}, seed++).realize();
-      auto g = ravel::gradients((nn::conv2d(x, w, std::nullopt, opt) * r).sum(), {w})[0].to_vector<double>();
-      auto xv = x.to_vector<double>(), rv = r.to_vector<double>();
-      for (int64_t o = 0; o < k.o; ++o)
-        for (int64_t c = 0; c < k.c; ++c)
-          for (int64_t a = 0; a < k.k; ++a)
-            for (int64_t b = 0; b < k.k; ++b) {
-              double want = 0, scale = 0;
-              for (int64_t n = 0; n < k.n; ++n)
-                for (int64_t i = 0; i < out; ++i)
-                  for (int64_t j = 0; j < out; ++j) {
-                    const int64_t yi = i + a - p, xj = j + b - p;
-                    if (yi < 0 || yi >= k.hw || xj < 0 || xj >= k.hw) continue;
-                    const double t = rv[((n * k.o + o) * out + i) * out + j] * xv[((n * k.c + c) * k.hw + yi) * k.hw + xj];
-                    want += t, scale += std::fabs(t);
-                  }
-              const double got = g[((o * k.c + c) * k.k + a) * k.k + b];
-              BOOST_TEST(std::fabs(got - want) <= 1e-5 * scale + 1e-6, "w[" << o << "," << c << "," << a << "," << b
-                                                                           << "]: " << got << " vs " << want);
-            }
-    });
+  for (WeightCase k : {WeightCase{3, 1, 16, 9, 3}, WeightCase{2, 1, 5, 7, 3}, WeightCase{2, 1, 20, 6, 3},
+                       WeightCase{2, 2, 17, 6, 2}, WeightCase{4, 1, 33, 5, 4}, WeightCase{2, 3, 8, 6, 3},
+                       WeightCase{2, 4, 12, 5, 3}})
+    check_weight_gradient(k, seed);
+}
+
+// Weight gradients whose rows of output positions are >= 12 long with >= 64 of them: tbb_cpu
+// sums these along k in place where that issues fewer multiply-adds than the packed tiles (Note
+// [Weight gradients as dot products over k runs]; AVX-512 only, elsewhere the packed path runs
+// the same cases). Rows of 28 (a 12-lane tail vector), 16 (none), 13 and 33 (three vectors, one
+// lane in the last); M and N off the 8 x 3 and 4 x 6 blocks (edge rows and columns repeated and
+// dropped); the Fashion-MNIST CNN's first layer at batch 3, and at 32 channels on 14 x 14.
+BOOST_AUTO_TEST_CASE(long_row_weight_gradients_match_naive_sums) {
+  uint64_t seed = 400;
+  for (WeightCase k : {WeightCase{3, 1, 16, 28, 3}, WeightCase{4, 1, 5, 16, 3}, WeightCase{5, 2, 7, 13, 3},
+                       WeightCase{2, 1, 3, 33, 3}, WeightCase{5, 1, 32, 14, 3}})
+    check_weight_gradient(k, seed);
 }
 
 BOOST_AUTO_TEST_CASE(conv2d_without_batch_axis) {
