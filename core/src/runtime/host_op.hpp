@@ -80,4 +80,19 @@ void begin_host_ops(const std::vector<std::shared_ptr<HostOp>>& ops, const std::
 // If end throws, the operation is over (the op has given up itself) and nothing is reported.
 std::vector<Tensor> end_host_op(const std::shared_ptr<HostOp>& op, const std::vector<HostOutput>& outputs);
 
+// Note [Results ended at their first reader] (runtime/host_op_deferred.cpp): allocates the
+// outputs now and returns them as realized leaves, but runs op->end (the wait) only when
+// something first touches one of their buffers: the first kernel that reads one, a read-back, a
+// host operation's begin, a Jit call or capture's end, or end_deferred_host_ops. The end is
+// reported to the recorder active where it happens. An error of the end is thrown there (and
+// again on every later access to those outputs, never their unwritten bytes).
+std::vector<Tensor> end_host_op_at_first_read(const std::shared_ptr<HostOp>& op, const std::vector<HostOutput>& outputs);
+// Ends every deferred operation still pending, in the order they were deferred (the first error
+// is thrown after all were tried).
+void end_deferred_host_ops();
+// Gives one deferred, still pending operation a non-blocking progress call (Note [Progress
+// between kernels] in host_op.cpp); does nothing, cheaply, when none is pending.
+void progress_deferred_host_ops() noexcept;
+bool deferred_host_ops_pending() noexcept;
+
 }  // namespace ravel::detail
