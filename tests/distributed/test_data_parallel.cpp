@@ -173,24 +173,38 @@ BOOST_AUTO_TEST_CASE(data_parallel_training_equals_the_single_process_run) {
   }
 }
 
+// With many buckets, each bucket's wait comes at the optimizer's update that reads it (Note
+// [Results ended at their first reader]): update kernels run between the waits.
 BOOST_AUTO_TEST_CASE(average_gradients_feeds_an_nn_optimizer) {
   const int size = dist::world_size(), me = dist::rank();
   if (kBatch % size != 0) return;
-  Mlp reference(3), model(3);
-  dist::DataParallel ddp(model.parameters());
-  nn::SGD ref_opt(reference.parameters(), kLr), opt(model.parameters(), kLr);
-  const int64_t n = kBatch / size;
-  for (int step = 0; step < 3; ++step) {
-    ref_opt.zero_grad();
-    nn::cross_entropy(reference(batch_x(step)), batch_y(step)).backward();
-    ref_opt.step();
-    opt.zero_grad();  // each rank: the mean over its shard; DDP averages the shards' gradients
-    nn::cross_entropy(model(batch_x(step).slice(0, me * n, (me + 1) * n)), batch_y(step).slice(0, me * n, (me + 1) * n))
-        .backward();
-    ddp.average_gradients();
-    opt.step();
+  for (size_t bucket_bytes : {size_t{25} << 20, size_t{64}}) {
+    Mlp reference(3), model(3);
+    dist::DataParallel ddp(model.parameters(), dist::DataParallel::Config{bucket_bytes});
+    nn::SGD ref_opt(reference.parameters(), kLr), opt(model.parameters(), kLr);
+    const int64_t n = kBatch / size;
+    for (int step = 0; step < 3; ++step) {
+      ref_opt.zero_grad();
+      nn::cross_entropy(reference(batch_x(step)), batch_y(step)).backward();
+      ref_opt.step();
+      opt.zero_grad();  // each rank: the mean over its shard; DDP averages the shards' gradients
+      nn::cross_entropy(model(batch_x(step).slice(0, me * n, (me + 1) * n)), batch_y(step).slice(0, me * n, (me + 1) * n))
+          .backward();
+      StepOrder rec;
+      {
+        ravel::detail::RecordingScope scope(&rec);
+        ddp.average_gradients();
+        opt.step();
+      }
+      if (size > 1 && bucket_bytes == 64) {
+        BOOST_TEST_MESSAGE("average_gradients, rank " << me << ": " << rec.order);
+        const std::string& o = rec.order;
+        BOOST_TEST(std::count(o.begin(), o.end(), 'E') == ddp.buckets_last_call());
+        BOOST_TEST(std::count(o.begin() + o.find('E'), o.begin() + o.rfind('E'), 'K') >= 1);
+      }
+    }
+    BOOST_TEST(max_difference(model, reference) < 1e-5);
   }
-  BOOST_TEST(max_difference(model, reference) < 1e-5);
 }
 
 // DataParallel::backward, DDP's hooked loss.backward(): averaged gradients accumulated into

@@ -164,10 +164,20 @@ void DataParallel::average_gradients() {
   std::vector<Tensor> grads;
   for (Tensor* p : params_)
     if (Tensor g = p->grad(); g.defined()) with.push_back(p), grads.push_back(g);
+  // The gradients are realized (after Tensor::backward): every bucket begins at once, and its
+  // wait comes at the first reader of its average (Note [Results ended at their first reader]),
+  // the optimizer's update when grad() is replaced unrealized: the updates of the buckets that
+  // are done run while later buckets are in flight (but nothing overlaps the backward pass:
+  // DataParallel::backward does).
   const std::vector<Tensor> avg = reduce_gradients(grads, 1.0 / world_size());
   for (size_t i = 0; i < with.size(); ++i) {
-    // Tensor has no gradient setter: d/dp sum(p * a) is exactly a, accumulated into a cleared grad.
     with[i]->zero_grad();
+    Node& leaf = *with[i]->node();
+    if (leaf.kind == NodeKind::Buffer && leaf.requires_grad) {
+      add_to_grad_lazily(leaf, avg[i]);
+      continue;
+    }
+    // Tensor has no gradient setter: d/dp sum(p * a) is exactly a, accumulated into a cleared grad.
     (*with[i] * avg[i].detach()).sum().backward();
   }
 }
