@@ -14,13 +14,16 @@ namespace ravel::detail {
 // One tensor collective (all-reduce, all-gather, reduce-scatter, broadcast) of one input.
 // begin: the argument check (Note [Argument headers]; every call, replays included), the input
 // read straight into a reused staging buffer, the non-blocking operation started; end: the wait
-// under the deadline and the result written to the output buffer.
+// under the deadline and the result written to the output buffer. On a device whose buffers are
+// host memory the plugin reads the input's buffer and writes the output's itself (Note [Host
+// memory without staging] in collective_op.cpp).
 struct CollectiveCall {
   Kind kind = kAllReduce;
   rvl_coll_op op = RVL_COLL_SUM;
   int root = -1;
   DType dtype = DType::F32;
   Shape in_shape, out_shape;
+  Device device;     // of the input and the output
   std::string what;  // for messages: "all_reduce (sum)"
 };
 std::shared_ptr<HostOp> make_collective_op(CollectiveCall call);

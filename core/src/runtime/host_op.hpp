@@ -38,6 +38,11 @@ class HostOp {
   virtual ~HostOp() = default;
   virtual std::string label() const = 0;
   virtual void begin(const std::vector<const DeviceBuffer*>& inputs) = 0;
+  // Called right before every `begin` with the same buffers, owned. An operation that reads an
+  // input after `begin` returns (a collective sending straight from a host-memory buffer, Note
+  // [Host memory without staging] in distributed/collective_op.cpp) keeps them until it ended or
+  // gave up; the default keeps nothing (begin copies what it needs).
+  virtual void hold_inputs(const std::vector<std::shared_ptr<DeviceBuffer>>&) {}
   virtual void end(const std::vector<DeviceBuffer*>& outputs) = 0;
   virtual void cancel() noexcept = 0;
   // Called between kernels while the operation is begun and not ended (Note [Progress between

@@ -96,19 +96,20 @@ std::vector<Tensor> end_host_op_at_first_read(const std::shared_ptr<HostOp>& op,
     op->cancel();
     throw;
   }
-  // Written already in begin (a plugin's own collective), or nothing to write: no wait to defer.
-  if (!held.empty() || outputs.empty()) {
-    RAVEL_CHECK(held.empty(), InternalError, op->label(), ": wrote its outputs in begin; end_host_op takes those");
-    return end_host_op(op, outputs);
-  }
+  if (outputs.empty()) return end_host_op(op, outputs);  // nothing to defer
   auto d = std::make_shared<DeferredEnd>();
   try {
+    // Buffers the operation made in begin (HostOp::take_outputs) are pending the same way.
+    RAVEL_CHECK(held.empty() || held.size() == outputs.size(), InternalError, op->label(), ": made ", held.size(),
+                " outputs, expected ", outputs.size());
+    const bool made = !held.empty();
     for (const HostOutput& o : outputs) {
+      d->devices.push_back(o.device);
+      if (made) continue;
       int64_t n = 1;
       for (int64_t s : o.shape) n *= s;
       held.push_back(std::make_shared<DeviceBuffer>(Runtime::get().plugin_for(o.device), o.device.index(),
                                                     static_cast<uint64_t>(n) * dtype_size(o.dtype)));
-      d->devices.push_back(o.device);
     }
     pending().push_back(d);
   } catch (...) {
