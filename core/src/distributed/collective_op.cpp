@@ -20,15 +20,18 @@
 // collective needs neither staging copy: the plugin sends straight from the input's buffer and
 // receives into the output's, which the operation allocates in begin and hands over with
 // HostOp::take_outputs. At 64 KiB on 2 ranks the two copies were most of what the tensor path
-// added over the plugin alone: the copy in left the send buffer's lines dirty in this core's
-// cache for the peer to pull across, the copy out wrote a fresh buffer (docs/distributed.md).
+// added over the plugin alone (25 against 8 us; without them 10 us, docs/distributed.md), more
+// than two 64 KiB memcpys cost on one rank (~2.5 us): probably because the copy in leaves the
+// send buffer's lines dirty in this core's cache for the peer to pull across.
 // The input must stay alive and unchanged until the end: realized buffers are never written
 // again (a deferred end writes its buffers before anyone can reach them), and HostOp::hold_inputs
 // keeps it alive, parked with the request if a deadline passes (a Jit replay frees an input after
 // its last reader, the begin). The device is synchronized before the input is read (a queued
 // kernel may still be writing it). Broadcast stays staged (in place: only the root's values are
-// read, into the buffer every rank receives in) and so do DataParallel's buckets (several
-// tensors packed into one message).
+// read, into the buffer every rank receives in). DataParallel's buckets: the plugin receives a
+// bucket into one packed output buffer, of which DataParallel hands out each gradient as a view,
+// and sends a bucket of one gradient from its buffer; a bucket of several is still packed by a
+// copy in.
 #include "distributed/collective_op.hpp"
 
 #include <cstring>
@@ -135,7 +138,7 @@ class CollectiveOp final : public HostOp {
     // Note [Host memory without staging]: the plugin must read host memory (all do: the MPI
     // plugin reads nothing else, and RVL_COLL_DEVICE_HOST is what the core stages through).
     plugin_ = Runtime::get().plugin_for(c_.device);
-    direct_ = c_.kind != kBroadcast && plugin_->caps(c_.device.index()).host_addressable;
+    direct_ = c_.kind != kBroadcast && plugin_->caps(c_.device.index()).host_addressable;  // host_addressable()
   }
   std::string label() const override { return "distributed::" + c_.what; }
   void hold_inputs(const std::vector<std::shared_ptr<DeviceBuffer>>& in) override {
@@ -236,29 +239,54 @@ class BucketOp final : public HostOp {
   explicit BucketOp(BucketCall c) : c_(std::move(c)) {
     for (const Shape& s : c_.shapes) total_ += bytes_of(s, c_.dtype);
     label_ = "DataParallel bucket all_reduce (" + std::to_string(total_) + " bytes)";  // once, not per start and wait
+    if (c_.direct) plugin_ = Runtime::get().plugin_for(c_.device);
   }
   std::string label() const override { return label_; }
+  void hold_inputs(const std::vector<std::shared_ptr<DeviceBuffer>>& in) override {
+    if (c_.direct && in.size() == 1) f_.direct = in;  // sent from its own buffer
+  }
+  std::vector<std::shared_ptr<DeviceBuffer>> take_outputs() override {
+    if (!out_) return {};
+    return {std::exchange(out_, nullptr)};
+  }
 
   void begin(const std::vector<const DeviceBuffer*>& in) override {
     Communicator& comm = comm_for("DataParallel::reduce_gradients");
-    if (c_.check) check_headers(comm, c_.header, "DataParallel::reduce_gradients",
-                                "DataParallel::reduce_gradients (argument check)");
-    f_.send = comm.staging(c_.slot, total_);
-    f_.recv = comm.staging(c_.slot + 1, total_);
-    size_t at = 0;
-    for (size_t i = 0; i < in.size(); ++i) {  // packed back to back: one message per bucket
-      const uint64_t b = bytes_of(c_.shapes[i], c_.dtype);
-      in[i]->read(f_.send->data() + at, b);
-      at += b;
-    }
-    const uint64_t n = total_ / dtype_size(c_.dtype);
-    const auto& api = comm.plugin().api();
     try {
+      if (c_.check)
+        check_headers(comm, c_.header, "DataParallel::reduce_gradients", "DataParallel::reduce_gradients (argument check)");
+      void* send = nullptr;
+      void* recv = nullptr;
+      if (c_.direct) {  // Note [Host memory without staging]: the result straight into one packed output
+        const rvl_backend_api& dev = plugin_->api();
+        const int32_t index = c_.device.index();
+        plugin_->check(dev.synchronize(index), "synchronize");  // kernels writing the inputs are over
+        if (in.size() == 1) plugin_->check(dev.buffer_address(in[0]->handle(), &send), "buffer_address");
+        out_ = std::make_shared<DeviceBuffer>(plugin_, index, total_);
+        plugin_->check(dev.buffer_address(out_->handle(), &recv), "buffer_address");
+        f_.direct.push_back(out_);
+      } else {
+        f_.recv = comm.staging(c_.slot + 1, total_);
+        recv = f_.recv->data();
+      }
+      if (send == nullptr) {
+        f_.send = comm.staging(c_.slot, total_);
+        send = f_.send->data();
+        size_t at = 0;
+        for (size_t i = 0; i < in.size(); ++i) {  // packed back to back: one message per bucket
+          const uint64_t b = bytes_of(c_.shapes[i], c_.dtype);
+          in[i]->read(f_.send->data() + at, b);
+          at += b;
+        }
+      }
+      const uint64_t n = total_ / dtype_size(c_.dtype);
+      const auto& api = comm.plugin().api();
       f_.start(comm, [&](rvl_coll_request** q) {
-        return api.all_reduce(comm.handle(), f_.send->data(), f_.recv->data(), n, abi_dtype(c_.dtype), RVL_COLL_SUM, q);
+        return api.all_reduce(comm.handle(), send, recv, n, abi_dtype(c_.dtype), RVL_COLL_SUM, q);
       }, label_);
     } catch (...) {
-      f_.release();
+      out_.reset();
+      f_.release();  // nothing in flight: the buffers go back
       throw;
     }
   }
@@ -270,25 +298,36 @@ class BucketOp final : public HostOp {
       f_.release();
       throw;
     }
-    size_t at = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-      const uint64_t b = bytes_of(c_.shapes[i], c_.dtype);
-      out[i]->write(f_.recv->data() + at, b);
-      at += b;
+    if (!c_.direct) {  // direct: the plugin wrote the packed output (take_outputs) itself
+      size_t at = 0;
+      for (size_t i = 0; i < out.size(); ++i) {
+        const uint64_t b = bytes_of(c_.shapes[i], c_.dtype);
+        out[i]->write(f_.recv->data() + at, b);
+        at += b;
+      }
     }
     f_.release();
   }
-  void cancel() noexcept override { f_.cancel(); }
+  void cancel() noexcept override {
+    out_.reset();
+    f_.cancel();
+  }
   bool progress() noexcept override { return f_.progress(); }
 
  private:
   BucketCall c_;
   uint64_t total_ = 0;
   std::string label_;
+  std::shared_ptr<LoadedPlugin> plugin_;  // of c_.device, when direct
+  std::shared_ptr<DeviceBuffer> out_;     // direct: made in begin, until take_outputs
   InFlight f_;
 };
 
 }  // namespace
+
+bool host_addressable(const Device& device) {
+  return Runtime::get().plugin_for(device)->caps(device.index()).host_addressable;
+}
 
 std::shared_ptr<HostOp> make_collective_op(CollectiveCall call) { return std::make_shared<CollectiveOp>(std::move(call)); }
 std::shared_ptr<HostOp> make_bucket_op(BucketCall call) { return std::make_shared<BucketOp>(std::move(call)); }

@@ -29,7 +29,7 @@ struct CollectiveCall {
 std::shared_ptr<HostOp> make_collective_op(CollectiveCall call);
 
 // One DataParallel bucket: the sum over ranks of its gradients (one dtype), packed into one
-// staging buffer (slot `slot`, its result in slot + 1). `header`, when set, is checked first
+// staging buffer (slot `slot`, its result in slot + 1, or in one packed output if direct). `header`, when set, is checked first
 // (the first bucket of a reduce_gradients call carries the call's header).
 struct BucketCall {
   DType dtype = DType::F32;
@@ -37,7 +37,14 @@ struct BucketCall {
   size_t slot = 2;
   bool check = false;
   ArgHeader header;
+  // Note [Host memory without staging] (collective_op.cpp): every gradient on this host-memory
+  // device. The result is then one packed output (all the gradients' elements, in order) that
+  // the plugin writes itself, and a bucket of one gradient is sent from its buffer.
+  bool direct = false;
+  Device device;
 };
+// Whether a bucket of tensors on `device` takes the direct path (BucketCall::direct).
+bool host_addressable(const Device& device);
 std::shared_ptr<HostOp> make_bucket_op(BucketCall call);
 
 }  // namespace ravel::detail

@@ -104,6 +104,7 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
 
   std::vector<std::shared_ptr<HostOp>> ops;
   std::vector<std::vector<Tensor>> members(buckets.size());
+  std::vector<uint8_t> direct(buckets.size(), 0);
   for (size_t b = 0; b < buckets.size(); ++b) {
     BucketCall call;
     call.dtype = grads[buckets[b].front()].dtype();
@@ -111,6 +112,11 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
     call.slot = 2 + 2 * b;  // slots 0, 1: the tensor collectives
     call.check = b == 0 && world_options().check_arguments;
     call.header = h;
+    call.device = grads[buckets[b].front()].device();
+    bool one_device = true;
+    for (size_t k : buckets[b]) one_device = one_device && grads[k].device() == call.device;
+    call.direct = one_device && host_addressable(call.device);  // Note [Host memory without staging]
+    direct[b] = call.direct;
     ops.push_back(make_bucket_op(std::move(call)));
   }
   try {
@@ -118,10 +124,22 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
     begin_host_ops(ops, members);  // each bucket begins as its last gradient is made
     for (size_t b = 0; b < buckets.size(); ++b) {
       std::vector<HostOutput> outs;
-      for (size_t k : buckets[b]) outs.push_back(HostOutput{grads[k].dtype(), grads[k].shape(), grads[k].device()});
+      int64_t elements = 0;
+      for (size_t k : buckets[b]) {
+        outs.push_back(HostOutput{grads[k].dtype(), grads[k].shape(), grads[k].device()});
+        elements += grads[k].numel();
+      }
+      // Direct: one packed output, each gradient a view of it (Note [Host memory without staging]).
+      if (direct[b]) outs = {HostOutput{outs.front().dtype, {elements}, outs.front().device}};
       std::shared_ptr<HostOp> op = std::exchange(ops[b], nullptr);  // ended (or given up) from here on
       const std::vector<Tensor> summed = end_host_op_at_first_read(op, outs);  // the wait at its first reader
-      for (size_t i = 0; i < buckets[b].size(); ++i) out[buckets[b][i]] = scaled(summed[i]);
+      int64_t at = 0;
+      for (size_t i = 0; i < buckets[b].size(); ++i) {
+        const Tensor& g = grads[buckets[b][i]];
+        const Tensor r = direct[b] ? summed[0].slice(0, at, at + g.numel()).reshape(g.shape()) : summed[i];
+        at += g.numel();
+        out[buckets[b][i]] = scaled(r);
+      }
     }
   } catch (...) {
     for (auto& op : ops)
