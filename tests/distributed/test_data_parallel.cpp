@@ -122,7 +122,8 @@ BOOST_AUTO_TEST_CASE(bucket_all_reduces_begin_while_the_backward_pass_runs) {
       for (size_t i = 0; i < last_kernel; ++i) before_last += rec.order[i] == 'B';
       BOOST_TEST(before_last >= static_cast<size_t>(ddp.buckets_last_call()) - 1);
       BOOST_TEST(rec.order.find("BB") == std::string::npos);
-      BOOST_TEST(rec.order.find('E') > last_kernel);  // the waits after the last kernel
+      // No wait in the backward pass: each comes at its bucket's first reader (the update below).
+      BOOST_TEST(rec.order.find('E') == std::string::npos);
     }
     sgd_update(model, g);
   }
@@ -172,24 +173,38 @@ BOOST_AUTO_TEST_CASE(data_parallel_training_equals_the_single_process_run) {
   }
 }
 
+// With many buckets, each bucket's wait comes at the optimizer's update that reads it (Note
+// [Results ended at their first reader]): update kernels run between the waits.
 BOOST_AUTO_TEST_CASE(average_gradients_feeds_an_nn_optimizer) {
   const int size = dist::world_size(), me = dist::rank();
   if (kBatch % size != 0) return;
-  Mlp reference(3), model(3);
-  dist::DataParallel ddp(model.parameters());
-  nn::SGD ref_opt(reference.parameters(), kLr), opt(model.parameters(), kLr);
-  const int64_t n = kBatch / size;
-  for (int step = 0; step < 3; ++step) {
-    ref_opt.zero_grad();
-    nn::cross_entropy(reference(batch_x(step)), batch_y(step)).backward();
-    ref_opt.step();
-    opt.zero_grad();  // each rank: the mean over its shard; DDP averages the shards' gradients
-    nn::cross_entropy(model(batch_x(step).slice(0, me * n, (me + 1) * n)), batch_y(step).slice(0, me * n, (me + 1) * n))
-        .backward();
-    ddp.average_gradients();
-    opt.step();
+  for (size_t bucket_bytes : {size_t{25} << 20, size_t{64}}) {
+    Mlp reference(3), model(3);
+    dist::DataParallel ddp(model.parameters(), dist::DataParallel::Config{bucket_bytes});
+    nn::SGD ref_opt(reference.parameters(), kLr), opt(model.parameters(), kLr);
+    const int64_t n = kBatch / size;
+    for (int step = 0; step < 3; ++step) {
+      ref_opt.zero_grad();
+      nn::cross_entropy(reference(batch_x(step)), batch_y(step)).backward();
+      ref_opt.step();
+      opt.zero_grad();  // each rank: the mean over its shard; DDP averages the shards' gradients
+      nn::cross_entropy(model(batch_x(step).slice(0, me * n, (me + 1) * n)), batch_y(step).slice(0, me * n, (me + 1) * n))
+          .backward();
+      StepOrder rec;
+      {
+        ravel::detail::RecordingScope scope(&rec);
+        ddp.average_gradients();
+        opt.step();
+      }
+      if (size > 1 && bucket_bytes == 64) {
+        BOOST_TEST_MESSAGE("average_gradients, rank " << me << ": " << rec.order);
+        const std::string& o = rec.order;
+        BOOST_TEST(std::count(o.begin(), o.end(), 'E') == ddp.buckets_last_call());
+        BOOST_TEST(std::count(o.begin() + o.find('E'), o.begin() + o.rfind('E'), 'K') >= 1);
+      }
+    }
+    BOOST_TEST(max_difference(model, reference) < 1e-5);
   }
-  BOOST_TEST(max_difference(model, reference) < 1e-5);
 }
 
 // DataParallel::backward, DDP's hooked loss.backward(): averaged gradients accumulated into
@@ -222,6 +237,85 @@ BOOST_AUTO_TEST_CASE(backward_averages_into_grad_while_the_backward_pass_runs) {
     opt.step();
   }
   BOOST_TEST(max_difference(model, reference) < 1e-5);
+}
+
+// Note [Results ended at their first reader]: DataParallel::backward leaves every bucket's wait
+// to the first reader of its result, so nn::SGD's one realization of the updates (the last
+// parameter's first: the first bucket's) runs update kernels before later buckets' waits; the
+// training still equals the single-process run.
+BOOST_AUTO_TEST_CASE(each_bucket_is_waited_for_at_the_update_that_reads_it) {
+  const int size = dist::world_size(), me = dist::rank();
+  if (kBatch % size != 0) return;
+  Mlp reference(6), model(6);
+  for (Tensor* p : reference.parameters()) p->requires_grad_();
+  for (Tensor* p : model.parameters()) p->requires_grad_();
+  dist::DataParallel ddp(model.parameters(), dist::DataParallel::Config{64});
+  nn::SGD ref_opt(reference.parameters(), kLr), opt(model.parameters(), kLr);
+  const int64_t n = kBatch / size;
+  for (int step = 0; step < 3; ++step) {
+    ref_opt.zero_grad();
+    nn::cross_entropy(reference(batch_x(step)), batch_y(step)).backward();
+    ref_opt.step();
+    opt.zero_grad();
+    Tensor loss = nn::cross_entropy(model(batch_x(step).slice(0, me * n, (me + 1) * n)),
+                                    batch_y(step).slice(0, me * n, (me + 1) * n));
+    StepOrder rec;
+    size_t backward_end = 0;
+    {
+      ravel::detail::RecordingScope scope(&rec);
+      ddp.backward(loss);
+      backward_end = rec.order.size();
+      opt.step();
+    }
+    BOOST_TEST_MESSAGE("rank " << me << " step " << step << ": " << rec.order.substr(0, backward_end) << " | "
+                               << rec.order.substr(backward_end));
+    if (size > 1) {
+      const std::string update = rec.order.substr(backward_end);
+      BOOST_TEST(rec.order.substr(0, backward_end).find('E') == std::string::npos);  // no wait in backward
+      BOOST_TEST(std::count(update.begin(), update.end(), 'E') == ddp.buckets_last_call());
+      BOOST_TEST(ddp.buckets_last_call() >= 3);
+      // An update kernel between the first wait and the last: a bucket's update ran while a later
+      // bucket was still in flight.
+      BOOST_TEST(std::count(update.begin() + update.find('E'), update.begin() + update.rfind('E'), 'K') >= 1);
+    }
+  }
+  BOOST_TEST(max_difference(model, reference) < 1e-5);
+}
+
+// The whole step, updates included, inside a Jit: the capture records each wait before the update
+// kernel that reads it, and every replay gives the parameters bit for bit as the same step run
+// eagerly on a twin model.
+BOOST_AUTO_TEST_CASE(a_jit_of_the_step_with_waits_at_the_update_equals_eager_bit_for_bit) {
+  const int size = dist::world_size(), me = dist::rank();
+  Mlp jitted(8), eager(8);
+  dist::DataParallel ddp_j(jitted.parameters(), dist::DataParallel::Config{64});
+  dist::DataParallel ddp_e(eager.parameters(), dist::DataParallel::Config{64});
+  const int64_t lo = kBatch * me / size, hi = kBatch * (me + 1) / size;
+  auto step = [&](Mlp& m, dist::DataParallel& ddp, const Tensor& x, const Tensor& y) {
+    Tensor loss = nn::cross_entropy(m(x), y) * (double(hi - lo) / kBatch);
+    std::vector<Tensor> ps;
+    for (Tensor* p : m.parameters()) ps.push_back(*p);
+    const std::vector<Tensor> g = ddp.reduce_gradients(ravel::gradients(loss, ps), 1.0);
+    ravel::NoGradGuard no_grad;
+    std::vector<Tensor> next;
+    for (size_t i = 0; i < ps.size(); ++i) next.push_back(ps[i] - g[i] * kLr);
+    ravel::realize(next);  // one realization of the updates, each wait at its reader
+    for (size_t i = 0; i < ps.size(); ++i) m.parameters()[i]->assign(next[i]);
+  };
+  ravel::Jit jit([&](const std::vector<Tensor>& in) {
+    step(jitted, ddp_j, in[0], in[1]);
+    return std::vector<Tensor>{};
+  }, jitted.parameters());
+  for (int s = 0; s < 4; ++s) {
+    Tensor x = batch_x(s).slice(0, lo, hi).contiguous().realize(), y = batch_y(s).slice(0, lo, hi).contiguous().realize();
+    jit({x, y});
+    step(eager, ddp_e, x, y);
+    auto pj = jitted.parameters(), pe = eager.parameters();
+    for (size_t i = 0; i < pj.size(); ++i)
+      BOOST_TEST(pj[i]->to_vector<float>() == pe[i]->to_vector<float>(), boost::test_tools::per_element());
+  }
+  BOOST_TEST(jit.captures() == 1);
+  BOOST_TEST(jit.replays() == 3);
 }
 
 BOOST_AUTO_TEST_CASE(mismatched_gradient_lists_are_a_typed_error_on_every_rank) {

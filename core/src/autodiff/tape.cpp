@@ -83,6 +83,11 @@ void Tensor::backward(const Tensor& cotangent, const std::vector<Tensor>& also) 
   for (size_t i = 0; i < leaves.size(); ++i) leaves[i]->grad = realized_leaf(sums[i]);
 }
 
+void detail::add_to_grad_lazily(Node& leaf, const Tensor& g) {
+  std::lock_guard<std::mutex> lock(grad_mutex());
+  leaf.grad = leaf.grad ? (Tensor(leaf.grad) + g).node() : g.node();
+}
+
 Tensor Tensor::grad() const {
   check_defined(*this, "grad");
   if (is_multi(*this)) {  // assembled from the parts' gradients (Note [Sharded gradients])

@@ -13,19 +13,58 @@
 // a keep-alive pair per wait and formatted strings in the plugin. Per call the core now reuses
 // what it can (the header buffer, the keep-alive pair below, the staging buffers) and builds
 // message text only for errors; anything reused is replaced when a timed-out request parked it.
+//
+// Note [Host memory without staging]
+// The MPI plugin reads and writes host memory, and a CPU device's buffers are host memory
+// (buffer_address, ABI 1.2; LoadedPlugin::DeviceCaps::host_addressable). There a tensor
+// collective needs neither staging copy: the plugin sends straight from the input's buffer and
+// receives into the output's, which the operation allocates in begin and hands over with
+// HostOp::take_outputs. At 64 KiB on 2 ranks the two copies were most of what the tensor path
+// added over the plugin alone (25 against 8 us; without them 10 us, docs/distributed.md), more
+// than two 64 KiB memcpys cost on one rank (~2.5 us): probably because the copy in leaves the
+// send buffer's lines dirty in this core's cache for the peer to pull across.
+// The input must stay alive and unchanged until the end: realized buffers are never written
+// again (a deferred end writes its buffers before anyone can reach them), and HostOp::hold_inputs
+// keeps it alive, parked with the request if a deadline passes (a Jit replay frees an input after
+// its last reader, the begin). The device is synchronized before the input is read (a queued
+// kernel may still be writing it). Broadcast stays staged (in place: only the root's values are
+// read, into the buffer every rank receives in). DataParallel's buckets: the plugin receives a
+// bucket into one packed output buffer, of which DataParallel hands out each gradient as a view,
+// and sends a bucket of one gradient from its buffer; a bucket of several is still packed by a
+// copy in.
 #include "distributed/collective_op.hpp"
 
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
 #include "distributed/world.hpp"
 #include "ravel/error.hpp"
+#include "ravel/runtime.hpp"
+#include "runtime/device_buffer.hpp"
+#include "runtime/loaded_plugin.hpp"
 
 namespace ravel::detail {
 
 namespace {
 
-using Pair = std::pair<std::shared_ptr<Bytes>, std::shared_ptr<Bytes>>;
+// What a request in flight uses: the staging buffers, or (Note [Host memory without staging]) the
+// input's and the output's device buffers.
+struct Kept {
+  std::shared_ptr<Bytes> send, recv;
+  std::vector<std::shared_ptr<DeviceBuffer>> direct;
+};
+
+// RAVEL_DIST_STAGE=1 stages through host buffers even where the direct path applies, so the
+// staged path (every device that is not host memory) stays tested on CPU-only machines
+// (distributed_tests_np2_staged).
+bool forced_staging() {
+  static const bool on = [] {
+    const char* v = std::getenv("RAVEL_DIST_STAGE");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
 
 uint64_t bytes_of(const Shape& s, DType t) {
   uint64_t n = 1;
@@ -73,26 +112,28 @@ class InFlight {
   }
   void release() {
     send.reset(), recv.reset();
-    // A pair parked with a timed-out or abandoned request keeps its buffers for the rest of the
-    // process: only an unshared pair is emptied (so the communicator's staging slots are free
+    direct.clear();
+    // A keep-alive parked with a timed-out or abandoned request keeps its buffers for the rest of
+    // the process: only an unshared one is emptied (so the communicator's staging slots are free
     // for the next call), a parked one is let go.
-    if (keep_ && keep_.use_count() == 1) keep_->first.reset(), keep_->second.reset();
+    if (keep_ && keep_.use_count() == 1) keep_->send.reset(), keep_->recv.reset(), keep_->direct.clear();
     else keep_.reset();
   }
   std::shared_ptr<Bytes> send, recv;
+  std::vector<std::shared_ptr<DeviceBuffer>> direct;  // Note [Host memory without staging]
 
  private:
-  // Both buffers as one keep-alive for the communicator, the same pair object from call to call
-  // (Note [Fixed cost per call]); a new one only after a time-out parked the last.
+  // The buffers as one keep-alive for the communicator, the same object from call to call (Note
+  // [Fixed cost per call]); a new one only after a time-out parked the last.
   std::shared_ptr<void> kept() {
-    if (!keep_ || keep_.use_count() > 1) keep_ = std::make_shared<Pair>();
-    keep_->first = send, keep_->second = recv;
+    if (!keep_ || keep_.use_count() > 1) keep_ = std::make_shared<Kept>();
+    keep_->send = send, keep_->recv = recv, keep_->direct = direct;
     return keep_;
   }
   Communicator* comm_ = nullptr;
   rvl_coll_request* request_ = nullptr;
   bool completed_ = false;  // a poll saw it complete (Note [Progress between kernels])
-  std::shared_ptr<Pair> keep_;
+  std::shared_ptr<Kept> keep_;
 };
 
 class CollectiveOp final : public HostOp {
@@ -106,16 +147,50 @@ class CollectiveOp final : public HostOp {
     header_.ndim = static_cast<int32_t>(c_.in_shape.size());
     for (size_t i = 0; i < c_.in_shape.size(); ++i) header_.dims[i] = c_.in_shape[i];
     check_label_ = c_.what + " (argument check)";
+    // Note [Host memory without staging]: the plugin must read host memory (all do: the MPI
+    // plugin reads nothing else, and RVL_COLL_DEVICE_HOST is what the core stages through).
+    plugin_ = Runtime::get().plugin_for(c_.device);
+    direct_ = c_.kind != kBroadcast && !forced_staging() && plugin_->caps(c_.device.index()).host_addressable;
   }
   std::string label() const override { return "distributed::" + c_.what; }
+  void hold_inputs(const std::vector<std::shared_ptr<DeviceBuffer>>& in) override {
+    if (direct_) f_.direct = in;
+  }
+  std::vector<std::shared_ptr<DeviceBuffer>> take_outputs() override {
+    if (!out_) return {};
+    return {std::exchange(out_, nullptr)};
+  }
 
   void begin(const std::vector<const DeviceBuffer*>& in) override {
     Communicator& comm = comm_for(c_.what);
-    if (world_options().check_arguments) check_headers(comm, header_, c_.what, check_label_);
+    if (world_options().check_arguments) {
+      try {
+        check_headers(comm, header_, c_.what, check_label_);
+      } catch (...) {
+        f_.release();  // the input hold_inputs kept
+        throw;
+      }
+    }
     const uint64_t in_bytes = bytes_of(c_.in_shape, c_.dtype), out_bytes = bytes_of(c_.out_shape, c_.dtype);
     const rvl_dtype dt = abi_dtype(c_.dtype);
     const auto& api = comm.plugin().api();
-    if (c_.kind == kBroadcast) {  // in place; only the root's values are read
+    void* s = nullptr;
+    void* r = nullptr;
+    if (direct_) {
+      try {
+        const rvl_backend_api& dev = plugin_->api();
+        const int32_t index = c_.device.index();
+        plugin_->check(dev.synchronize(index), "synchronize");  // kernels writing the input are over
+        plugin_->check(dev.buffer_address(in[0]->handle(), &s), "buffer_address");
+        out_ = std::make_shared<DeviceBuffer>(plugin_, index, out_bytes);
+        plugin_->check(dev.buffer_address(out_->handle(), &r), "buffer_address");
+        f_.direct.push_back(out_);
+      } catch (...) {
+        out_.reset();
+        f_.release();
+        throw;
+      }
+    } else if (c_.kind == kBroadcast) {  // in place; only the root's values are read
       f_.send = f_.recv = comm.staging(0, in_bytes);
       if (comm.rank() == c_.root) in[0]->read(f_.send->data(), in_bytes);
     } else {
@@ -125,8 +200,7 @@ class CollectiveOp final : public HostOp {
       in[0]->read(f_.send->data(), in_bytes);
       f_.recv = comm.staging(1, out_bytes);
     }
-    void* s = f_.send->data();
-    void* r = f_.recv->data();
+    if (!direct_) s = f_.send->data(), r = f_.recv->data();
     const uint64_t n = bytes_of(c_.in_shape, c_.dtype) / dtype_size(c_.dtype);
     const int size = comm.size();
     try {
@@ -139,6 +213,7 @@ class CollectiveOp final : public HostOp {
         }
       }, c_.what);
     } catch (...) {
+      out_.reset();
       f_.release();  // nothing in flight: the buffers go back
       throw;
     }
@@ -151,16 +226,23 @@ class CollectiveOp final : public HostOp {
       f_.release();
       throw;
     }
-    out[0]->write(f_.recv->data(), bytes_of(c_.out_shape, c_.dtype));
+    // Direct: the plugin wrote out[0] itself (it is the buffer take_outputs handed over).
+    if (!direct_) out[0]->write(f_.recv->data(), bytes_of(c_.out_shape, c_.dtype));
     f_.release();
   }
-  void cancel() noexcept override { f_.cancel(); }
+  void cancel() noexcept override {
+    out_.reset();
+    f_.cancel();
+  }
   bool progress() noexcept override { return f_.progress(); }
 
  private:
   CollectiveCall c_;
   ArgHeader header_;
   std::string check_label_;
+  std::shared_ptr<LoadedPlugin> plugin_;  // of c_.device
+  bool direct_ = false;                   // Note [Host memory without staging]
+  std::shared_ptr<DeviceBuffer> out_;     // direct: made in begin, until take_outputs
   InFlight f_;
 };
 
@@ -169,29 +251,54 @@ class BucketOp final : public HostOp {
   explicit BucketOp(BucketCall c) : c_(std::move(c)) {
     for (const Shape& s : c_.shapes) total_ += bytes_of(s, c_.dtype);
     label_ = "DataParallel bucket all_reduce (" + std::to_string(total_) + " bytes)";  // once, not per start and wait
+    if (c_.direct) plugin_ = Runtime::get().plugin_for(c_.device);
   }
   std::string label() const override { return label_; }
+  void hold_inputs(const std::vector<std::shared_ptr<DeviceBuffer>>& in) override {
+    if (c_.direct && in.size() == 1) f_.direct = in;  // sent from its own buffer
+  }
+  std::vector<std::shared_ptr<DeviceBuffer>> take_outputs() override {
+    if (!out_) return {};
+    return {std::exchange(out_, nullptr)};
+  }
 
   void begin(const std::vector<const DeviceBuffer*>& in) override {
     Communicator& comm = comm_for("DataParallel::reduce_gradients");
-    if (c_.check) check_headers(comm, c_.header, "DataParallel::reduce_gradients",
-                                "DataParallel::reduce_gradients (argument check)");
-    f_.send = comm.staging(c_.slot, total_);
-    f_.recv = comm.staging(c_.slot + 1, total_);
-    size_t at = 0;
-    for (size_t i = 0; i < in.size(); ++i) {  // packed back to back: one message per bucket
-      const uint64_t b = bytes_of(c_.shapes[i], c_.dtype);
-      in[i]->read(f_.send->data() + at, b);
-      at += b;
-    }
-    const uint64_t n = total_ / dtype_size(c_.dtype);
-    const auto& api = comm.plugin().api();
     try {
+      if (c_.check)
+        check_headers(comm, c_.header, "DataParallel::reduce_gradients", "DataParallel::reduce_gradients (argument check)");
+      void* send = nullptr;
+      void* recv = nullptr;
+      if (c_.direct) {  // Note [Host memory without staging]: the result straight into one packed output
+        const rvl_backend_api& dev = plugin_->api();
+        const int32_t index = c_.device.index();
+        plugin_->check(dev.synchronize(index), "synchronize");  // kernels writing the inputs are over
+        if (in.size() == 1) plugin_->check(dev.buffer_address(in[0]->handle(), &send), "buffer_address");
+        out_ = std::make_shared<DeviceBuffer>(plugin_, index, total_);
+        plugin_->check(dev.buffer_address(out_->handle(), &recv), "buffer_address");
+        f_.direct.push_back(out_);
+      } else {
+        f_.recv = comm.staging(c_.slot + 1, total_);
+        recv = f_.recv->data();
+      }
+      if (send == nullptr) {
+        f_.send = comm.staging(c_.slot, total_);
+        send = f_.send->data();
+        size_t at = 0;
+        for (size_t i = 0; i < in.size(); ++i) {  // packed back to back: one message per bucket
+          const uint64_t b = bytes_of(c_.shapes[i], c_.dtype);
+          in[i]->read(f_.send->data() + at, b);
+          at += b;
+        }
+      }
+      const uint64_t n = total_ / dtype_size(c_.dtype);
+      const auto& api = comm.plugin().api();
       f_.start(comm, [&](rvl_coll_request** q) {
-        return api.all_reduce(comm.handle(), f_.send->data(), f_.recv->data(), n, abi_dtype(c_.dtype), RVL_COLL_SUM, q);
+        return api.all_reduce(comm.handle(), send, recv, n, abi_dtype(c_.dtype), RVL_COLL_SUM, q);
       }, label_);
     } catch (...) {
-      f_.release();
+      out_.reset();
+      f_.release();  // nothing in flight: the buffers go back
       throw;
     }
   }
@@ -203,25 +310,36 @@ class BucketOp final : public HostOp {
       f_.release();
       throw;
     }
-    size_t at = 0;
-    for (size_t i = 0; i < out.size(); ++i) {
-      const uint64_t b = bytes_of(c_.shapes[i], c_.dtype);
-      out[i]->write(f_.recv->data() + at, b);
-      at += b;
+    if (!c_.direct) {  // direct: the plugin wrote the packed output (take_outputs) itself
+      size_t at = 0;
+      for (size_t i = 0; i < out.size(); ++i) {
+        const uint64_t b = bytes_of(c_.shapes[i], c_.dtype);
+        out[i]->write(f_.recv->data() + at, b);
+        at += b;
+      }
     }
     f_.release();
   }
-  void cancel() noexcept override { f_.cancel(); }
+  void cancel() noexcept override {
+    out_.reset();
+    f_.cancel();
+  }
   bool progress() noexcept override { return f_.progress(); }
 
  private:
   BucketCall c_;
   uint64_t total_ = 0;
   std::string label_;
+  std::shared_ptr<LoadedPlugin> plugin_;  // of c_.device, when direct
+  std::shared_ptr<DeviceBuffer> out_;     // direct: made in begin, until take_outputs
   InFlight f_;
 };
 
 }  // namespace
+
+bool host_addressable(const Device& device) {
+  return !forced_staging() && Runtime::get().plugin_for(device)->caps(device.index()).host_addressable;
+}
 
 std::shared_ptr<HostOp> make_collective_op(CollectiveCall call) { return std::make_shared<CollectiveOp>(std::move(call)); }
 std::shared_ptr<HostOp> make_bucket_op(BucketCall call) { return std::make_shared<BucketOp>(std::move(call)); }

@@ -14,19 +14,22 @@ namespace ravel::detail {
 // One tensor collective (all-reduce, all-gather, reduce-scatter, broadcast) of one input.
 // begin: the argument check (Note [Argument headers]; every call, replays included), the input
 // read straight into a reused staging buffer, the non-blocking operation started; end: the wait
-// under the deadline and the result written to the output buffer.
+// under the deadline and the result written to the output buffer. On a device whose buffers are
+// host memory the plugin reads the input's buffer and writes the output's itself (Note [Host
+// memory without staging] in collective_op.cpp).
 struct CollectiveCall {
   Kind kind = kAllReduce;
   rvl_coll_op op = RVL_COLL_SUM;
   int root = -1;
   DType dtype = DType::F32;
   Shape in_shape, out_shape;
+  Device device;     // of the input and the output
   std::string what;  // for messages: "all_reduce (sum)"
 };
 std::shared_ptr<HostOp> make_collective_op(CollectiveCall call);
 
 // One DataParallel bucket: the sum over ranks of its gradients (one dtype), packed into one
-// staging buffer (slot `slot`, its result in slot + 1). `header`, when set, is checked first
+// staging buffer (slot `slot`, its result in slot + 1, or in one packed output if direct). `header`, when set, is checked first
 // (the first bucket of a reduce_gradients call carries the call's header).
 struct BucketCall {
   DType dtype = DType::F32;
@@ -34,7 +37,14 @@ struct BucketCall {
   size_t slot = 2;
   bool check = false;
   ArgHeader header;
+  // Note [Host memory without staging] (collective_op.cpp): every gradient on this host-memory
+  // device. The result is then one packed output (all the gradients' elements, in order) that
+  // the plugin writes itself, and a bucket of one gradient is sent from its buffer.
+  bool direct = false;
+  Device device;
 };
+// Whether a bucket of tensors on `device` takes the direct path (BucketCall::direct).
+bool host_addressable(const Device& device);
 std::shared_ptr<HostOp> make_bucket_op(BucketCall call);
 
 }  // namespace ravel::detail

@@ -47,6 +47,7 @@ CollectiveCall call_of(Kind kind, const Tensor& t, std::string what) {
   c.kind = kind;
   c.dtype = t.dtype();
   c.in_shape = c.out_shape = t.shape();
+  c.device = t.device();
   RAVEL_CHECK(c.in_shape.size() <= 8, ShapeError, "distributed::", what, ": tensors of rank ", c.in_shape.size(),
               " (at most 8)");
   c.what = std::move(what);

@@ -9,8 +9,10 @@
 // pass, beginning bucket b's non-blocking all-reduce right after the kernel that made its last
 // gradient, between the kernels that compute the rest (Note [Host operations begun as their
 // inputs are made] in runtime/host_op.cpp): no shared forward or backward intermediate is
-// computed twice, and the buckets begin in index order on every rank. The waits come after the
-// last kernel. Gradients that are realized already (after Tensor::backward, which realizes them)
+// computed twice, and the buckets begin in index order on every rank. Each bucket's wait comes
+// where its result is first read (Note [Results ended at their first reader] in
+// runtime/host_op_deferred.cpp): the update of a bucket that is done runs while later buckets are
+// still in flight. Gradients that are realized already (after Tensor::backward, which realizes them)
 // overlap nothing but each other's packing: pass lazy ones (ravel::gradients, as backward()
 // below does) to overlap the backward pass. Note [Progress between kernels] (host_op.cpp) is
 // what makes a begun bucket move while the kernels run. A Jit capturing the step records the begins between the kernels and replays
@@ -25,6 +27,7 @@
 #include "distributed/world.hpp"
 #include "ravel/autodiff.hpp"
 #include "ravel/error.hpp"
+#include "tensor/internal.hpp"
 
 namespace ravel::distributed {
 
@@ -101,6 +104,7 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
 
   std::vector<std::shared_ptr<HostOp>> ops;
   std::vector<std::vector<Tensor>> members(buckets.size());
+  std::vector<uint8_t> direct(buckets.size(), 0);
   for (size_t b = 0; b < buckets.size(); ++b) {
     BucketCall call;
     call.dtype = grads[buckets[b].front()].dtype();
@@ -108,6 +112,11 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
     call.slot = 2 + 2 * b;  // slots 0, 1: the tensor collectives
     call.check = b == 0 && world_options().check_arguments;
     call.header = h;
+    call.device = grads[buckets[b].front()].device();
+    bool one_device = true;
+    for (size_t k : buckets[b]) one_device = one_device && grads[k].device() == call.device;
+    call.direct = one_device && host_addressable(call.device);  // Note [Host memory without staging]
+    direct[b] = call.direct;
     ops.push_back(make_bucket_op(std::move(call)));
   }
   try {
@@ -115,10 +124,22 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
     begin_host_ops(ops, members);  // each bucket begins as its last gradient is made
     for (size_t b = 0; b < buckets.size(); ++b) {
       std::vector<HostOutput> outs;
-      for (size_t k : buckets[b]) outs.push_back(HostOutput{grads[k].dtype(), grads[k].shape(), grads[k].device()});
+      int64_t elements = 0;
+      for (size_t k : buckets[b]) {
+        outs.push_back(HostOutput{grads[k].dtype(), grads[k].shape(), grads[k].device()});
+        elements += grads[k].numel();
+      }
+      // Direct: one packed output, each gradient a view of it (Note [Host memory without staging]).
+      if (direct[b]) outs = {HostOutput{outs.front().dtype, {elements}, outs.front().device}};
       std::shared_ptr<HostOp> op = std::exchange(ops[b], nullptr);  // ended (or given up) from here on
-      const std::vector<Tensor> summed = end_host_op(op, outs);
-      for (size_t i = 0; i < buckets[b].size(); ++i) out[buckets[b][i]] = scaled(summed[i]);
+      const std::vector<Tensor> summed = end_host_op_at_first_read(op, outs);  // the wait at its first reader
+      int64_t at = 0;
+      for (size_t i = 0; i < buckets[b].size(); ++i) {
+        const Tensor& g = grads[buckets[b][i]];
+        const Tensor r = direct[b] ? summed[0].slice(0, at, at + g.numel()).reshape(g.shape()) : summed[i];
+        at += g.numel();
+        out[buckets[b][i]] = scaled(r);
+      }
     }
   } catch (...) {
     for (auto& op : ops)
@@ -135,10 +156,21 @@ void DataParallel::backward(const Tensor& loss) {
   for (Tensor* p : params_) params.push_back(*p);
   // Lazy gradients (Note [Gradient buckets]): realized by reduce_gradients' one pass.
   const std::vector<Tensor> avg = reduce_gradients(gradients(loss, params), 1.0 / world_size());
-  // Tensor has no gradient setter: d/dp_i of sum_i sum(p_i * a_i) is exactly a_i, accumulated
-  // into grad() by one backward (one realization for all of them).
+  // Over ranks each average is a bucket's result whose wait comes at its first reader (Note
+  // [Results ended at their first reader]): added to grad() unrealized, the optimizer's update
+  // kernels are those readers, and the update of a bucket that is done runs while later ones are
+  // in flight. Parameters that are not leaves requiring grad (and a world of one, whose averages
+  // are still the lazy backward graph, which a stored gradient must not keep alive) take
+  // Tensor::backward: d/dp_i of sum_i sum(p_i * a_i) is exactly a_i, accumulated into grad() in
+  // one realization.
+  const bool lazily = world_communicator() != nullptr;
   Tensor total;
   for (size_t i = 0; i < params_.size(); ++i) {
+    Node& leaf = *params_[i]->node();
+    if (lazily && leaf.kind == NodeKind::Buffer && leaf.requires_grad) {
+      add_to_grad_lazily(leaf, avg[i]);
+      continue;
+    }
     Tensor term = (*params_[i] * avg[i].detach()).sum();
     total = total.defined() ? total + term : term;
   }
@@ -150,10 +182,20 @@ void DataParallel::average_gradients() {
   std::vector<Tensor> grads;
   for (Tensor* p : params_)
     if (Tensor g = p->grad(); g.defined()) with.push_back(p), grads.push_back(g);
+  // The gradients are realized (after Tensor::backward): every bucket begins at once, and its
+  // wait comes at the first reader of its average (Note [Results ended at their first reader]),
+  // the optimizer's update when grad() is replaced unrealized: the updates of the buckets that
+  // are done run while later buckets are in flight (but nothing overlaps the backward pass:
+  // DataParallel::backward does).
   const std::vector<Tensor> avg = reduce_gradients(grads, 1.0 / world_size());
   for (size_t i = 0; i < with.size(); ++i) {
-    // Tensor has no gradient setter: d/dp sum(p * a) is exactly a, accumulated into a cleared grad.
     with[i]->zero_grad();
+    Node& leaf = *with[i]->node();
+    if (leaf.kind == NodeKind::Buffer && leaf.requires_grad) {
+      add_to_grad_lazily(leaf, avg[i]);
+      continue;
+    }
+    // Tensor has no gradient setter: d/dp sum(p * a) is exactly a, accumulated into a cleared grad.
     (*with[i] * avg[i].detach()).sum().backward();
   }
 }

@@ -15,6 +15,7 @@
 #include "config/environment.hpp"
 #include "config/settings.hpp"
 #include "ravel/runtime.hpp"
+#include "runtime/host_op.hpp"
 
 namespace ravel::detail {
 
@@ -183,6 +184,11 @@ void finalize() {
   State* s = state();
   if (!s) return;
   if (s->comm) {
+    try {  // results never read (Note [Results ended at their first reader]): no request left behind
+      detail::end_deferred_host_ops();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "ravel: distributed: rank %d: %s\n", s->world.rank, e.what());
+    }
     if (std::string e = s->comm->shut(); !e.empty())
       std::fprintf(stderr, "ravel: distributed: rank %d: %s\n", s->world.rank, e.c_str());
   }

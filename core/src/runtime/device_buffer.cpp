@@ -25,11 +25,13 @@ DeviceBuffer::~DeviceBuffer() {
 }
 
 void DeviceBuffer::write(const void* src, uint64_t bytes, uint64_t offset) {
+  if (pending_) end_deferred(pending_);
   if (bytes == 0) return;
   plugin_->check(plugin_->api().buffer_write(nullptr, buffer_, offset, src, bytes), "buffer_write");
 }
 
 void DeviceBuffer::read(void* dst, uint64_t bytes, uint64_t offset) const {
+  if (pending_) end_deferred(pending_);
   if (bytes == 0) return;
   plugin_->check(plugin_->api().buffer_read(nullptr, buffer_, offset, dst, bytes), "buffer_read");
 }

@@ -5,11 +5,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "ravel/backend.h"
 #include "runtime/loaded_plugin.hpp"
 
 namespace ravel::detail {
+
+// A host operation's end deferred to the first reader of its outputs (Note [Results ended at
+// their first reader] in runtime/host_op.cpp); ends it, or rethrows the error its end gave.
+struct DeferredEnd;
+void end_deferred(std::shared_ptr<DeferredEnd> pending);  // by value: it clears the pointer it was read from
 
 class DeviceBuffer {
  public:
@@ -22,18 +28,28 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
 
-  rvl_buffer* handle() const { return buffer_; }
+  // Every way to the contents (handle, read, write) first ends a deferred host operation that is
+  // still to write this buffer (Note [Results ended at their first reader]); one branch when none.
+  rvl_buffer* handle() const {
+    if (pending_) [[unlikely]] end_deferred(pending_);
+    return buffer_;
+  }
   uint64_t bytes() const { return bytes_; }
   int32_t device() const { return device_; }
   LoadedPlugin& plugin() const { return *plugin_; }
   void write(const void* src, uint64_t bytes, uint64_t offset = 0);
   void read(void* dst, uint64_t bytes, uint64_t offset = 0) const;
+  // Set by the deferred end that will write this buffer, cleared by it when it has (kept when it
+  // failed: every later access rethrows its error instead of reading what was never written).
+  void set_pending(std::shared_ptr<DeferredEnd> pending) { pending_ = std::move(pending); }
+  bool pending() const { return pending_ != nullptr; }
 
  private:
   std::shared_ptr<LoadedPlugin> plugin_;
   int32_t device_;
   uint64_t bytes_;
   rvl_buffer* buffer_ = nullptr;
+  std::shared_ptr<DeferredEnd> pending_;
 };
 
 }  // namespace ravel::detail

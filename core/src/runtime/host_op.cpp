@@ -39,6 +39,7 @@ void begin_realized(const std::shared_ptr<HostOp>& op, const std::vector<Tensor>
     RAVEL_CHECK(held.back() != nullptr, InternalError, op->label(), ": an input has no buffer after realization");
     bufs.push_back(held.back().get());
   }
+  op->hold_inputs(held);
   op->begin(bufs);
   if (KernelRecorder* rec = active_recorder()) {
     try {

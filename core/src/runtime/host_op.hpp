@@ -38,6 +38,11 @@ class HostOp {
   virtual ~HostOp() = default;
   virtual std::string label() const = 0;
   virtual void begin(const std::vector<const DeviceBuffer*>& inputs) = 0;
+  // Called right before every `begin` with the same buffers, owned. An operation that reads an
+  // input after `begin` returns (a collective sending straight from a host-memory buffer, Note
+  // [Host memory without staging] in distributed/collective_op.cpp) keeps them until it ended or
+  // gave up; the default keeps nothing (begin copies what it needs).
+  virtual void hold_inputs(const std::vector<std::shared_ptr<DeviceBuffer>>&) {}
   virtual void end(const std::vector<DeviceBuffer*>& outputs) = 0;
   virtual void cancel() noexcept = 0;
   // Called between kernels while the operation is begun and not ended (Note [Progress between
@@ -79,5 +84,20 @@ void begin_host_ops(const std::vector<std::shared_ptr<HostOp>>& ops, const std::
 // Allocates the outputs, runs op->end on them and reports it; returns them as realized leaves.
 // If end throws, the operation is over (the op has given up itself) and nothing is reported.
 std::vector<Tensor> end_host_op(const std::shared_ptr<HostOp>& op, const std::vector<HostOutput>& outputs);
+
+// Note [Results ended at their first reader] (runtime/host_op_deferred.cpp): allocates the
+// outputs now and returns them as realized leaves, but runs op->end (the wait) only when
+// something first touches one of their buffers: the first kernel that reads one, a read-back, a
+// host operation's begin, a Jit call or capture's end, or end_deferred_host_ops. The end is
+// reported to the recorder active where it happens. An error of the end is thrown there (and
+// again on every later access to those outputs, never their unwritten bytes).
+std::vector<Tensor> end_host_op_at_first_read(const std::shared_ptr<HostOp>& op, const std::vector<HostOutput>& outputs);
+// Ends every deferred operation still pending, in the order they were deferred (the first error
+// is thrown after all were tried).
+void end_deferred_host_ops();
+// Gives one deferred, still pending operation a non-blocking progress call (Note [Progress
+// between kernels] in host_op.cpp); does nothing, cheaply, when none is pending.
+void progress_deferred_host_ops() noexcept;
+bool deferred_host_ops_pending() noexcept;
 
 }  // namespace ravel::detail

@@ -204,6 +204,9 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
     std::atomic<bool>& running;
     ~Done() { running = false; }
   } done{m.running};
+  // Note [Results ended at their first reader] (runtime/host_op_deferred.cpp): nothing begun
+  // outside this call may end inside its capture or replay.
+  end_deferred_host_ops();
   bool sharded = m.sharded != nullptr || any_multi(inputs);
   for (Tensor* s : m.state) sharded = sharded || is_multi(*s);
   if (sharded) {  // Note [Sharded Jit]
@@ -275,6 +278,7 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
       RAVEL_CHECK(s.defined(), ValueError, "Jit: the function left state tensor ", j, " undefined");
       if (!is_leaf(s)) rebind(s, realized_leaf(s));
     }
+    end_deferred_host_ops();  // results returned unread: their ends belong to this capture
   }
   Capture c;
   c.inputs = metas(in);

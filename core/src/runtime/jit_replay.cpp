@@ -19,7 +19,9 @@ void run_host_step(const Step& step, const std::vector<Slot>& slots, std::vector
                    std::vector<HostOp*>& in_flight) {
   if (!step.host_end) {
     std::vector<const DeviceBuffer*> in;
-    for (int32_t s : step.host_slots) in.push_back(bufs[s].get());
+    std::vector<std::shared_ptr<DeviceBuffer>> held;
+    for (int32_t s : step.host_slots) in.push_back(bufs[s].get()), held.push_back(bufs[s]);
+    step.host->hold_inputs(held);
     step.host->begin(in);
     in_flight.push_back(step.host.get());
     return;

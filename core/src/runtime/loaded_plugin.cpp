@@ -173,6 +173,9 @@ void LoadedPlugin::start() {
     // ABI 1.11 (chains of row reductions): likewise.
     if (RVL_HAS_MEMBER(&props, rvl_device_properties, reduce_chain_ops))
       caps_[d].reduce_chain_ops = props.reduce_chain_ops & caps_[d].reduce_ops;
+    const int32_t memory = RVL_HAS_MEMBER(&props, rvl_device_properties, dlpack_device_type) ? props.dlpack_device_type : 0;
+    caps_[d].host_addressable = RAVEL_API_HAS(api, buffer_address) &&
+                                (memory == 1 /* kDLCPU */ || (memory == 0 && props.kind == RVL_DEVICE_CPU));
   }
 }
 

@@ -74,6 +74,10 @@ class LoadedPlugin {
     int32_t contraction_axes = 1;                // rvl_device_properties.contraction_axes (1.8 im2col), >= 1
     uint32_t reduce_epilogue_ops = 0;            // rvl_device_properties.reduce_epilogue_ops (1.10), within reduce_ops
     uint32_t reduce_chain_ops = 0;               // rvl_device_properties.reduce_chain_ops (1.11), within reduce_ops
+    // buffer_address (1.2) gives host memory (1.3 dlpack_device_type kDLCPU, or unstated on a CPU
+    // device): the host may read and write a buffer through it (Note [Host memory without staging]
+    // in distributed/collective_op.cpp).
+    bool host_addressable = false;
   };
   // The capabilities of `device` (0 .. device_count() - 1; others get the defaults).
   const DeviceCaps& caps(int32_t device) const;

@@ -9,6 +9,7 @@
 #include "ravel/error.hpp"
 #include "runtime/debug.hpp"
 #include "runtime/execute.hpp"
+#include "runtime/host_op.hpp"
 #include "runtime/loaded_plugin.hpp"
 #include "runtime/options.hpp"
 #include "runtime/stats.hpp"
@@ -78,6 +79,22 @@ void check_device_dtypes(const Runtime& rt, const std::vector<NodePtr>& order) {
 
 void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets, const TargetReady& ready,
                    const std::function<void()>& after_kernel) {
+  // Targets that all have their buffers (a read-back or Tensor::realize of a result, a collective's
+  // output) need no graph walk, hash sets or schedule: still one realization in the statistics.
+  // A View's srcs[0] is its base (graph/node.hpp); resolve would copy the view.
+  if (!ready && !after_kernel) {
+    bool all_made = true;
+    for (const auto& t : targets) {
+      const Node& base = t->kind == NodeKind::View ? *t->srcs[0] : *t;
+      all_made = all_made && base.buffer != nullptr;
+    }
+    if (all_made) {
+      KernelStats stats;
+      stats.realizations = 1;
+      record_realization(stats);
+      return;
+    }
+  }
   const auto t_start = Clock::now();
   const Settings& settings = rt.settings();
   std::vector<NodePtr> roots;
@@ -100,9 +117,13 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets, const
     for (size_t i = 0; i < roots.size(); ++i)
       if (roots[i]->buffer) report(i);
       else waiting[roots[i].get()].push_back(i);
-  if (!waiting.empty() || after_kernel)
+  // Operations whose ends wait for a reader (Note [Results ended at their first reader] in
+  // host_op_deferred.cpp) are progressed between these kernels too, e.g. an optimizer's update.
+  const bool deferred = deferred_host_ops_pending();
+  if (!waiting.empty() || after_kernel || deferred)
     made = [&](const Node& n) {
       if (after_kernel) after_kernel();  // first: what began before this kernel, as a Jit replays it
+      else if (deferred) progress_deferred_host_ops();
       if (auto it = waiting.find(&n); it != waiting.end())
         for (size_t i : it->second) report(i);
     };

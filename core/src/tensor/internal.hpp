@@ -32,6 +32,12 @@ Tensor make_reduce_widening(ReduceOp op, const Tensor& t, uint32_t axes, DType o
 // A fresh Buffer leaf holding t's values, realized now; shares the realized buffer, copies
 // nothing more (Tensor::assign, requires_grad_, stored gradients).
 NodePtr realized_leaf(const Tensor& t);
+// Adds `g` to the gradient of `leaf` (a Buffer node that requires grad) without realizing the
+// sum, under the lock Tensor::backward accumulates with (autodiff/tape.cpp). For a gradient
+// whose value is already a few realized buffers (DataParallel::backward's averaged buckets,
+// Note [Results ended at their first reader] in runtime/host_op_deferred.cpp): the optimizer's
+// kernels then read it, so a bucket's wait comes at its update.
+void add_to_grad_lazily(Node& leaf, const Tensor& g);
 
 // Elementwise binary primitive with broadcasting and promotion (the inputs are cast).
 Tensor binary(AluOp op, const Tensor& a, const Tensor& b);
