@@ -113,10 +113,12 @@ void realize_nodes(const Runtime& rt, const std::vector<NodePtr>& targets, const
     if (!reported[i]) reported[i] = 1, ready(i);
   };
   KernelMade made;
-  if (ready)
-    for (size_t i = 0; i < roots.size(); ++i)
+  if (ready) {
+    for (size_t i = 0; i < roots.size(); ++i) {
       if (roots[i]->buffer) report(i);
       else waiting[roots[i].get()].push_back(i);
+    }
+  }
   // Operations whose ends wait for a reader (Note [Results ended at their first reader] in
   // host_op_deferred.cpp) are progressed between these kernels too, e.g. an optimizer's update.
   const bool deferred = deferred_host_ops_pending();
