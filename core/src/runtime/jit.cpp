@@ -105,6 +105,40 @@ int64_t kernel_count(const Capture& c) {  // host operations are not kernels
   return n;
 }
 
+// Note [Unread kernels]
+// A capture records every kernel the call ran, also those whose results only the host read
+// during the call: a check of values (nn::Embedding's and cross_entropy's index bounds read the
+// indices with to_vector, which on a sharded batch gathers it onto one device: a transfer and a
+// join per index tensor and step, 4 of the 36 kernels of the first device's lane in the 2-device
+// makemore step, docs/performance.md §6, 2026-12-07). A replay does not repeat what the host did
+// with them (the checks ran at the capture; Note [Jit]), so such a kernel does nothing at a
+// replay but cost its launch. Dropped here: walking back from the outputs and state, a kernel
+// stays if a kept step reads its result; host operations always stay (they talk to other
+// ranks). What is dropped has no effect a replay could show: results are fresh buffers
+// (property 2 of Note [Jit]), read by no one.
+void drop_unread_kernels(std::vector<Step>& steps, size_t slots, const std::vector<uint8_t>& kept) {
+  std::vector<uint8_t> read(kept.begin(), kept.end());
+  read.resize(slots, 0);
+  std::vector<uint8_t> drop(steps.size(), 0);
+  for (size_t i = steps.size(); i-- > 0;) {
+    const Step& step = steps[i];
+    bool needed = step.host != nullptr;
+    for (int32_t w : step.writes()) needed = needed || read[w];
+    if (!needed) {
+      drop[i] = 1;
+      continue;
+    }
+    for (int32_t r : step.reads()) read[r] = 1;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (drop[i]) continue;
+    if (k != i) steps[k] = std::move(steps[i]);  // not onto itself: that empties its vectors
+    ++k;
+  }
+  steps.resize(k);
+}
+
 bool is_leaf(const Tensor& t) { return t.node()->kind == NodeKind::Buffer && t.node()->buffer; }
 const std::shared_ptr<DeviceBuffer>& buffer_of_leaf(const Tensor& t) { return t.node()->buffer; }
 
@@ -302,6 +336,7 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
               "optimizer's moment; a replay would not update them. Return them, list them as state, or drop them "
               "(zero_grad) before the function returns. This call ran the function once.");
 
+  drop_unread_kernels(rec.steps, rec.slots.size(), kept);
   std::vector<int32_t> last(rec.slots.size(), -1);
   for (size_t i = 0; i < rec.steps.size(); ++i) {
     for (int32_t w : rec.steps[i].writes()) last[w] = static_cast<int32_t>(i);
@@ -315,7 +350,8 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
       slot.external = rec.held[s].use_count() > 1;
       slot.constant = rec.held[s];
     }
-    if (slot.kind == Slot::Kind::Result && !kept[s]) rec.steps[last[s]].release.push_back(static_cast<int32_t>(s));
+    if (slot.kind == Slot::Kind::Result && !kept[s] && last[s] >= 0)  // < 0: its kernel was dropped
+      rec.steps[last[s]].release.push_back(static_cast<int32_t>(s));
     if (slot.kind == Slot::Kind::Result) {
       bool seen = false;
       for (const auto& [p, d] : c.plugins) seen = seen || p == slot.plugin.get();
