@@ -14,6 +14,7 @@
 
 #include <ravel/backend.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -36,10 +37,16 @@ inline void check_range(const char* what, uint64_t offset, uint64_t bytes, uint6
 // its buffers, registers its output and frees temporaries: several lookups per kernel. With one
 // std::mutex per set the two threads met on it every few microseconds, and glibc's mutex sleeps
 // at once on a held lock: a futex wait and wake-up per meeting, the largest single cost of the
-// 2-device makemore step (docs/performance.md §6, 2026-12-07). So a set is split into stripes by
-// handle (two threads rarely want the same one), each with its own lock on its own cache line,
-// and a lock spins briefly before it sleeps (a critical section is a hash lookup: far shorter
-// than a sleep and wake-up).
+// 2-device makemore step (docs/performance.md §6, 2026-12-07). Even without sleeping, a lock
+// both threads take passes its cache line between their cores at every kernel (16 us of the
+// ~186 us step when handles were striped by address). So:
+//  - a set is split into stripes, each with its own lock on its own cache line, and a handle is
+//    registered in the stripe of the thread that registers it (threads take stripes in turn);
+//    a lookup or a free searches the calling thread's stripe first, then the others: a device's
+//    thread makes and uses its own buffers, so it finds them in its own stripe, which no other
+//    thread locks; one thread alone uses one stripe;
+//  - a lock spins briefly before it sleeps (a critical section is a hash lookup: far shorter
+//    than a sleep and wake-up).
 class SpinThenBlockMutex {
  public:
   void lock() {
@@ -67,15 +74,12 @@ class LiveSet {
   explicit LiveSet(const char* kind) : kind_(kind) {}
 
   void add(const T* h) {
-    Stripe& s = stripe(h);
+    Stripe& s = stripes_[own_stripe()];
     std::lock_guard<SpinThenBlockMutex> lock(s.mu);
     s.live.insert(h);
   }
   bool contains(const T* h) const {
-    if (h == nullptr) return false;
-    Stripe& s = stripe(h);
-    std::lock_guard<SpinThenBlockMutex> lock(s.mu);
-    return s.live.count(h) != 0;
+    return h != nullptr && holder(h) != nullptr;
   }
   // The live handle, or INVALID_ARGUMENT naming `what`.
   T* get(const T* h, const char* what) const {
@@ -87,19 +91,25 @@ class LiveSet {
   template <class F>
   auto with(const T* h, const char* what, F&& f) const {
     if (h == nullptr) not_live(h, what);
-    Stripe& s = stripe(h);
-    std::lock_guard<SpinThenBlockMutex> lock(s.mu);
-    if (s.live.count(h) == 0) not_live(h, what);
-    return f(*const_cast<T*>(h));
+    for (size_t k : search_order()) {
+      Stripe& s = stripes_[k];
+      std::lock_guard<SpinThenBlockMutex> lock(s.mu);
+      if (s.live.count(h) != 0) return f(*const_cast<T*>(h));
+    }
+    not_live(h, what);
   }
   // Erase-or-fail is the liveness check of a free: a second free finds nothing.
   T* take(const T* h, const char* what) {
     bool erased = false;
-    if (h != nullptr) {
-      Stripe& s = stripe(h);
-      std::lock_guard<SpinThenBlockMutex> lock(s.mu);
-      erased = s.live.erase(h) != 0;
-    }
+    if (h != nullptr)
+      for (size_t k : search_order()) {
+        Stripe& s = stripes_[k];
+        std::lock_guard<SpinThenBlockMutex> lock(s.mu);
+        if (s.live.erase(h) != 0) {
+          erased = true;
+          break;
+        }
+      }
     if (!erased) invalid(std::string(what) + ": not a live " + kind_ + " (freed twice, or never created here)");
     return const_cast<T*>(h);
   }
@@ -144,10 +154,33 @@ class LiveSet {
     mutable SpinThenBlockMutex mu;
     std::unordered_set<const T*> live;
   };
-  // Handles are heap objects: the bits above the allocator's alignment pick the stripe.
-  Stripe& stripe(const T* h) const {
-    const auto a = reinterpret_cast<uintptr_t>(h);
-    return stripes_[((a >> 4) ^ (a >> 10)) % kStripes];
+  // The calling thread's stripe: threads take stripes in turn, at their first call of any set.
+  static size_t own_stripe() {
+    static std::atomic<size_t> next{0};
+    thread_local const size_t mine = next.fetch_add(1, std::memory_order_relaxed) % kStripes;
+    return mine;
+  }
+  // The calling thread's stripe, then every other in order.
+  struct SearchOrder {
+    size_t first;
+    struct It {
+      size_t i, first;
+      size_t operator*() const { return i == 0 ? first : (i - 1 < first ? i - 1 : i); }
+      It& operator++() { return ++i, *this; }
+      bool operator!=(const It& o) const { return i != o.i; }
+    };
+    It begin() const { return {0, first}; }
+    It end() const { return {kStripes, first}; }
+  };
+  static SearchOrder search_order() { return {own_stripe()}; }
+  // The stripe that holds h (searched in search_order), or nullptr.
+  const Stripe* holder(const T* h) const {
+    for (size_t k : search_order()) {
+      const Stripe& s = stripes_[k];
+      std::lock_guard<SpinThenBlockMutex> lock(s.mu);
+      if (s.live.count(h) != 0) return &s;
+    }
+    return nullptr;
   }
   struct AllLocked {  // every stripe's lock, always taken in stripe order
     const LiveSet& set;
