@@ -115,8 +115,7 @@ void DeviceLanes::run(size_t n, const std::function<void(size_t)>& lane, const s
   run_lane(0);
   if (!spin_for([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
     caller_sleeping_.store(true, std::memory_order_seq_cst);
-    for (int left = pending_.load(std::memory_order_seq_cst); left != 0; left = pending_.load(std::memory_order_seq_cst))
-      pending_.wait(left, std::memory_order_acquire);
+    for (int left; (left = pending_.load(std::memory_order_seq_cst)) != 0;) pending_.wait(left, std::memory_order_acquire);
     caller_sleeping_.store(false, std::memory_order_relaxed);
   }
   lane_ = nullptr;

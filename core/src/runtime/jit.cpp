@@ -105,40 +105,6 @@ int64_t kernel_count(const Capture& c) {  // host operations are not kernels
   return n;
 }
 
-// Note [Unread kernels]
-// A capture records every kernel the call ran, also those whose results only the host read
-// during the call: a check of values (nn::Embedding's and cross_entropy's index bounds read the
-// indices with to_vector, which on a sharded batch gathers it onto one device: a transfer and a
-// join per index tensor and step, 4 of the 36 kernels of the first device's lane in the 2-device
-// makemore step, docs/performance.md §6, 2026-12-07). A replay does not repeat what the host did
-// with them (the checks ran at the capture; Note [Jit]), so such a kernel does nothing at a
-// replay but cost its launch. Dropped here: walking back from the outputs and state, a kernel
-// stays if a kept step reads its result; host operations always stay (they talk to other
-// ranks). What is dropped has no effect a replay could show: results are fresh buffers
-// (property 2 of Note [Jit]), read by no one.
-void drop_unread_kernels(std::vector<Step>& steps, size_t slots, const std::vector<uint8_t>& kept) {
-  std::vector<uint8_t> read(kept.begin(), kept.end());
-  read.resize(slots, 0);
-  std::vector<uint8_t> drop(steps.size(), 0);
-  for (size_t i = steps.size(); i-- > 0;) {
-    const Step& step = steps[i];
-    bool needed = step.host != nullptr;
-    for (int32_t w : step.writes()) needed = needed || read[w];
-    if (!needed) {
-      drop[i] = 1;
-      continue;
-    }
-    for (int32_t r : step.reads()) read[r] = 1;
-  }
-  size_t k = 0;
-  for (size_t i = 0; i < steps.size(); ++i) {
-    if (drop[i]) continue;
-    if (k != i) steps[k] = std::move(steps[i]);  // not onto itself: that empties its vectors
-    ++k;
-  }
-  steps.resize(k);
-}
-
 bool is_leaf(const Tensor& t) { return t.node()->kind == NodeKind::Buffer && t.node()->buffer; }
 const std::shared_ptr<DeviceBuffer>& buffer_of_leaf(const Tensor& t) { return t.node()->buffer; }
 

@@ -90,6 +90,40 @@ LanesMode lanes_mode() {
 
 }  // namespace
 
+// Note [Unread kernels]
+// A capture records every kernel the call ran, also those whose results only the host read
+// during the call: a check of values (nn::Embedding's and cross_entropy's index bounds read the
+// indices with to_vector, which on a sharded batch gathers it onto one device: a transfer and a
+// join per index tensor and step, 4 of the 36 kernels of the first device's lane in the 2-device
+// makemore step, docs/performance.md §6, 2026-12-07). A replay does not repeat what the host did
+// with them (the checks ran at the capture; Note [Jit]), so such a kernel does nothing at a
+// replay but cost its launch. Dropped here: walking back from the outputs and state, a kernel
+// stays if a kept step reads its result; host operations always stay (they talk to other
+// ranks). What is dropped has no effect a replay could show: results are fresh buffers
+// (property 2 of Note [Jit]), read by no one.
+void drop_unread_kernels(std::vector<Step>& steps, size_t slots, const std::vector<uint8_t>& kept) {
+  std::vector<uint8_t> read(kept.begin(), kept.end());
+  read.resize(slots, 0);
+  std::vector<uint8_t> drop(steps.size(), 0);
+  for (size_t i = steps.size(); i-- > 0;) {
+    const Step& step = steps[i];
+    bool needed = step.host != nullptr;
+    for (int32_t w : step.writes()) needed = needed || read[w];
+    if (!needed) {
+      drop[i] = 1;
+      continue;
+    }
+    for (int32_t r : step.reads()) read[r] = 1;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (drop[i]) continue;
+    if (k != i) steps[k] = std::move(steps[i]);  // not onto itself: that empties its vectors
+    ++k;
+  }
+  steps.resize(k);
+}
+
 void plan_lanes(Capture& c) {
   c.lane_of.assign(c.steps.size(), 0);
   c.reads_before_release.assign(c.slots.size(), -1);
@@ -192,12 +226,14 @@ void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer
     KernelStats s;
   };
   std::vector<ReadsLeft> reads_left(c.slots.size());
-  for (size_t s = 0; s < c.slots.size(); ++s) reads_left[s].n.store(c.reads_before_release[s], std::memory_order_relaxed);
+  for (size_t s = 0; s < c.slots.size(); ++s)
+    reads_left[s].n.store(c.reads_before_release[s], std::memory_order_relaxed);
   std::vector<LaneStats> lane_stats(n);
 
   // Every release goes through here: the lane that ends the last read frees the buffer.
   auto read_done = [&](int32_t s) {
-    if (c.reads_before_release[s] >= 0 && reads_left[s].n.fetch_sub(1, std::memory_order_acq_rel) == 1) at(bufs, s).reset();
+    if (c.reads_before_release[s] >= 0 && reads_left[s].n.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      at(bufs, s).reset();
   };
   // Note [Host steps in lanes]: a host operation that may run in a lane (HostOp::runs_in_a_lane:
   // the plugin all-reduce, Note [Plugin all-reduce]) runs in lane 0, its begin waiting for its
