@@ -85,7 +85,7 @@ uint64_t BlockCache::class_of_index(int i) {
 void* BlockCache::allocate(uint64_t bytes) {
   const uint64_t c = class_size(bytes);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<rvl::SpinThenBlockMutex> lock(mu_);
     ++st_.requests;
     const int i = class_index(c);
     if (enabled_ && !free_[i].empty()) {
@@ -107,7 +107,7 @@ void* BlockCache::allocate(uint64_t bytes) {
     data = system_allocate(c);
     if (!data) return nullptr;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<rvl::SpinThenBlockMutex> lock(mu_);
   ++st_.fresh;
   st_.live_bytes += c;
   if (st_.live_bytes > st_.peak_live_bytes) st_.peak_live_bytes = st_.live_bytes;
@@ -117,7 +117,7 @@ void* BlockCache::allocate(uint64_t bytes) {
 void BlockCache::release(void* data, uint64_t bytes) noexcept {
   const uint64_t c = class_size(bytes);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<rvl::SpinThenBlockMutex> lock(mu_);
     ++st_.released;
     st_.live_bytes -= c;
     if (enabled_) {
@@ -137,12 +137,12 @@ void BlockCache::release(void* data, uint64_t bytes) noexcept {
 }
 
 void BlockCache::drop() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<rvl::SpinThenBlockMutex> lock(mu_);
   drop_locked();
 }
 
 void BlockCache::set_enabled(bool on) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<rvl::SpinThenBlockMutex> lock(mu_);
   if (on) {
     st_ = CacheStats{};
     st_.cap_bytes = cap_from_env();
@@ -165,12 +165,12 @@ void BlockCache::drop_locked() {
 }
 
 CacheStats BlockCache::stats() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<rvl::SpinThenBlockMutex> lock(mu_);
   return st_;
 }
 
 std::string BlockCache::summary() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<rvl::SpinThenBlockMutex> lock(mu_);
   return summary_locked();
 }
 

@@ -18,6 +18,8 @@
 // The cache only fills between initialize() and shutdown(), which empties it.
 #pragma once
 
+#include <ravel/plugin_kit.hpp>
+
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -58,7 +60,9 @@ class BlockCache {
   std::string details();  // "key=value; ..." for the device's details (ravel-info)
 
  private:
-  std::mutex mu_;  // never held while taking the registry's lock, so the two cannot deadlock
+  // Never held while taking the registry's lock, so the two cannot deadlock; spins before it
+  // sleeps (Note [Registry locks] in plugin_kit.hpp).
+  rvl::SpinThenBlockMutex mu_;
   bool enabled_ = false;
   std::vector<std::vector<void*>> free_;  // idle blocks per class index
   CacheStats st_;

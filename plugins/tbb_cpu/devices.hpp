@@ -71,7 +71,9 @@ Config read_config();
 // else max(1, cores / N).
 int threads_for(const Config& c, int32_t i);
 
-struct Device {
+// Its own cache line or more: `used` changes with every allocation, from the device's own host
+// thread in a Jit replay by device (Note [Registry locks] in plugin_kit.hpp).
+struct alignas(64) Device {
   int32_t index = 0;
   int threads = 1;
   int numa_node = -1;  // -1: not bound

@@ -77,6 +77,37 @@ BOOST_AUTO_TEST_CASE(bucketed_gradients_equal_parameter_by_parameter_ones_bitwis
   for (size_t i = 0; i < before.size(); ++i) BOOST_TEST(after[i] == before[i] - g[i] * 0.5f);
 }
 
+// Only gradients under 16 Ki elements share a bucket (Note [Replica gradient buckets]): a larger
+// one is all-reduced on its own (the plugin's collective where there is one), the small ones
+// still together. Every gradient is the tape's per-parameter one (to rounding: the plugin's
+// collective is a host operation, and its inputs are realized in a pass of their own, so the
+// small gradients' reductions may fuse otherwise), and the same bits on every device.
+BOOST_AUTO_TEST_CASE(a_large_gradient_reduced_alone_beside_a_bucket_equals_the_per_parameter_one) {
+  Tensor x = data({12, 6}, 1), w1 = data({6, 3000}, 2) * 0.03, b1 = data({3000}, 5), w2 = data({3000, 3}, 3) * 0.03;
+  for (size_t n : {2u, 3u}) {
+    BOOST_TEST_CONTEXT(n << " devices") {
+      const auto m = mesh(n);
+      Tensor xs = x.shard(m, 0);
+      Tensor r1 = w1.replicate(m), rb = b1.replicate(m), r2 = w2.replicate(m);  // 18000, 3000, 9000
+      auto loss = [&](const Tensor& a, const Tensor& c, const Tensor& d) {
+        return (xs.matmul(a) + c).tanh().matmul(d).log_softmax(-1).sum() * -0.5;
+      };
+      for (Tensor* p : {&r1, &rb, &r2}) p->requires_grad_();
+      loss(r1, rb, r2).backward();
+      const std::vector<Tensor> one_by_one = {r1.grad(), rb.grad(), r2.grad()};
+      const std::vector<Tensor> bucketed = ravel::grad(
+          [&](const std::vector<Tensor>& a) { return loss(a[0], a[1], a[2]); }, {0, 1, 2})({r1, rb, r2});
+      for (size_t k = 0; k < 3; ++k) {
+        const auto a = bucketed[k].shards(), b = one_by_one[k].shards();
+        for (size_t d = 0; d < a.size(); ++d) {
+          check_close(a[d], b[d], 1e-5);
+          BOOST_TEST((a[d].to_vector<float>() == a[0].to_vector<float>()), "parameter " << k << ": replicas differ");
+        }
+      }
+    }
+  }
+}
+
 // ravel::gradients with respect to replicas built outside the differentiated code: replica k is
 // a Transfer of replica 0's node, and the gradient must not flow from one replica into another
 // (it did: device k's share was counted twice). Realized or not, on 2 and 3 devices.

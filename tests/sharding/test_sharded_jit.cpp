@@ -1,7 +1,9 @@
 // ravel::Jit on sharded programs (Note [Sharded Jit]): a data-parallel training step captured
 // once and replayed gives the losses and parameters of the same step run eagerly on one device;
 // a new layout of the inputs is a new capture.
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 #include "../core/expect_error.hpp"
 #include "sharding_common.hpp"
@@ -110,6 +112,70 @@ BOOST_AUTO_TEST_CASE(a_replay_with_a_thread_per_device_gives_the_bits_of_the_rep
         BOOST_TEST(by_device.params[p] == in_order.params[p], boost::test_tools::per_element());
     }
   }
+}
+
+// Note [Waking only sleepers]: between replays a lane's worker spins a while, then sleeps. A
+// replay that finds it asleep (a pause longer than the spin), or still spinning (no pause), gives
+// the bits of the replay in order either way.
+BOOST_AUTO_TEST_CASE(a_replay_by_device_finds_its_workers_asleep_or_spinning) {
+  ravel::Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] * 2.0 + 1.0).sum(0)}; });
+  Tensor x = data({8, 4}, 3);
+  const Tensor want = (x * 2.0 + 1.0).sum(0);
+  for (size_t n : {2u, 4u}) {
+    BOOST_TEST_CONTEXT(n << " devices") {
+      Tensor xs = x.shard(mesh(n), 0);
+      std::vector<float> in_order;
+      const int64_t replays_before = f.replays();
+      {
+        LanesEnv off("0");
+        f.clear();
+        in_order = f({xs})[0].to_vector<float>();  // the capture
+        in_order = f({xs})[0].to_vector<float>();  // a replay on one thread
+      }
+      LanesEnv on("1");
+      for (int call = 0; call < 6; ++call) {
+        if (call % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the spin is 0.2 ms
+        const Tensor got = f({xs})[0];
+        check_close(got, want);
+        BOOST_TEST(got.to_vector<float>() == in_order, boost::test_tools::per_element());
+      }
+      BOOST_TEST(f.replays() - replays_before == 7);
+    }
+  }
+}
+
+// Note [Unread kernels]: a kernel whose result only the host read during the capture (a check of
+// values) is not replayed; the replay's results are those of the function. The indices' bounds
+// check of cross_entropy reads a sharded target with to_vector (a gather onto one device): its
+// kernels go too.
+BOOST_AUTO_TEST_CASE(kernels_only_the_host_read_at_the_capture_are_not_replayed) {
+  ravel::Jit f([](const std::vector<Tensor>& in) {
+    Tensor checked = (in[0] * 3.0).realize();
+    BOOST_TEST(checked.to_vector<float>().size() == 4u);  // read on the host only
+    return std::vector<Tensor>{in[0] + 1.0};
+  });
+  Tensor x = data({4}, 1);
+  check_close(f({x})[0], x + 1.0);
+  BOOST_TEST(f.kernels_per_call() == 1);  // the capture's: x * 3 was dropped
+  Tensor x2 = data({4}, 2);
+  check_close(f({x2})[0], x2 + 1.0);
+  BOOST_TEST(f.replays() == 1);
+  BOOST_TEST(f.kernels_per_call() == 1);
+
+  // On a sharded input, to_vector gathers the parts onto one device (a transfer and a join), as
+  // the bounds checks of nn::Embedding and cross_entropy do every step: none of it is replayed.
+  const auto m = mesh(2);
+  Tensor xs = data({8, 3}, 3).shard(m, 0);
+  ravel::Jit plain([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0}; });
+  ravel::Jit read([](const std::vector<Tensor>& in) {
+    BOOST_TEST(in[0].to_vector<float>().size() == 24u);
+    return std::vector<Tensor>{in[0] * 2.0};
+  });
+  for (int call = 0; call < 3; ++call) {
+    check_close(read({xs})[0], plain({xs})[0]);
+    BOOST_TEST(read.kernels_per_call() == plain.kernels_per_call());
+  }
+  BOOST_TEST(read.replays() == 2);
 }
 
 // Run by its own CTest entry with RAVEL_TBB_TEST_FAULT (a kernel fails on whichever device's

@@ -38,32 +38,40 @@ struct LaneStopped {};
 class SlotFlags {
  public:
   explicit SlotFlags(size_t n) : flags_(n) {}
+  // Each slot's flag has a cache line of its own (Note [Lanes share no cache line]).
   void set_made(size_t s) {
-    flags_[s].store(kMade, std::memory_order_release);
-    flags_[s].notify_all();
+    flags_[s].made.store(kMade, std::memory_order_seq_cst);
+    // Note [Waking only sleepers] (device_lanes.cpp): a notify is a system call even with no one
+    // asleep, and a replay sets a flag per kernel.
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) flags_[s].made.notify_all();
   }
   // Blocks until slot s is made; throws LaneStopped once stop() was called.
   void wait_made(size_t s) const {
     // Spin first: the maker is usually a kernel or two away on another core, and a futex sleep
     // and wake-up costs more than that (Note [Replay by device]).
     for (int round = 0; round < kSpinRounds; ++round) {
-      if (flags_[s].load(std::memory_order_acquire) == kMade) return;
+      if (flags_[s].made.load(std::memory_order_acquire) == kMade) return;
       pause();
     }
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
     for (;;) {
-      const uint8_t f = flags_[s].load(std::memory_order_acquire);
-      if (f == kMade) return;
-      if (stopped_.load(std::memory_order_acquire)) throw LaneStopped{};
-      flags_[s].wait(f, std::memory_order_acquire);
+      const uint8_t f = flags_[s].made.load(std::memory_order_seq_cst);
+      if (f == kMade) break;
+      if (stopped_.load(std::memory_order_acquire)) {
+        sleepers_.fetch_sub(1, std::memory_order_relaxed);
+        throw LaneStopped{};
+      }
+      flags_[s].made.wait(f, std::memory_order_acquire);
     }
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
   }
   // Wakes every waiter and makes every later wait throw LaneStopped.
   void stop() {
     stopped_.store(true, std::memory_order_release);
     for (auto& f : flags_) {
       uint8_t expected = kPending;
-      f.compare_exchange_strong(expected, kStopped, std::memory_order_acq_rel);
-      f.notify_all();
+      f.made.compare_exchange_strong(expected, kStopped, std::memory_order_acq_rel);
+      f.made.notify_all();
     }
   }
 
@@ -75,8 +83,12 @@ class SlotFlags {
     __builtin_ia32_pause();
 #endif
   }
-  std::vector<std::atomic<uint8_t>> flags_;
+  struct alignas(64) Flag {
+    std::atomic<uint8_t> made{kPending};
+  };
+  std::vector<Flag> flags_;
   std::atomic<bool> stopped_{false};
+  mutable std::atomic<int> sleepers_{0};  // lanes blocked (or about to block) in wait_made
 };
 
 // Worker threads kept between replays: lane k > 0 runs on worker k - 1.
@@ -101,6 +113,7 @@ class DeviceLanes {
   const std::function<void(size_t)>* lane_ = nullptr;
   const std::function<void()>* on_failure_ = nullptr;
   std::atomic<int> pending_{0};
+  std::atomic<bool> caller_sleeping_{false};  // run() is blocked on pending_ (Note [Waking only sleepers])
   std::mutex error_mutex_;
   std::exception_ptr error_;
 };

@@ -306,6 +306,7 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
               "optimizer's moment; a replay would not update them. Return them, list them as state, or drop them "
               "(zero_grad) before the function returns. This call ran the function once.");
 
+  drop_unread_kernels(rec.steps, rec.slots.size(), kept);
   std::vector<int32_t> last(rec.slots.size(), -1);
   for (size_t i = 0; i < rec.steps.size(); ++i) {
     for (int32_t w : rec.steps[i].writes()) last[w] = static_cast<int32_t>(i);
@@ -319,7 +320,8 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
       slot.external = rec.held[s].use_count() > 1;
       slot.constant = rec.held[s];
     }
-    if (slot.kind == Slot::Kind::Result && !kept[s]) rec.steps[last[s]].release.push_back(static_cast<int32_t>(s));
+    if (slot.kind == Slot::Kind::Result && !kept[s] && last[s] >= 0)  // < 0: its kernel was dropped
+      rec.steps[last[s]].release.push_back(static_cast<int32_t>(s));
     if (slot.kind == Slot::Kind::Result) {
       bool seen = false;
       for (const auto& [p, d] : c.plugins) seen = seen || p == slot.plugin.get();

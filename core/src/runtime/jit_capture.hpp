@@ -100,6 +100,10 @@ struct Capture {
   mutable LaneChoice lane_choice;             // Note [Choosing lanes]
 };
 
+// Removes the steps whose results no kept step reads, walking back from the slots in `kept`
+// (the outputs' and state's); host operations always stay (Note [Unread kernels]).
+void drop_unread_kernels(std::vector<Step>& steps, size_t slots, const std::vector<uint8_t>& kept);
+
 // Fills the lane plan of a capture whose steps and slots are final.
 void plan_lanes(Capture& c);
 

@@ -9,18 +9,28 @@
 #include "runtime/device_lanes.hpp"
 #include "runtime/execute.hpp"
 #include "runtime/jit_capture.hpp"
+#include "runtime/jit_profile.hpp"
 
 namespace ravel::detail::jit_capture {
 
 namespace {
 
+// A slot's buffer in a replay by device, on a cache line of its own (Note [Lanes share no cache
+// line]): the slots of the devices' kernels alternate in capture order.
+struct alignas(64) LaneBuffer {
+  std::shared_ptr<DeviceBuffer> p;
+};
+using Buffers = std::vector<std::shared_ptr<DeviceBuffer>>;
+std::shared_ptr<DeviceBuffer>& at(Buffers& b, int32_t s) { return b[s]; }
+std::shared_ptr<DeviceBuffer>& at(std::vector<LaneBuffer>& b, int32_t s) { return b[s].p; }
+
 // One phase of a host operation in a replay (Note [Host operations]).
-void run_host_step(const Step& step, const std::vector<Slot>& slots, std::vector<std::shared_ptr<DeviceBuffer>>& bufs,
-                   std::vector<HostOp*>& in_flight) {
+template <class Bufs>
+void run_host_step(const Step& step, const std::vector<Slot>& slots, Bufs& bufs, std::vector<HostOp*>& in_flight) {
   if (!step.host_end) {
     std::vector<const DeviceBuffer*> in;
     std::vector<std::shared_ptr<DeviceBuffer>> held;
-    for (int32_t s : step.host_slots) in.push_back(bufs[s].get()), held.push_back(bufs[s]);
+    for (int32_t s : step.host_slots) in.push_back(at(bufs, s).get()), held.push_back(at(bufs, s));
     step.host->hold_inputs(held);
     step.host->begin(in);
     in_flight.push_back(step.host.get());
@@ -34,24 +44,25 @@ void run_host_step(const Step& step, const std::vector<Slot>& slots, std::vector
   for (size_t i = 0; i < step.host_slots.size(); ++i) {
     const int32_t s = step.host_slots[i];
     const Slot& o = slots[s];
-    bufs[s] = own.empty() ? std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes) : std::move(own[i]);
-    out.push_back(bufs[s].get());
+    at(bufs, s) = own.empty() ? std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes) : std::move(own[i]);
+    out.push_back(at(bufs, s).get());
   }
   std::erase(in_flight, step.host.get());  // an end() that throws has given up by itself
   step.host->end(out);
 }
 
 // Allocates the step's result, launches its kernel and counts it in `stats`.
-void launch_step(const Capture& c, const Step& step, std::vector<std::shared_ptr<DeviceBuffer>>& bufs,
-                 KernelStats& stats) {
+template <class Bufs>
+void launch_step(const Capture& c, const Step& step, Bufs& bufs, KernelStats& stats) {
   const Slot& o = c.slots[step.out];
-  bufs[step.out] = std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes);
+  std::shared_ptr<DeviceBuffer>& out = at(bufs, step.out);
+  out = std::make_shared<DeviceBuffer>(o.plugin, o.device.index(), o.bytes);
   const BufferOf buffer_of = [&](int32_t local) -> const std::shared_ptr<DeviceBuffer>& {
     for (auto [l, s] : step.binding)
-      if (l == local) return bufs[s];
+      if (l == local) return at(bufs, s);
     throw InternalError("ravel: Jit: a replayed kernel reads an operand the capture did not record");
   };
-  stats.execute_seconds += launch_kernel(*step.kernel, buffer_of, *bufs[step.out]);
+  stats.execute_seconds += launch_kernel(*step.kernel, buffer_of, *out);
   const CachedKernel& k = *step.kernel;
   ++(k.kind == CachedKernel::Kind::Program ? stats.programs
      : k.kind == CachedKernel::Kind::Contraction ? stats.contractions : stats.transfers);
@@ -80,6 +91,40 @@ LanesMode lanes_mode() {
 }
 
 }  // namespace
+
+// Note [Unread kernels]
+// A capture records every kernel the call ran, also those whose results only the host read
+// during the call: a check of values (nn::Embedding's and cross_entropy's index bounds read the
+// indices with to_vector, which on a sharded batch gathers it onto one device: a transfer and a
+// join per index tensor and step, 4 of the 36 kernels of the first device's lane in the 2-device
+// makemore step, docs/performance.md §6, 2026-12-07). A replay does not repeat what the host did
+// with them (the checks ran at the capture; Note [Jit]), so such a kernel does nothing at a
+// replay but cost its launch. Dropped here: walking back from the outputs and state, a kernel
+// stays if a kept step reads its result; host operations always stay (they talk to other
+// ranks). What is dropped has no effect a replay could show: results are fresh buffers
+// (property 2 of Note [Jit]), read by no one.
+void drop_unread_kernels(std::vector<Step>& steps, size_t slots, const std::vector<uint8_t>& kept) {
+  std::vector<uint8_t> read(kept.begin(), kept.end());
+  read.resize(slots, 0);
+  std::vector<uint8_t> drop(steps.size(), 0);
+  for (size_t i = steps.size(); i-- > 0;) {
+    const Step& step = steps[i];
+    bool needed = step.host != nullptr;
+    for (int32_t w : step.writes()) needed = needed || read[w];
+    if (!needed) {
+      drop[i] = 1;
+      continue;
+    }
+    for (int32_t r : step.reads()) read[r] = 1;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (drop[i]) continue;
+    if (k != i) steps[k] = std::move(steps[i]);  // not onto itself: that empties its vectors
+    ++k;
+  }
+  steps.resize(k);
+}
 
 void plan_lanes(Capture& c) {
   c.lane_of.assign(c.steps.size(), 0);
@@ -110,8 +155,11 @@ void plan_lanes(Capture& c) {
 
 void replay_in_order(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>>& bufs, KernelStats& stats) {
   std::vector<HostOp*> in_flight;  // begun, not ended: cancelled if the replay fails
+  ReplayClock clock(c, false);      // Note [Replay profile]
   try {
-    for (const Step& step : c.steps) {
+    for (size_t i = 0; i < c.steps.size(); ++i) {
+      const Step& step = c.steps[i];
+      const double from = clock.on() ? clock.now_us() : 0;
       if (step.host) {
         run_host_step(step, c.slots, bufs, in_flight);
       } else {
@@ -120,7 +168,9 @@ void replay_in_order(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>
           if (op->progress()) break;
       }
       for (int32_t r : step.release) bufs[r].reset();
+      if (clock.on()) clock.step(0, i, from, from, clock.now_us());
     }
+    if (clock.on()) clock.lane_end(0);
   } catch (...) {
     for (HostOp* op : in_flight) op->cancel();
     throw;
@@ -149,9 +199,18 @@ void replayed(const Capture& c, bool by_device, double seconds) {
   t.chosen = t.best_seconds[1] < 0.9 * t.best_seconds[0] ? 1 : 0;
 }
 
-void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>>& bufs, KernelStats& stats,
+void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>>& bound, KernelStats& stats,
                       DeviceLanes& lanes) {
   const size_t n = static_cast<size_t>(c.lanes);
+  std::vector<LaneBuffer> bufs(bound.size());
+  for (size_t s = 0; s < bound.size(); ++s) bufs[s].p = std::move(bound[s]);
+  struct MoveBack {  // the caller reads outputs and state from `bound`, also after a failure
+    std::vector<LaneBuffer>& from;
+    Buffers& to;
+    ~MoveBack() {
+      for (size_t s = 0; s < to.size(); ++s) to[s] = std::move(from[s].p);
+    }
+  } move_back{bufs, bound};
   // A slot is waited for only if a step of this replay makes it; the others are bound already.
   SlotFlags made(c.slots.size());
   std::vector<uint8_t> made_here(c.slots.size(), 0);
@@ -159,39 +218,57 @@ void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer
     for (int32_t w : step.writes()) made_here[w] = 1;
   for (size_t s = 0; s < c.slots.size(); ++s)
     if (!made_here[s]) made.set_made(s);
-  std::vector<std::atomic<int32_t>> reads_left(c.slots.size());
-  for (size_t s = 0; s < c.slots.size(); ++s) reads_left[s].store(c.reads_before_release[s], std::memory_order_relaxed);
-  std::vector<KernelStats> lane_stats(n);
+  // Note [Lanes share no cache line]: what one lane writes per kernel (a slot's count of reads
+  // left, its flag, the lane's statistics) sits on a cache line no other lane writes, so the
+  // lanes' cores do not pass lines back and forth for neighbouring slots.
+  struct alignas(64) ReadsLeft {
+    std::atomic<int32_t> n;
+  };
+  struct alignas(64) LaneStats {
+    KernelStats s;
+  };
+  std::vector<ReadsLeft> reads_left(c.slots.size());
+  for (size_t s = 0; s < c.slots.size(); ++s)
+    reads_left[s].n.store(c.reads_before_release[s], std::memory_order_relaxed);
+  std::vector<LaneStats> lane_stats(n);
 
   // Every release goes through here: the lane that ends the last read frees the buffer.
   auto read_done = [&](int32_t s) {
-    if (c.reads_before_release[s] >= 0 && reads_left[s].fetch_sub(1, std::memory_order_acq_rel) == 1) bufs[s].reset();
+    if (c.reads_before_release[s] >= 0 && reads_left[s].n.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      at(bufs, s).reset();
   };
   // Note [Host steps in lanes]: a host operation that may run in a lane (HostOp::runs_in_a_lane:
   // the plugin all-reduce, Note [Plugin all-reduce]) runs in lane 0, its begin waiting for its
   // inputs like a kernel for its operands, its end marking its outputs made. Its plugin orders it
   // on every device (the ABI's n-sided barrier), so the other lanes only wait where they read it.
   std::vector<HostOp*> in_flight;  // lane 0's begun host operations, cancelled if the replay fails
+  ReplayClock clock(c, true);       // Note [Replay profile]
   const std::function<void(size_t)> lane = [&](size_t k) {
+    if (clock.on()) clock.lane_start(k);
     for (size_t i = 0; i < c.steps.size(); ++i) {
       if (static_cast<size_t>(c.lane_of[i]) != k) continue;
       const Step& step = c.steps[i];
       const std::vector<int32_t> reads = step.reads();
+      const double wait_from = clock.on() ? clock.now_us() : 0;
       for (int32_t r : reads) made.wait_made(static_cast<size_t>(r));
+      const double launch_from = clock.on() ? clock.now_us() : 0;
       if (step.host) {
         run_host_step(step, c.slots, bufs, in_flight);
         for (int32_t w : step.writes()) {
-          if (c.reads_before_release[w] == 0) bufs[w].reset();
+          if (c.reads_before_release[w] == 0) at(bufs, w).reset();
           else made.set_made(static_cast<size_t>(w));
         }
         for (int32_t r : reads) read_done(r);
+        if (clock.on()) clock.step(k, i, wait_from, launch_from, clock.now_us());
         continue;
       }
-      launch_step(c, step, bufs, lane_stats[k]);
-      if (c.reads_before_release[step.out] == 0) bufs[step.out].reset();  // never read: made and dropped
+      launch_step(c, step, bufs, lane_stats[k].s);
+      if (c.reads_before_release[step.out] == 0) at(bufs, step.out).reset();  // never read: made and dropped
       else made.set_made(static_cast<size_t>(step.out));
       for (int32_t r : reads) read_done(r);
+      if (clock.on()) clock.step(k, i, wait_from, launch_from, clock.now_us());
     }
+    if (clock.on()) clock.lane_end(k);
   };
   const std::function<void()> stop_all = [&] { made.stop(); };
   try {
@@ -200,7 +277,7 @@ void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer
     for (HostOp* op : in_flight) op->cancel();
     throw;
   }
-  for (const KernelStats& s : lane_stats) add(stats, s);
+  for (const LaneStats& s : lane_stats) add(stats, s.s);
 }
 
 }  // namespace ravel::detail::jit_capture

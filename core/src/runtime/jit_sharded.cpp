@@ -1,6 +1,7 @@
 // ravel::Jit over sharded tensors (Note [Sharded Jit] in jit_sharded.hpp).
 #include "runtime/jit_sharded.hpp"
 
+#include <charconv>
 #include <string>
 
 #include "tensor/internal.hpp"
@@ -11,6 +12,12 @@ namespace {
 
 // A tensor's layout, or an empty one (no devices) for a tensor on one device.
 Layout layout_or_none(const Tensor& t) { return is_multi(t) ? layout_of(t) : Layout{}; }
+
+void append_number(std::string& s, int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  s.append(buf, r.ptr);
+}
 
 size_t part_count(const Layout& l) { return l.devices.empty() ? 1 : l.devices.size(); }
 
@@ -81,12 +88,21 @@ std::vector<Tensor> ShardedJit::call(const std::vector<Tensor>& inputs) {
     for (const Tensor& p : parts_of(inputs[i])) flat.push_back(p);
   }
   // The parts' own signature is the inner Jit's; what it cannot see is how they form bundles.
+  // Built by appending (every call builds it: a stream per number cost microseconds of the
+  // 2-device makemore step's ~200, docs/performance.md §6, 2026-12-07).
   std::string sig;
-  for (const Tensor& p : flat) sig += concat(dtype_name(p.dtype()), shape_str(p.shape()), p.device().str(), ";");
+  for (const Tensor& p : flat) {
+    sig += dtype_name(p.dtype());
+    sig += ':';
+    for (int64_t d : p.shape()) append_number(sig, d), sig += ',';
+    sig += p.device().str();
+    sig += ';';
+  }
   for (const Layout& l : layouts) {
-    sig += concat("|", l.axis);
-    for (const Device& d : l.devices) sig += d.str() + ",";
-    for (int64_t b : l.bounds) sig += concat(b, ",");
+    sig += '|';
+    append_number(sig, l.axis);
+    for (const Device& d : l.devices) sig += d.str(), sig += ',';
+    for (int64_t b : l.bounds) append_number(sig, b), sig += ',';
   }
   if (layouts != in_layouts_) inner_->clear();  // another layout is another signature
   in_layouts_ = std::move(layouts);

@@ -18,6 +18,15 @@ namespace ravel::detail {
 // laid end to end on each device (one kernel per device), all-reduced once, and each parameter's
 // gradient is a view of the sum. Each element is the same sum of the same values in the same
 // order as before, so the result is bitwise the one parameter-by-parameter reduction gives.
+// Only small gradients go in a bucket: laying a gradient end to end with others is a pass over
+// its bytes (read and written again) that the all-reduce itself does not need, and from
+// kBucketMaxElements its own all-reduce's launch is small against that pass and goes to the
+// plugin's in-place collective where there is one (Note [Plugin all-reduce], same threshold).
+// The MLP step's bucket of 670k floats took 0.73-0.85 ms per device to lay out on one core, a
+// fifth of the 2-device step (docs/performance.md §6, 2026-12-07); makemore's gradients are
+// all below it and stay in one bucket.
+constexpr int64_t kBucketMaxElements = 16 * 1024;
+
 std::vector<Tensor> sharded_gradients(const std::vector<Tensor>& xs,
                                       const std::function<Tensor(const Tensor&)>& part_gradient) {
   std::vector<Tensor> out(xs.size());
@@ -27,6 +36,10 @@ std::vector<Tensor> sharded_gradients(const std::vector<Tensor>& xs,
     if (!is_multi(xs[i])) continue;
     const Layout l = layout_of(xs[i]);
     if (l.axis >= 0) {
+      out[i] = sharded_gradient(xs[i], part_gradient);
+      continue;
+    }
+    if (xs[i].numel() >= kBucketMaxElements) {
       out[i] = sharded_gradient(xs[i], part_gradient);
       continue;
     }

@@ -14,6 +14,7 @@
 
 #include <ravel/backend.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -30,39 +31,86 @@ inline void check_range(const char* what, uint64_t offset, uint64_t bytes, uint6
             ") is outside the buffer of " + std::to_string(size) + " bytes");
 }
 
-// Live handles of one kind. Its mutex is held only for a lookup, an insert or an erase, never
-// while the plugin waits on a device. `kind` names the handles in messages ("buffer").
+// Note [Registry locks]
+// Two host threads call a plugin at once in a Jit replay by device (a thread per device, Note
+// [Replay by device] in core/src/runtime/device_lanes.hpp), and every kernel looks up each of
+// its buffers, registers its output and frees temporaries: several lookups per kernel. With one
+// std::mutex per set the two threads met on it every few microseconds, and glibc's mutex sleeps
+// at once on a held lock: a futex wait and wake-up per meeting, the largest single cost of the
+// 2-device makemore step (docs/performance.md §6, 2026-12-07). Even without sleeping, a lock
+// both threads take passes its cache line between their cores at every kernel (16 us of the
+// ~186 us step when handles were striped by address). So:
+//  - a set is split into stripes, each with its own lock on its own cache line, and a handle is
+//    registered in the stripe of the thread that registers it (threads take stripes in turn);
+//    a lookup or a free searches the calling thread's stripe first, then the others: a device's
+//    thread makes and uses its own buffers, so it finds them in its own stripe, which no other
+//    thread locks; one thread alone uses one stripe;
+//  - a lock spins briefly before it sleeps (a critical section is a hash lookup: far shorter
+//    than a sleep and wake-up).
+class SpinThenBlockMutex {
+ public:
+  void lock() {
+    for (int i = 0; i < kSpins; ++i) {
+      if (mu_.try_lock()) return;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    mu_.lock();
+  }
+  bool try_lock() { return mu_.try_lock(); }
+  void unlock() { mu_.unlock(); }
+
+ private:
+  static constexpr int kSpins = 200;  // a few microseconds at most
+  std::mutex mu_;
+};
+
+// Live handles of one kind. A stripe's lock is held only for a lookup, an insert or an erase,
+// never while the plugin waits on a device. `kind` names the handles in messages ("buffer").
 template <class T>
 class LiveSet {
  public:
   explicit LiveSet(const char* kind) : kind_(kind) {}
 
   void add(const T* h) {
-    std::lock_guard<std::mutex> lock(mu_);
-    live_.insert(h);
+    Stripe& s = stripes_[own_stripe()];
+    std::lock_guard<SpinThenBlockMutex> lock(s.mu);
+    s.live.insert(h);
   }
   bool contains(const T* h) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return h != nullptr && live_.count(h) != 0;
+    return h != nullptr && holder(h) != nullptr;
   }
   // The live handle, or INVALID_ARGUMENT naming `what`.
   T* get(const T* h, const char* what) const {
     if (!contains(h)) not_live(h, what);
     return const_cast<T*>(h);  // the set holds what the plugin created
   }
-  // f(handle) under the set's mutex, so that the host cannot free it meanwhile (a copy of the
+  // f(handle) under the handle's lock, so that the host cannot free it meanwhile (a copy of the
   // handle's state that must not tear); INVALID_ARGUMENT naming `what` unless it is live.
   template <class F>
   auto with(const T* h, const char* what, F&& f) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (h == nullptr || live_.count(h) == 0) not_live(h, what);
-    return f(*const_cast<T*>(h));
+    if (h == nullptr) not_live(h, what);
+    for (size_t k : search_order()) {
+      Stripe& s = stripes_[k];
+      std::lock_guard<SpinThenBlockMutex> lock(s.mu);
+      if (s.live.count(h) != 0) return f(*const_cast<T*>(h));
+    }
+    not_live(h, what);
   }
   // Erase-or-fail is the liveness check of a free: a second free finds nothing.
   T* take(const T* h, const char* what) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (h == nullptr || live_.erase(h) == 0)
-      invalid(std::string(what) + ": not a live " + kind_ + " (freed twice, or never created here)");
+    bool erased = false;
+    if (h != nullptr)
+      for (size_t k : search_order()) {
+        Stripe& s = stripes_[k];
+        std::lock_guard<SpinThenBlockMutex> lock(s.mu);
+        if (s.live.erase(h) != 0) {
+          erased = true;
+          break;
+        }
+      }
+    if (!erased) invalid(std::string(what) + ": not a live " + kind_ + " (freed twice, or never created here)");
     return const_cast<T*>(h);
   }
   // Registers a new handle and hands it back; deletes it if the set cannot grow (bad_alloc
@@ -76,33 +124,79 @@ class LiveSet {
     }
     return h;
   }
-  // Calls f(handle) for every live handle, under the set's mutex (f must not call the set).
+  // Calls f(handle) for every live handle, under every stripe's lock (f must not call the set).
   template <class F>
   void for_each(F&& f) const {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const T* h : live_) f(const_cast<T*>(h));
+    AllLocked all(*this);
+    for (const Stripe& s : stripes_)
+      for (const T* h : s.live) f(const_cast<T*>(h));
   }
   // Everything still live, removed (shutdown frees it).
   std::vector<T*> take_all() {
-    std::lock_guard<std::mutex> lock(mu_);
+    AllLocked all(*this);
     std::vector<T*> out;
-    for (const T* h : live_) out.push_back(const_cast<T*>(h));
-    live_.clear();
+    for (Stripe& s : stripes_) {
+      for (const T* h : s.live) out.push_back(const_cast<T*>(h));
+      s.live.clear();
+    }
     return out;
   }
   size_t size() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return live_.size();
+    AllLocked all(*this);
+    size_t n = 0;
+    for (const Stripe& s : stripes_) n += s.live.size();
+    return n;
   }
 
  private:
+  static constexpr size_t kStripes = 16;
+  struct alignas(64) Stripe {  // its own cache line: the threads' stripes do not share one
+    mutable SpinThenBlockMutex mu;
+    std::unordered_set<const T*> live;
+  };
+  // The calling thread's stripe: threads take stripes in turn, at their first call of any set.
+  static size_t own_stripe() {
+    static std::atomic<size_t> next{0};
+    thread_local const size_t mine = next.fetch_add(1, std::memory_order_relaxed) % kStripes;
+    return mine;
+  }
+  // The calling thread's stripe, then every other in order.
+  struct SearchOrder {
+    size_t first;
+    struct It {
+      size_t i, first;
+      size_t operator*() const { return i == 0 ? first : (i - 1 < first ? i - 1 : i); }
+      It& operator++() { return ++i, *this; }
+      bool operator!=(const It& o) const { return i != o.i; }
+    };
+    It begin() const { return {0, first}; }
+    It end() const { return {kStripes, first}; }
+  };
+  static SearchOrder search_order() { return {own_stripe()}; }
+  // The stripe that holds h (searched in search_order), or nullptr.
+  const Stripe* holder(const T* h) const {
+    for (size_t k : search_order()) {
+      const Stripe& s = stripes_[k];
+      std::lock_guard<SpinThenBlockMutex> lock(s.mu);
+      if (s.live.count(h) != 0) return &s;
+    }
+    return nullptr;
+  }
+  struct AllLocked {  // every stripe's lock, always taken in stripe order
+    const LiveSet& set;
+    explicit AllLocked(const LiveSet& s) : set(s) {
+      for (const Stripe& st : set.stripes_) st.mu.lock();
+    }
+    ~AllLocked() {
+      for (const Stripe& st : set.stripes_) st.mu.unlock();
+    }
+  };
   [[noreturn]] void not_live(const T* h, const char* what) const {
     invalid(std::string(what) + ": not a live " + kind_ + (h ? " (freed, destroyed, or foreign)" : " (NULL)"));
   }
 
   const char* kind_;
-  mutable std::mutex mu_;
-  std::unordered_set<const T*> live_;
+  mutable Stripe stripes_[kStripes];
 };
 
 // Every function member of rvl_backend_api after the error members, in ABI order. A member
