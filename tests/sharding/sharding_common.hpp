@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -122,5 +124,24 @@ Tensor parts_on_mesh(size_t n, int64_t len, DType dt, Value value) {
     for (int64_t i = 0; i < len; ++i) all.push_back(value(static_cast<int64_t>(k), i));
   return Tensor::from_vector<double>(all, {static_cast<int64_t>(n) * len}).cast(dt).shard(mesh(n), 0);
 }
+
+// RAVEL_PLUGIN_COLLECTIVES set for the scope (the plugin's collectives or the composition), then
+// what CTest gave restored.
+class CollectivesEnv {
+ public:
+  explicit CollectivesEnv(const char* v) {
+    if (const char* old = std::getenv("RAVEL_PLUGIN_COLLECTIVES")) old_ = old;
+    setenv("RAVEL_PLUGIN_COLLECTIVES", v, 1);
+  }
+  ~CollectivesEnv() {
+    if (old_) setenv("RAVEL_PLUGIN_COLLECTIVES", old_->c_str(), 1);
+    else unsetenv("RAVEL_PLUGIN_COLLECTIVES");
+  }
+  CollectivesEnv(const CollectivesEnv&) = delete;
+  CollectivesEnv& operator=(const CollectivesEnv&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
 
 }  // namespace stest

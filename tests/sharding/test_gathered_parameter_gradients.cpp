@@ -15,21 +15,7 @@ using namespace stest;
 // Named, not anonymous: the suite is a unity build.
 namespace gathered_param {
 
-// RAVEL_PLUGIN_COLLECTIVES for the scope, then what CTest gave.
-class CollectivesEnv {
- public:
-  explicit CollectivesEnv(const char* v) {
-    if (const char* old = std::getenv("RAVEL_PLUGIN_COLLECTIVES")) old_ = old;
-    setenv("RAVEL_PLUGIN_COLLECTIVES", v, 1);
-  }
-  ~CollectivesEnv() {
-    if (old_) setenv("RAVEL_PLUGIN_COLLECTIVES", old_->c_str(), 1);
-    else unsetenv("RAVEL_PLUGIN_COLLECTIVES");
-  }
-
- private:
-  std::optional<std::string> old_;
-};
+using stest::CollectivesEnv;
 
 // The loss of a batch x [B, 12] through weights w [12, 5]: a batch split, the weights gathered.
 Tensor loss(const Tensor& x, const Tensor& w) { return (x.matmul(w).tanh() - 0.25).square().mean(); }

@@ -17,21 +17,7 @@ using ravel::CollectiveOp;
 // Named, not anonymous: the suite is a unity build, and test_collectives.cpp has helpers of these names.
 namespace plugin_ar {
 
-// Sets RAVEL_PLUGIN_COLLECTIVES for the scope, then restores what CTest gave.
-class CollectivesEnv {
- public:
-  explicit CollectivesEnv(const char* v) {
-    if (const char* old = std::getenv("RAVEL_PLUGIN_COLLECTIVES")) old_ = old;
-    setenv("RAVEL_PLUGIN_COLLECTIVES", v, 1);
-  }
-  ~CollectivesEnv() {
-    if (old_) setenv("RAVEL_PLUGIN_COLLECTIVES", old_->c_str(), 1);
-    else unsetenv("RAVEL_PLUGIN_COLLECTIVES");
-  }
-
- private:
-  std::optional<std::string> old_;
-};
+using stest::CollectivesEnv;
 
 // Device k's part: `len` elements, distinct per device, exact in every dtype (small integers,
 // quarters for floats; prod stays in range for 8 devices of i8).

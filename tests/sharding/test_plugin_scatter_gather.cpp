@@ -17,21 +17,7 @@ using ravel::CollectiveOp;
 // Named, not anonymous: the suite is a unity build (test_plugin_all_reduce.cpp has helpers of these names).
 namespace plugin_sg {
 
-// Sets RAVEL_PLUGIN_COLLECTIVES for the scope, then restores what CTest gave.
-class SgEnv {
- public:
-  explicit SgEnv(const char* v) {
-    if (const char* old = std::getenv("RAVEL_PLUGIN_COLLECTIVES")) old_ = old;
-    setenv("RAVEL_PLUGIN_COLLECTIVES", v, 1);
-  }
-  ~SgEnv() {
-    if (old_) setenv("RAVEL_PLUGIN_COLLECTIVES", old_->c_str(), 1);
-    else unsetenv("RAVEL_PLUGIN_COLLECTIVES");
-  }
-
- private:
-  std::optional<std::string> old_;
-};
+using stest::CollectivesEnv;
 
 // Device k's part: `len` elements, distinct per device, exact in every dtype.
 Tensor sg_parts(size_t n, int64_t len, DType dt) {
@@ -50,7 +36,7 @@ template <class F>
 std::pair<Tensor, Tensor> both_ways(F f, const Tensor& x, bool several) {
   Tensor fast, slow;
   {
-    SgEnv env("1");
+    CollectivesEnv env("1");
     fast = f(x);
     // The plugin's results are realized leaves when the call returns (the composition's are
     // lazy nodes): the evidence that its path ran.
@@ -58,7 +44,7 @@ std::pair<Tensor, Tensor> both_ways(F f, const Tensor& x, bool several) {
       for (const Tensor& p : fast.shards()) BOOST_TEST(p.is_realized());
   }
   {
-    SgEnv env("0");
+    CollectivesEnv env("0");
     slow = f(x);
     if (several)
       for (const Tensor& p : slow.shards()) BOOST_TEST(!p.is_realized());
@@ -131,7 +117,7 @@ BOOST_AUTO_TEST_CASE(the_plugin_all_gather_equals_the_whole_tensor_and_the_compo
 }
 
 BOOST_AUTO_TEST_CASE(rows_split_along_the_outer_axis_go_to_the_plugin_an_inner_axis_or_uneven_split_does_not) {
-  SgEnv env("1");
+  CollectivesEnv env("1");
   for (size_t n : {2u, 3u, 4u}) {
     const auto ni = static_cast<int64_t>(n);
     BOOST_TEST_CONTEXT(n << " devices") {
@@ -191,12 +177,12 @@ BOOST_AUTO_TEST_CASE(their_gradients_are_the_compositions_to_second_order) {
         auto h = [&](const std::vector<Tensor>& a) { return (ravel::grad(f)(a)[0] * a[0]).sum(); };
         Tensor g1, g2, h1, h2;
         {
-          SgEnv env("1");
+          CollectivesEnv env("1");
           g1 = ravel::grad(f)({x})[0];
           h1 = ravel::grad(h)({x})[0];
         }
         {
-          SgEnv env("0");
+          CollectivesEnv env("0");
           g2 = ravel::grad(f)({x})[0];
           h2 = ravel::grad(h)({x})[0];
         }
@@ -205,7 +191,7 @@ BOOST_AUTO_TEST_CASE(their_gradients_are_the_compositions_to_second_order) {
         check_close(h1.to(mesh(1)[0]), h2.to(mesh(1)[0]), 1e-12);
       }
     }
-    SgEnv env("1");
+    CollectivesEnv env("1");
     // Closed forms. reduce_scatter (sum): every part's gradient is w (its adjoint gathers the
     // cotangents); all_gather: the gradient of sum(w * gathered) is w, split as x is.
     auto rs = [&](const std::vector<Tensor>& a) { return (ravel::reduce_scatter(a[0]) * w).sum(); };
@@ -223,7 +209,7 @@ BOOST_AUTO_TEST_CASE(their_gradients_are_the_compositions_to_second_order) {
 }
 
 BOOST_AUTO_TEST_CASE(a_jit_replays_them_with_each_calls_values) {
-  SgEnv env("1");
+  CollectivesEnv env("1");
   for (size_t n : {2u, 4u}) {
     const auto ni = static_cast<int64_t>(n);
     const int64_t len = 6000;  // per chunk
@@ -246,7 +232,7 @@ BOOST_AUTO_TEST_CASE(a_jit_replays_them_with_each_calls_values) {
 }
 
 BOOST_AUTO_TEST_CASE(auto_takes_them_from_the_threshold) {
-  SgEnv env("auto");
+  CollectivesEnv env("auto");
   BOOST_TEST(!ravel::all_gather(sg_parts(2, 100, DType::F32)).shards()[0].is_realized());
   BOOST_TEST(ravel::all_gather(sg_parts(2, 16 * 1024, DType::F32)).shards()[0].is_realized());
   BOOST_TEST(!ravel::reduce_scatter(sg_parts(2, 100, DType::F32)).shards()[0].is_realized());
