@@ -89,6 +89,18 @@ class StepOrder final : public ravel::detail::KernelRecorder {
   std::string order;
 };
 
+
+// The single-process reference's SGD step on the whole batch, then this rank's mean loss on its
+// shard of the same batch (the model's gradients zeroed first): DDP averages the shards' gradients.
+Tensor reference_step_then_shard_loss(Mlp& reference, nn::SGD& ref_opt, Mlp& model, nn::SGD& opt, int step) {
+  const int64_t n = kBatch / dist::world_size(), me = dist::rank();
+  ref_opt.zero_grad();
+  nn::cross_entropy(reference(batch_x(step)), batch_y(step)).backward();
+  ref_opt.step();
+  opt.zero_grad();
+  return nn::cross_entropy(model(batch_x(step).slice(0, me * n, (me + 1) * n)), batch_y(step).slice(0, me * n, (me + 1) * n));
+}
+
 }  // namespace
 
 BOOST_AUTO_TEST_SUITE(distributed_data_parallel)
@@ -182,14 +194,8 @@ BOOST_AUTO_TEST_CASE(average_gradients_feeds_an_nn_optimizer) {
     Mlp reference(3), model(3);
     dist::DataParallel ddp(model.parameters(), dist::DataParallel::Config{bucket_bytes});
     nn::SGD ref_opt(reference.parameters(), kLr), opt(model.parameters(), kLr);
-    const int64_t n = kBatch / size;
     for (int step = 0; step < 3; ++step) {
-      ref_opt.zero_grad();
-      nn::cross_entropy(reference(batch_x(step)), batch_y(step)).backward();
-      ref_opt.step();
-      opt.zero_grad();  // each rank: the mean over its shard; DDP averages the shards' gradients
-      nn::cross_entropy(model(batch_x(step).slice(0, me * n, (me + 1) * n)), batch_y(step).slice(0, me * n, (me + 1) * n))
-          .backward();
+      reference_step_then_shard_loss(reference, ref_opt, model, opt, step).backward();
       StepOrder rec;
       {
         ravel::detail::RecordingScope scope(&rec);
@@ -210,21 +216,15 @@ BOOST_AUTO_TEST_CASE(average_gradients_feeds_an_nn_optimizer) {
 // DataParallel::backward, DDP's hooked loss.backward(): averaged gradients accumulated into
 // grad() for an nn optimizer, the buckets begun during the backward pass.
 BOOST_AUTO_TEST_CASE(backward_averages_into_grad_while_the_backward_pass_runs) {
-  const int size = dist::world_size(), me = dist::rank();
+  const int size = dist::world_size();
   if (kBatch % size != 0) return;
   Mlp reference(4), model(4);
   for (Tensor* p : reference.parameters()) p->requires_grad_();
   for (Tensor* p : model.parameters()) p->requires_grad_();
   dist::DataParallel ddp(model.parameters(), dist::DataParallel::Config{64});
   nn::SGD ref_opt(reference.parameters(), kLr), opt(model.parameters(), kLr);
-  const int64_t n = kBatch / size;
   for (int step = 0; step < 3; ++step) {
-    ref_opt.zero_grad();
-    nn::cross_entropy(reference(batch_x(step)), batch_y(step)).backward();
-    ref_opt.step();
-    opt.zero_grad();
-    Tensor loss = nn::cross_entropy(model(batch_x(step).slice(0, me * n, (me + 1) * n)),
-                                    batch_y(step).slice(0, me * n, (me + 1) * n));
+    Tensor loss = reference_step_then_shard_loss(reference, ref_opt, model, opt, step);
     StepOrder rec;
     {
       ravel::detail::RecordingScope scope(&rec);
@@ -251,14 +251,8 @@ BOOST_AUTO_TEST_CASE(each_bucket_is_waited_for_at_the_update_that_reads_it) {
   for (Tensor* p : model.parameters()) p->requires_grad_();
   dist::DataParallel ddp(model.parameters(), dist::DataParallel::Config{64});
   nn::SGD ref_opt(reference.parameters(), kLr), opt(model.parameters(), kLr);
-  const int64_t n = kBatch / size;
   for (int step = 0; step < 3; ++step) {
-    ref_opt.zero_grad();
-    nn::cross_entropy(reference(batch_x(step)), batch_y(step)).backward();
-    ref_opt.step();
-    opt.zero_grad();
-    Tensor loss = nn::cross_entropy(model(batch_x(step).slice(0, me * n, (me + 1) * n)),
-                                    batch_y(step).slice(0, me * n, (me + 1) * n));
+    Tensor loss = reference_step_then_shard_loss(reference, ref_opt, model, opt, step);
     StepOrder rec;
     size_t backward_end = 0;
     {
