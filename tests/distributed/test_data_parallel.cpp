@@ -90,6 +90,12 @@ class StepOrder final : public ravel::detail::KernelRecorder {
 };
 
 
+// Marks every parameter of the models as needing .grad() (loss.backward() fills it).
+void track_gradients(std::initializer_list<Mlp*> models) {
+  for (Mlp* m : models)
+    for (Tensor* p : m->parameters()) p->requires_grad_();
+}
+
 // The single-process reference's SGD step on the whole batch, then this rank's mean loss on its
 // shard of the same batch (the model's gradients zeroed first): DDP averages the shards' gradients.
 Tensor reference_step_then_shard_loss(Mlp& reference, nn::SGD& ref_opt, Mlp& model, nn::SGD& opt, int step) {
@@ -219,8 +225,7 @@ BOOST_AUTO_TEST_CASE(backward_averages_into_grad_while_the_backward_pass_runs) {
   const int size = dist::world_size();
   if (kBatch % size != 0) return;
   Mlp reference(4), model(4);
-  for (Tensor* p : reference.parameters()) p->requires_grad_();
-  for (Tensor* p : model.parameters()) p->requires_grad_();
+  track_gradients({&reference, &model});
   dist::DataParallel ddp(model.parameters(), dist::DataParallel::Config{64});
   nn::SGD ref_opt(reference.parameters(), kLr), opt(model.parameters(), kLr);
   for (int step = 0; step < 3; ++step) {
@@ -247,8 +252,7 @@ BOOST_AUTO_TEST_CASE(each_bucket_is_waited_for_at_the_update_that_reads_it) {
   const int size = dist::world_size(), me = dist::rank();
   if (kBatch % size != 0) return;
   Mlp reference(6), model(6);
-  for (Tensor* p : reference.parameters()) p->requires_grad_();
-  for (Tensor* p : model.parameters()) p->requires_grad_();
+  track_gradients({&reference, &model});
   dist::DataParallel ddp(model.parameters(), dist::DataParallel::Config{64});
   nn::SGD ref_opt(reference.parameters(), kLr), opt(model.parameters(), kLr);
   for (int step = 0; step < 3; ++step) {
