@@ -84,8 +84,10 @@ void test_once(rvl_coll_request* r) {
   int rc;
   {
     std::lock_guard<std::mutex> lock(p.mutex);
+    // Note [Checked all-reduces]: in phase 1 only the first messages' receives count.
+    const int n = r->checked.phase == 1 ? r->checked.first_recvs : static_cast<int>(r->parts.size());
     rc = r->parts.empty() ? MPI_Test(&r->request, &flag, &status)
-                          : MPI_Testall(static_cast<int>(r->parts.size()), r->parts.data(), &flag, MPI_STATUSES_IGNORE);
+                          : MPI_Testall(n, r->parts.data(), &flag, MPI_STATUSES_IGNORE);
   }
   int error_class = rc;
   if (rc != MPI_SUCCESS) MPI_Error_class(rc, &error_class);
@@ -105,8 +107,10 @@ void test_once(rvl_coll_request* r) {
     return;
   }
   if (!flag) return;
+  if (r->checked.phase == 1) return advance_checked_all_reduce(*r);  // takes the lock to post phase 2
   r->done = true;
   if (r->small.active) finish_small_all_reduce(*r);  // Note [Small all-reduces]: outside the MPI lock
+  if (r->checked.phase == 2) finish_checked_all_reduce(*r);
   if (r->recv_bytes >= 0) {
     int bytes = 0;
     MPI_Get_count(&status, MPI_BYTE, &bytes);

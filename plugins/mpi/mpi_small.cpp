@@ -43,9 +43,6 @@ uint64_t small_bytes_limit() {
   return limit;
 }
 
-constexpr size_t small_dtype_size(rvl_dtype t) {
-  return t == RVL_DTYPE_I32 || t == RVL_DTYPE_F32 ? 4 : t == RVL_DTYPE_I64 || t == RVL_DTYPE_F64 ? 8 : 1;
-}
 
 template <class T, bool = std::is_integral_v<T>>
 struct small_wide {
@@ -78,6 +75,12 @@ void combine_into(T* acc, const T* x, uint64_t n, rvl_coll_op op, bool boolean) 
   }
 }
 
+}  // namespace
+
+size_t small_dtype_size(rvl_dtype t) {
+  return t == RVL_DTYPE_I32 || t == RVL_DTYPE_F32 ? 4 : t == RVL_DTYPE_I64 || t == RVL_DTYPE_F64 ? 8 : 1;
+}
+
 void combine_bytes(void* acc, const void* x, uint64_t n, rvl_dtype t, rvl_coll_op op) {
   switch (t) {
     case RVL_DTYPE_BOOL: return combine_into(static_cast<uint8_t*>(acc), static_cast<const uint8_t*>(x), n, op, true);
@@ -89,7 +92,9 @@ void combine_bytes(void* acc, const void* x, uint64_t n, rvl_dtype t, rvl_coll_o
   }
 }
 
-constexpr int kSmallTag = 1;  // small_comm carries nothing else
+namespace {
+
+constexpr int kSmallTag = 1;  // small_comm carries only these and the checked all-reduces' (tags 2, 3)
 
 // Note [Eager pieces]
 // Open MPI's shared-memory transport (btl/vader) sends a message of up to its eager limit, 4096
@@ -98,9 +103,8 @@ constexpr int kSmallTag = 1;  // small_comm carries nothing else
 // ranks (bench_mpi_allreduce_peer's p2p row, 2026-11-26): a 4 KiB exchange as one message 5.5-6.9
 // µs, as pieces of 4000 bytes 1.6-1.7 µs (MPI_Allreduce: 2.5-3.0), pieces of 2048 bytes 2.2-2.6;
 // at 64 KiB, one message 11-12 µs, pieces of 4000 bytes 15-17 (MPI_Allreduce: 22-26). So up to
-// kPiecedBytes the buffer travels as pieces under the eager limit; above, as one message.
-constexpr uint64_t kPieceBytes = 4000;
-constexpr uint64_t kPiecedBytes = 16 << 10;
+// kPiecedBytes the buffer travels as pieces under the eager limit; above, as one message
+// (kPieceBytes, kPiecedBytes: mpi_state.hpp).
 
 }  // namespace
 

@@ -51,7 +51,7 @@ namespace {
 // What a request in flight uses: the staging buffers, or (Note [Host memory without staging]) the
 // input's and the output's device buffers.
 struct Kept {
-  std::shared_ptr<Bytes> send, recv;
+  std::shared_ptr<Bytes> send, recv, headers;
   std::vector<std::shared_ptr<DeviceBuffer>> direct;
 };
 
@@ -111,15 +111,16 @@ class InFlight {
     release();
   }
   void release() {
-    send.reset(), recv.reset();
+    send.reset(), recv.reset(), headers.reset();
     direct.clear();
     // A keep-alive parked with a timed-out or abandoned request keeps its buffers for the rest of
     // the process: only an unshared one is emptied (so the communicator's staging slots are free
     // for the next call), a parked one is let go.
-    if (keep_ && keep_.use_count() == 1) keep_->send.reset(), keep_->recv.reset(), keep_->direct.clear();
+    if (keep_ && keep_.use_count() == 1) keep_->send.reset(), keep_->recv.reset(), keep_->headers.reset(), keep_->direct.clear();
     else keep_.reset();
   }
   std::shared_ptr<Bytes> send, recv;
+  std::shared_ptr<Bytes> headers;  // Note [Checked all-reduces in the core]: every rank's, written by the plugin
   std::vector<std::shared_ptr<DeviceBuffer>> direct;  // Note [Host memory without staging]
 
  private:
@@ -127,7 +128,7 @@ class InFlight {
   // [Fixed cost per call]); a new one only after a time-out parked the last.
   std::shared_ptr<void> kept() {
     if (!keep_ || keep_.use_count() > 1) keep_ = std::make_shared<Kept>();
-    keep_->send = send, keep_->recv = recv, keep_->direct = direct;
+    keep_->send = send, keep_->recv = recv, keep_->headers = headers, keep_->direct = direct;
     return keep_;
   }
   Communicator* comm_ = nullptr;
@@ -163,7 +164,9 @@ class CollectiveOp final : public HostOp {
 
   void begin(const std::vector<const DeviceBuffer*>& in) override {
     Communicator& comm = comm_for(c_.what);
-    if (world_options().check_arguments) {
+    // Note [Checked all-reduces in the core]: the header goes with the data; compared at end.
+    checked_ = c_.kind == kAllReduce && world_options().check_arguments && checks_in_plugin(comm);
+    if (world_options().check_arguments && !checked_) {
       try {
         check_headers(comm, header_, c_.what, check_label_);
       } catch (...) {
@@ -205,6 +208,10 @@ class CollectiveOp final : public HostOp {
     const int size = comm.size();
     try {
       f_.start(comm, [&](rvl_coll_request** q) -> rvl_coll_error* {
+        if (checked_) {
+          f_.headers = comm.header_staging(sizeof(ArgHeader) * static_cast<size_t>(size));
+          return api.all_reduce_checked(comm.handle(), &header_, sizeof header_, f_.headers->data(), s, r, n, dt, c_.op, q);
+        }
         switch (c_.kind) {
           case kAllReduce: return api.all_reduce(comm.handle(), s, r, n, dt, c_.op, q);
           case kAllGather: return api.all_gather(comm.handle(), s, r, n, dt, q);
@@ -222,6 +229,10 @@ class CollectiveOp final : public HostOp {
   void end(const std::vector<DeviceBuffer*>& out) override {
     try {
       f_.wait(c_.what);
+      if (checked_) {
+        Communicator& comm = comm_for(c_.what);
+        compare_headers(reinterpret_cast<const ArgHeader*>(f_.headers->data()), comm.size(), comm.rank(), c_.what);
+      }
     } catch (...) {
       f_.release();
       throw;
@@ -242,6 +253,7 @@ class CollectiveOp final : public HostOp {
   std::string check_label_;
   std::shared_ptr<LoadedPlugin> plugin_;  // of c_.device
   bool direct_ = false;                   // Note [Host memory without staging]
+  bool checked_ = false;                  // Note [Checked all-reduces in the core]
   std::shared_ptr<DeviceBuffer> out_;     // direct: made in begin, until take_outputs
   InFlight f_;
 };
