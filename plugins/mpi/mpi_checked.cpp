@@ -93,9 +93,8 @@ rvl_coll_error* start_checked_all_reduce(rvl_communicator* comm, const void* hea
   c.piece = bytes <= kPiecedBytes ? kPieceBytes : std::max<uint64_t>(c.rest, 1);  // Note [Eager pieces]
   const uint64_t pieces = (c.rest + c.piece - 1) / c.piece;
   const bool in_place = send == recv && bytes > 0;
-  r->scratch.reset(new (std::nothrow) uint8_t[static_cast<uint64_t>(size) * kFirstBytes +
-                                              static_cast<uint64_t>(peers) * c.rest + (in_place ? c.rest : 0) + 1]);
-  if (!r->scratch) {
+  if (!r->scratch_of(static_cast<uint64_t>(size) * kFirstBytes + static_cast<uint64_t>(peers) * c.rest +
+                     (in_place ? c.rest : 0))) {
     r->done = true;
     request_free(r);
     return make_error(RVL_COLL_STATUS_OUT_OF_MEMORY, "out of memory for a checked all-reduce's scratch");

@@ -122,7 +122,7 @@ rvl_coll_error* start_small_all_reduce(rvl_communicator* comm, const void* send,
   // In place, this rank's own contribution is kept in one more slot: rank 0's is written into
   // `recv` first.
   const bool in_place = send == recv && bytes > 0;
-  r->scratch.reset(new (std::nothrow) uint8_t[bytes * static_cast<uint64_t>(peers + (in_place ? 1 : 0)) + 1]);
+  r->scratch_of(bytes * static_cast<uint64_t>(peers + (in_place ? 1 : 0)));
   const uint64_t piece = bytes <= kPiecedBytes ? kPieceBytes : bytes;  // Note [Eager pieces]
   const uint64_t pieces = bytes == 0 ? 1 : (bytes + piece - 1) / piece;
   r->parts.assign(static_cast<size_t>(2 * peers * pieces), MPI_REQUEST_NULL);

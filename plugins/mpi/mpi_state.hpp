@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ struct rvl_communicator {
   bool world = false;             // the one comm_create_world made (its destroy finalizes MPI)
   std::vector<int> world_rank_of;  // this communicator's rank -> rank in MPI_COMM_WORLD
   std::atomic<int> pending{0};     // requests started and not yet freed
+  // Note [Reused requests] (mpi_request.cpp): the last completed request, kept for the next.
+  std::atomic<rvl_coll_request*> spare{nullptr};
 };
 
 // Note [Described on demand]
@@ -67,6 +70,15 @@ struct rvl_coll_request {
   // reduction run once when all completed without error.
   std::vector<MPI_Request> parts;
   std::unique_ptr<uint8_t[]> scratch;
+  uint64_t scratch_bytes = 0;  // its size (Note [Reused requests]: kept from call to call)
+  // At least `bytes` of scratch (the old contents are not kept), or NULL when out of memory.
+  uint8_t* scratch_of(uint64_t bytes) {
+    if (bytes > scratch_bytes || !scratch) {
+      scratch.reset(new (std::nothrow) uint8_t[bytes ? bytes : 1]);
+      scratch_bytes = scratch ? bytes : 0;
+    }
+    return scratch.get();
+  }
   // The reduction's arguments, as plain fields rather than a std::function whose captures were
   // one more heap allocation per all-reduce (Note [Described on demand]).
   struct SmallReduce {
