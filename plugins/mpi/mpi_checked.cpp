@@ -88,7 +88,10 @@ rvl_coll_error* start_checked_all_reduce(rvl_communicator* comm, const void* hea
   c.bytes = bytes, c.count = count, c.dtype = dtype, c.op = op;
   c.small = small_all_reduce_applies(comm, bytes);
   const uint64_t cap = (kFirstBytes - data_offset(header_bytes)) & ~uint64_t{7};  // whole elements of any dtype
-  c.inline_bytes = c.small ? std::min(bytes, cap) : 0;
+  // Above kPiecedBytes the data is one rendezvous message anyway: the first message carries the
+  // header alone (inlining 3.8 KiB there measured ~0.7 µs slower at 64 KiB: two messages to wait
+  // for instead of one).
+  c.inline_bytes = c.small && bytes <= kPiecedBytes ? std::min(bytes, cap) : 0;
   c.rest = c.small ? bytes - c.inline_bytes : 0;
   c.piece = bytes <= kPiecedBytes ? kPieceBytes : std::max<uint64_t>(c.rest, 1);  // Note [Eager pieces]
   const uint64_t pieces = (c.rest + c.piece - 1) / c.piece;
