@@ -36,11 +36,13 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "distributed/world.hpp"
 #include "ravel/error.hpp"
 #include "ravel/runtime.hpp"
+#include "runtime/capture.hpp"
 #include "runtime/device_buffer.hpp"
 #include "runtime/loaded_plugin.hpp"
 
@@ -157,6 +159,11 @@ class CollectiveOp final : public HostOp {
   void hold_inputs(const std::vector<std::shared_ptr<DeviceBuffer>>& in) override {
     if (direct_) f_.direct = in;
   }
+  // Note [Cached collective operations]: whether this operation is the one for `k`.
+  bool is_for(const CollectiveKey& k, const LoadedPlugin* plugin) const {
+    return c_.kind == k.kind && c_.op == k.op && c_.root == k.root && c_.dtype == k.dtype && c_.device == k.device &&
+           c_.in_shape == k.in_shape && c_.out_shape == k.out_shape && plugin_.get() == plugin;
+  }
   std::vector<std::shared_ptr<DeviceBuffer>> take_outputs() override {
     if (!out_) return {};
     return {std::exchange(out_, nullptr)};
@@ -185,7 +192,14 @@ class CollectiveOp final : public HostOp {
         const int32_t index = c_.device.index();
         plugin_->check(dev.synchronize(index), "synchronize");  // kernels writing the input are over
         plugin_->check(dev.buffer_address(in[0]->handle(), &s), "buffer_address");
-        out_ = std::make_shared<DeviceBuffer>(plugin_, index, out_bytes);
+        // Note [Cached collective operations]: the last result's buffer again once nothing else
+        // holds it (its tensor was dropped); the plugin writes every byte of it. Not while a Jit
+        // records: it counts the buffers its function keeps alive, and this one would count.
+        const bool recording = active_recorder() != nullptr;
+        if (!recording && spare_out_ && spare_out_.use_count() == 1) out_ = spare_out_;
+        else out_ = std::make_shared<DeviceBuffer>(plugin_, index, out_bytes);
+        if (!recording && out_bytes <= kReusedOutputBytes) spare_out_ = out_;
+        else spare_out_.reset();
         plugin_->check(dev.buffer_address(out_->handle(), &r), "buffer_address");
         f_.direct.push_back(out_);
       } catch (...) {
@@ -255,6 +269,8 @@ class CollectiveOp final : public HostOp {
   bool direct_ = false;                   // Note [Host memory without staging]
   bool checked_ = false;                  // Note [Checked all-reduces in the core]
   std::shared_ptr<DeviceBuffer> out_;     // direct: made in begin, until take_outputs
+  std::shared_ptr<DeviceBuffer> spare_out_;  // the last result's, if small (Note [Cached collective operations])
+  static constexpr uint64_t kReusedOutputBytes = 64 << 10;
   InFlight f_;
 };
 
@@ -348,6 +364,56 @@ class BucketOp final : public HostOp {
 };
 
 }  // namespace
+
+// Note [Cached collective operations]
+// An eager all-reduce made a new CollectiveOp per call (its strings, shapes and check label), and
+// a new result buffer: with the argument check in the data's messages (Note [Checked all-reduces
+// in the core], staging.cpp) these allocations were most of what the core still added to a 4 KiB
+// all-reduce on 2 ranks (docs/distributed.md, "The small path's fixed cost, 2026-12-07"). So the
+// eager path keeps its last few operations and reuses one whose collective, op, root, dtype,
+// shapes, device and device plugin (a Runtime::reset loads new ones) are the call's, when
+// nothing else holds it: a Jit capture that recorded it keeps it for its replays (its use count
+// then says so, and a new one is made), and an operation in flight is held by its caller. A
+// reused operation checks its arguments again on every call, as a new one would: the cache saves
+// allocations, never a check. Its result buffer (up to 64 KiB) is reused the same way, once the
+// tensor of the last result is gone. The cache is process-wide under a lock (one thread's
+// operations are not another's), never freed (finalize runs from a static destructor), and
+// small: kCachedOps operations.
+namespace {
+constexpr size_t kCachedOps = 8;
+struct OpCache {
+  std::mutex mutex;
+  std::shared_ptr<CollectiveOp> ops[kCachedOps];
+  size_t next = 0;  // the slot the next new operation takes when none is idle
+};
+OpCache& op_cache() {
+  static auto* cache = new OpCache();  // never freed, by design (see above)
+  return *cache;
+}
+}  // namespace
+
+std::shared_ptr<HostOp> find_collective_op(const CollectiveKey& key) {
+  const std::shared_ptr<LoadedPlugin> plugin = Runtime::get().plugin_for(key.device);
+  OpCache& cache = op_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  for (const auto& op : cache.ops)
+    if (op && op.use_count() == 1 && op->is_for(key, plugin.get())) return op;
+  return nullptr;
+}
+
+void keep_collective_op(const std::shared_ptr<HostOp>& op) {
+  auto c = std::dynamic_pointer_cast<CollectiveOp>(op);
+  if (!c) return;
+  OpCache& cache = op_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  for (auto& slot : cache.ops)  // an empty slot first, else the oldest
+    if (!slot) {
+      slot = std::move(c);
+      return;
+    }
+  cache.ops[cache.next] = std::move(c);
+  cache.next = (cache.next + 1) % kCachedOps;
+}
 
 bool host_addressable(const Device& device) {
   return !forced_staging() && Runtime::get().plugin_for(device)->caps(device.index()).host_addressable;
