@@ -196,11 +196,15 @@ class CollectiveOp final : public HostOp {
         // holds it (its tensor was dropped); the plugin writes every byte of it. Not while a Jit
         // records: it counts the buffers its function keeps alive, and this one would count.
         const bool recording = active_recorder() != nullptr;
-        if (!recording && spare_out_ && spare_out_.use_count() == 1) out_ = spare_out_;
-        else out_ = std::make_shared<DeviceBuffer>(plugin_, index, out_bytes);
-        if (!recording && out_bytes <= kReusedOutputBytes) spare_out_ = out_;
+        if (!recording && spare_out_ && spare_out_.use_count() == 1) {
+          out_ = spare_out_;
+          r = spare_address_;  // its address does not change
+        } else {
+          out_ = std::make_shared<DeviceBuffer>(plugin_, index, out_bytes);
+          plugin_->check(dev.buffer_address(out_->handle(), &r), "buffer_address");
+        }
+        if (!recording && out_bytes <= kReusedOutputBytes) spare_out_ = out_, spare_address_ = r;
         else spare_out_.reset();
-        plugin_->check(dev.buffer_address(out_->handle(), &r), "buffer_address");
         f_.direct.push_back(out_);
       } catch (...) {
         out_.reset();
@@ -270,6 +274,7 @@ class CollectiveOp final : public HostOp {
   bool checked_ = false;                  // Note [Checked all-reduces in the core]
   std::shared_ptr<DeviceBuffer> out_;     // direct: made in begin, until take_outputs
   std::shared_ptr<DeviceBuffer> spare_out_;  // the last result's, if small (Note [Cached collective operations])
+  void* spare_address_ = nullptr;            // ...and its host address
   static constexpr uint64_t kReusedOutputBytes = 64 << 10;
   InFlight f_;
 };
