@@ -58,10 +58,11 @@ BOOST_AUTO_TEST_CASE(sizes_around_the_first_message_pieces_and_the_small_limit) 
   };
   // Bytes: 0, 8, 3,872 (the whole first message), 3,873 (one byte after it), 4,096, 16,000
   // (pieces), 16,384 (the last pieced size), 16,392 (one message after the first), 65,536 (the
-  // small limit), 65,544 (MPI_Iallreduce after the header-only first messages).
+  // small limit of 3 and more ranks), 65,544 (above it: MPI_Iallreduce after header-only first
+  // messages), 1,048,584 (above two ranks' limit, Note [Two ranks up to 1 MiB]).
   for (const Case& c : {Case{0, DType::F32}, Case{2, DType::F32}, Case{3872, DType::U8}, Case{3873, DType::U8},
                         Case{1024, DType::F32}, Case{2000, DType::F64}, Case{4096, DType::I32}, Case{2049, DType::I64},
-                        Case{16384, DType::F32}, Case{8193, DType::F64}})
+                        Case{16384, DType::F32}, Case{8193, DType::F64}, Case{131073, DType::F64}})
     guarded(std::to_string(c.n) + " " + ravel::dtype_name(c.t), [&] { check_sum(c.n, c.t); });
 }
 
@@ -86,7 +87,7 @@ BOOST_AUTO_TEST_CASE(mismatches_after_agreeing_calls_are_the_same_typed_error_on
                           return w.find("[1024]") != std::string::npos && w.find("[2048]") != std::string::npos;
                         });
   world_still_usable();
-  // 4 KiB (point to point) against 1 MiB (above the small path: a header-only first message).
+  // 4 KiB against 1 MiB (2 ranks: a 1 MiB remainder to drain; more: a header-only first message).
   BOOST_CHECK_THROW(dist::all_reduce(input(me, odd ? 262144 : 1024, DType::F32)), ravel::ShapeError);
   world_still_usable();
   // The same bytes with another dtype and shape: f32 [1024] against f64 [512].
