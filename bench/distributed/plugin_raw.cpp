@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   const rvl_collectives_api* api = p.api();
-  if (checked && !RVL_HAS_MEMBER(api, rvl_collectives_api, all_reduce_checked)) {
+  if (checked && (!RVL_HAS_MEMBER(api, rvl_collectives_api, all_reduce_checked) || !api->all_reduce_checked)) {
     std::fprintf(stderr, "bench_comm_plugin: the plugin has no all_reduce_checked\n");
     return 1;
   }

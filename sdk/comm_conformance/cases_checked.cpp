@@ -60,7 +60,8 @@ void checked_call(Runner& run, const std::string& what, const std::vector<int64_
 }  // namespace
 
 void run_checked_cases(Runner& run) {
-  if (!RVL_HAS_MEMBER(run.plugin.api(), rvl_collectives_api, all_reduce_checked)) return;  // optional
+  const rvl_collectives_api* api = run.plugin.api();
+  if (!RVL_HAS_MEMBER(api, rvl_collectives_api, all_reduce_checked) || !api->all_reduce_checked) return;  // optional
   const int size = run.size;
   auto same = [&](int64_t n, int64_t tag) {
     return std::pair{std::vector<int64_t>(size, n), std::vector<std::vector<uint8_t>>(size, header_of(tag, n))};
