@@ -35,11 +35,36 @@ void check_defined(const Tensor& t, const char* what) {
 // captures a function calling all_reduce replays the all-reduce with each call's new values.
 // The operation is an idle one of the same collective and arguments where one exists (Note
 // [Cached collective operations] in collective_op.cpp); `make` describes a new one.
+// The argument lists of begin_host_op and end_host_op, kept from call to call on this thread (two
+// vectors and a shape fewer to allocate per call; Note [Cached collective operations]). Taken out
+// while in use, so a nested call (none is expected) would make its own.
+struct HostOpLists {
+  std::vector<Tensor> inputs;
+  std::vector<HostOutput> outputs;
+};
+thread_local HostOpLists t_lists;
+
 template <class Make>
 Tensor run_collective(const Tensor& t, const CollectiveKey& key, Make&& make) {
   auto op = cached_collective_op(key, std::forward<Make>(make));
-  begin_host_op(op, {t});
-  return end_host_op(op, {HostOutput{key.dtype, key.out_shape, key.device}})[0];
+  HostOpLists lists = std::move(t_lists);
+  lists.inputs.assign(1, t);
+  if (lists.outputs.size() != 1) lists.outputs.assign(1, HostOutput{key.dtype, key.out_shape, key.device});
+  HostOutput& o = lists.outputs[0];
+  o.dtype = key.dtype, o.shape = key.out_shape, o.device = key.device;  // the shape's capacity is kept
+  auto put_back = [&] {
+    lists.inputs.clear();  // no reference to the input kept
+    t_lists = std::move(lists);
+  };
+  try {
+    begin_host_op(op, lists.inputs);
+    Tensor y = std::move(end_host_op(op, lists.outputs)[0]);
+    put_back();
+    return y;
+  } catch (...) {
+    put_back();
+    throw;
+  }
 }
 
 CollectiveCall call_of(Kind kind, const Tensor& t, std::string what) {
