@@ -39,6 +39,7 @@
 #include <mutex>
 #include <utility>
 
+#include "distributed/in_flight.hpp"
 #include "distributed/world.hpp"
 #include "ravel/error.hpp"
 #include "ravel/runtime.hpp"
@@ -49,13 +50,6 @@
 namespace ravel::detail {
 
 namespace {
-
-// What a request in flight uses: the staging buffers, or (Note [Host memory without staging]) the
-// input's and the output's device buffers.
-struct Kept {
-  std::shared_ptr<Bytes> send, recv, headers;
-  std::vector<std::shared_ptr<DeviceBuffer>> direct;
-};
 
 // RAVEL_DIST_STAGE=1 stages through host buffers even where the direct path applies, so the
 // staged path (every device that is not host memory) stays tested on CPU-only machines
@@ -82,62 +76,6 @@ Communicator& comm_for(const std::string& what) {
                                           "collective after distributed::finalize())", c ? c->rank() : 0, -1);
   return *c;
 }
-
-// Shared by both kinds: the request in flight and the staging buffers it uses.
-class InFlight {
- public:
-  template <class Start>
-  void start(Communicator& comm, Start&& fn, const std::string& what) {
-    comm_ = &comm;
-    completed_ = false;
-    request_ = comm.start(std::forward<Start>(fn), what);
-  }
-  // Waits under the deadline; on any failure the buffers stay parked with the request.
-  void wait(const std::string& what) {
-    rvl_coll_request* r = std::exchange(request_, nullptr);
-    if (r) comm_->wait(r, what, kept());
-  }
-  // Note [Progress between kernels]: polled until the library says it completed, then left alone.
-  bool progress() noexcept {
-    if (!request_ || completed_) return false;
-    completed_ = comm_->poll(request_);
-    return true;
-  }
-  void cancel() noexcept {
-    if (rvl_coll_request* r = std::exchange(request_, nullptr)) {
-      try {
-        comm_->abandon(r, kept());
-      } catch (...) {  // only an allocation can fail here; the world is broken anyway
-      }
-    }
-    release();
-  }
-  void release() {
-    send.reset(), recv.reset(), headers.reset();
-    direct.clear();
-    // A keep-alive parked with a timed-out or abandoned request keeps its buffers for the rest of
-    // the process: only an unshared one is emptied (so the communicator's staging slots are free
-    // for the next call), a parked one is let go.
-    if (keep_ && keep_.use_count() == 1) keep_->send.reset(), keep_->recv.reset(), keep_->headers.reset(), keep_->direct.clear();
-    else keep_.reset();
-  }
-  std::shared_ptr<Bytes> send, recv;
-  std::shared_ptr<Bytes> headers;  // Note [Checked all-reduces in the core]: every rank's, written by the plugin
-  std::vector<std::shared_ptr<DeviceBuffer>> direct;  // Note [Host memory without staging]
-
- private:
-  // The buffers as one keep-alive for the communicator, the same object from call to call (Note
-  // [Fixed cost per call]); a new one only after a time-out parked the last.
-  std::shared_ptr<void> kept() {
-    if (!keep_ || keep_.use_count() > 1) keep_ = std::make_shared<Kept>();
-    keep_->send = send, keep_->recv = recv, keep_->headers = headers, keep_->direct = direct;
-    return keep_;
-  }
-  Communicator* comm_ = nullptr;
-  rvl_coll_request* request_ = nullptr;
-  bool completed_ = false;  // a poll saw it complete (Note [Progress between kernels])
-  std::shared_ptr<Kept> keep_;
-};
 
 class CollectiveOp final : public HostOp {
  public:
