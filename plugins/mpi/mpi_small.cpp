@@ -5,8 +5,9 @@
 // all-reduce was MPI_Iallreduce. Open MPI 4.1 runs non-blocking collectives through libnbc,
 // whose schedule costs ~3x the blocking MPI_Allreduce on small buffers (2 ranks of one host,
 // 4 KiB: 9-10 against 3.2-3.7 µs; docs/distributed.md), while one MPI_Isend/MPI_Irecv round
-// costs about what MPI_Allreduce does. So up to kSmallRanks ranks and kSmallBytes bytes, every
-// rank sends its buffer to every other rank, receives theirs into scratch memory the request
+// costs about what MPI_Allreduce does. So up to kSmallRanks ranks and 64 KiB (two ranks: 1 MiB,
+// Note [Two ranks up to 1 MiB]), every rank sends its buffer to every other rank, receives
+// theirs into scratch memory the request
 // owns, and when MPI_Testall says all messages completed, reduces the contributions *in rank
 // order* (rank 0's, then rank 1's, ...). Every rank computes the same expression from the same
 // bytes, so every rank gets a bit-identical result, as MPI_Allreduce promises; the request is
@@ -14,9 +15,9 @@
 // PEER_LOST as before. The messages travel on a duplicate of the communicator (small_comm),
 // so no message of the host program's send/recv can match them, whatever its tag; between two
 // ranks they are non-overtaking, so successive all-reduces match in call order.
-// Above kSmallRanks the n^2 messages lose to libnbc's log n rounds; above kSmallBytes the
-// sends leave Open MPI's eager protocol and MPI_Iallreduce's pipelined algorithms win
-// (measured: bench/distributed/run.sh; RAVEL_MPI_SMALL_BYTES moves the threshold to measure it).
+// Above kSmallRanks the n^2 messages lose to libnbc's log n rounds; above the size limit
+// MPI_Iallreduce's pipelined algorithms win (measured: bench/distributed/run.sh;
+// RAVEL_MPI_SMALL_BYTES moves the threshold to measure it).
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -30,22 +31,29 @@ namespace {
 
 constexpr int kSmallRanks = 8;
 
-uint64_t small_bytes_limit() {
-  static const uint64_t limit = [] {
+// Note [Two ranks up to 1 MiB]
+// Between two ranks the exchange is one message each way (a rendezvous above 16 KiB: one
+// single-copy read through CMA) and one reduction, where libnbc's MPI_Iallreduce pipelines
+// segments through a schedule. Measured (2026-12-07, bench_allreduce and bench_comm_plugin
+// --checked under chrt -f 10, load average 12-15, docs/distributed.md "The small path's fixed
+// cost"): at 1 MiB the point-to-point path took 205-241 µs against libnbc's 252-269 (plain
+// MPI_Allreduce 211-236); at 16 MiB it lost (5.6-6.3 against 4.9-5.6 ms), and on 4 ranks it lost
+// at every size above 64 KiB (1 MiB: 1.8 against 0.6 ms: n^2 messages on 2 cores). So two ranks
+// go point to point up to 1 MiB, more ranks up to 64 KiB.
+uint64_t small_bytes_limit(int ranks) {
+  static const int64_t forced = [] {  // RAVEL_MPI_SMALL_BYTES, for measuring; -1 when unset
     const char* v = std::getenv("RAVEL_MPI_SMALL_BYTES");
     if (v && *v) {
       char* end = nullptr;
       const unsigned long long x = std::strtoull(v, &end, 10);
-      if (end && *end == '\0') return static_cast<uint64_t>(x);
+      if (end && *end == '\0') return static_cast<int64_t>(x);
     }
-    return uint64_t{64} << 10;
+    return int64_t{-1};
   }();
-  return limit;
+  if (forced >= 0) return static_cast<uint64_t>(forced);
+  return ranks == 2 ? uint64_t{1} << 20 : uint64_t{64} << 10;
 }
 
-constexpr size_t small_dtype_size(rvl_dtype t) {
-  return t == RVL_DTYPE_I32 || t == RVL_DTYPE_F32 ? 4 : t == RVL_DTYPE_I64 || t == RVL_DTYPE_F64 ? 8 : 1;
-}
 
 template <class T, bool = std::is_integral_v<T>>
 struct small_wide {
@@ -78,6 +86,12 @@ void combine_into(T* acc, const T* x, uint64_t n, rvl_coll_op op, bool boolean) 
   }
 }
 
+}  // namespace
+
+size_t small_dtype_size(rvl_dtype t) {
+  return t == RVL_DTYPE_I32 || t == RVL_DTYPE_F32 ? 4 : t == RVL_DTYPE_I64 || t == RVL_DTYPE_F64 ? 8 : 1;
+}
+
 void combine_bytes(void* acc, const void* x, uint64_t n, rvl_dtype t, rvl_coll_op op) {
   switch (t) {
     case RVL_DTYPE_BOOL: return combine_into(static_cast<uint8_t*>(acc), static_cast<const uint8_t*>(x), n, op, true);
@@ -89,7 +103,9 @@ void combine_bytes(void* acc, const void* x, uint64_t n, rvl_dtype t, rvl_coll_o
   }
 }
 
-constexpr int kSmallTag = 1;  // small_comm carries nothing else
+namespace {
+
+constexpr int kSmallTag = 1;  // small_comm carries only these and the checked all-reduces' (tags 2, 3)
 
 // Note [Eager pieces]
 // Open MPI's shared-memory transport (btl/vader) sends a message of up to its eager limit, 4096
@@ -98,15 +114,14 @@ constexpr int kSmallTag = 1;  // small_comm carries nothing else
 // ranks (bench_mpi_allreduce_peer's p2p row, 2026-11-26): a 4 KiB exchange as one message 5.5-6.9
 // µs, as pieces of 4000 bytes 1.6-1.7 µs (MPI_Allreduce: 2.5-3.0), pieces of 2048 bytes 2.2-2.6;
 // at 64 KiB, one message 11-12 µs, pieces of 4000 bytes 15-17 (MPI_Allreduce: 22-26). So up to
-// kPiecedBytes the buffer travels as pieces under the eager limit; above, as one message.
-constexpr uint64_t kPieceBytes = 4000;
-constexpr uint64_t kPiecedBytes = 16 << 10;
+// kPiecedBytes the buffer travels as pieces under the eager limit; above, as one message
+// (kPieceBytes, kPiecedBytes: mpi_state.hpp).
 
 }  // namespace
 
 bool small_all_reduce_applies(const rvl_communicator* comm, uint64_t bytes) {
   return comm->small_comm != MPI_COMM_NULL && comm->size > 1 && comm->size <= kSmallRanks &&
-         bytes <= small_bytes_limit();
+         bytes <= small_bytes_limit(comm->size);
 }
 
 rvl_coll_error* start_small_all_reduce(rvl_communicator* comm, const void* send, void* recv, uint64_t count,
@@ -118,7 +133,7 @@ rvl_coll_error* start_small_all_reduce(rvl_communicator* comm, const void* send,
   // In place, this rank's own contribution is kept in one more slot: rank 0's is written into
   // `recv` first.
   const bool in_place = send == recv && bytes > 0;
-  r->scratch.reset(new (std::nothrow) uint8_t[bytes * static_cast<uint64_t>(peers + (in_place ? 1 : 0)) + 1]);
+  r->scratch_of(bytes * static_cast<uint64_t>(peers + (in_place ? 1 : 0)));
   const uint64_t piece = bytes <= kPiecedBytes ? kPieceBytes : bytes;  // Note [Eager pieces]
   const uint64_t pieces = bytes == 0 ? 1 : (bytes + piece - 1) / piece;
   r->parts.assign(static_cast<size_t>(2 * peers * pieces), MPI_REQUEST_NULL);

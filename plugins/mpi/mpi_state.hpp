@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,8 @@ struct rvl_communicator {
   bool world = false;             // the one comm_create_world made (its destroy finalizes MPI)
   std::vector<int> world_rank_of;  // this communicator's rank -> rank in MPI_COMM_WORLD
   std::atomic<int> pending{0};     // requests started and not yet freed
+  // Note [Reused requests] (mpi_request.cpp): the last completed request, kept for the next.
+  std::atomic<rvl_coll_request*> spare{nullptr};
 };
 
 // Note [Described on demand]
@@ -67,6 +70,15 @@ struct rvl_coll_request {
   // reduction run once when all completed without error.
   std::vector<MPI_Request> parts;
   std::unique_ptr<uint8_t[]> scratch;
+  uint64_t scratch_bytes = 0;  // its size (Note [Reused requests]: kept from call to call)
+  // At least `bytes` of scratch (the old contents are not kept), or NULL when out of memory.
+  uint8_t* scratch_of(uint64_t bytes) {
+    if (bytes > scratch_bytes || !scratch) {
+      scratch.reset(new (std::nothrow) uint8_t[bytes ? bytes : 1]);
+      scratch_bytes = scratch ? bytes : 0;
+    }
+    return scratch.get();
+  }
   // The reduction's arguments, as plain fields rather than a std::function whose captures were
   // one more heap allocation per all-reduce (Note [Described on demand]).
   struct SmallReduce {
@@ -78,6 +90,27 @@ struct rvl_coll_request {
     rvl_coll_op op = RVL_COLL_SUM;
     int me = 0, peers = 0;
   } small;
+  // Note [Checked all-reduces] (mpi_checked.cpp): the argument check and a small all-reduce in
+  // the same messages. Phase 1: the first messages (parts[0, first_recvs) their receives) are in
+  // flight; phase 2: the rest (the remainders, a drain after a mismatch, or MPI_Iallreduce).
+  struct Checked {
+    int phase = 0;  // 0: not a checked request
+    int first_recvs = 0;
+    const void* send = nullptr;
+    void* recv = nullptr;
+    void* headers = nullptr;  // the caller's, size * header_bytes
+    uint32_t header_bytes = 0;
+    uint64_t bytes = 0, count = 0;
+    rvl_dtype dtype = RVL_DTYPE_U8;
+    rvl_coll_op op = RVL_COLL_SUM;
+    uint64_t inline_bytes = 0, rest = 0, piece = 0;  // in the first message / after it, in pieces of
+    const void* own_rest = nullptr;                  // this rank's remainder (a copy when in place)
+    bool agreed = false;  // every rank's header and count equal (known in phase 2)
+    bool counts_differ = false;  // headers equal, counts not
+    int unsupported_dtype = -1;  // a dtype MPI cannot reduce: only the headers travel
+    bool small = false;   // the data travels point to point (else MPI_Iallreduce in phase 2)
+    std::unique_ptr<uint8_t[]> drain;  // a mismatch: the peers' remainders, thrown away
+  } checked;
 };
 
 namespace mpi_plugin {
@@ -124,6 +157,23 @@ void finish_small_all_reduce(const rvl_coll_request& r);
 bool small_all_reduce_applies(const rvl_communicator* comm, uint64_t bytes);
 rvl_coll_error* start_small_all_reduce(rvl_communicator* comm, const void* send, void* recv, uint64_t count,
                                        rvl_dtype dtype, rvl_coll_op op, OpText what, rvl_coll_request** out);
+
+// Shared by the small and the checked all-reduce (mpi_small.cpp): Note [Eager pieces], the
+// element size, and acc[i] := acc[i] op x[i] with collectives.h's meaning.
+constexpr uint64_t kPieceBytes = 4000;
+constexpr uint64_t kPiecedBytes = 16 << 10;
+size_t small_dtype_size(rvl_dtype t);
+MPI_Datatype datatype_of(rvl_dtype t);      // plugin.cpp
+MPI_Op op_of(rvl_coll_op op, rvl_dtype t);  // plugin.cpp
+void combine_bytes(void* acc, const void* x, uint64_t n, rvl_dtype t, rvl_coll_op op);
+
+// Note [Checked all-reduces] (mpi_checked.cpp): all_reduce_checked, and its phase change once
+// the first messages arrived (called by request_test without the MPI lock).
+rvl_coll_error* start_checked_all_reduce(rvl_communicator* comm, const void* header, uint32_t header_bytes,
+                                         void* headers, const void* send, void* recv, uint64_t count,
+                                         rvl_dtype dtype, rvl_coll_op op, rvl_coll_request** out);
+void advance_checked_all_reduce(rvl_coll_request& r);
+void finish_checked_all_reduce(rvl_coll_request& r);
 
 // World start-up and shut-down (mpi_world.cpp).
 rvl_coll_error* create_world(int64_t timeout_ms, rvl_communicator** out);

@@ -237,6 +237,7 @@ rvl_coll_error* destroy(rvl_communicator* comm) {
     MPI_Comm_free(&comm->comm);  // local when nothing is pending
     if (comm->small_comm != MPI_COMM_NULL) MPI_Comm_free(&comm->small_comm);
   }
+  delete comm->spare.exchange(nullptr);  // Note [Reused requests]
   delete comm;
   if (!world || !p.initialized_here) return nullptr;
   // Note [Exit after a failure]

@@ -196,6 +196,31 @@ rvl_coll_error* all_reduce(rvl_communicator* c, const void* send, void* recv, ui
   });
 }
 
+// Note [Checked all-reduces] (mpi_checked.cpp).
+rvl_coll_error* all_reduce_checked(rvl_communicator* c, const void* header, uint32_t header_bytes, void* headers,
+                                   const void* send, void* recv, uint64_t count, rvl_dtype t, rvl_coll_op op,
+                                   rvl_coll_request** out) {
+  int n = 0;
+  // A dtype MPI cannot reduce here: the headers are still exchanged (a rank with another dtype
+  // must see this one's), and the request then completes UNSUPPORTED if they agree.
+  const bool unsupported = valid_dtype(t) && mpi_type(t) == MPI_DATATYPE_NULL;
+  if (unsupported) {
+    if (rvl_coll_error* e = check("all_reduce_checked", c, nullptr, nullptr, 0, RVL_DTYPE_U8, out, &n)) return e;
+  } else if (rvl_coll_error* e = check("all_reduce_checked", c, send, recv, count, t, out, &n)) {
+    return e;
+  }
+  if (op < 0 || op >= RVL_COLL_OP_COUNT_)
+    return make_error(RVL_COLL_STATUS_INVALID_ARGUMENT, "all_reduce_checked: bad op " + std::to_string(op));
+  if (header_bytes > RVL_COLL_HEADER_MAX || (header_bytes > 0 && (!header || !headers)))
+    return make_error(RVL_COLL_STATUS_INVALID_ARGUMENT, "all_reduce_checked: a header of " + std::to_string(header_bytes) +
+                                                            " bytes (at most " + std::to_string(RVL_COLL_HEADER_MAX) +
+                                                            ", with header and headers not NULL)");
+  if (!unsupported) return start_checked_all_reduce(c, header, header_bytes, headers, send, recv, count, t, op, out);
+  rvl_coll_error* e = start_checked_all_reduce(c, header, header_bytes, headers, nullptr, nullptr, 0, RVL_DTYPE_U8, op, out);
+  if (!e) (*out)->checked.unsupported_dtype = t;
+  return e;
+}
+
 rvl_coll_error* all_gather(rvl_communicator* c, const void* send, void* recv, uint64_t count, rvl_dtype t,
                            rvl_coll_request** out) {
   int n = 0;
@@ -275,11 +300,15 @@ const rvl_collectives_api kApi = {
     comm_create_world, comm_rank, comm_size, comm_split, comm_destroy,
     all_reduce, all_gather, reduce_scatter, broadcast, send, recv, barrier,
     mpi_plugin::request_test, mpi_plugin::request_wait, mpi_plugin::request_free,
+    all_reduce_checked,  // 1.1
 };
 
 }  // namespace
 
 extern "C" RVL_EXPORT const rvl_collectives_api* rvl_collectives_entry(void) { return &kApi; }
+
+MPI_Datatype mpi_plugin::datatype_of(rvl_dtype t) { return mpi_type(t); }
+MPI_Op mpi_plugin::op_of(rvl_coll_op op, rvl_dtype t) { return mpi_op(op, t); }
 
 std::string OpText::str() const {  // Note [Described on demand]
   std::string s = name;

@@ -32,5 +32,7 @@ void run_data_cases(Runner& run, bool big);
 // Argument validation, a deadline on a receive that is late (and the request still valid
 // afterwards), wrong-size messages, and split (cases_errors.cpp).
 void run_error_cases(Runner& run);
+// all_reduce_checked (optional, since 1.1), when the plugin has it (cases_checked.cpp).
+void run_checked_cases(Runner& run);
 
 }  // namespace ravel::comm_conformance

@@ -63,6 +63,7 @@ int main(int argc, char** argv) {
   if (rank == 0) std::printf("%s %s: %d ranks\n", info.name, info.version ? info.version : "", size);
   run_data_cases(run, big);
   run_error_cases(run);
+  run_checked_cases(run);
 
   int64_t failed = run.failed, total_failed = 0;
   s = plugin.run([&](rvl_coll_request** q) { return api->all_reduce(world, &failed, &total_failed, 1, RVL_DTYPE_I64, RVL_COLL_SUM, q); },

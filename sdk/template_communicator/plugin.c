@@ -163,6 +163,7 @@ static const rvl_collectives_api kApi = {
     comm_create_world, comm_rank, comm_size, NULL /* comm_split: optional */, comm_destroy,
     all_reduce, all_gather, reduce_scatter, broadcast, send, recv, barrier,
     request_test, request_wait, request_free,
+    NULL /* all_reduce_checked: optional, since 1.1 */,
 };
 
 RVL_EXPORT const rvl_collectives_api* rvl_collectives_entry(void) { return &kApi; }

@@ -36,24 +36,20 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
+#include "distributed/in_flight.hpp"
 #include "distributed/world.hpp"
 #include "ravel/error.hpp"
 #include "ravel/runtime.hpp"
+#include "runtime/capture.hpp"
 #include "runtime/device_buffer.hpp"
 #include "runtime/loaded_plugin.hpp"
 
 namespace ravel::detail {
 
 namespace {
-
-// What a request in flight uses: the staging buffers, or (Note [Host memory without staging]) the
-// input's and the output's device buffers.
-struct Kept {
-  std::shared_ptr<Bytes> send, recv;
-  std::vector<std::shared_ptr<DeviceBuffer>> direct;
-};
 
 // RAVEL_DIST_STAGE=1 stages through host buffers even where the direct path applies, so the
 // staged path (every device that is not host memory) stays tested on CPU-only machines
@@ -81,61 +77,6 @@ Communicator& comm_for(const std::string& what) {
   return *c;
 }
 
-// Shared by both kinds: the request in flight and the staging buffers it uses.
-class InFlight {
- public:
-  template <class Start>
-  void start(Communicator& comm, Start&& fn, const std::string& what) {
-    comm_ = &comm;
-    completed_ = false;
-    request_ = comm.start(std::forward<Start>(fn), what);
-  }
-  // Waits under the deadline; on any failure the buffers stay parked with the request.
-  void wait(const std::string& what) {
-    rvl_coll_request* r = std::exchange(request_, nullptr);
-    if (r) comm_->wait(r, what, kept());
-  }
-  // Note [Progress between kernels]: polled until the library says it completed, then left alone.
-  bool progress() noexcept {
-    if (!request_ || completed_) return false;
-    completed_ = comm_->poll(request_);
-    return true;
-  }
-  void cancel() noexcept {
-    if (rvl_coll_request* r = std::exchange(request_, nullptr)) {
-      try {
-        comm_->abandon(r, kept());
-      } catch (...) {  // only an allocation can fail here; the world is broken anyway
-      }
-    }
-    release();
-  }
-  void release() {
-    send.reset(), recv.reset();
-    direct.clear();
-    // A keep-alive parked with a timed-out or abandoned request keeps its buffers for the rest of
-    // the process: only an unshared one is emptied (so the communicator's staging slots are free
-    // for the next call), a parked one is let go.
-    if (keep_ && keep_.use_count() == 1) keep_->send.reset(), keep_->recv.reset(), keep_->direct.clear();
-    else keep_.reset();
-  }
-  std::shared_ptr<Bytes> send, recv;
-  std::vector<std::shared_ptr<DeviceBuffer>> direct;  // Note [Host memory without staging]
-
- private:
-  // The buffers as one keep-alive for the communicator, the same object from call to call (Note
-  // [Fixed cost per call]); a new one only after a time-out parked the last.
-  std::shared_ptr<void> kept() {
-    if (!keep_ || keep_.use_count() > 1) keep_ = std::make_shared<Kept>();
-    keep_->send = send, keep_->recv = recv, keep_->direct = direct;
-    return keep_;
-  }
-  Communicator* comm_ = nullptr;
-  rvl_coll_request* request_ = nullptr;
-  bool completed_ = false;  // a poll saw it complete (Note [Progress between kernels])
-  std::shared_ptr<Kept> keep_;
-};
-
 class CollectiveOp final : public HostOp {
  public:
   explicit CollectiveOp(CollectiveCall c) : c_(std::move(c)) {
@@ -156,6 +97,11 @@ class CollectiveOp final : public HostOp {
   void hold_inputs(const std::vector<std::shared_ptr<DeviceBuffer>>& in) override {
     if (direct_) f_.direct = in;
   }
+  // Note [Cached collective operations]: whether this operation is the one for `k`.
+  bool is_for(const CollectiveKey& k, const LoadedPlugin* plugin) const {
+    return c_.kind == k.kind && c_.op == k.op && c_.root == k.root && c_.dtype == k.dtype && c_.device == k.device &&
+           c_.in_shape == k.in_shape && c_.out_shape == k.out_shape && plugin_.get() == plugin;
+  }
   std::vector<std::shared_ptr<DeviceBuffer>> take_outputs() override {
     if (!out_) return {};
     return {std::exchange(out_, nullptr)};
@@ -163,7 +109,9 @@ class CollectiveOp final : public HostOp {
 
   void begin(const std::vector<const DeviceBuffer*>& in) override {
     Communicator& comm = comm_for(c_.what);
-    if (world_options().check_arguments) {
+    // Note [Checked all-reduces in the core]: the header goes with the data; compared at end.
+    checked_ = c_.kind == kAllReduce && world_options().check_arguments && checks_in_plugin(comm);
+    if (world_options().check_arguments && !checked_) {
       try {
         check_headers(comm, header_, c_.what, check_label_);
       } catch (...) {
@@ -182,8 +130,19 @@ class CollectiveOp final : public HostOp {
         const int32_t index = c_.device.index();
         plugin_->check(dev.synchronize(index), "synchronize");  // kernels writing the input are over
         plugin_->check(dev.buffer_address(in[0]->handle(), &s), "buffer_address");
-        out_ = std::make_shared<DeviceBuffer>(plugin_, index, out_bytes);
-        plugin_->check(dev.buffer_address(out_->handle(), &r), "buffer_address");
+        // Note [Cached collective operations]: the last result's buffer again once nothing else
+        // holds it (its tensor was dropped); the plugin writes every byte of it. Not while a Jit
+        // records: it counts the buffers its function keeps alive, and this one would count.
+        const bool recording = active_recorder() != nullptr;
+        if (!recording && spare_out_ && spare_out_.use_count() == 1) {
+          out_ = spare_out_;
+          r = spare_address_;  // its address does not change
+        } else {
+          out_ = std::make_shared<DeviceBuffer>(plugin_, index, out_bytes);
+          plugin_->check(dev.buffer_address(out_->handle(), &r), "buffer_address");
+        }
+        if (!recording && out_bytes <= kReusedOutputBytes) spare_out_ = out_, spare_address_ = r;
+        else spare_out_.reset();
         f_.direct.push_back(out_);
       } catch (...) {
         out_.reset();
@@ -205,6 +164,10 @@ class CollectiveOp final : public HostOp {
     const int size = comm.size();
     try {
       f_.start(comm, [&](rvl_coll_request** q) -> rvl_coll_error* {
+        if (checked_) {
+          f_.headers = comm.header_staging(sizeof(ArgHeader) * static_cast<size_t>(size));
+          return api.all_reduce_checked(comm.handle(), &header_, sizeof header_, f_.headers->data(), s, r, n, dt, c_.op, q);
+        }
         switch (c_.kind) {
           case kAllReduce: return api.all_reduce(comm.handle(), s, r, n, dt, c_.op, q);
           case kAllGather: return api.all_gather(comm.handle(), s, r, n, dt, q);
@@ -222,6 +185,10 @@ class CollectiveOp final : public HostOp {
   void end(const std::vector<DeviceBuffer*>& out) override {
     try {
       f_.wait(c_.what);
+      if (checked_) {
+        Communicator& comm = comm_for(c_.what);
+        compare_headers(reinterpret_cast<const ArgHeader*>(f_.headers->data()), comm.size(), comm.rank(), c_.what);
+      }
     } catch (...) {
       f_.release();
       throw;
@@ -242,7 +209,11 @@ class CollectiveOp final : public HostOp {
   std::string check_label_;
   std::shared_ptr<LoadedPlugin> plugin_;  // of c_.device
   bool direct_ = false;                   // Note [Host memory without staging]
+  bool checked_ = false;                  // Note [Checked all-reduces in the core]
   std::shared_ptr<DeviceBuffer> out_;     // direct: made in begin, until take_outputs
+  std::shared_ptr<DeviceBuffer> spare_out_;  // the last result's, if small (Note [Cached collective operations])
+  void* spare_address_ = nullptr;            // ...and its host address
+  static constexpr uint64_t kReusedOutputBytes = 64 << 10;
   InFlight f_;
 };
 
@@ -336,6 +307,56 @@ class BucketOp final : public HostOp {
 };
 
 }  // namespace
+
+// Note [Cached collective operations]
+// An eager all-reduce made a new CollectiveOp per call (its strings, shapes and check label), and
+// a new result buffer: with the argument check in the data's messages (Note [Checked all-reduces
+// in the core], staging.cpp) these allocations were most of what the core still added to a 4 KiB
+// all-reduce on 2 ranks (docs/distributed.md, "The small path's fixed cost, 2026-12-07"). So the
+// eager path keeps its last few operations and reuses one whose collective, op, root, dtype,
+// shapes, device and device plugin (a Runtime::reset loads new ones) are the call's, when
+// nothing else holds it: a Jit capture that recorded it keeps it for its replays (its use count
+// then says so, and a new one is made), and an operation in flight is held by its caller. A
+// reused operation checks its arguments again on every call, as a new one would: the cache saves
+// allocations, never a check. Its result buffer (up to 64 KiB) is reused the same way, once the
+// tensor of the last result is gone. The cache is process-wide under a lock (one thread's
+// operations are not another's), never freed (finalize runs from a static destructor), and
+// small: kCachedOps operations.
+namespace {
+constexpr size_t kCachedOps = 8;
+struct OpCache {
+  std::mutex mutex;
+  std::shared_ptr<CollectiveOp> ops[kCachedOps];
+  size_t next = 0;  // the slot the next new operation takes when none is idle
+};
+OpCache& op_cache() {
+  static auto* cache = new OpCache();  // never freed, by design (see above)
+  return *cache;
+}
+}  // namespace
+
+std::shared_ptr<HostOp> find_collective_op(const CollectiveKey& key) {
+  const std::shared_ptr<LoadedPlugin> plugin = Runtime::get().plugin_for(key.device);
+  OpCache& cache = op_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  for (const auto& op : cache.ops)
+    if (op && op.use_count() == 1 && op->is_for(key, plugin.get())) return op;
+  return nullptr;
+}
+
+void keep_collective_op(const std::shared_ptr<HostOp>& op) {
+  auto c = std::dynamic_pointer_cast<CollectiveOp>(op);
+  if (!c) return;
+  OpCache& cache = op_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  for (auto& slot : cache.ops)  // an empty slot first, else the oldest
+    if (!slot) {
+      slot = std::move(c);
+      return;
+    }
+  cache.ops[cache.next] = std::move(c);
+  cache.next = (cache.next + 1) % kCachedOps;
+}
 
 bool host_addressable(const Device& device) {
   return !forced_staging() && Runtime::get().plugin_for(device)->caps(device.index()).host_addressable;

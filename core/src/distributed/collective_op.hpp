@@ -28,6 +28,29 @@ struct CollectiveCall {
 };
 std::shared_ptr<HostOp> make_collective_op(CollectiveCall call);
 
+// Note [Cached collective operations] (collective_op.cpp): an eager call's operation, made by
+// `make` only when no idle one of the same collective, shape, dtype and device exists.
+struct CollectiveKey {
+  Kind kind;
+  rvl_coll_op op;
+  int root;
+  DType dtype;
+  const Shape& in_shape;
+  const Shape& out_shape;
+  const Device& device;
+};
+template <class Make>
+std::shared_ptr<HostOp> cached_collective_op(const CollectiveKey& key, Make&& make);
+std::shared_ptr<HostOp> find_collective_op(const CollectiveKey& key);
+void keep_collective_op(const std::shared_ptr<HostOp>& op);
+template <class Make>
+std::shared_ptr<HostOp> cached_collective_op(const CollectiveKey& key, Make&& make) {
+  if (std::shared_ptr<HostOp> op = find_collective_op(key)) return op;
+  std::shared_ptr<HostOp> op = make_collective_op(make());
+  keep_collective_op(op);
+  return op;
+}
+
 // One DataParallel bucket: the sum over ranks of its gradients (one dtype), packed into one
 // staging buffer (slot `slot`, its result in slot + 1, or in one packed output if direct). `header`, when set, is checked first
 // (the first bucket of a reduce_gradients call carries the call's header).

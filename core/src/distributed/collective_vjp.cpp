@@ -31,15 +31,30 @@ namespace {
 
 bool differentiable(const Tensor& x) { return is_float(x.dtype()); }
 
-Tensor attach(const Tensor& y, const Tensor& x, const char* name,
-              std::function<Tensor(const Tensor& x, const Tensor& y, const Tensor& g)> vjp) {
-  if (!differentiable(x)) return y;
+using Rule = std::shared_ptr<const ravel::detail::CustomRule>;
+
+Rule make_rule(const char* name, std::function<Tensor(const Tensor& x, const Tensor& y, const Tensor& g)> vjp) {
   auto rule = std::make_shared<ravel::detail::CustomRule>();
   rule->name = name;
   rule->vjp = [vjp = std::move(vjp)](const std::vector<Tensor>& in, const Tensor& out, const Tensor& g) {
     return std::vector<Tensor>{vjp(in[0], out, g)};
   };
-  return ravel::detail::with_custom_vjp(y, {x}, std::move(rule));
+  return rule;
+}
+
+// Note [Rules made once]: a rule depends only on the collective and its op (or root), so the
+// common ones are made once per process, not per call: a rule, its name and two std::functions
+// were about a fifth of the core's allocations per 4 KiB all-reduce (docs/distributed.md, "The
+// small path's fixed cost, 2026-12-07").
+Tensor attach(const Tensor& y, const Tensor& x, const Rule& rule) {
+  if (!differentiable(x)) return y;
+  return ravel::detail::with_custom_vjp(y, {x}, rule);
+}
+
+template <class Make>
+const Rule& per_op(ReduceOp op, Make make) {
+  static const Rule rules[4] = {make(ReduceOp::Sum), make(ReduceOp::Prod), make(ReduceOp::Max), make(ReduceOp::Min)};
+  return rules[static_cast<int>(op)];
 }
 
 // Every rank's x stacked: [R, x.shape...].
@@ -71,31 +86,37 @@ Tensor fold_vjp(ReduceOp op, const Tensor& x, const Tensor& y, const Tensor& g_s
 }  // namespace
 
 Tensor with_all_reduce_vjp(const Tensor& y, const Tensor& x, ReduceOp op) {
-  return attach(y, x, "distributed::all_reduce", [op](const Tensor& in, const Tensor& out, const Tensor& g) {
-    return fold_vjp(op, in, out, distributed::all_reduce(g, ReduceOp::Sum));
-  });
+  return attach(y, x, per_op(op, [](ReduceOp o) {
+    return make_rule("distributed::all_reduce", [o](const Tensor& in, const Tensor& out, const Tensor& g) {
+      return fold_vjp(o, in, out, distributed::all_reduce(g, ReduceOp::Sum));
+    });
+  }));
 }
 
 Tensor with_all_gather_vjp(const Tensor& y, const Tensor& x) {
-  return attach(y, x, "distributed::all_gather", [](const Tensor& in, const Tensor&, const Tensor& g) {
+  static const Rule rule = make_rule("distributed::all_gather", [](const Tensor& in, const Tensor&, const Tensor& g) {
     return distributed::reduce_scatter(g, ReduceOp::Sum).reshape(in.shape());
   });
+  return attach(y, x, rule);
 }
 
 Tensor with_reduce_scatter_vjp(const Tensor& y, const Tensor& x, ReduceOp op) {
-  return attach(y, x, "distributed::reduce_scatter", [op](const Tensor& in, const Tensor& out, const Tensor& g) {
-    // Block r of the result lives on rank r only: gathering the cotangents gives every rank the
-    // sum over ranks of the whole result's cotangent, and gathering y the whole fold.
-    const Tensor g_sum = distributed::all_gather(g);
-    return fold_vjp(op, in, op == ReduceOp::Sum ? Tensor() : distributed::all_gather(out), g_sum);
-  });
+  return attach(y, x, per_op(op, [](ReduceOp o) {
+    return make_rule("distributed::reduce_scatter", [o](const Tensor& in, const Tensor& out, const Tensor& g) {
+      // Block r of the result lives on rank r only: gathering the cotangents gives every rank the
+      // sum over ranks of the whole result's cotangent, and gathering y the whole fold.
+      const Tensor g_sum = distributed::all_gather(g);
+      return fold_vjp(o, in, o == ReduceOp::Sum ? Tensor() : distributed::all_gather(out), g_sum);
+    });
+  }));
 }
 
 Tensor with_broadcast_vjp(const Tensor& y, const Tensor& x, int root) {
-  return attach(y, x, "distributed::broadcast", [root](const Tensor&, const Tensor&, const Tensor& g) {
+  if (!differentiable(x)) return y;
+  return attach(y, x, make_rule("distributed::broadcast", [root](const Tensor&, const Tensor&, const Tensor& g) {
     const Tensor g_sum = distributed::all_reduce(g, ReduceOp::Sum);  // on every rank: it is a collective
     return rank() == root ? g_sum : Tensor();            // undefined: no gradient
-  });
+  }));
 }
 
 }  // namespace ravel::distributed::detail

@@ -33,13 +33,38 @@ void check_defined(const Tensor& t, const char* what) {
 // Note [Collectives are host operations]: each call is one CollectiveOp begun and ended at once,
 // through the eager path that reports both phases to an active Jit recorder, so a Jit that
 // captures a function calling all_reduce replays the all-reduce with each call's new values.
-Tensor run_collective(const Tensor& t, CollectiveCall call) {
-  const Device device = t.device();
-  const DType dtype = call.dtype;
-  Shape out_shape = call.out_shape;
-  auto op = make_collective_op(std::move(call));
-  begin_host_op(op, {t});
-  return end_host_op(op, {HostOutput{dtype, std::move(out_shape), device}})[0];
+// The operation is an idle one of the same collective and arguments where one exists (Note
+// [Cached collective operations] in collective_op.cpp); `make` describes a new one.
+// The argument lists of begin_host_op and end_host_op, kept from call to call on this thread (two
+// vectors and a shape fewer to allocate per call; Note [Cached collective operations]). Taken out
+// while in use, so a nested call (none is expected) would make its own.
+struct HostOpLists {
+  std::vector<Tensor> inputs;
+  std::vector<HostOutput> outputs;
+};
+thread_local HostOpLists t_lists;
+
+template <class Make>
+Tensor run_collective(const Tensor& t, const CollectiveKey& key, Make&& make) {
+  auto op = cached_collective_op(key, std::forward<Make>(make));
+  HostOpLists lists = std::move(t_lists);
+  lists.inputs.assign(1, t);
+  if (lists.outputs.size() != 1) lists.outputs.assign(1, HostOutput{key.dtype, key.out_shape, key.device});
+  HostOutput& o = lists.outputs[0];
+  o.dtype = key.dtype, o.shape = key.out_shape, o.device = key.device;  // the shape's capacity is kept
+  auto put_back = [&] {
+    lists.inputs.clear();  // no reference to the input kept
+    t_lists = std::move(lists);
+  };
+  try {
+    begin_host_op(op, lists.inputs);
+    Tensor y = std::move(end_host_op(op, lists.outputs)[0]);
+    put_back();
+    return y;
+  } catch (...) {
+    put_back();
+    throw;
+  }
 }
 
 CollectiveCall call_of(Kind kind, const Tensor& t, std::string what) {
@@ -60,9 +85,13 @@ Tensor all_reduce(const Tensor& t, ReduceOp op) {
   check_defined(t, "all_reduce");
   Communicator* comm = world_communicator();
   if (!comm) return t;
-  CollectiveCall c = call_of(kAllReduce, t, std::string("all_reduce (") + op_name(op) + ")");
-  c.op = abi_op(op);
-  return distributed::detail::with_all_reduce_vjp(run_collective(t, std::move(c)), t, op);
+  const Device device = t.device();
+  const CollectiveKey key{kAllReduce, abi_op(op), -1, t.dtype(), t.shape(), t.shape(), device};
+  return distributed::detail::with_all_reduce_vjp(run_collective(t, key, [&] {
+    CollectiveCall c = call_of(kAllReduce, t, std::string("all_reduce (") + op_name(op) + ")");
+    c.op = abi_op(op);
+    return c;
+  }), t, op);
 }
 
 Tensor all_gather(const Tensor& t) {
@@ -71,10 +100,14 @@ Tensor all_gather(const Tensor& t) {
   Shape out_shape = t.shape();
   if (out_shape.empty()) out_shape = {1};
   if (!comm) return t.reshape(out_shape);
-  CollectiveCall c = call_of(kAllGather, t, "all_gather");
   out_shape[0] *= comm->size();
-  c.out_shape = out_shape;
-  return distributed::detail::with_all_gather_vjp(run_collective(t, std::move(c)), t);
+  const Device device = t.device();
+  const CollectiveKey key{kAllGather, RVL_COLL_SUM, -1, t.dtype(), t.shape(), out_shape, device};
+  return distributed::detail::with_all_gather_vjp(run_collective(t, key, [&] {
+    CollectiveCall c = call_of(kAllGather, t, "all_gather");
+    c.out_shape = out_shape;
+    return c;
+  }), t);
 }
 
 Tensor reduce_scatter(const Tensor& t, ReduceOp op) {
@@ -85,10 +118,16 @@ Tensor reduce_scatter(const Tensor& t, ReduceOp op) {
               "a tensor of shape ", t.shape().empty() ? std::string("[]") : std::to_string(t.shape()[0]) + " x ...",
               " is not divisible by the world size ", size);
   if (!comm) return t;
-  CollectiveCall c = call_of(kReduceScatter, t, std::string("reduce_scatter (") + op_name(op) + ")");
-  c.op = abi_op(op);
-  c.out_shape[0] /= size;
-  return distributed::detail::with_reduce_scatter_vjp(run_collective(t, std::move(c)), t, op);
+  Shape out_shape = t.shape();
+  out_shape[0] /= size;
+  const Device device = t.device();
+  const CollectiveKey key{kReduceScatter, abi_op(op), -1, t.dtype(), t.shape(), out_shape, device};
+  return distributed::detail::with_reduce_scatter_vjp(run_collective(t, key, [&] {
+    CollectiveCall c = call_of(kReduceScatter, t, std::string("reduce_scatter (") + op_name(op) + ")");
+    c.op = abi_op(op);
+    c.out_shape = out_shape;
+    return c;
+  }), t, op);
 }
 
 Tensor broadcast(const Tensor& t, int root) {
@@ -98,9 +137,13 @@ Tensor broadcast(const Tensor& t, int root) {
   RAVEL_CHECK(root >= 0 && root < size, ValueError, "distributed::broadcast: root ", root, " is not a rank of [0, ",
               size, ")");
   if (!comm) return t;
-  CollectiveCall c = call_of(kBroadcast, t, "broadcast from rank " + std::to_string(root));
-  c.root = root;
-  return distributed::detail::with_broadcast_vjp(run_collective(t, std::move(c)), t, root);
+  const Device device = t.device();
+  const CollectiveKey key{kBroadcast, RVL_COLL_SUM, root, t.dtype(), t.shape(), t.shape(), device};
+  return distributed::detail::with_broadcast_vjp(run_collective(t, key, [&] {
+    CollectiveCall c = call_of(kBroadcast, t, "broadcast from rank " + std::to_string(root));
+    c.root = root;
+    return c;
+  }), t, root);
 }
 
 void barrier() {

@@ -105,20 +105,47 @@ void check_headers(Communicator& comm, const ArgHeader& mine, const std::string&
   check_headers(comm, mine, what, what + " (argument check)");
 }
 
+// Note [Checked all-reduces in the core]
+// A plugin of collectives.h 1.1 may offer all_reduce_checked: the header travels in the data's
+// first message (Note [Checked all-reduces] in plugins/mpi/mpi_checked.cpp), saving the header's
+// own round (~0.8-1 µs of a 4 KiB all-reduce on 2 ranks). Its first messages match only each
+// other, so on such a communicator *every* argument check uses it, the other collectives' and
+// DataParallel's as an all-reduce of 0 elements (the header exchange alone): a rank in all_gather
+// and one in all_reduce still read each other's header and throw the same ValueError. Up to
+// kPointToPointRanks ranks, like the point-to-point exchange above (the plugin's messages are point
+// to point too); the decision depends only on the plugin and the world size, the same on every
+// rank. The verdict is still the core's (compare_headers), on the headers the plugin delivers.
+bool checks_in_plugin(const Communicator& comm) {
+  const rvl_collectives_api* api = &comm.plugin().api();
+  return comm.size() <= kPointToPointRanks && RAVEL_COLL_HAS(api, all_reduce_checked);
+}
+
 void check_headers(Communicator& comm, const ArgHeader& mine, const std::string& what, const std::string& label) {
   // Note [Fixed cost per call] (collective_op.cpp): the headers go to and come from one reused
   // buffer, no allocation per call.
   const auto keep = comm.header_staging(sizeof(ArgHeader) * static_cast<size_t>(comm.size()));
   ArgHeader* all = reinterpret_cast<ArgHeader*>(keep->data());  // operator new: aligned for any scalar
   all[comm.rank()] = mine;
-  exchange_headers(comm, label, keep, all);
+  if (checks_in_plugin(comm)) {
+    const auto& api = comm.plugin().api();
+    comm.run([&](rvl_coll_request** r) {
+      return api.all_reduce_checked(comm.handle(), &mine, sizeof mine, all, nullptr, nullptr, 0, RVL_DTYPE_U8,
+                                    RVL_COLL_SUM, r);
+    }, label, keep);
+  } else {
+    exchange_headers(comm, label, keep, all);
+  }
+  compare_headers(all, comm.size(), comm.rank(), what);
+}
+
+void compare_headers(const ArgHeader* all, int size, int rank, const std::string& what) {
   const ArgHeader& first = all[0];
-  for (int r = 1; r < comm.size(); ++r) {
+  for (int r = 1; r < size; ++r) {
     const ArgHeader& h = all[r];
     if (std::memcmp(&h, &first, sizeof h) == 0) continue;
     const std::string msg = what + ": the ranks' arguments differ: rank 0 called " + describe(first) + ", rank " +
                             std::to_string(r) + " called " + describe(h) + " (seen on rank " +
-                            std::to_string(comm.rank()) + ")";
+                            std::to_string(rank) + ")";
     if (h.kind != first.kind || h.op != first.op || h.root != first.root || h.count != first.count) throw ValueError(msg);
     if (h.kind == kReduceGradients && h.dims[1] != first.dims[1]) throw ValueError(msg);  // bucket_bytes differ
     if (h.dtype != first.dtype) throw DTypeError(msg);

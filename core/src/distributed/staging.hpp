@@ -35,5 +35,11 @@ enum Kind : int32_t { kAllReduce = 1, kAllGather, kReduceScatter, kBroadcast, kR
 void check_headers(Communicator& comm, const ArgHeader& mine, const std::string& what);
 // The same with the requests' label ("all_reduce (sum) (argument check)") made once by the caller.
 void check_headers(Communicator& comm, const ArgHeader& mine, const std::string& what, const std::string& label);
+// Throws that error if the ranks' headers (`all`, one per rank, the same on every rank) differ.
+void compare_headers(const ArgHeader* all, int size, int rank, const std::string& what);
+// Note [Checked all-reduces in the core] (staging.cpp): whether every argument check on `comm`
+// travels through the plugin's all_reduce_checked (collectives.h 1.1), so that an all-reduce
+// sends its header with its data.
+bool checks_in_plugin(const Communicator& comm);
 
 }  // namespace ravel::detail

@@ -8,6 +8,7 @@
 #include "distributed/world.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
@@ -36,6 +37,14 @@ std::recursive_mutex& mutex() {
 State*& state() {
   static State* s = nullptr;
   return s;
+}
+// Note [The world read without a lock]: once init has set the state it never changes (finalize
+// shuts the communicator but keeps the state), so the per-call readers (world_communicator,
+// world_options: three or four times per collective) read this pointer, published once, instead
+// of taking the recursive mutex and building default Options in init() on every call.
+std::atomic<State*>& ready() {
+  static auto* r = new std::atomic<State*>(nullptr);  // never freed, as above
+  return *r;
 }
 
 // Plugins stay loaded for the life of the process: an MPI library cannot be started twice, and
@@ -132,11 +141,13 @@ Launcher detect_launcher() {
 }
 
 Communicator* world_communicator() {
+  if (const State* s = ready().load(std::memory_order_acquire)) return s->comm.get();
   distributed::init();
   return state()->comm.get();
 }
 
 const distributed::Options& world_options() {
+  if (const State* s = ready().load(std::memory_order_acquire)) return s->options;
   distributed::init();
   return state()->options;
 }
@@ -166,6 +177,7 @@ const World& init(const Options& options) {
     s->world.launcher = l.description;
   }
   state() = s.release();
+  ready().store(state(), std::memory_order_release);  // Note [The world read without a lock]
   return state()->world;
 }
 

@@ -1,4 +1,4 @@
-/* Ravel communicator C ABI, version 1.0.
+/* Ravel communicator C ABI, version 1.1.
  *
  * Plain C99. A communicator plugin is a shared object that exports exactly one symbol,
  * `rvl_collectives_entry`, returning a pointer to a static, append-only table of function
@@ -48,7 +48,7 @@ extern "C" {
 #endif
 
 #define RVL_COLL_ABI_MAJOR 1
-#define RVL_COLL_ABI_MINOR 0
+#define RVL_COLL_ABI_MINOR 1
 
 /* The name of the single exported symbol, for dlsym-style lookup. */
 #define RVL_COLLECTIVES_ENTRY_SYMBOL "rvl_collectives_entry"
@@ -198,7 +198,25 @@ typedef struct rvl_collectives_api {
   /* (required) Frees a request. Freeing one that has not completed abandons it: its buffers may
    * still be written until the process exits, and its communicator becomes broken (see above). */
   void (*request_free)(rvl_coll_request* request);
+
+  /* ---- since 1.1 */
+  /* (optional, since 1.1) all_reduce with the ranks' argument check in the same messages: every
+   * rank's `header` (header_bytes <= RVL_COLL_HEADER_MAX, opaque to the plugin) reaches every
+   * rank's `headers` (size * header_bytes, in rank order). If every rank's header and count are
+   * equal byte for byte, the all-reduce is done as all_reduce does; if not, `recv` is left
+   * unwritten and the request still completes OK (the host compares `headers`, which are the same
+   * on every rank, and reports the mismatch), except that equal headers with different counts
+   * complete with INVALID_ARGUMENT. count 0 (send, recv NULL) is the header exchange alone. The
+   * plugin must not leave a message unmatched on a mismatch: the world stays usable. A checked
+   * call on one rank is matched only by a checked call on the others (whatever their counts);
+   * a host uses it for every argument check of a communicator or for none. */
+  rvl_coll_error* (*all_reduce_checked)(rvl_communicator* comm, const void* header, uint32_t header_bytes,
+                                        void* headers, const void* send, void* recv, uint64_t count,
+                                        rvl_dtype dtype, rvl_coll_op op, rvl_coll_request** out);
 } rvl_collectives_api;
+
+/* all_reduce_checked's largest header. */
+#define RVL_COLL_HEADER_MAX 256
 
 /* The members every communicator plugin must provide (non-NULL, within struct_size). */
 #define RVL_COLL_REQUIRED_MEMBERS(X)                                                             \
@@ -208,6 +226,7 @@ typedef struct rvl_collectives_api {
   X(request_wait) X(request_free)
 
 #define RVL_COLLECTIVES_API_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_collectives_api, request_free)
+#define RVL_COLLECTIVES_API_STRUCT_SIZE_1_1 RVL_STRUCT_SIZE(rvl_collectives_api, all_reduce_checked)
 #define RVL_COLL_PROBE_RESULT_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_coll_probe_result, reason)
 #define RVL_COLLECTIVES_INFO_STRUCT_SIZE_1_0 RVL_STRUCT_SIZE(rvl_collectives_info, description)
 
