@@ -88,7 +88,7 @@ std::vector<float> fused(int tier, const std::vector<rvl_instruction>& ins, cons
                          int64_t chunk = 64) {
   std::vector<tbbcpu::FusedValue> val(ins.size());
   for (size_t j = 0; j < ins.size(); ++j)
-    if (!leaves[j].values.empty()) val[j] = {leaves[j].values.data(), leaves[j].one};
+    if (!leaves[j].values.empty()) val[j] = {leaves[j].values.data(), leaves[j].one, false, 0};
   std::vector<float> out(static_cast<size_t>(n) + 16, 12345.0f);
   tbbcpu::run_fused_loop(tier, chunk, ins.data(), static_cast<int32_t>(ins.size()), val.data(), out.data(), n);
   for (size_t i = static_cast<size_t>(n); i < out.size(); ++i)
