@@ -11,7 +11,8 @@
 //    runs over it, in order, every stage, the program's reduction and the epilogue. Each part
 //    is an elementwise Evaluator over the same space (its ACCs rewritten into LOADs of the
 //    per-row values, which Note [Row-invariant loads]'s one-value-per-row path fills without
-//    segments), evaluated block by block and folded per row (fold.hpp's vector lanes, or
+//    segments), evaluated block by block and folded per row (chain_sum.hpp's wide lanes for
+//    SUM, fold.hpp's vector lanes for MAX and PROD, or
 //    Note [Online log-sum-exp]'s state for LOGSUMEXP). Only the first part's sweep misses cache.
 //    What in a piece depends on the row alone (layer norm's mean and rsqrt) is computed once per
 //    row before its sweep (Note [Row-uniform hoisting], row_uniform.hpp), and a block inside one
@@ -24,6 +25,7 @@
 // values of part k live in one buffer per part (8-byte slots), in the kept axes' row-major order.
 #include "evaluator.hpp"
 #include "array_ops.hpp"
+#include "chain_sum.hpp"
 #include "fold.hpp"
 #include "fused_loop.hpp"
 #include "kernel.hpp"
@@ -163,7 +165,7 @@ __attribute__((always_inline)) inline void fold_rows_body(int32_t op, T* acc, Ls
     const int64_t row = pos / R, end = std::min(e, (row + 1) * R), n = end - pos;
     const T* x = v + (pos - s);
     switch (op) {
-      case RVL_REDUCE_SUM: acc[row] = fold<DT, RVL_REDUCE_SUM>(acc[row], x, n); break;
+      case RVL_REDUCE_SUM: acc[row] = sum_wide_lanes<T>(acc[row], x, n); break;  // Note [Wide lanes for chain sums]
       case RVL_REDUCE_MAX: acc[row] = fold<DT, RVL_REDUCE_MAX>(acc[row], x, n); break;
       case RVL_REDUCE_PROD: acc[row] = fold<DT, RVL_REDUCE_PROD>(acc[row], x, n); break;
       default: lse_row_fold<T>(lse[row], x, n); break;
@@ -172,8 +174,8 @@ __attribute__((always_inline)) inline void fold_rows_body(int32_t op, T* acc, Ls
   }
 }
 
-// The lanes' order does not depend on the vector width (fold.hpp), so both clones give the same
-// bits; AVX2 only where array_ops.cpp's loops use it (simd_avx2).
+// The lanes' order does not depend on the vector width (fold.hpp, chain_sum.hpp), so both clones
+// give the same bits; AVX2 only where array_ops.cpp's loops use it (simd_avx2).
 template <class T>
 void fold_rows_portable(int32_t op, T* acc, LseRow* lse, const T* v, int64_t s, int64_t e, int64_t R) {
   fold_rows_body<T>(op, acc, lse, v, s, e, R);
