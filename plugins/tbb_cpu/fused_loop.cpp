@@ -146,16 +146,26 @@ struct Step {
   int64_t bs;
 };
 
-template <int64_t C>
+// ROWS: some step reads a per-row value (row_len > 0). A separate loop, so that the plain one
+// stays as it was (with the per-row tests in it, `exp(a)*b+c` 16M measured ~6% slower).
+template <int64_t C, bool ROWS>
 [[gnu::always_inline]] inline void run_steps(const Step* st, int32_t n_steps, int64_t n, int64_t row_len) {
   for (int64_t i0 = 0; i0 < n; i0 += C) {
     const int64_t len = std::min(C, n - i0);
-    const int64_t row = row_len > 0 ? i0 / row_len : 0;
-    for (int32_t k = 0; k < n_steps; ++k) {
-      const Step& s = st[k];
-      if (s.rows == 0) apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
-      else if (s.rows == 1) apply<C, 1>(s.op, s.d + i0 * s.ds, s.a + row * s.as, s.b + i0 * s.bs, len);
-      else apply<C, 2>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + row * s.bs, len);
+    if constexpr (!ROWS) {
+      (void)row_len;
+      for (int32_t k = 0; k < n_steps; ++k) {
+        const Step& s = st[k];
+        apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
+      }
+    } else {
+      const int64_t row = i0 / row_len;
+      for (int32_t k = 0; k < n_steps; ++k) {
+        const Step& s = st[k];
+        if (s.rows == 0) apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
+        else if (s.rows == 1) apply<C, 1>(s.op, s.d + i0 * s.ds, s.a + row * s.as, s.b + i0 * s.bs, len);
+        else apply<C, 2>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + row * s.bs, len);
+      }
     }
   }
 }
@@ -166,7 +176,9 @@ template <int64_t C>
     case 128: call(128); break;   \
     default: call(64); break;     \
   }
-#define RVL_FUSED_RUN_(c) run_steps<c>(st, n_steps, n, row_len)
+#define RVL_FUSED_RUN_(c)                                   \
+  if (row_len > 0) run_steps<c, true>(st, n_steps, n, row_len); \
+  else run_steps<c, false>(st, n_steps, n, row_len)
 void run_steps_portable(int64_t chunk, const Step* st, int32_t n_steps, int64_t n,
                                                   int64_t row_len) {
   RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_)
