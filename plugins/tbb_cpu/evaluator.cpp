@@ -708,28 +708,35 @@ const void* Evaluator::compute_fused(int64_t s, int64_t e, Scratch& sc, const vo
   float* out = direct_ok_ && out_dense_ ? reinterpret_cast<float*>(out_address(s)) : slot_at(slot_[n_ins_ - 1]);
   // A block of several rows with one-value-per-row inputs runs row by row (Note [Several rows
   // per block], row_chain.cpp), each row with its own values.
-  const bool by_row = any_per_row_ && s / row != (e - 1) / row;
+  bool by_row = any_per_row_ && s / row != (e - 1) / row;
+  // Note [Per-row operands in fused loops]: whole rows whose length is a multiple of the chunk
+  // run as one call, each row's per-row values read as a per-chunk scalar.
+  bool rows_mode = by_row && s % row == 0 && row % fused_chunk_ == 0;
   FusedValue val[kFusedMaxIns];
   for (int64_t a = s; a < e;) {
-    const int64_t b = by_row ? std::min(e, (a / row + 1) * row) : e;
+    const int64_t b = by_row && !rows_mode ? std::min(e, (a / row + 1) * row) : e;
     const bool in_one_row = a / row == (b - 1) / row;
     for (int j = 0; j < n_ins_; ++j) {
       const rvl_instruction& I = ins_[j];
       if (I.op == RVL_OP_CONST) {
-        val[j] = {slot_at(slot_[j]), true};  // filled by make_scratch
+        val[j] = {slot_at(slot_[j]), true, false, 0};  // filled by make_scratch
       } else if (I.op == RVL_OP_ACC) {
-        val[j] = {static_cast<const float*>(acc) + (a - s), false};
+        val[j] = {static_cast<const float*>(acc) + (a - s), false, false, 0};
       } else if (I.op == RVL_OP_LOAD) {
         const View& v = in_[I.arg];
         const float* base = reinterpret_cast<const float*>(v.data) + v.offset;
-        if (inv_[j] >= 0 && a % row == 0 && b - a <= block_) val[j] = {slot_at(n_slots_ + inv_[j]), false};
-        else if (inv_[j] >= 0 && in_one_row && v.stride[rank_ - 1] == 1) val[j] = {base + a % row, false};
-        else if (per_row_[I.arg] && in_one_row) val[j] = {base + (a / shape_[1]) * v.stride[0], true};
-        else if (dense_[I.arg]) val[j] = {base + a, false};
+        if (inv_[j] >= 0 && a % row == 0 && b - a <= block_) val[j] = {slot_at(n_slots_ + inv_[j]), false, false, 0};
+        else if (inv_[j] >= 0 && in_one_row && v.stride[rank_ - 1] == 1) val[j] = {base + a % row, false, false, 0};
+        else if (per_row_[I.arg] && in_one_row) val[j] = {base + (a / shape_[1]) * v.stride[0], true, false, 0};
+        else if (per_row_[I.arg] && rows_mode) val[j] = {base + (a / shape_[1]) * v.stride[0], false, true, v.stride[0]};
+        else if (dense_[I.arg]) val[j] = {base + a, false, false, 0};
         else return nullptr;  // the passes below (any output written so far is written again)
       }
     }
-    run_fused_loop(simd_tier(), fused_chunk_, ins_, n_ins_, val, out + (a - s), b - a);
+    if (!run_fused_loop(simd_tier(), fused_chunk_, ins_, n_ins_, val, out + (a - s), b - a, rows_mode ? row : 0)) {
+      by_row = true, rows_mode = false;  // a per-row value computed from per-row ones: row by row
+      continue;
+    }
     a = b;
   }
   return out;

@@ -29,10 +29,23 @@
 // against 11.0 with 64 and 11.6 with 128), a row chain's sweeps over rows in L2 (layer norm)
 // with 128 (2.96-3.0 ms at 8192 x 1024 against 3.5 with 64 and 3.9 with 32):
 // docs/performance.md ("One loop per program").
+//
+// Note [Per-row operands in fused loops]
+// A row chain's block of several short rows (layer norm at 8192 x 1024: four rows per block)
+// was run one row per call, because the row's mean and rstd are single values that differ per
+// row: the call's plan (the steps, the spread chunk registers) was made again for every row and
+// part, 13-15% of the chain (perf, 2026-12-07). When the rows are a multiple of the chunk long,
+// no chunk straddles two rows, so one call runs the block: such a value is a `rows` leaf, and
+// the step reading it takes the row's value as a scalar operand for the chunk (chunk_body_scalar:
+// the same element function with one operand held in a register, so the same bits). A value
+// computed from single values alone with a per-row one among them would be per-row itself and is
+// not planned here: the call returns false and the caller goes row by row (row_uniform.hpp hoists
+// such values out of a chain's lists, so it does not happen there).
 #include "fused_loop.hpp"
 
 #include "array_ops.hpp"
 #include "array_scalar.hpp"
+#include "register_chain.hpp"
 #include "tuning_env.hpp"
 
 #include <ravel/op_table.hpp>
@@ -79,14 +92,39 @@ template <int OP>
   }
 }
 
-// n == C is the loop the compiler unrolls over the tier's vectors; the rest is the tail.
-template <int64_t C>
+// d[i] = op(a, b[i]) (K == 1) or op(a[i], b) (K == 2): one source a per-row value, held in a
+// register (Note [Per-row operands in fused loops]). Binary ops only (a unary op of a per-row
+// value is itself per-row, which run_fused_loop does not run).
+template <int OP, int K>
+[[gnu::always_inline]] inline void chunk_body_scalar(float* __restrict d, const float* __restrict a,
+                                                     const float* __restrict b, int64_t n) {
+  if constexpr (rvl::op_info(OP).arity == 2) {
+    if constexpr (K == 1) {
+      const float av = *a;
+      for (int64_t i = 0; i < n; ++i) d[i] = scalar<OP, kF>(av, b[i]);
+    } else {
+      const float bv = *b;
+      for (int64_t i = 0; i < n; ++i) d[i] = scalar<OP, kF>(a[i], bv);
+    }
+  } else {
+    (void)d, (void)a, (void)b, (void)n;
+  }
+}
+
+// n == C is the loop the compiler unrolls over the tier's vectors; the rest is the tail. K: which
+// source is a single per-row value (0: none).
+template <int64_t C, int K = 0>
 [[gnu::always_inline]] inline void apply(int32_t op, float* d, const float* a, const float* b, int64_t n) {
   switch (op) {
 #define RVL_FUSED_APPLY_(name)                                                 \
   case RVL_OP_##name:                                                          \
-    if (n == C) chunk_body<RVL_OP_##name>(d, a, b, C);                         \
-    else chunk_body<RVL_OP_##name>(d, a, b, n);                                \
+    if constexpr (K == 0) {                                                    \
+      if (n == C) chunk_body<RVL_OP_##name>(d, a, b, C);                       \
+      else chunk_body<RVL_OP_##name>(d, a, b, n);                              \
+    } else {                                                                   \
+      if (n == C) chunk_body_scalar<RVL_OP_##name, K>(d, a, b, C);             \
+      else chunk_body_scalar<RVL_OP_##name, K>(d, a, b, n);                    \
+    }                                                                          \
     break;
     RVL_FUSED_OPS(RVL_FUSED_APPLY_)
 #undef RVL_FUSED_APPLY_
@@ -95,9 +133,11 @@ template <int64_t C>
 }
 
 // One computed instruction of the chunk loop: the chunk at offset i0 of a source is a + i0 * as
-// (as: 1 for a run of values, 0 for a chunk register).
+// (as: 1 for a run of values, 0 for a chunk register), or, when rows says so (1: a, 2: b), the
+// source is the per-row value a[(i0 / row_len) * as] (as: the rows' stride).
 struct Step {
   int32_t op;
+  int32_t rows;
   float* d;
   int64_t ds;
   const float* a;
@@ -106,13 +146,26 @@ struct Step {
   int64_t bs;
 };
 
-template <int64_t C>
-[[gnu::always_inline]] inline void run_steps(const Step* st, int32_t n_steps, int64_t n) {
+// ROWS: some step reads a per-row value (row_len > 0). A separate loop, so that the plain one
+// stays as it was (with the per-row tests in it, `exp(a)*b+c` 16M measured ~6% slower).
+template <int64_t C, bool ROWS>
+[[gnu::always_inline]] inline void run_steps(const Step* st, int32_t n_steps, int64_t n, int64_t row_len) {
   for (int64_t i0 = 0; i0 < n; i0 += C) {
     const int64_t len = std::min(C, n - i0);
-    for (int32_t k = 0; k < n_steps; ++k) {
-      const Step& s = st[k];
-      apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
+    if constexpr (!ROWS) {
+      (void)row_len;
+      for (int32_t k = 0; k < n_steps; ++k) {
+        const Step& s = st[k];
+        apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
+      }
+    } else {
+      const int64_t row = i0 / row_len;
+      for (int32_t k = 0; k < n_steps; ++k) {
+        const Step& s = st[k];
+        if (s.rows == 0) apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
+        else if (s.rows == 1) apply<C, 1>(s.op, s.d + i0 * s.ds, s.a + row * s.as, s.b + i0 * s.bs, len);
+        else apply<C, 2>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + row * s.bs, len);
+      }
     }
   }
 }
@@ -123,16 +176,20 @@ template <int64_t C>
     case 128: call(128); break;   \
     default: call(64); break;     \
   }
-#define RVL_FUSED_RUN_(c) run_steps<c>(st, n_steps, n)
-void run_steps_portable(int64_t chunk, const Step* st, int32_t n_steps, int64_t n) {
+#define RVL_FUSED_RUN_(c)                                   \
+  if (row_len > 0) run_steps<c, true>(st, n_steps, n, row_len); \
+  else run_steps<c, false>(st, n_steps, n, row_len)
+void run_steps_portable(int64_t chunk, const Step* st, int32_t n_steps, int64_t n,
+                                                  int64_t row_len) {
   RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_)
 }
 #if defined(__x86_64__) || defined(__i386__)
-__attribute__((target("avx2"))) void run_steps_avx2(int64_t chunk, const Step* st, int32_t n_steps, int64_t n) {
+__attribute__((target("avx2"))) void run_steps_avx2(int64_t chunk, const Step* st, int32_t n_steps, int64_t n,
+                                                  int64_t row_len) {
   RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_)
 }
 __attribute__((target(RVL_TBB_AVX512_TARGET))) void run_steps_avx512(int64_t chunk, const Step* st, int32_t n_steps,
-                                                                     int64_t n) {
+                                                                     int64_t n, int64_t row_len) {
   RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_)
 }
 #endif
@@ -159,9 +216,24 @@ bool fused_loop_fits(const rvl_instruction* ins, int32_t n_ins) {
   return computed >= 2 && last != RVL_OP_LOAD && last != RVL_OP_CONST && last != RVL_OP_ACC;
 }
 
-void run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t n_ins, FusedValue* val, float* out,
-                    int64_t n) {
+bool run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t n_ins, FusedValue* val, float* out,
+                    int64_t n, int64_t row_len) {
   chunk = chunk == 32 || chunk == 128 ? chunk : 64;
+  if (row_len > 0) {  // a value computed from single values alone, one of them per-row: not here
+    bool single[kFusedMaxIns];
+    for (int32_t j = 0; j < n_ins; ++j) {
+      const rvl_instruction& I = ins[j];
+      if (I.op == RVL_OP_LOAD || I.op == RVL_OP_CONST || I.op == RVL_OP_ACC) {
+        single[j] = val[j].one || val[j].rows;
+        continue;
+      }
+      const int arity = rvl::op_info(I.op).arity;
+      const int32_t a = I.src[0], b = arity == 2 ? I.src[1] : I.src[0];
+      single[j] = single[a] && single[b];
+      if (single[j] && (val[a].rows || val[b].rows)) return false;
+      val[j].rows = false;  // computed values are runs, chunk registers or (of `one`s) one
+    }
+  }
   // Chunk register k is regs + k * chunk: packed, so a short chunk touches few cache lines.
   alignas(64) float regs_mem[kFusedMaxIns * kMaxChunk];
   const auto regs = [&](int32_t k) { return regs_mem + static_cast<int64_t>(k) * chunk; };
@@ -172,7 +244,24 @@ void run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t
   int32_t spread[kFusedMaxIns];
   bool in_reg[kFusedMaxIns];  // a computed value's chunk register (read at offset 0 every chunk)
   for (int32_t j = 0; j < n_ins; ++j) spread[j] = -1, in_reg[j] = false;
+  // Note [Register chains]: the same steps as a chain, when they form one.
+  ChainStep chain[kFusedMaxIns];
+  int32_t step_of[kFusedMaxIns];
+  bool chain_ok = register_chain_enabled() && n >= kChainGroup && (row_len == 0 || row_len % kChainGroup == 0);
+  auto chain_operand = [&](int32_t q, ChainOperand* o) {
+    if (row_len > 0 && val[q].rows) *o = {ChainOperand::Rows, val[q].p, val[q].rstride};
+    else if (val[q].one) *o = {ChainOperand::One, val[q].p, 0};
+    else if (!in_reg[q]) *o = {ChainOperand::Run, val[q].p, 0};
+    else {
+      chain_ok = chain_ok && step_of[q] == n_steps - 2;  // only the previous step's value
+      *o = {ChainOperand::Prev, nullptr, 0};
+    }
+  };
   auto source = [&](int32_t q, const float** p, int64_t* step) {
+    if (row_len > 0 && val[q].rows) {
+      *p = val[q].p, *step = val[q].rstride;
+      return;
+    }
     if (!val[q].one) {
       *p = val[q].p, *step = in_reg[q] ? 0 : 1;
       return;
@@ -190,31 +279,52 @@ void run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t
     const int32_t a = I.src[0], b = arity == 2 ? I.src[1] : I.src[0];
     if (val[a].one && val[b].one) {  // computed once (Note [One value per block])
       apply_one(I.op, &one[j], val[a].p, val[b].p);
-      val[j] = {&one[j], true};
+      val[j] = {&one[j], true, false, 0};
       continue;
     }
     Step& s = steps[n_steps++];
     s.op = I.op;
+    if (chain_ok) {
+      chain_ok = chain_op(I.op);
+      chain[n_steps - 1].op = I.op;
+      chain_operand(a, &chain[n_steps - 1].a);
+      chain_operand(b, &chain[n_steps - 1].b);
+    }
+    step_of[j] = n_steps - 1;
+    s.rows = row_len > 0 && val[a].rows ? 1 : row_len > 0 && val[b].rows ? 2 : 0;
     source(a, &s.a, &s.as);
     source(b, &s.b, &s.bs);
     if (j == n_ins - 1) {
       s.d = out, s.ds = 1;
     } else {
       s.d = regs(n_regs++), s.ds = 0;
-      val[j] = {s.d, false};
+      val[j] = {s.d, false, false, 0};
       in_reg[j] = true;
     }
   }
   if (n_steps == 0 || steps[n_steps - 1].d != out) {  // the last value is a single value
     std::fill(out, out + n, *val[n_ins - 1].p);
-    return;
+    return true;
+  }
+  if (chain_ok) {  // the whole groups in registers, the tail (within one row) in chunks
+    const int64_t done = run_register_chain(tier, chain, n_steps, out, n, row_len);
+    if (done == n) return true;
+    for (int32_t k = 0; k < n_steps; ++k) {
+      Step& t = steps[k];
+      const int64_t rows_done = row_len > 0 ? done / row_len : 0;
+      t.a += t.rows == 1 ? rows_done * t.as : done * t.as;
+      t.b += t.rows == 2 ? rows_done * t.bs : done * t.bs;
+      t.d += done * t.ds;
+    }
+    n -= done;
   }
   (void)tier;
 #if defined(__x86_64__) || defined(__i386__)
-  if (tier >= kSimdAvx512) return run_steps_avx512(chunk, steps, n_steps, n);
-  if (tier >= kSimdAvx2) return run_steps_avx2(chunk, steps, n_steps, n);
+  if (tier >= kSimdAvx512) return run_steps_avx512(chunk, steps, n_steps, n, row_len), true;
+  if (tier >= kSimdAvx2) return run_steps_avx2(chunk, steps, n_steps, n, row_len), true;
 #endif
-  run_steps_portable(chunk, steps, n_steps, n);
+  run_steps_portable(chunk, steps, n_steps, n, row_len);
+  return true;
 }
 
 int64_t fused_loop_min_elements() {

@@ -17,11 +17,14 @@ constexpr int32_t kFusedMaxIns = 64;
 bool fused_loop_fits(const rvl_instruction* ins, int32_t n_ins);
 
 // A leaf's values for the block (LOAD, CONST, ACC): n consecutive floats at p, or (one) the single
-// value *p that every element of the block reads. No initialisers: the evaluator keeps an array
-// of kFusedMaxIns of them per block, and sets what it uses.
+// value *p that every element of the block reads, or (rows) one value per row: element i reads
+// p[(i / row_len) * rstride] (Note [Per-row operands in fused loops]). No initialisers: the
+// evaluator keeps an array of kFusedMaxIns of them per block, and sets what it uses.
 struct FusedValue {
   const float* p;
   bool one;
+  bool rows;
+  int64_t rstride;
 };
 
 // Computes a block of n elements of `ins` (fused_loop_fits) into out[0, n). val[j] must be set for
@@ -29,8 +32,12 @@ struct FusedValue {
 // instructions computed from single values alone are computed once, the rest chunk by chunk.
 // `tier` is a SimdTier (array_ops.hpp): every tier gives the same bits as the array loops.
 // `chunk`: elements per chunk, 32, 64 or 128 (anything else: 64); the bits do not depend on it.
-void run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t n_ins, FusedValue* val, float* out,
-                    int64_t n);
+// row_len > 0: the block is rows of row_len elements from its element 0, and row_len is a multiple
+// of the chunk (the caller checks), so no chunk straddles two rows; leaves may then be `rows`.
+// Returns false, with nothing done, when an instruction computes from single values only and one
+// of them is a `rows` value (a per-row value: the caller runs row by row instead).
+bool run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t n_ins, FusedValue* val, float* out,
+                    int64_t n, int64_t row_len = 0);
 
 // Whether the evaluator uses it: false under RAVEL_TBB_NO_FUSED_LOOP=1 (measurements, tests).
 bool fused_loop_enabled();

@@ -11,7 +11,8 @@
 //    runs over it, in order, every stage, the program's reduction and the epilogue. Each part
 //    is an elementwise Evaluator over the same space (its ACCs rewritten into LOADs of the
 //    per-row values, which Note [Row-invariant loads]'s one-value-per-row path fills without
-//    segments), evaluated block by block and folded per row (fold.hpp's vector lanes, or
+//    segments), evaluated block by block and folded per row (chain_sum.hpp's wide lanes for
+//    SUM, fold.hpp's vector lanes for MAX and PROD, or
 //    Note [Online log-sum-exp]'s state for LOGSUMEXP). Only the first part's sweep misses cache.
 //    What in a piece depends on the row alone (layer norm's mean and rsqrt) is computed once per
 //    row before its sweep (Note [Row-uniform hoisting], row_uniform.hpp), and a block inside one
@@ -24,6 +25,7 @@
 // values of part k live in one buffer per part (8-byte slots), in the kept axes' row-major order.
 #include "evaluator.hpp"
 #include "array_ops.hpp"
+#include "chain_sum.hpp"
 #include "fold.hpp"
 #include "fused_loop.hpp"
 #include "kernel.hpp"
@@ -163,7 +165,7 @@ __attribute__((always_inline)) inline void fold_rows_body(int32_t op, T* acc, Ls
     const int64_t row = pos / R, end = std::min(e, (row + 1) * R), n = end - pos;
     const T* x = v + (pos - s);
     switch (op) {
-      case RVL_REDUCE_SUM: acc[row] = fold<DT, RVL_REDUCE_SUM>(acc[row], x, n); break;
+      case RVL_REDUCE_SUM: acc[row] = sum_wide_lanes<T>(acc[row], x, n); break;  // Note [Wide lanes for chain sums]
       case RVL_REDUCE_MAX: acc[row] = fold<DT, RVL_REDUCE_MAX>(acc[row], x, n); break;
       case RVL_REDUCE_PROD: acc[row] = fold<DT, RVL_REDUCE_PROD>(acc[row], x, n); break;
       default: lse_row_fold<T>(lse[row], x, n); break;
@@ -172,8 +174,8 @@ __attribute__((always_inline)) inline void fold_rows_body(int32_t op, T* acc, Ls
   }
 }
 
-// The lanes' order does not depend on the vector width (fold.hpp), so both clones give the same
-// bits; AVX2 only where array_ops.cpp's loops use it (simd_avx2).
+// The lanes' order does not depend on the vector width (fold.hpp, chain_sum.hpp), so both clones
+// give the same bits; AVX2 only where array_ops.cpp's loops use it (simd_avx2).
 template <class T>
 void fold_rows_portable(int32_t op, T* acc, LseRow* lse, const T* v, int64_t s, int64_t e, int64_t R) {
   fold_rows_body<T>(op, acc, lse, v, s, e, R);
@@ -227,8 +229,10 @@ int64_t rows_per_task(int64_t rows, int64_t R, int64_t elem_bytes) {
 // sum is the sum of its runs: longer runs would change its bits). Folding two rows in lockstep
 // (independent add chains, the same bits per row) was tried and was slower here (4.7-6.5 ms
 // against 3.1-3.3 ms at 8192 x 1024, with GCC's lanes as arrays or as vector types).
-int64_t first_block(const std::vector<rvl_instruction>& code, int64_t rows, int64_t R) {
-  if (R > 1024 || rows * R < fused_loop_min_elements()) return 0;
+// Rows longer than 1,024 elements: the epilogue (whose values are not folded, so the runs'
+// lengths change no bits) takes 4,096-element slices of a row, a quarter of the calls.
+int64_t first_block(const std::vector<rvl_instruction>& code, int64_t rows, int64_t R, bool folded) {
+  if ((R > 1024 && folded) || rows * R < fused_loop_min_elements()) return 0;
   const auto n = static_cast<int32_t>(code.size());
   const bool one_load = n == 1 && code[0].op == RVL_OP_LOAD;
   return one_load || (fused_loop_enabled() && fused_loop_fits(code.data(), n)) ? 4096 : 0;
@@ -317,7 +321,7 @@ bool run_fused(const Program& p) {
     pc.ev = evs.size();
     // Linear: fold_rows reads the parts' values row by row.
     evs.push_back(std::make_unique<Evaluator>(over_space(p, extra, pieces[i].code, RVL_REDUCE_NONE, out),
-                                              Evaluator::Order::Linear, first_block(pieces[i].code, rows, R)));
+                                              Evaluator::Order::Linear, first_block(pieces[i].code, rows, R, i < parts.size())));
     work += rows * R * static_cast<int64_t>(pieces[i].code.size());
     plan.push_back(pc);
   }

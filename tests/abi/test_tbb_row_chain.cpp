@@ -109,8 +109,15 @@ BOOST_AUTO_TEST_SUITE(tbb_row_chain)
 BOOST_AUTO_TEST_CASE(layer_norm_against_double_loops) {
   // [64, 4096]: rows longer than a block; [300, 257] and [1000, 3]: many rows per task;
   // [37, 5] along axis 0: columns (passes); [1, 1]: one element (variance 0).
+  // At least 32,768 elements (RAVEL_TBB_FUSED_MIN), so the fused loops run: [96, 1024] and
+  // [40, 896] several rows per call with per-row operands (Note [Per-row operands in fused
+  // loops]) and register chains (Note [Register chains]); [40, 1000] rows that are no multiple
+  // of the chunk or the 64-element group (row by row, the chain's tail in the chunk loop);
+  // [33, 1031] rows longer than a block; [40000, 1] one-element rows; [0, 128] no rows (a
+  // success that writes nothing).
   for (auto [r, c, axis] : std::vector<std::tuple<int64_t, int64_t, int>>{
-           {64, 4096, 1}, {300, 257, 1}, {1000, 3, 1}, {37, 5, 0}, {1, 1, 1}, {2, 70001, 1}})
+           {64, 4096, 1}, {300, 257, 1}, {1000, 3, 1}, {37, 5, 0}, {1, 1, 1}, {2, 70001, 1}, {96, 1024, 1},
+           {40, 896, 1}, {40, 1000, 1}, {33, 1031, 1}, {40000, 1, 1}, {0, 128, 1}})
     for (int32_t dt : {RVL_DTYPE_F32, RVL_DTYPE_F64})
       BOOST_TEST_CONTEXT(r << "x" << c << " axis " << axis << " dtype " << dt)
       run_layer_norm(LayerNorm(r, c, axis, dt));

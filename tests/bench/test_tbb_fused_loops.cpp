@@ -4,8 +4,13 @@
 // block, single values spread first), over random bit patterns with NaN, infinities, subnormals
 // and signed zeros, at lengths around the chunk. `exp(a) * b + c` and layer norm's epilogue are
 // also checked against plain double arithmetic, and the programs fused_loop_fits must refuse.
+// Register chains (Note [Register chains]): random chains of ADD/MUL/NEG/RECIP at lengths around
+// the 64-element group, against the same bits. Per-row operands (Note [Per-row operands in
+// fused loops]): a block of rows in one call against one call per row with the row's values as
+// single values; a value of per-row values alone is refused with nothing written.
 #include <boost/test/unit_test.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -88,7 +93,7 @@ std::vector<float> fused(int tier, const std::vector<rvl_instruction>& ins, cons
                          int64_t chunk = 64) {
   std::vector<tbbcpu::FusedValue> val(ins.size());
   for (size_t j = 0; j < ins.size(); ++j)
-    if (!leaves[j].values.empty()) val[j] = {leaves[j].values.data(), leaves[j].one};
+    if (!leaves[j].values.empty()) val[j] = {leaves[j].values.data(), leaves[j].one, false, 0};
   std::vector<float> out(static_cast<size_t>(n) + 16, 12345.0f);
   tbbcpu::run_fused_loop(tier, chunk, ins.data(), static_cast<int32_t>(ins.size()), val.data(), out.data(), n);
   for (size_t i = static_cast<size_t>(n); i < out.size(); ++i)
@@ -228,6 +233,119 @@ BOOST_AUTO_TEST_CASE(what_does_not_fit) {
   BOOST_CHECK(!fits(many));                                                          // too long
   many.resize(tbbcpu::kFusedMaxIns);
   BOOST_CHECK(fits(many));
+}
+
+// Linear chains (each step reads the previous value, and runs or single values), so that every
+// program takes the register chain for its whole groups and the chunk loop for the tail.
+BOOST_AUTO_TEST_CASE(register_chains_give_the_block_evaluators_bits_in_every_tier) {
+  const int32_t chain_ops[] = {RVL_OP_ADD, RVL_OP_MUL, RVL_OP_NEG, RVL_OP_RECIP};
+  uint64_t seed = 65;
+  int checked = 0;
+  for (int prog = 0; prog < 120; ++prog) {
+    const int64_t n = std::vector<int64_t>{64, 65, 100, 128, 191, 256, 1000, 1024}[prog % 8];
+    std::vector<rvl_instruction> ins;
+    std::vector<Leaf> leaves;
+    const int n_leaves = 2 + static_cast<int>(next(seed) % 3);
+    for (int j = 0; j < n_leaves; ++j) {
+      Leaf l;
+      l.one = j > 0 && next(seed) % 2 == 0;  // leaf 0 a run: the first step reads it
+      l.values = random_floats(l.one ? 1 : n, seed);
+      ins.push_back(instr(j % 2 ? RVL_OP_CONST : RVL_OP_LOAD));
+      leaves.push_back(l);
+    }
+    const int n_steps = 2 + static_cast<int>(next(seed) % 6);
+    for (int k = 0; k < n_steps; ++k) {
+      const int32_t op = chain_ops[next(seed) % 4];
+      const int32_t prev = static_cast<int32_t>(ins.size()) - 1;
+      const int32_t leaf = static_cast<int32_t>(next(seed) % static_cast<uint64_t>(n_leaves));
+      const int32_t first = k == 0 ? 0 : prev;
+      const uint64_t shape = next(seed) % 3;  // op(prev, leaf), op(leaf, prev), op(prev, prev)
+      if (rvl::op_info(op).arity == 1) ins.push_back(instr(op, first));
+      else if (k == 0 || shape == 0) ins.push_back(instr(op, first, leaf));
+      else if (shape == 1) ins.push_back(instr(op, leaf, prev));
+      else ins.push_back(instr(op, prev, prev));
+      leaves.emplace_back();
+    }
+    const auto n_ins = static_cast<int32_t>(ins.size());
+    BOOST_REQUIRE(tbbcpu::fused_loop_fits(ins.data(), n_ins));
+    const std::vector<float> want = reference(ins, leaves, n);
+    for (int tier = tbbcpu::kSimdPortable; tier <= tbbcpu::simd_tier_supported(); ++tier)
+      for (int64_t chunk : {32, 64, 128}) {
+        if (!same_bits(fused(tier, ins, leaves, n, chunk), want))
+          BOOST_ERROR("chain " << prog << " (" << n_steps << " steps, n " << n << ") tier " << tier << " chunk "
+                               << chunk << ": bits differ from the block evaluator's");
+        ++checked;
+      }
+  }
+  BOOST_CHECK_GT(checked, 300);
+}
+
+// A block of rows with per-row values (read with a stride of 3) in one call, against one call
+// per row with the row's values as single values; a chain and a program that is none.
+BOOST_AUTO_TEST_CASE(per_row_operands_give_the_row_by_row_bits) {
+  const rvl_instruction ld = instr(RVL_OP_LOAD);
+  // 0 x, 1 u (per row), 2 g, 3 c (CONST), then the computed ones.
+  const std::vector<std::vector<rvl_instruction>> programs = {
+      {ld, ld, ld, instr(RVL_OP_CONST), instr(RVL_OP_ADD, 0, 1), instr(RVL_OP_MUL, 4, 3), instr(RVL_OP_MUL, 5, 2),
+       instr(RVL_OP_ADD, 6, 2)},                                                  // a chain
+      {ld, ld, ld, instr(RVL_OP_CONST), instr(RVL_OP_MUL, 1, 0), instr(RVL_OP_EXP2, 4), instr(RVL_OP_MUL, 0, 2),
+       instr(RVL_OP_ADD, 5, 6), instr(RVL_OP_MAX, 7, 1)},                         // none
+      {ld, ld, ld, instr(RVL_OP_CONST), instr(RVL_OP_ADD, 0, 1), instr(RVL_OP_MUL, 4, 4)}};  // (x + u)^2
+  uint64_t seed = 7;
+  for (const auto& ins : programs)
+    for (int64_t R : {128, 256})
+      for (int64_t rows : {1, 3, 5})
+        for (int64_t cut : {0, 37}) {  // the last row cut short (a block may end inside a row)
+          const int64_t n = rows * R - cut;
+          std::vector<Leaf> leaves(ins.size());
+          leaves[0].values = random_floats(n, seed);
+          const std::vector<float> u = random_floats(rows * 3, seed);
+          leaves[2].values = random_floats(n, seed);
+          leaves[3] = {{1.5f}, true};
+          for (int tier = tbbcpu::kSimdPortable; tier <= tbbcpu::simd_tier_supported(); ++tier)
+            for (int64_t chunk : {32, 64, 128}) {
+              std::vector<float> want;
+              for (int64_t r = 0; r < rows; ++r) {
+                const int64_t len = std::min(R, n - r * R);
+                std::vector<Leaf> row_leaves = leaves;
+                row_leaves[0].values.assign(leaves[0].values.begin() + r * R, leaves[0].values.begin() + r * R + len);
+                row_leaves[2].values.assign(leaves[2].values.begin() + r * R, leaves[2].values.begin() + r * R + len);
+                row_leaves[1] = {{u[static_cast<size_t>(r * 3)]}, true};
+                const std::vector<float> part = reference(ins, row_leaves, len);
+                want.insert(want.end(), part.begin(), part.end());
+              }
+              std::vector<tbbcpu::FusedValue> val(ins.size());
+              val[0] = {leaves[0].values.data(), false, false, 0};
+              val[1] = {u.data(), false, true, 3};
+              val[2] = {leaves[2].values.data(), false, false, 0};
+              val[3] = {leaves[3].values.data(), true, false, 0};
+              std::vector<float> got(static_cast<size_t>(n) + 16, 12345.0f);
+              BOOST_REQUIRE(tbbcpu::run_fused_loop(tier, chunk, ins.data(), static_cast<int32_t>(ins.size()), val.data(),
+                                                   got.data(), n, R));
+              for (size_t i = static_cast<size_t>(n); i < got.size(); ++i) BOOST_REQUIRE(got[i] == 12345.0f);
+              got.resize(static_cast<size_t>(n));
+              BOOST_CHECK_MESSAGE(same_bits(got, want), ins.size() << " instructions, rows of " << R << " x " << rows
+                                                                    << " less " << cut << ", tier " << tier
+                                                                    << ", chunk " << chunk);
+            }
+        }
+}
+
+BOOST_AUTO_TEST_CASE(a_value_of_per_row_values_alone_is_refused) {
+  // -u is per-row: the caller must go row by row; nothing may be written.
+  const std::vector<rvl_instruction> ins = {instr(RVL_OP_LOAD), instr(RVL_OP_LOAD), instr(RVL_OP_NEG, 1),
+                                            instr(RVL_OP_ADD, 0, 2), instr(RVL_OP_MUL, 3, 3)};
+  std::vector<float> x(256, 1.0f), u = {2.0f, 3.0f}, out(256, 7.0f);
+  std::vector<tbbcpu::FusedValue> val(ins.size());
+  val[0] = {x.data(), false, false, 0};
+  val[1] = {u.data(), false, true, 1};
+  BOOST_CHECK(!tbbcpu::run_fused_loop(tbbcpu::simd_tier_supported(), 128, ins.data(), 5, val.data(), out.data(), 256,
+                                      128));
+  for (float o : out) BOOST_REQUIRE(o == 7.0f);
+  // The same values as single values (row by row) are computed once.
+  val[1] = {u.data(), true, false, 0};
+  BOOST_CHECK(tbbcpu::run_fused_loop(tbbcpu::simd_tier_supported(), 128, ins.data(), 5, val.data(), out.data(), 128));
+  BOOST_CHECK_EQUAL(out[0], 1.0f);  // (1 - 2)^2
 }
 
 BOOST_AUTO_TEST_SUITE_END()
