@@ -101,6 +101,7 @@ std::vector<Tensor> ShardedJit::call(const std::vector<Tensor>& inputs) {
   for (const Layout& l : layouts) {
     sig += '|';
     append_number(sig, l.axis);
+    if (l.partial) sig += 'p', append_number(sig, static_cast<int64_t>(*l.partial));
     for (const Device& d : l.devices) sig += d.str(), sig += ',';
     for (int64_t b : l.bounds) append_number(sig, b), sig += ',';
   }
