@@ -209,7 +209,8 @@ std::optional<Layout> linear_layout(AluOp op, const std::vector<Tensor>& srcs, D
   Layout l = layout_of(*p);
   if (op == AluOp::NEG && srcs.size() == 1) {  // -(a + b) = -a + -b; -max(a, b) = min(-a, -b)
     if (l.partial == CollectiveOp::Prod) return std::nullopt;
-    if (l.partial != CollectiveOp::Sum) l.partial = l.partial == CollectiveOp::Max ? CollectiveOp::Min : CollectiveOp::Max;
+    if (l.partial == CollectiveOp::Max) l.partial = CollectiveOp::Min;
+    else if (l.partial == CollectiveOp::Min) l.partial = CollectiveOp::Max;
     return l;
   }
   if (l.partial != CollectiveOp::Sum) return std::nullopt;
@@ -432,8 +433,10 @@ Tensor multi_reduce(ReduceOp op, const Tensor& t, uint32_t axes, DType out) {
   for (size_t i = 0; i < parts.size(); ++i)
     if (parts[i].shape()[l.axis] > 0) partials.push_back(reduce_part(parts[i])), from.push_back(l.devices[i]);
   Layout replicas{l.devices, -1, {}, std::nullopt};
-  if (partials.size() == parts.size() && (op == ReduceOp::Sum || op == ReduceOp::Max))
-    return make_multi(std::move(partials), Layout{l.devices, -1, {}, op == ReduceOp::Sum ? CollectiveOp::Sum : CollectiveOp::Max});
+  if (partials.size() == parts.size() && (op == ReduceOp::Sum || op == ReduceOp::Max)) {  // Note [Partial results]
+    const CollectiveOp by = op == ReduceOp::Sum ? CollectiveOp::Sum : CollectiveOp::Max;
+    return make_multi(std::move(partials), Layout{l.devices, -1, {}, by});
+  }
   if (partials.empty()) {  // the split axis is empty: every device reduces its own (empty) part
     for (auto& p : parts) p = reduce_part(p);
     return make_multi(std::move(parts), replicas);
