@@ -290,7 +290,7 @@ BOOST_AUTO_TEST_CASE(gradients_through_partials_equal_one_device_and_finite_diff
   }
 }
 
-BOOST_AUTO_TEST_CASE(a_jit_replays_a_step_with_partial_outputs) {
+BOOST_AUTO_TEST_CASE(a_jit_replays_a_step_with_partial_results_and_combines_its_outputs) {
   const std::vector<Device> m = mesh(2);
   auto step = [&m](const std::vector<Tensor>& in) {
     const Tensor p = in[0].matmul(in[1]);
@@ -302,8 +302,9 @@ BOOST_AUTO_TEST_CASE(a_jit_replays_a_step_with_partial_outputs) {
       const Tensor x = data({4, 6}, 20 + s), w = data({6, 5}, 30 + s);
       const std::vector<Tensor> got = jitted({x.shard(m, 1), w.shard(m, 0)});
       BOOST_TEST(split_on(got[0], 0));
-      BOOST_TEST(partial_is(got[1], CollectiveOp::Sum));
-      BOOST_TEST(partial_is(got[2], CollectiveOp::Sum));
+      // Partial outputs come combined, inside the replayed step (Note [Sharded Jit]).
+      BOOST_TEST(replicas(got[1]));
+      BOOST_TEST(replicas(got[2]));
       check_close(got[0], x.matmul(w).tanh());
       check_close(got[1], (x.matmul(w) * 2.0).sum(0));
       check_close(got[2], x.matmul(w));
@@ -311,4 +312,21 @@ BOOST_AUTO_TEST_CASE(a_jit_replays_a_step_with_partial_outputs) {
   }
   BOOST_TEST(jitted.captures() == 1);
   BOOST_TEST(jitted.replays() == 2);
+  // A partial input: its layout is part of the signature, and the step's reduce-scatter replays.
+  ravel::Jit split([&m](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0].shard(m, 0) * 2.0}; });
+  for (int s = 0; s < 3; ++s) {
+    const Tensor x = data({4, 6}, 40 + s), w = data({6, 5}, 50 + s);
+    const Tensor p = row_parallel(x, w, 2).realize();
+    BOOST_TEST_REQUIRE(partial_is(p, CollectiveOp::Sum));
+    const Tensor got = split({p})[0];
+    BOOST_TEST(split_on(got, 0));
+    check_close(got, x.matmul(w) * 2.0);
+  }
+  BOOST_TEST(split.captures() == 1);
+  BOOST_TEST(split.replays() == 2);
+  // The same parts as replicas are another signature (a new capture), and another value.
+  const Tensor p = row_parallel(data({4, 6}, 60), data({6, 5}, 61), 2);
+  const Tensor as_replicas = ravel::all_reduce(p);
+  check_close(split({as_replicas})[0], data({4, 6}, 60).matmul(data({6, 5}, 61)) * 2.0);
+  BOOST_TEST(split.captures() == 2);
 }

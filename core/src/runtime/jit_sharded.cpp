@@ -73,6 +73,7 @@ std::vector<Tensor> ShardedJit::traced(const std::vector<Tensor>& flat_args) {
   std::vector<Tensor> flat;
   for (size_t i = 0; i < outs.size(); ++i) {
     RAVEL_CHECK(outs[i].defined(), ValueError, "Jit: output ", i, " of the function is an undefined tensor");
+    outs[i] = combined(outs[i]);  // Note [Sharded Jit]: a partial output is combined in the step
     out_layouts.push_back(layout_or_none(outs[i]));
     for (const Tensor& p : parts_of(outs[i])) flat.push_back(p);
   }
