@@ -129,6 +129,12 @@ BOOST_AUTO_TEST_CASE(max_and_min_over_the_split_axis_stay_partial) {
       const Tensor xi = data({7, 5}, 4, DType::I32);
       check_exact(xi.shard(mesh(n), 0).max(0), xi.max(0));
       check_exact(xi.shard(mesh(n), 0).sum(0) * 3, xi.sum(0) * 3);
+      // Integer negation wraps, so it does not turn a max into a min: combined first.
+      const Tensor u = Tensor::from_vector<double>({0, 0, 0, 0, 0, 0, 0, 7}, {8}).cast(DType::U8);
+      BOOST_TEST(replicas(-u.shard(mesh(n), 0).max(0)));
+      check_exact(-u.shard(mesh(n), 0).max(0), -u.max(0));
+      BOOST_TEST(replicas(-xi.shard(mesh(n), 0).max(0)));
+      check_exact(-xi.shard(mesh(n), 0).max(0), -xi.max(0));
     }
   }
 }
@@ -228,12 +234,14 @@ BOOST_AUTO_TEST_CASE(uneven_and_empty_parts) {
   BOOST_TEST(replicas(p));
   check_close(p, x.matmul(w));
   // A whole empty contraction axis: zeros.
-  const Tensor e = Tensor::zeros({4, 0}, DType::F32).shard(mesh(2), 1).matmul(Tensor::zeros({0, 3}, DType::F32).shard(mesh(2), 0));
+  const Tensor e =
+      Tensor::zeros({4, 0}, DType::F32).shard(mesh(2), 1).matmul(Tensor::zeros({0, 3}, DType::F32).shard(mesh(2), 0));
   check_close(e, Tensor::zeros({4, 3}, DType::F32));
   // A partial scalar cannot be split: the reduce_scatter's typed error.
+  const Tensor scalar = row_parallel(data({4, 6}), data({6, 3}), 2).sum();
+  BOOST_TEST(partial_is(scalar, CollectiveOp::Sum));
   rtest::expect_error<ravel::ShapeError>("reduce_scatter of a partial scalar",
-                                         [&] { (void)ravel::reduce_scatter(row_parallel(data({4, 6}), data({6, 3}), 2).sum()); },
-                                         {"scalar"});
+                                         [&] { (void)ravel::reduce_scatter(scalar); }, {"scalar"});
 }
 
 BOOST_AUTO_TEST_CASE(gradients_through_partials_equal_one_device_and_finite_differences) {

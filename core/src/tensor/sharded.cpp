@@ -208,7 +208,8 @@ std::optional<Layout> linear_layout(AluOp op, const std::vector<Tensor>& srcs, D
   if (!p || out != p->dtype()) return std::nullopt;
   Layout l = layout_of(*p);
   if (op == AluOp::NEG && srcs.size() == 1) {  // -(a + b) = -a + -b; -max(a, b) = min(-a, -b)
-    if (l.partial == CollectiveOp::Prod) return std::nullopt;
+    // The second only for floats: integer negation wraps (-INT_MIN, unsigned), reversing no order.
+    if (l.partial == CollectiveOp::Prod || (l.partial != CollectiveOp::Sum && !is_float(out))) return std::nullopt;
     if (l.partial == CollectiveOp::Max) l.partial = CollectiveOp::Min;
     else if (l.partial == CollectiveOp::Min) l.partial = CollectiveOp::Max;
     return l;
