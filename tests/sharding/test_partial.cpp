@@ -338,3 +338,42 @@ BOOST_AUTO_TEST_CASE(a_jit_replays_a_step_with_partial_results_and_combines_its_
   check_close(split({as_replicas})[0], data({4, 6}, 60).matmul(data({6, 5}, 61)) * 2.0);
   BOOST_TEST(split.captures() == 2);
 }
+
+BOOST_AUTO_TEST_CASE(the_tape_jvp_and_gradients_with_respect_to_a_partial) {
+  const Tensor x = data({6, 7}, 70, DType::F64), w = data({7, 5}, 71, DType::F64), r = data({6, 5}, 72, DType::F64);
+  for (size_t n : {2u, 3u}) {
+    BOOST_TEST_CONTEXT(n << " devices") {
+      const std::vector<Device> m = mesh(n);
+      // The tape: backward() from a partial loss.
+      Tensor xs = x.shard(m, 1), ws = w.shard(m, 0);
+      xs.requires_grad_();
+      ws.requires_grad_();
+      const Tensor loss = (xs.matmul(ws) * r).sum();
+      BOOST_TEST(partial_is(loss, CollectiveOp::Sum));
+      loss.backward();
+      auto [v1, g1] = ravel::value_and_grad([&](const std::vector<Tensor>& a) { return (a[0].matmul(a[1]) * r).sum(); },
+                                            {x, w});
+      check_close(loss, v1, 1e-12);
+      check_close(xs.grad(), g1[0], 1e-12);
+      check_close(ws.grad(), g1[1], 1e-12);
+      // Forward mode (a vjp transposed) through a partial output.
+      const Tensor tx = data({6, 7}, 73, DType::F64), tw = data({7, 5}, 74, DType::F64);
+      auto f = [](const std::vector<Tensor>& a) { return a[0].matmul(a[1]) * 2.0; };
+      auto [y, t] = ravel::jvp(f, {x.shard(m, 1), w.shard(m, 0)}, {tx.shard(m, 1), tw.shard(m, 0)});
+      auto [y1, t1] = ravel::jvp(f, {x, w}, {tx, tw});
+      check_close(y, y1, 1e-12);
+      check_close(t, t1, 1e-12);
+      // Gradients with respect to a partial: of its value, on every device.
+      const Tensor p = row_parallel(x, w, n).realize();
+      const Tensor want = x.matmul(w) * r * 2.0;  // d/dp sum(p * p * r)
+      const Tensor gp = ravel::grad([&](const std::vector<Tensor>& a) { return (a[0] * a[0] * r).sum(); })({p})[0];
+      BOOST_TEST(replicas(gp));
+      for (const Tensor& part : gp.shards()) check_close(part, want, 1e-12);
+      const Tensor pm = x.shard(m, 0).max(0).realize();  // a max partial: its value's gradient is c
+      const Tensor c = data({7}, 75, DType::F64);
+      const Tensor gm = ravel::grad([&](const std::vector<Tensor>& a) { return (a[0] * c).sum(); })({pm})[0];
+      BOOST_TEST(replicas(gm));
+      for (const Tensor& part : gm.shards()) check_close(part, c, 1e-12);
+    }
+  }
+}
