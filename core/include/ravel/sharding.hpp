@@ -55,8 +55,10 @@ struct Sharding {
 
 // The parts of a tensor split along axis a (equal sizes, else ShapeError) combined elementwise
 // by `op`; the result has the shape of one part and is replicated on every device of the mesh.
-// A replicated tensor's parts are its replicas. Large tensors on more than two devices are
-// reduced in chunks, each device reducing one (reduce-scatter, then all-gather; docs/sharding.md).
+// A replicated tensor's parts are its replicas; a partial tensor's are its partial results (so
+// all_reduce by its own op is its value, and reduce_scatter its split). Large tensors on more
+// than two devices are reduced in chunks, each device reducing one (reduce-scatter, then
+// all-gather; docs/sharding.md).
 Tensor all_reduce(const Tensor& t, CollectiveOp op = CollectiveOp::Sum);
 // The whole tensor on every device of its mesh (replicated).
 Tensor all_gather(const Tensor& t);
