@@ -60,8 +60,7 @@ BOOST_AUTO_TEST_CASE(linear_ops_keep_partial_sums_and_every_result_equals_one_de
       {"permute", [](const Tensor& p, const Tensor&, size_t) { return p.permute({1, 0}); }, Kind::Partial},
       {"pad", [](const Tensor& p, const Tensor&, size_t) { return p.pad({{1, 0}, {0, 2}}); }, Kind::Partial},
       {"shrink", [](const Tensor& p, const Tensor&, size_t) { return p.shrink({{1, 4}, {2, 5}}); }, Kind::Partial},
-      {"expand", [](const Tensor& p, const Tensor&, size_t) { return p.reshape({1, 6, 5}).expand({2, 6, 5}); },
-       Kind::Partial},
+      {"reshape 1", [](const Tensor& p, const Tensor&, size_t) { return p.reshape({1, 6, 5}); }, Kind::Partial},
       {"contiguous", [](const Tensor& p, const Tensor&, size_t) { return p.permute({1, 0}).contiguous(); },
        Kind::Partial},
       // Not linear, or not exact: combined first (p + r is not partial(p_i + r)).
@@ -69,6 +68,8 @@ BOOST_AUTO_TEST_CASE(linear_ops_keep_partial_sums_and_every_result_equals_one_de
       {"p + rep(r)", [&](const Tensor& p, const Tensor& t, size_t n) { return p + rep(t, n); }, Kind::Replicas},
       {"p + 1", [](const Tensor& p, const Tensor&, size_t) { return p + 1.0; }, Kind::Replicas},
       {"p * p", [](const Tensor& p, const Tensor&, size_t) { return p * p; }, Kind::Replicas},
+      {"expand", [](const Tensor& p, const Tensor&, size_t) { return p.reshape({1, 6, 5}).expand({2, 6, 5}); },
+       Kind::Replicas},
       {"exp", [](const Tensor& p, const Tensor&, size_t) { return (p * 0.1).exp(); }, Kind::Replicas},
       {"max 0", [](const Tensor& p, const Tensor&, size_t) { return p.max(0); }, Kind::Replicas},
       {"cast f64", [](const Tensor& p, const Tensor&, size_t) { return p.cast(DType::F64); }, Kind::Replicas},
@@ -196,6 +197,30 @@ BOOST_AUTO_TEST_CASE(a_split_of_a_row_parallel_output_moves_the_bytes_of_a_reduc
         check_exact(rs, ar);
         check_close(rs, x.matmul(w));
       }
+    }
+  }
+}
+
+BOOST_AUTO_TEST_CASE(a_broadcast_partial_is_combined_before_it_is_expanded) {
+  CollectivesEnv env("0");
+  // Softmax's shift over a split feature axis: the max is a [B, 1] partial broadcast against the
+  // split x. The broadcast combines the [B, 1] partials (n - 1 of B floats into each device) and
+  // expands locally, where a reduce-scatter of the expanded [B, F] would move (n - 1)/n of B F
+  // floats into each.
+  const int64_t b = 8, f = 64;
+  const Tensor x = data({b, f}, 80);
+  for (size_t n : {2u, 4u}) {
+    BOOST_TEST_CONTEXT(n << " devices") {
+      const Tensor xs = x.shard(mesh(n), 1).realize();
+      ravel::reset_stats();
+      const Tensor y = xs - xs.max(1, true);
+      ravel::realize({y});
+      BOOST_TEST(ravel::cumulative_stats().bytes_transferred == static_cast<int64_t>(n * (n - 1)) * b * 4);
+      BOOST_TEST(split_on(y, 1));
+      check_exact(y, x - x.max(1, true));
+      check_close(xs.softmax(1), x.softmax(1));
+      check_close(xs.sum(1, true) * xs, x.sum(1, true) * x);  // a sum partial expanded, then multiplied
+      check_close((xs.sum(1, true) + 1.0).expand({b, f}), (x.sum(1, true) + 1.0).expand({b, f}));
     }
   }
 }

@@ -345,6 +345,10 @@ bool reshape_keeps_split(const Shape& from, int32_t axis, const std::vector<int6
 
 Tensor multi_view(const Tensor& t, MoveOp op, const std::vector<int64_t>& args) {
   const Layout l = layout_of(t);
+  // A broadcast of partial results combines them first (Note [Partial results]): the combine then
+  // moves the source's bytes, not the broadcast's (softmax's max over a split axis, expanded
+  // against the split input, would otherwise be reduce-scattered at the input's size).
+  if (l.partial && op == MoveOp::Expand) return multi_view(combined(t), op, args);
   if (l.axis < 0) return per_part(t, op, args, -1, {});
   const int32_t a = l.axis;
   const std::vector<int64_t> len = lengths(l.bounds);

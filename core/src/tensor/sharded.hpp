@@ -50,11 +50,12 @@ std::vector<Tensor> parts_of(const Tensor& t);
 //     ABI 1.12 member where it takes it);
 //   - one device (to, a host read, printing): fold_on() that device, a reduce;
 //   - linear ops where the result is exactly the op applied to the combined value stay partial:
-//     views and contiguous copies (zero padding included: 0 + 0 = max(0, 0) = 0); a sum of a sum
-//     partial and a max of a max partial; partial + partial (sums on one mesh); negation (a
-//     float max partial becomes a min partial; integer negation wraps, so there only sums); a
-//     sum partial times a replica or a one-device tensor (so the mean's division by the count,
-//     a scale by a learning rate). Anything else combines first: p + r is not
+//     views but a broadcast (an expand combines first: then the combine moves the source's bytes,
+//     not the broadcast's) and contiguous copies (zero padding included: 0 + 0 = max(0, 0) = 0);
+//     a sum of a sum partial and a max of a max partial; partial + partial (sums on one mesh);
+//     negation (a float max partial becomes a min partial; integer negation wraps, so there
+//     only sums); a sum partial times a replica or a one-device tensor (so the mean's division
+//     by the count, a scale by a learning rate). Anything else combines first: p + r is not
 //     partial(p_i + r), which would count r n times.
 // Why deferred: a row-parallel layer followed by a split layer (Megatron's sequence parallelism)
 // then costs a reduce-scatter instead of an all-reduce and a cut, and a loss summed over a
