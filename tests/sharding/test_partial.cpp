@@ -151,6 +151,10 @@ BOOST_AUTO_TEST_CASE(a_consumer_gets_the_all_reduce_it_replaces_bit_for_bit) {
         // reduction produced before; every way of consuming p gives it bit for bit.
         const std::vector<Tensor> before = ravel::all_reduce(p).shards();
         const std::vector<Tensor> reps = p.replicate(mesh(n)).shards();
+        // Every consumer that needs the value shares one combine (the plugin's collective runs
+        // when it is built: two consumers would otherwise run it twice).
+        BOOST_TEST(reps[0].node() == p.replicate(mesh(n)).shards()[0].node());
+        BOOST_TEST(reps[n - 1].node() == ravel::all_gather(p).shards()[n - 1].node());
         const std::vector<Tensor> gathered = ravel::all_gather(p).shards();
         for (size_t k = 0; k < n; ++k) {
           check_exact(reps[k], before[k]);

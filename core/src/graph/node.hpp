@@ -89,6 +89,9 @@ class Node {
   // Multi only: -1, or (shard_axis -1) the ravel::CollectiveOp by which the parts combine into
   // the value: partial results (Note [Partial results] in tensor/sharded.hpp).
   int8_t shard_partial = -1;
+  // Multi, partial only: the bundle of replicas combined() built from it, kept so that every
+  // consumer that needs the value shares one all-reduce (set once, under buffer_mutex()).
+  NodePtr shard_combined;
   uint64_t id = 0;               // unique, increasing: creation order
   size_t hash = 0;
 

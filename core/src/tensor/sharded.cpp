@@ -161,8 +161,21 @@ std::pair<ReduceOp, bool> fold_of(CollectiveOp op) {
 
 Tensor combined(const Tensor& t) {
   if (!is_partial(t)) return t;
+  // One all-reduce for every consumer: the composition's nodes are hash-consed anyway, but the
+  // plugin's collective runs when it is built and returns fresh leaves each time. Kept only when
+  // built with gradients on (a detached combine must not serve a differentiated consumer).
+  {
+    std::lock_guard<std::recursive_mutex> lock(buffer_mutex());  // Note [Threads]
+    if (t.node()->shard_combined) return Tensor(t.node()->shard_combined);
+  }
   const auto [op, min] = fold_of(*layout_of(t).partial);
-  return make_multi(combine_across(parts_of(t), op, min), Layout{layout_of(t).devices, -1, {}, std::nullopt});
+  Tensor r = make_multi(combine_across(parts_of(t), op, min), Layout{layout_of(t).devices, -1, {}, std::nullopt});
+  if (grad_mode_enabled()) {
+    std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
+    if (!t.node()->shard_combined) t.node()->shard_combined = r.node();
+    return Tensor(t.node()->shard_combined);
+  }
+  return r;
 }
 
 Tensor gathered(const Tensor& t) {
