@@ -44,7 +44,8 @@ std::vector<Tensor> parts_of(const Tensor& t);
 // (Layout::partial, axis -1) and the combine happens where the value is consumed, chosen by what
 // the consumer wants:
 //   - the value on every device (most ops, a non-linear op, all_gather, replicate): combined(),
-//     the all-reduce the reduction did eagerly before, built the same way (same bits);
+//     the all-reduce the reduction did eagerly before, built the same way (same bits), once for
+//     all such consumers (kept on the node: the plugin's collective runs as it is built);
 //   - a split layout (shard(axis), an elementwise op with a split operand, reduce_scatter):
 //     parts_in() reduce-scatters, moving 1/n of the bytes an all-reduce moves (the plugin's
 //     ABI 1.12 member where it takes it);
