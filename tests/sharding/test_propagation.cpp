@@ -115,12 +115,15 @@ BOOST_AUTO_TEST_CASE(reductions_over_the_split_axis_combine_across_devices) {
       {"bool any", [](const Tensor& t) { return (t > 1.5).max(1); }},
   };
   for (const auto& r : rows) check_unary(r, x);
-  // A reduction over the split axis leaves replicas; one over another axis keeps the split.
+  // A sum or max over the split axis leaves partial results (Note [Partial results]); one over
+  // another axis keeps the split.
   Tensor s = x.shard(mesh(3), 0);
-  BOOST_TEST(s.sum(0).sharding().value().replicated());
+  BOOST_TEST((s.sum(0).sharding().value().partial == ravel::CollectiveOp::Sum));
+  BOOST_TEST((s.max(0).sharding().value().partial == ravel::CollectiveOp::Max));
   BOOST_TEST(s.sum(1).sharding().value().axis.value() == 0);
   // Replicas of a combined sum are bitwise equal (every device adds in the same order).
-  std::vector<Tensor> reps = s.sum(0).shards();
+  std::vector<Tensor> reps = s.sum(0).replicate(mesh(3)).shards();
+  BOOST_TEST(s.sum(0).replicate(mesh(3)).sharding().value().replicated());
   for (const auto& r : reps) check_exact(r, reps[0].to(r.device()));
   // Empty parts (2 rows over 3 devices) contribute nothing.
   Tensor small = data({2, 3}, 1);
@@ -138,9 +141,12 @@ BOOST_AUTO_TEST_CASE(matmul_data_and_tensor_parallel) {
       BOOST_TEST(dp.sharding().value().axis.value() == 0);
       check_close(dp, want);
       // Tensor parallel (Megatron's row-parallel layer): the contraction axis split on both
-      // sides gives partial sums, combined by an all-reduce into replicas.
+      // sides gives partial sums, combined where they are consumed (here: an all-reduce).
       Tensor tp = x.shard(mesh(n), 1).matmul(w.shard(mesh(n), 0));
-      BOOST_TEST(tp.sharding().value().replicated());
+      // (8 devices: k = 6 leaves two parts empty, which have no partial sums: combined at once.)
+      if (n <= 6) BOOST_TEST((tp.sharding().value().partial == ravel::CollectiveOp::Sum));
+      else BOOST_TEST(tp.sharding().value().replicated());
+      BOOST_TEST((tp + b).sharding().value().replicated());
       check_close((tp + b).tanh(), want);
       // Column parallel: weights split on the output axis.
       Tensor cp = x.replicate(mesh(n)).matmul(w.shard(mesh(n), 1));

@@ -20,6 +20,9 @@ namespace ravel {
 
 class Tensor;
 
+// How the parts are combined by all_reduce, reduce_scatter and reduce.
+enum class CollectiveOp : uint8_t { Sum, Max, Min, Prod };
+
 // How a tensor is laid out over devices. A tensor on one device has no Sharding
 // (Tensor::sharding() is empty).
 struct Sharding {
@@ -30,14 +33,18 @@ struct Sharding {
   // Sizes that do not divide evenly are split as numpy.array_split does (the first parts one
   // longer); a part may be empty.
   std::vector<int64_t> bounds;
-  bool replicated() const { return !axis.has_value(); }
-  // "split axis 0 over tbb_cpu:0 [0, 3), tbb_cpu:1 [3, 5)" or "replicated over tbb_cpu:0, tbb_cpu:1".
+  // Set when the parts are partial results (DTensor's Partial): each device holds a whole-shaped
+  // part and the tensor's value is the parts combined by this op (a sum over the split axis, or
+  // the row-parallel matmul's partial sums). `axis` is then empty. The combine is deferred to the
+  // consumer: an all-reduce where it needs the value, a reduce-scatter where it wants a split, a
+  // reduce where it wants one device; linear ops stay partial (docs/sharding.md, "Partial results").
+  std::optional<CollectiveOp> partial;
+  bool replicated() const { return !axis.has_value() && !partial.has_value(); }
+  // "split axis 0 over tbb_cpu:0 [0, 3), tbb_cpu:1 [3, 5)", "replicated over tbb_cpu:0, tbb_cpu:1"
+  // or "partial sum over tbb_cpu:0, tbb_cpu:1".
   std::string str() const;
   bool operator==(const Sharding&) const = default;
 };
-
-// How the parts are combined by all_reduce, reduce_scatter and reduce.
-enum class CollectiveOp : uint8_t { Sum, Max, Min, Prod };
 
 // ---- collectives (each device's part is that device's value) -------------------------------
 // All of them are compositions of copies between devices and ordinary ops (graph nodes, so
@@ -48,8 +55,10 @@ enum class CollectiveOp : uint8_t { Sum, Max, Min, Prod };
 
 // The parts of a tensor split along axis a (equal sizes, else ShapeError) combined elementwise
 // by `op`; the result has the shape of one part and is replicated on every device of the mesh.
-// A replicated tensor's parts are its replicas. Large tensors on more than two devices are
-// reduced in chunks, each device reducing one (reduce-scatter, then all-gather; docs/sharding.md).
+// A replicated tensor's parts are its replicas; a partial tensor's are its partial results (so
+// all_reduce by its own op is its value, and reduce_scatter its split). Large tensors on more
+// than two devices are reduced in chunks, each device reducing one (reduce-scatter, then
+// all-gather; docs/sharding.md).
 Tensor all_reduce(const Tensor& t, CollectiveOp op = CollectiveOp::Sum);
 // The whole tensor on every device of its mesh (replicated).
 Tensor all_gather(const Tensor& t);

@@ -15,8 +15,8 @@
 //   Transfer srcs[0] (contiguous, on another device) copied to `device` (Tensor::to)
 //   Multi   a tensor spread over several devices (Note [Sharded tensors] in
 //           tensor/sharded.hpp): srcs are its per-device parts, in mesh order; `shard_axis` is
-//           the axis they split (-1: each part is a full replica) and `shard_bounds` where each
-//           part starts and ends along it. Never scheduled: every op on a Multi node is built
+//           the axis they split (-1: each part is a full replica, or a partial result when
+//           `shard_partial` is set) and `shard_bounds` where each part starts and ends along it. Never scheduled: every op on a Multi node is built
 //           part by part, so kernels only ever see single-device nodes.
 // Every node except Buffer is hash-consed (Note [Hash-consing] in node.cpp): building the same op
 // on the same sources twice yields the same node, so shared work is computed once.
@@ -86,6 +86,12 @@ class Node {
   int32_t shard_axis = -1;       // Multi only: the split axis, -1 when the parts are replicas
   // Multi only, when split: n + 1 offsets along shard_axis; part i holds [b[i], b[i + 1]).
   std::vector<int64_t> shard_bounds;
+  // Multi only: -1, or (shard_axis -1) the ravel::CollectiveOp by which the parts combine into
+  // the value: partial results (Note [Partial results] in tensor/sharded.hpp).
+  int8_t shard_partial = -1;
+  // Multi, partial only: the bundle of replicas combined() built from it, kept so that every
+  // consumer that needs the value shares one all-reduce (set once, under buffer_mutex()).
+  NodePtr shard_combined;
   uint64_t id = 0;               // unique, increasing: creation order
   size_t hash = 0;
 

@@ -73,6 +73,7 @@ std::vector<Tensor> ShardedJit::traced(const std::vector<Tensor>& flat_args) {
   std::vector<Tensor> flat;
   for (size_t i = 0; i < outs.size(); ++i) {
     RAVEL_CHECK(outs[i].defined(), ValueError, "Jit: output ", i, " of the function is an undefined tensor");
+    outs[i] = combined(outs[i]);  // Note [Sharded Jit]: a partial output is combined in the step
     out_layouts.push_back(layout_or_none(outs[i]));
     for (const Tensor& p : parts_of(outs[i])) flat.push_back(p);
   }
@@ -101,6 +102,7 @@ std::vector<Tensor> ShardedJit::call(const std::vector<Tensor>& inputs) {
   for (const Layout& l : layouts) {
     sig += '|';
     append_number(sig, l.axis);
+    if (l.partial) sig += 'p', append_number(sig, static_cast<int64_t>(*l.partial));
     for (const Device& d : l.devices) sig += d.str(), sig += ',';
     for (int64_t b : l.bounds) append_number(sig, b), sig += ',';
   }

@@ -19,7 +19,11 @@ namespace ravel::detail {
 // the parts before calling the user's function and takes them apart after. A replay then launches
 // the recorded per-device kernels and transfers, and the bundles are put together again from the
 // replayed parts. The layouts are part of the signature: a call whose inputs are split otherwise
-// (even into parts of the same shapes) is captured afresh.
+// (even into parts of the same shapes) is captured afresh. Outputs that are partial results
+// (Note [Partial results] in tensor/sharded.hpp) are combined inside the capture: a step's
+// outputs are realized values a caller reads (a loss), and a partial one would need a combine
+// realized outside the replay on every read (~55 us of the 2-device makemore step,
+// docs/performance.md §6, 2026-12-07).
 class ShardedJit {
  public:
   ShardedJit(Jit::Function fn, std::vector<Tensor*> state);

@@ -24,7 +24,9 @@ NodePtr realized_leaf(const Tensor& t) {
 // or replicated), and each part keeps its own autodiff state, so optimizer updates never move a
 // parameter. A tensor on one device takes the value's layout (p.assign(p.replicate(mesh)) is how
 // a parameter is placed on a mesh), each part a leaf that requires grad if the tensor did.
-Tensor& Tensor::assign_sharded(const Tensor& value) {
+Tensor& Tensor::assign_sharded(const Tensor& given) {
+  // A partial value is stored combined (Note [Partial results]): state holds values.
+  const Tensor value = combined(given);
   if (!defined() || !is_multi(*this)) {
     RAVEL_CHECK(!defined() || value.shape() == shape(), ShapeError, "assign: value of shape ", shape_str(value.shape()),
                 " does not match the tensor's shape ", shape_str(shape()));

@@ -46,8 +46,6 @@ Tensor fold_on(const std::vector<Tensor>& parts, const Device& device, ReduceOp 
   return acc;
 }
 
-namespace {
-
 // Note [Plugin all-reduce gradients]
 // The plugin's all-reduce returns realized leaves; each result k gets, as its derivative rule,
 // the chain rule through the fold it stands for, acc_0 = x_0, acc_j = combine2(acc_{j-1}, x_j)
@@ -82,6 +80,8 @@ std::vector<Tensor> fold_vjp(const std::vector<Tensor>& xs, const Tensor& g, Red
   for (size_t j = 0; j < x.size(); ++j) grads[j] = grads[j].to(xs[j].device());
   return grads;
 }
+
+namespace {
 
 // The plugin's all-reduce of `parts` (Note [Plugin all-reduce]), with the fold's derivative;
 // empty where the Engine does not take it.
@@ -279,6 +279,12 @@ std::vector<Tensor> combine_across(const std::vector<Tensor>& parts, ReduceOp op
 
 std::string Sharding::str() const {
   std::ostringstream os;
+  if (partial) {
+    static const char* const names[] = {"sum", "max", "min", "prod"};
+    os << "partial " << names[static_cast<int>(*partial)] << " over ";
+    for (size_t i = 0; i < devices.size(); ++i) os << (i ? ", " : "") << devices[i].str();
+    return os.str();
+  }
   if (!axis) {
     os << "replicated over ";
     for (size_t i = 0; i < devices.size(); ++i) os << (i ? ", " : "") << devices[i].str();
@@ -302,14 +308,7 @@ void check_mesh(const std::vector<Device>& devices, const char* op) {
   }
 }
 
-ReduceOp reduce_of(CollectiveOp op) {
-  switch (op) {
-    case CollectiveOp::Sum: return ReduceOp::Sum;
-    case CollectiveOp::Prod: return ReduceOp::Prod;
-    case CollectiveOp::Max: case CollectiveOp::Min: return ReduceOp::Max;
-  }
-  return ReduceOp::Sum;
-}
+ReduceOp reduce_of(CollectiveOp op) { return fold_of(op).first; }
 
 // The per-device values of t: its parts, which must all have one shape.
 std::vector<Tensor> device_values(const Tensor& t, const char* op) {
@@ -331,7 +330,7 @@ Tensor Tensor::shard(const std::vector<Device>& devices, int64_t axis) const {
   check_mesh(devices, "shard");
   const auto a = static_cast<int32_t>(normalize_axis(axis, ndim(), "shard"));
   if (devices.size() == 1) return to(devices[0]);
-  const Layout l{devices, a, even_bounds(shape()[a], devices.size())};
+  const Layout l{devices, a, even_bounds(shape()[a], devices.size()), std::nullopt};
   return make_multi(parts_in(*this, l, shape()), l);
 }
 
@@ -339,7 +338,7 @@ Tensor Tensor::replicate(const std::vector<Device>& devices) const {
   check_defined(*this, "replicate");
   check_mesh(devices, "replicate");
   if (devices.size() == 1) return to(devices[0]);
-  const Layout l{devices, -1, {}};
+  const Layout l{devices, -1, {}, std::nullopt};
   return make_multi(parts_in(*this, l, shape()), l);
 }
 
@@ -350,6 +349,7 @@ std::optional<Sharding> Tensor::sharding() const {
   Sharding s;
   s.devices = l.devices;
   if (l.axis >= 0) s.axis = l.axis, s.bounds = l.bounds;
+  s.partial = l.partial;
   return s;
 }
 
@@ -362,7 +362,7 @@ Tensor all_reduce(const Tensor& t, CollectiveOp op) {
   std::vector<Tensor> parts = device_values(t, "all_reduce");
   if (parts.size() == 1) return parts[0];
   std::vector<Tensor> r = combine_across(parts, reduce_of(op), op == CollectiveOp::Min);
-  return make_multi(std::move(r), Layout{layout_of(t).devices, -1, {}});
+  return make_multi(std::move(r), Layout{layout_of(t).devices, -1, {}, std::nullopt});
 }
 
 Tensor all_gather(const Tensor& t) {
@@ -370,7 +370,7 @@ Tensor all_gather(const Tensor& t) {
   if (is_multi(t) && t.node()->shard_axis >= 0) {
     const Layout l = layout_of(t);
     if (std::vector<Tensor> r = plugin_all_gather(parts_of(t), l.axis, l.bounds, t.shape()); !r.empty())
-      return make_multi(std::move(r), Layout{l.devices, -1, {}});
+      return make_multi(std::move(r), Layout{l.devices, -1, {}, std::nullopt});
   }
   return gathered(t);
 }
@@ -384,7 +384,7 @@ Tensor reduce_scatter(const Tensor& t, CollectiveOp op) {
   // Part k of the result: slice k of every device's value, reduced on device k.
   const std::vector<int64_t> b = even_bounds(parts[0].shape()[axis], parts.size());
   return make_multi(scatter_parts(parts, l.devices, axis, b, reduce_of(op), op == CollectiveOp::Min),
-                    Layout{l.devices, axis, b});
+                    Layout{l.devices, axis, b, std::nullopt});
 }
 
 Tensor reduce(const Tensor& t, const Device& device, CollectiveOp op) {

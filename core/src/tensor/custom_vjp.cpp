@@ -28,7 +28,9 @@ Tensor with_custom_vjp(const Tensor& y, const std::vector<Tensor>& inputs, std::
 // do not have) is applied once, to whole tensors: the output and the inputs are gathered on the
 // mesh's first device, the rule is attached there, and the result is split again like y. Its
 // gradient then flows back through the gathers to every part.
-Tensor sharded_custom_vjp(const Tensor& y, const std::vector<Tensor>& inputs, std::shared_ptr<const CustomRule> rule) {
+Tensor sharded_custom_vjp(const Tensor& y_given, const std::vector<Tensor>& inputs,
+                         std::shared_ptr<const CustomRule> rule) {
+  const Tensor y = combined(y_given);  // the rule is the value's (Note [Partial results])
   bool same_shape = true;
   for (const auto& x : inputs) same_shape = same_shape && x.shape() == y.shape();
   if (!rule->elementwise || !same_shape || !is_multi(y)) {

@@ -35,7 +35,7 @@ std::vector<Tensor> sharded_gradients(const std::vector<Tensor>& xs,
   for (size_t i = 0; i < xs.size(); ++i) {
     if (!is_multi(xs[i])) continue;
     const Layout l = layout_of(xs[i]);
-    if (l.axis >= 0) {
+    if (l.axis >= 0 || l.partial) {  // a partial's gradient is not a sum over its parts
       out[i] = sharded_gradient(xs[i], part_gradient);
       continue;
     }

@@ -33,6 +33,7 @@ Layout layout_of(const Tensor& t) {
   for (const auto& s : t.node()->srcs) l.devices.push_back(s->device);
   l.axis = t.node()->shard_axis;
   l.bounds = t.node()->shard_bounds;
+  if (t.node()->shard_partial >= 0) l.partial = static_cast<CollectiveOp>(t.node()->shard_partial);
   return l;
 }
 
@@ -55,6 +56,8 @@ Tensor make_multi(std::vector<Tensor> parts, const Layout& l) {
   proto.device = l.devices[0];
   proto.shard_axis = l.axis;
   proto.shard_bounds = l.bounds;
+  RAVEL_CHECK(!l.partial || l.axis < 0, InternalError, "make_multi: a partial bundle cannot be split too");
+  proto.shard_partial = l.partial ? static_cast<int8_t>(*l.partial) : int8_t{-1};
   for (size_t i = 0; i < parts.size(); ++i) {
     RAVEL_CHECK(parts[i].device() == l.devices[i] && parts[i].dtype() == proto.dtype && !is_multi(parts[i]),
                 InternalError, "make_multi: part ", i, " is on ", parts[i].device().str(), " as ",
@@ -121,6 +124,13 @@ std::vector<Tensor> parts_in(const Tensor& t, const Layout& l, const Shape& glob
   if (is_multi(t)) {
     const Layout have = layout_of(t);
     if (have == l) return parts_of(t);
+    if (have.partial) {  // Note [Partial results]: a split wanted on the same mesh is a reduce-scatter
+      if (l.axis >= 0 && l.devices == have.devices) {
+        const auto [op, min] = fold_of(*have.partial);
+        return scatter_parts(parts_of(t), l.devices, l.axis, l.bounds, op, min);
+      }
+      return parts_in(combined(t), l, global);
+    }
     if (have.devices != l.devices) return parts_in(multi_to(t, l.devices[0]), l, global);
     if (have.axis >= 0) return parts_in(gathered(t), l, global);
     std::vector<Tensor> replicas = parts_of(t);  // replicas on the right devices: cut locally
@@ -137,18 +147,54 @@ std::vector<Tensor> parts_in(const Tensor& t, const Layout& l, const Shape& glob
   return out;
 }
 
+bool is_partial(const Tensor& t) { return is_multi(t) && t.node()->shard_partial >= 0; }
+
+std::pair<ReduceOp, bool> fold_of(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::Sum: return {ReduceOp::Sum, false};
+    case CollectiveOp::Prod: return {ReduceOp::Prod, false};
+    case CollectiveOp::Max: return {ReduceOp::Max, false};
+    case CollectiveOp::Min: return {ReduceOp::Max, true};
+  }
+  return {ReduceOp::Sum, false};
+}
+
+Tensor combined(const Tensor& t) {
+  if (!is_partial(t)) return t;
+  // One all-reduce for every consumer: the composition's nodes are hash-consed anyway, but the
+  // plugin's collective runs when it is built and returns fresh leaves each time. Kept only when
+  // built with gradients on (a detached combine must not serve a differentiated consumer).
+  {
+    std::lock_guard<std::recursive_mutex> lock(buffer_mutex());  // Note [Threads]
+    if (t.node()->shard_combined) return Tensor(t.node()->shard_combined);
+  }
+  const auto [op, min] = fold_of(*layout_of(t).partial);
+  Tensor r = make_multi(combine_across(parts_of(t), op, min), Layout{layout_of(t).devices, -1, {}, std::nullopt});
+  if (grad_mode_enabled()) {
+    std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
+    if (!t.node()->shard_combined) t.node()->shard_combined = r.node();
+    return Tensor(t.node()->shard_combined);
+  }
+  return r;
+}
+
 Tensor gathered(const Tensor& t) {
+  if (is_partial(t)) return combined(t);
   if (!is_multi(t) || t.node()->shard_axis < 0) return t;
   Layout l = layout_of(t);
   const std::vector<Tensor> parts = parts_of(t);
   std::vector<Tensor> replicas;
   for (const auto& d : l.devices) replicas.push_back(join(parts, l.axis, t.shape(), d));
-  return make_multi(std::move(replicas), Layout{l.devices, -1, {}});
+  return make_multi(std::move(replicas), Layout{l.devices, -1, {}, std::nullopt});
 }
 
 Tensor multi_to(const Tensor& t, const Device& device) {
   const Layout l = layout_of(t);
   const std::vector<Tensor> parts = parts_of(t);
+  if (l.partial) {  // a reduce onto `device` (Note [Partial results])
+    const auto [op, min] = fold_of(*l.partial);
+    return fold_on(parts, device, op, min);
+  }
   if (l.axis < 0) {
     for (size_t i = 0; i < parts.size(); ++i)
       if (l.devices[i] == device) return parts[i];
@@ -163,16 +209,59 @@ Tensor multi_contiguous(const Tensor& t) {
   return make_multi(std::move(parts), layout_of(t));
 }
 
+namespace {
+
+// The layout of `op(srcs)` when the op keeps partial results partial (Note [Partial results]):
+// only where the combined result is exactly the op on the combined operands. Empty otherwise.
+std::optional<Layout> linear_layout(AluOp op, const std::vector<Tensor>& srcs, DType out) {
+  const Tensor* p = nullptr;
+  size_t partials = 0;
+  for (const auto& s : srcs)
+    if (is_partial(s)) p = p ? p : &s, ++partials;
+  if (!p || out != p->dtype()) return std::nullopt;
+  Layout l = layout_of(*p);
+  if (op == AluOp::NEG && srcs.size() == 1) {  // -(a + b) = -a + -b; -max(a, b) = min(-a, -b)
+    // The second only for floats: integer negation wraps (-INT_MIN, unsigned), reversing no order.
+    if (l.partial == CollectiveOp::Prod || (l.partial != CollectiveOp::Sum && !is_float(out))) return std::nullopt;
+    if (l.partial == CollectiveOp::Max) l.partial = CollectiveOp::Min;
+    else if (l.partial == CollectiveOp::Min) l.partial = CollectiveOp::Max;
+    return l;
+  }
+  if (l.partial != CollectiveOp::Sum) return std::nullopt;
+  if (op == AluOp::ADD) {  // sum partials on one mesh: a_i + b_i sums to a + b
+    for (const auto& s : srcs)
+      if (!is_partial(s) || layout_of(s) != l) return std::nullopt;
+    return l;
+  }
+  if (op == AluOp::MUL && srcs.size() == 2 && partials == 1) {  // (sum a_i) r = sum (a_i r)
+    const Tensor& r = is_partial(srcs[0]) ? srcs[1] : srcs[0];
+    if (!is_multi(r) || layout_of(r).axis < 0) return l;  // a replica or one device, not a split
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Tensor multi_alu(AluOp op, const std::vector<Tensor>& srcs, DType out) {
-  // The layout of the first split operand, else of the first bundle of replicas.
+  // The layout of the first split operand, else of the first bundle of replicas (or partial
+  // results an op keeps partial; other partial operands are combined, or reduce-scattered to a
+  // split operand's layout by parts_in: Note [Partial results]).
   const Tensor* lead = nullptr;
   for (const auto& s : srcs)
     if (!lead && is_multi(s) && s.node()->shard_axis >= 0) lead = &s;
+  std::optional<Layout> keep = lead ? std::nullopt : linear_layout(op, srcs, out);
+  if (!lead && !keep && std::any_of(srcs.begin(), srcs.end(), [](const Tensor& s) { return is_partial(s); })) {
+    std::vector<Tensor> values;
+    for (const auto& s : srcs) values.push_back(combined(s));
+    return multi_alu(op, values, out);
+  }
   for (const auto& s : srcs)
     if (!lead && is_multi(s)) lead = &s;
-  const Layout l = layout_of(*lead);
+  const Layout l = keep ? *keep : layout_of(*lead);
+  // Operands that are not partial come as replicas on the partial's mesh.
+  const Layout others = keep ? Layout{l.devices, -1, {}, std::nullopt} : l;
   std::vector<std::vector<Tensor>> per;
-  for (const auto& s : srcs) per.push_back(parts_in(s, l, lead->shape()));
+  for (const auto& s : srcs) per.push_back(parts_in(s, is_partial(s) ? l : others, lead->shape()));
   std::vector<Tensor> outs;
   for (size_t i = 0; i < l.devices.size(); ++i) {
     std::vector<Tensor> ins;
@@ -269,6 +358,10 @@ bool reshape_keeps_split(const Shape& from, int32_t axis, const std::vector<int6
 
 Tensor multi_view(const Tensor& t, MoveOp op, const std::vector<int64_t>& args) {
   const Layout l = layout_of(t);
+  // A broadcast of partial results combines them first (Note [Partial results]): the combine then
+  // moves the source's bytes, not the broadcast's (softmax's max over a split axis, expanded
+  // against the split input, would otherwise be reduce-scattered at the input's size).
+  if (l.partial && op == MoveOp::Expand) return multi_view(combined(t), op, args);
   if (l.axis < 0) return per_part(t, op, args, -1, {});
   const int32_t a = l.axis;
   const std::vector<int64_t> len = lengths(l.bounds);
@@ -339,6 +432,13 @@ Tensor multi_reduce(ReduceOp op, const Tensor& t, uint32_t axes, DType out) {
   auto reduce_part = [&](const Tensor& p) {
     return out == p.dtype() ? make_reduce(op, p, axes) : make_reduce_widening(op, p, axes, out);
   };
+  if (l.partial) {  // a sum of sum partials, a max of max partials: per part (Note [Partial results])
+    const bool keeps = out == t.dtype() && ((op == ReduceOp::Sum && l.partial == CollectiveOp::Sum) ||
+                                            (op == ReduceOp::Max && l.partial == CollectiveOp::Max));
+    if (!keeps) return multi_reduce(op, combined(t), axes, out);
+    for (auto& p : parts) p = make_reduce(op, p, axes);
+    return make_multi(std::move(parts), l);
+  }
   const bool over_split = l.axis >= 0 && (axes & (1u << l.axis));
   if (!over_split) {
     for (auto& p : parts) p = reduce_part(p);
@@ -350,7 +450,11 @@ Tensor multi_reduce(ReduceOp op, const Tensor& t, uint32_t axes, DType out) {
   std::vector<Device> from;
   for (size_t i = 0; i < parts.size(); ++i)
     if (parts[i].shape()[l.axis] > 0) partials.push_back(reduce_part(parts[i])), from.push_back(l.devices[i]);
-  Layout replicas{l.devices, -1, {}};
+  Layout replicas{l.devices, -1, {}, std::nullopt};
+  if (partials.size() == parts.size() && (op == ReduceOp::Sum || op == ReduceOp::Max)) {  // Note [Partial results]
+    const CollectiveOp by = op == ReduceOp::Sum ? CollectiveOp::Sum : CollectiveOp::Max;
+    return make_multi(std::move(partials), Layout{l.devices, -1, {}, by});
+  }
   if (partials.empty()) {  // the split axis is empty: every device reduces its own (empty) part
     for (auto& p : parts) p = reduce_part(p);
     return make_multi(std::move(parts), replicas);
@@ -369,6 +473,10 @@ Tensor multi_reduce(ReduceOp op, const Tensor& t, uint32_t axes, DType out) {
 std::vector<Tensor> split_cotangent(const NodePtr& multi, const Tensor& g) {
   const Tensor m(multi);
   const Layout l = layout_of(m);
+  if (l.partial) {  // the combine's derivative: for a sum, g on every part
+    const auto [op, min] = fold_of(*l.partial);
+    return fold_vjp(parts_of(m), one_device(g, l.devices[0]), op, min);
+  }
   if (l.axis < 0) {
     std::vector<Tensor> out(l.devices.size());
     out[0] = one_device(g, l.devices[0]);
@@ -385,6 +493,13 @@ Tensor sharded_gradient(const Tensor& x, const std::function<Tensor(const Tensor
     gs.push_back(g.defined() ? g.cast(p.dtype()) : Tensor::zeros_like(p));
   }
   if (l.axis >= 0) return make_multi(std::move(gs), l);
+  if (l.partial) {
+    // The value is the parts combined. For a sum each part's gradient is the value's gradient
+    // (every consumer combines or stays linear); for max and min the parts' shares add up to it.
+    const Layout replicas{l.devices, -1, {}, std::nullopt};
+    if (l.partial == CollectiveOp::Sum) return make_multi(std::move(gs), replicas);
+    return make_multi(combine_across(gs, ReduceOp::Sum), replicas);
+  }
   // Replicas are one value used on every device: its gradient is the sum of theirs, on each.
   return make_multi(combine_across(gs, ReduceOp::Sum), l);
 }
