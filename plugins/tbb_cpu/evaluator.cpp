@@ -313,6 +313,12 @@ Evaluator::Evaluator(const Program& p, Order order, int64_t first_block)
   }
   plan_half_folds();
   fused_ = fits && !half_folds_ && tile_axis_ < 0;
+  if (reduce_op_ == RVL_REDUCE_SUM || reduce_op_ == RVL_REDUCE_MAX || reduce_op_ == RVL_REDUCE_PROD) {
+    const rvl_instruction& L = ins_[n_ins_ - 1];  // Note [Widening in the fold]
+    if (out_.dtype == RVL_DTYPE_F32 && L.op == RVL_OP_CAST && L.dtype == RVL_DTYPE_F32 &&
+        rvl::dtype_is_half(ins_[L.src[0]].dtype) && !fused_)
+      fold_half_ = ins_[L.src[0]].dtype;
+  }
   // Note [Fused loops]: short chunks for kernels streaming from memory, long ones for a row
   // chain's sweeps over rows in cache (RAVEL_TBB_FUSED_CHUNK: tuning, 32, 64 or 128).
   static const int64_t chunk_env = tuning_int("RAVEL_TBB_FUSED_CHUNK", 0, 0, 128);
@@ -547,7 +553,7 @@ const void* Evaluator::eval(int64_t s, int64_t e, Scratch& sc, const void* acc) 
 // element is the same operation on the same values either way, so the bits do not change. The
 // last instruction is never one value (its block is the output).
 const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* acc,
-                               bool segs_ready) const {
+                               bool segs_ready, bool raw_half) const {
   const int64_t n = e - s;
   uint8_t one[RVL_MAX_INSTRUCTIONS];
   // The instruction whose values are the output block (Note [Casts folded into their readers]).
@@ -662,6 +668,10 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
       case RVL_OP_CONST: sc.result[j] = slot; break;  // filled by make_scratch
       case RVL_OP_ACC: sc.result[j] = acc; break;
       case RVL_OP_CAST:
+        if (raw_half && j == n_ins_ - 1) {  // Note [Widening in the fold]: the fold widens
+          sc.result[j] = src[0];
+          break;
+        }
         if (half_folds_ && (folded_[j] || (j == n_ins_ - 1 && narrow_src_ >= 0))) {  // folded away
           sc.result[j] = folded_[j] ? src[0] : sc.result[narrow_src_];
           break;

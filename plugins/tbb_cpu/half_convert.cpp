@@ -133,6 +133,8 @@ __attribute__((target("f16c,avx"))) int64_t f16_to_f32_f16c(float* dst, const ui
 
 }  // namespace
 
+int half_convert_level() { return level(); }
+
 void f32_to_f16(uint16_t* dst, const float* src, int64_t n) {
   int64_t i = 0;
 #ifdef RVL_TBB_HAVE_F16C
