@@ -25,7 +25,10 @@ namespace {
 // for f16). RAVEL_TBB_SIMD=portable forces the plain loops, RAVEL_TBB_SIMD=avx2 caps them at
 // AVX2 (ctest runs tests/core/test_half.cpp's device checks under both: every level is checked
 // bit for bit on a CPU that has AVX-512).
-enum Level { kPlain = 0, kAvx2 = 1, kAvx512 = 2 };
+// A CPU with AVX512-BF16 (and VL) narrows f32 to bf16 with vcvtneps2bf16 (Note [Exact
+// vcvtneps2bf16]); RAVEL_TBB_SIMD=avx512 caps the conversions at the integer AVX-512 loops (ctest
+// runs the device checks that way too).
+enum Level { kPlain = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3 };
 int level() {
   static const int on = [] {
     const char* env = std::getenv("RAVEL_TBB_SIMD");
@@ -33,6 +36,8 @@ int level() {
 #ifdef RVL_TBB_HAVE_F16C
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
     const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    const bool bf16 = avx512 && __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vl");
+    if (bf16 && !(env && (std::strcmp(env, "avx2") == 0 || std::strcmp(env, "avx512") == 0))) return int{kAvx512Bf16};
     if (avx512 && !(env && std::strcmp(env, "avx2") == 0)) return int{kAvx512};
     return avx2 ? int{kAvx2} : int{kPlain};
 #else
@@ -59,6 +64,37 @@ __attribute__((target("avx512f,avx512bw"))) int64_t f32_to_bf16_avx512(uint16_t*
     const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, bias), _mm512_and_si512(hi, one)), 16);
     const __m512i r = _mm512_mask_or_epi32(rounded, nan, hi, quiet);  // a NaN: its top half, quiet
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm512_cvtepi32_epi16(r));
+  }
+  return i;
+}
+// Note [Exact vcvtneps2bf16]
+// AVX512-BF16's vcvtneps2bf16 rounds 16 f32 to bf16 in one instruction, and Intel's SDM
+// (convert_fp32_to_bfloat16) gives it exactly f32_to_bf16's rule below for every input but one
+// class: a NaN becomes its top half made quiet, a normal or infinite value x becomes
+// (x + 0x7FFF + lowest kept bit) >> 16 (so overflow carries into infinity), but a denormal input
+// becomes a signed zero whatever MXCSR says, where <ravel/half.hpp> rounds it to the nearest bf16
+// subnormal. Lanes whose exponent is zero and mantissa non-zero are therefore redone with the
+// integer rounding (a masked blend, run only when a vector holds one), so the results are
+// bitwise decision 40's, and this loop is the default where the CPU has the instruction (the
+// device checks of tests/core/test_half.cpp cover subnormals, ties and NaN payloads at every
+// level). It takes about half the instructions of the integer loop, which rounds the output of
+// every bf16 kernel.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) int64_t f32_to_bf16_avx512bf16(uint16_t* dst, const float* src,
+                                                                                              int64_t n) {
+  const __m512i exp_mask = _mm512_set1_epi32(0x7F800000), man_mask = _mm512_set1_epi32(0x007FFFFF);
+  const __m512i bias = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 x = _mm512_loadu_ps(src + i);
+    __m256i r = (__m256i)_mm512_cvtneps_pbh(x);
+    const __m512i u = _mm512_castps_si512(x);
+    const __mmask16 sub = _mm512_testn_epi32_mask(u, exp_mask) & _mm512_test_epi32_mask(u, man_mask);
+    if (sub != 0) {
+      const __m512i rounded =
+          _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, bias), _mm512_and_si512(_mm512_srli_epi32(u, 16), one)), 16);
+      r = _mm256_mask_mov_epi16(r, sub, _mm512_cvtepi32_epi16(rounded));
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), r);
   }
   return i;
 }
@@ -139,7 +175,7 @@ void f32_to_f16(uint16_t* dst, const float* src, int64_t n) {
   int64_t i = 0;
 #ifdef RVL_TBB_HAVE_F16C
   const int l = level();
-  if (l == kAvx512) i = f32_to_f16_avx512(dst, src, n);
+  if (l >= kAvx512) i = f32_to_f16_avx512(dst, src, n);
   if (l >= kAvx2) i += f32_to_f16_f16c(dst + i, src + i, n - i);
 #endif
   for (; i < n; ++i) dst[i] = rvl::f16_bits_from(src[i]);
@@ -149,7 +185,7 @@ void f16_to_f32(float* dst, const uint16_t* src, int64_t n) {
   int64_t i = 0;
 #ifdef RVL_TBB_HAVE_F16C
   const int l = level();
-  if (l == kAvx512) i = f16_to_f32_avx512(dst, src, n);
+  if (l >= kAvx512) i = f16_to_f32_avx512(dst, src, n);
   if (l >= kAvx2) i += f16_to_f32_f16c(dst + i, src + i, n - i);
 #endif
   for (; i < n; ++i) dst[i] = rvl::f32_from_f16_bits(src[i]);
@@ -162,7 +198,8 @@ void f32_to_bf16(uint16_t* dst, const float* src, int64_t n) {
   int64_t i = 0;
 #ifdef RVL_TBB_HAVE_F16C
   const int l = level();
-  if (l == kAvx512) i = f32_to_bf16_avx512(dst, src, n);
+  if (l == kAvx512Bf16) i = f32_to_bf16_avx512bf16(dst, src, n);
+  else if (l == kAvx512) i = f32_to_bf16_avx512(dst, src, n);
   if (l >= kAvx2) i += f32_to_bf16_avx2(dst + i, src + i, n - i);
 #endif
   for (; i < n; ++i) {
@@ -178,7 +215,7 @@ void bf16_to_f32(float* dst, const uint16_t* src, int64_t n) {
   int64_t i = 0;
 #ifdef RVL_TBB_HAVE_F16C
   const int l = level();
-  if (l == kAvx512) i = bf16_to_f32_avx512(dst, src, n);
+  if (l >= kAvx512) i = bf16_to_f32_avx512(dst, src, n);
   if (l >= kAvx2) i += bf16_to_f32_avx2(dst + i, src + i, n - i);
 #endif
   for (; i < n; ++i) {

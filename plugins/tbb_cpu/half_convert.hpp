@@ -12,8 +12,9 @@ void f16_to_f32(float* dst, const uint16_t* src, int64_t n);
 void f32_to_bf16(uint16_t* dst, const float* src, int64_t n);
 void bf16_to_f32(float* dst, const uint16_t* src, int64_t n);
 
-// The level these loops run at (Note [Half conversion levels]): 2 AVX-512 (F + BW), 1 AVX2 + F16C,
-// 0 the plain loops; half_fold.cpp widens at the same one.
+// The level these loops run at (Note [Half conversion levels]): 3 AVX-512 with AVX512-BF16's
+// narrowing, 2 AVX-512 (F + BW), 1 AVX2 + F16C, 0 the plain loops; half_fold.cpp widens at the
+// same one (2 and 3 alike).
 int half_convert_level();
 
 }  // namespace tbbcpu

@@ -169,11 +169,9 @@ __attribute__((target("avx2,f16c"))) int64_t fold_into_avx2(float* acc, const ui
 template <int ROP>
 float fold_half_op(bool f16, float acc, const uint16_t* v, int64_t n) {
 #ifdef RVL_TBB_HAVE_X86
-  switch (half_convert_level()) {
-    case 2: return f16 ? fold_avx512<ROP, true>(acc, v, n) : fold_avx512<ROP, false>(acc, v, n);
-    case 1: return f16 ? fold_avx2<ROP, true>(acc, v, n) : fold_avx2<ROP, false>(acc, v, n);
-    default: break;
-  }
+  const int level = half_convert_level();
+  if (level >= 2) return f16 ? fold_avx512<ROP, true>(acc, v, n) : fold_avx512<ROP, false>(acc, v, n);
+  if (level == 1) return f16 ? fold_avx2<ROP, true>(acc, v, n) : fold_avx2<ROP, false>(acc, v, n);
 #endif
   return fold_plain<ROP>(f16, acc, v, n);
 }
@@ -182,11 +180,9 @@ template <int ROP>
 void fold_half_into_op(bool f16, float* acc, const uint16_t* v, int64_t n) {
   int64_t i = 0;
 #ifdef RVL_TBB_HAVE_X86
-  switch (half_convert_level()) {
-    case 2: i = f16 ? fold_into_avx512<ROP, true>(acc, v, n) : fold_into_avx512<ROP, false>(acc, v, n); break;
-    case 1: i = f16 ? fold_into_avx2<ROP, true>(acc, v, n) : fold_into_avx2<ROP, false>(acc, v, n); break;
-    default: break;
-  }
+  const int level = half_convert_level();
+  if (level >= 2) i = f16 ? fold_into_avx512<ROP, true>(acc, v, n) : fold_into_avx512<ROP, false>(acc, v, n);
+  else if (level == 1) i = f16 ? fold_into_avx2<ROP, true>(acc, v, n) : fold_into_avx2<ROP, false>(acc, v, n);
 #endif
   for (; i < n; ++i) acc[i] = reduce_combine<RVL_DTYPE_F32>(ROP, acc[i], widen1(f16, v[i]));
 }

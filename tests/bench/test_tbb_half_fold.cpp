@@ -93,7 +93,7 @@ void check_lengths(int32_t dt, const char* name) {
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(half_folds_match_the_f32_fold_of_the_widened_values_bit_for_bit) {
-  std::printf("half_fold: conversion level %d (2 AVX-512, 1 AVX2 + F16C, 0 plain)\n", tbbcpu::half_convert_level());
+  std::printf("half_fold: conversion level %d (3 AVX-512 + AVX512-BF16, 2 AVX-512, 1 AVX2 + F16C, 0 plain)\n", tbbcpu::half_convert_level());
   for (int32_t dt : {RVL_DTYPE_BF16, RVL_DTYPE_F16}) {
     const std::string tag = dt == RVL_DTYPE_BF16 ? "bf16" : "f16";
     check_lengths<RVL_REDUCE_SUM>(dt, (tag + " sum").c_str());
