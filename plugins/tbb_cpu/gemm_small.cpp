@@ -93,6 +93,7 @@ template <int DT, class S = ctype<DT>>
 struct Small {
   using T = ctype<DT>;
   static constexpr bool kHalf = !std::is_same_v<S, T>;
+  static constexpr bool kF16 = std::is_same_v<S, rvl::Float16>;
   const Contraction& c;
   const Evaluator& ep;
   int64_t M, N, K;
@@ -153,12 +154,14 @@ struct Small {
       if constexpr (!kHalf) bfull = Bb;
       if constexpr (kHalf) {
         // Widened into bt (k-major rows of npad, zero-padded): contiguous rows convert as runs.
-        for (int64_t k = 0; k < K; ++k) {
-          T* dst = bt + k * npad;
-          if (sbn == 1) gemm::widen_run(dst, Bb + k * sbk, N);
-          else
+        if (sbn == 1) {
+          widen_rows(kF16, bt, npad, reinterpret_cast<const uint16_t*>(Bb), sbk, K, N, npad);
+        } else {
+          for (int64_t k = 0; k < K; ++k) {
+            T* dst = bt + k * npad;
             for (int64_t n = 0; n < N; ++n) dst[n] = gemm::widen1(Bb[k * sbk + n * sbn]);
-          std::fill(dst + N, dst + npad, T{});
+            std::fill(dst + N, dst + npad, T{});
+          }
         }
         bfull = bt, ldb = npad;
       } else if (!in_place) {
@@ -183,14 +186,12 @@ struct Small {
         int64_t ak = sak;
         if constexpr (kHalf) {
           // This block's MR rows widened into awide (MR x K, in L1), read with stride 1.
-          for (int64_t i = 0; i < MR; ++i) {
-            const S* src = Ab + std::min(m0 + i, M - 1) * sam;
-            T* dst = awide + i * K;
-            if (sak == 1) gemm::widen_run(dst, src, K);
-            else
-              for (int64_t k = 0; k < K; ++k) dst[k] = gemm::widen1(src[k * sak]);
-            arow[i] = dst;
-          }
+          // Rows past the edge repeat the last one (the kernel's rows there are dropped).
+          if (sak == 1) widen_rows(kF16, awide, K, reinterpret_cast<const uint16_t*>(Ab + m0 * sam), sam, h, K, K);
+          else
+            for (int64_t i = 0; i < h; ++i)
+              for (int64_t k = 0; k < K; ++k) awide[i * K + k] = gemm::widen1(Ab[(m0 + i) * sam + k * sak]);
+          for (int64_t i = 0; i < MR; ++i) arow[i] = awide + std::min(i, h - 1) * K;
           ak = 1;
         } else {
           for (int64_t i = 0; i < MR; ++i) arow[i] = Ab + std::min(m0 + i, M - 1) * sam;
