@@ -313,6 +313,12 @@ Evaluator::Evaluator(const Program& p, Order order, int64_t first_block)
   }
   plan_half_folds();
   fused_ = fits && !half_folds_ && tile_axis_ < 0;
+  if (reduce_op_ == RVL_REDUCE_SUM || reduce_op_ == RVL_REDUCE_MAX || reduce_op_ == RVL_REDUCE_PROD) {
+    const rvl_instruction& L = ins_[n_ins_ - 1];  // Note [Widening in the fold]
+    if (out_.dtype == RVL_DTYPE_F32 && L.op == RVL_OP_CAST && L.dtype == RVL_DTYPE_F32 &&
+        rvl::dtype_is_half(ins_[L.src[0]].dtype) && !fused_)
+      fold_half_ = ins_[L.src[0]].dtype;
+  }
   // Note [Fused loops]: short chunks for kernels streaming from memory, long ones for a row
   // chain's sweeps over rows in cache (RAVEL_TBB_FUSED_CHUNK: tuning, 32, 64 or 128).
   static const int64_t chunk_env = tuning_int("RAVEL_TBB_FUSED_CHUNK", 0, 0, 128);
@@ -536,6 +542,12 @@ const void* Evaluator::eval(int64_t s, int64_t e, Scratch& sc, const void* acc) 
 // without, 12.6 ms with, and 1.34-1.38 against 1.13-1.24 ms for a 4096² row sum
 // (docs/performance.md §11). Prefetches never fault, so the one past the array's end is
 // harmless. f32 inputs are left as they were (their programs are memory-bound already).
+// In a reduced-outer layout (x.sum(0), program.cpp's run_reduce_outer) a thread walks its chunk
+// of columns row by row, so its next block is the same piece of the next row, a row's length
+// further on; prefetching the contiguous block instead fetched the neighbouring thread's columns.
+// With the fold widening in registers (Note [Widening in the fold]) that took a 4096² bf16
+// sum(0) from 1.31-1.39 to 0.81-0.95 ms (docs/performance.md §11, 2026-12-07): its row pieces
+// are 4 KiB, one page, and the hardware prefetcher does not cross pages.
 //
 // Note [One value per block]
 // In a block inside one row (a row chain's sweeps, row_chain.cpp; rows of at least a block),
@@ -547,7 +559,7 @@ const void* Evaluator::eval(int64_t s, int64_t e, Scratch& sc, const void* acc) 
 // element is the same operation on the same values either way, so the bits do not change. The
 // last instruction is never one value (its block is the output).
 const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* acc,
-                               bool segs_ready) const {
+                               bool segs_ready, bool raw_half) const {
   const int64_t n = e - s;
   uint8_t one[RVL_MAX_INSTRUCTIONS];
   // The instruction whose values are the output block (Note [Casts folded into their readers]).
@@ -636,8 +648,11 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
           const int64_t size = static_cast<int64_t>(rvl::dtype_size(v.dtype));
           const std::byte* p = v.data + (v.offset + s) * size;
           sc.result[j] = p;
-          if (rvl::dtype_is_half(v.dtype))  // Note [Prefetching half inputs]
-            for (int64_t b = n * size; b < 2 * n * size; b += 64) __builtin_prefetch(p + b);
+          if (rvl::dtype_is_half(v.dtype)) {  // Note [Prefetching half inputs]
+            // x.sum(0): a thread's next block is the next row's piece (the Note)
+            const int64_t ahead = (reduced_outer_ ? std::max(outputs_, n) : n) * size;
+            for (int64_t b = ahead; b < ahead + n * size; b += 64) __builtin_prefetch(p + b);
+          }
           break;
         }
         if (!have_segs) segments(s, e, sc.segs()), have_segs = true;
@@ -662,6 +677,10 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
       case RVL_OP_CONST: sc.result[j] = slot; break;  // filled by make_scratch
       case RVL_OP_ACC: sc.result[j] = acc; break;
       case RVL_OP_CAST:
+        if (raw_half && j == n_ins_ - 1) {  // Note [Widening in the fold]: the fold widens
+          sc.result[j] = src[0];
+          break;
+        }
         if (half_folds_ && (folded_[j] || (j == n_ins_ - 1 && narrow_src_ >= 0))) {  // folded away
           sc.result[j] = folded_[j] ? src[0] : sc.result[narrow_src_];
           break;

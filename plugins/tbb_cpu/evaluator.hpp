@@ -136,7 +136,13 @@ class Evaluator {
  private:
   void segments(int64_t s, int64_t e, std::vector<Segment>& out) const;
   // eval() on sc.segs as already filled (segs_ready) or on the segments of [s, e).
-  const void* compute(int64_t s, int64_t e, Scratch& sc, const void* acc, bool segs_ready) const;
+  // raw_half: with fold_half_, stop before the last CAST and return its half source (Note
+  // [Widening in the fold]).
+  const void* compute(int64_t s, int64_t e, Scratch& sc, const void* acc, bool segs_ready,
+                      bool raw_half = false) const;
+  // A reduction's block of values to fold: eval()'s, or with fold_half_ the halves before the
+  // widening CAST (program.cpp folds either).
+  const void* fold_eval(int64_t s, int64_t e, Scratch& sc) const { return compute(s, e, sc, nullptr, false, fold_half_ != 0); }
   // Note [Fused loops in the evaluator]: compute() as one fused loop, or NULL (nothing done)
   // when some input of this block is not readable in place.
   const void* compute_fused(int64_t s, int64_t e, Scratch& sc, const void* acc) const;
@@ -204,6 +210,9 @@ class Evaluator {
   bool folded_[kFnCache];
   HalfFusedFn hfn_[kFnCache];
   int32_t narrow_src_ = -1;
+  // Note [Widening in the fold] (half_fold.cpp): 0, or the half dtype (F16/BF16) whose values a
+  // SUM/MAX/PROD reduction's last instruction widens to f32; the fold then widens them itself.
+  int32_t fold_half_ = 0;
   bool fused_ = false;  // Note [Fused loops in the evaluator]
   int64_t fused_chunk_ = 64;
   // Note [Slot plan]: instruction j writes slot slot_[j] (of n_slots_); only [0, n_ins_) is set.

@@ -29,6 +29,7 @@
 #include "tuning_env.hpp"
 
 #include "dtype_ops.hpp"
+#include "gemm_bf16_dot.hpp"
 #include "gemm_kernels.hpp"
 #include "gemm_pack.hpp"
 #include "parallel.hpp"
@@ -256,6 +257,16 @@ struct Gemm {
     pack_b = packer_b<T, S>(kern.nr);
     pack_b_rows = packer_b_rows<T, S>(kern.nr);
     blk = blocking(MR, NR, sizeof(T));
+    if constexpr (std::is_same_v<S, rvl::BFloat16>) {
+      if (gemm::bf16_dot_chosen()) {  // Note [BF16 dot-product family]: bf16 pairs, not widened
+        kern = gemm::select_kernel_bf16_dot();
+        MR = kern.mr, NR = kern.nr;
+        pack_a = &gemm::pack_a_pairs12;
+        pack_b = &gemm::pack_b_pairs32;
+        pack_b_rows = &gemm::pack_b_rows_pairs32;
+        blk = blocking(MR, NR, 2);
+      }
+    }
     A = reinterpret_cast<const S*>(c.a.data);
     B = reinterpret_cast<const S*>(c.b.data);
     sam = c.a.stride[br], sak = c.a.stride[br + 1];

@@ -1,5 +1,6 @@
 // Micro-kernels (see gemm_kernels.hpp for the contract).
 #include "gemm_kernels.hpp"
+#include "gemm_bf16_dot.hpp"
 #include "tuning_env.hpp"
 
 #include <algorithm>
@@ -209,6 +210,7 @@ enum class Isa { Portable, Avx2, Avx512, Avx512Tiles };
 // testing each on one machine). A named family the CPU lacks falls back to the best it has, so
 // a test forcing avx512 on an AVX2-only machine still passes (ravel-info shows what ran).
 // avx512-tiles (a test mode) runs AVX-512's tile shapes with AVX2 instructions, where AVX2 exists.
+// avx512bf16 keeps the best family for f32/f64 and runs bf16 on Note [BF16 dot-product family].
 // RAVEL_TBB_GEMM_PORTABLE=1 is the older spelling of RAVEL_TBB_GEMM=portable.
 Isa isa() {
   static const Isa chosen = [] {
@@ -217,8 +219,9 @@ Isa isa() {
     const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
     const Isa best = avx512 ? Isa::Avx512 : avx2 ? Isa::Avx2 : Isa::Portable;
     if (tuning_choice("RAVEL_TBB_GEMM_PORTABLE", "0", {"0", "1"}) == "1") return Isa::Portable;
-    const std::string want = tuning_choice("RAVEL_TBB_GEMM", "", {"portable", "avx2", "avx512", "avx512-tiles"});
-    if (want.empty()) return best;
+    const std::string want =
+        tuning_choice("RAVEL_TBB_GEMM", "", {"portable", "avx2", "avx512", "avx512-tiles", "avx512bf16"});
+    if (want.empty() || want == "avx512bf16") return best;  // avx512bf16: bf16 only (gemm_bf16_dot.hpp)
     if (want == "portable") return Isa::Portable;
     if (want == "avx2") return avx2 ? Isa::Avx2 : best;
     if (want == "avx512") return best;
@@ -337,7 +340,7 @@ bool isa_is_avx512() {
 const char* isa_name() {
 #ifdef RVL_GEMM_X86
   switch (isa()) {
-    case Isa::Avx512: return "avx512f";
+    case Isa::Avx512: return bf16_dot_chosen() ? "avx512f, bf16 avx512bf16" : "avx512f";
     case Isa::Avx2: return "avx2+fma";
     case Isa::Avx512Tiles: return "avx2+fma with avx512 tiles";
     case Isa::Portable: break;

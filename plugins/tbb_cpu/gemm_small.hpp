@@ -11,5 +11,9 @@ template <int DT>
 bool gemm_small(const Contraction& c, const Evaluator& ep);
 // Whether gemm_small would compute `c` (a non-empty product small enough; any dtype).
 bool gemm_small_fits(const Contraction& c);
+// An f16/bf16 contraction (c.dtype) on the small path, its operands widened block by block (Note
+// [Half operands of the small GEMM]); false, with nothing done, where that path does not take it
+// (N == 1, or not small).
+bool gemm_small_half(const Contraction& c, const Evaluator& ep);
 
 }  // namespace tbbcpu

@@ -2,6 +2,7 @@
 
 #include <ravel/half.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -20,19 +21,26 @@ namespace {
 // neighbourhood of every f16 value through this plugin (tests/core/test_half.cpp). bf16 is
 // integer arithmetic (f32_to_bf16 below), the same in every width.
 // Note [Half conversion levels]: the widest loops the CPU has are chosen once per process:
-// AVX-512 (F + BW: 16 values a step, F16C's 512-bit forms), else AVX2 + F16C (8), else the
+// AVX-512 (F + BW + VL: 16 values a step, F16C's 512-bit forms; the tail as one masked step,
+// Note [Masked tails]), else AVX2 + F16C (8), else the
 // plain loops (the baseline build's SSE2 vectorisation of the bf16 loops, <ravel/half.hpp>
 // for f16). RAVEL_TBB_SIMD=portable forces the plain loops, RAVEL_TBB_SIMD=avx2 caps them at
 // AVX2 (ctest runs tests/core/test_half.cpp's device checks under both: every level is checked
 // bit for bit on a CPU that has AVX-512).
-enum Level { kPlain = 0, kAvx2 = 1, kAvx512 = 2 };
+// A CPU with AVX512-BF16 (and VL) narrows f32 to bf16 with vcvtneps2bf16 (Note [Exact
+// vcvtneps2bf16]); RAVEL_TBB_SIMD=avx512 caps the conversions at the integer AVX-512 loops (ctest
+// runs the device checks that way too).
+enum Level { kPlain = 0, kAvx2 = 1, kAvx512 = 2, kAvx512Bf16 = 3 };
 int level() {
   static const int on = [] {
     const char* env = std::getenv("RAVEL_TBB_SIMD");
     if (env && std::strcmp(env, "portable") == 0) return int{kPlain};
 #ifdef RVL_TBB_HAVE_F16C
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+    const bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512vl");
+    const bool bf16 = avx512 && __builtin_cpu_supports("avx512bf16");
+    if (bf16 && !(env && (std::strcmp(env, "avx2") == 0 || std::strcmp(env, "avx512") == 0))) return int{kAvx512Bf16};
     if (avx512 && !(env && std::strcmp(env, "avx2") == 0)) return int{kAvx512};
     return avx2 ? int{kAvx2} : int{kPlain};
 #else
@@ -48,41 +56,105 @@ int level() {
 // zero in this tree, hence the push.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-__attribute__((target("avx512f,avx512bw"))) int64_t f32_to_bf16_avx512(uint16_t* dst, const float* src, int64_t n) {
+// Note [Masked tails]
+// The AVX-512 loops convert whole vectors of 16 and then the rest as one more vector under a
+// mask (masked loads do not fault on the lanes left out, masked stores do not write them), so a
+// short or ragged run (a 27-column row of a small GEMM's output, a 200-long row of its A) costs
+// one more vector instead of an AVX2 pass plus a scalar loop of up to 15 values. The masked
+// lanes compute exactly as full ones, so the bits do not change.
+#define RVL_AVX512_HALF __attribute__((target("avx512f,avx512bw,avx512vl")))
+RVL_AVX512_HALF inline __mmask16 tail_mask(int64_t left) {
+  return static_cast<__mmask16>(left >= 16 ? 0xFFFFu : (1u << left) - 1u);
+}
+RVL_AVX512_HALF inline __m512 load_f32(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+RVL_AVX512_HALF inline __m256i load_16(const uint16_t* p, __mmask16 m) { return _mm256_maskz_loadu_epi16(m, p); }
+RVL_AVX512_HALF inline void store_16(uint16_t* p, __mmask16 m, __m256i v) { _mm256_mask_storeu_epi16(p, m, v); }
+
+// Runs step(i, mask) over [0, n): full vectors, then one masked one.
+template <class Step>
+RVL_AVX512_HALF inline int64_t masked_loop(int64_t n, const Step& step) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) step(i, static_cast<__mmask16>(0xFFFFu));
+  if (i < n) step(i, tail_mask(n - i));
+  return n;
+}
+
+RVL_AVX512_HALF int64_t f32_to_bf16_avx512(uint16_t* dst, const float* src, int64_t n) {
   const __m512i abs_mask = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
   const __m512i bias = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1), quiet = _mm512_set1_epi32(0x40);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512i u = _mm512_castps_si512(_mm512_loadu_ps(src + i));
+  return masked_loop(n, [&](int64_t i, __mmask16 m) RVL_AVX512_HALF {
+    const __m512i u = _mm512_castps_si512(load_f32(src + i, m));
     const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, abs_mask), inf);
     const __m512i hi = _mm512_srli_epi32(u, 16);
     const __m512i rounded = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, bias), _mm512_and_si512(hi, one)), 16);
     const __m512i r = _mm512_mask_or_epi32(rounded, nan, hi, quiet);  // a NaN: its top half, quiet
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm512_cvtepi32_epi16(r));
+    store_16(dst + i, m, _mm512_cvtepi32_epi16(r));
+  });
+}
+// Note [Exact vcvtneps2bf16]
+// AVX512-BF16's vcvtneps2bf16 rounds 16 f32 to bf16 in one instruction, and Intel's SDM
+// (convert_fp32_to_bfloat16) gives it exactly f32_to_bf16's rule below for every input but one
+// class: a NaN becomes its top half made quiet, a normal or infinite value x becomes
+// (x + 0x7FFF + lowest kept bit) >> 16 (so overflow carries into infinity), but a denormal input
+// becomes a signed zero whatever MXCSR says, where <ravel/half.hpp> rounds it to the nearest bf16
+// subnormal. Lanes whose exponent is zero and mantissa non-zero are therefore redone with the
+// integer rounding (a masked blend, run only when a vector holds one), so the results are
+// bitwise decision 40's, and this loop is the default where the CPU has the instruction (the
+// device checks of tests/core/test_half.cpp cover subnormals, ties and NaN payloads at every
+// level). It takes about half the instructions of the integer loop, which rounds the output of
+// every bf16 kernel.
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) int64_t f32_to_bf16_avx512bf16(uint16_t* dst, const float* src,
+                                                                                              int64_t n) {
+  const __m512i exp_mask = _mm512_set1_epi32(0x7F800000), man_mask = _mm512_set1_epi32(0x007FFFFF);
+  const __m512i bias = _mm512_set1_epi32(0x7FFF), one = _mm512_set1_epi32(1);
+  // Written out (not masked_loop): the step has a target masked_loop lacks, so it would not inline.
+  auto step = [&](int64_t i, __mmask16 m) __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"), always_inline)) {
+    const __m512 x = load_f32(src + i, m);
+    __m256i r = (__m256i)_mm512_cvtneps_pbh(x);
+    const __m512i u = _mm512_castps_si512(x);
+    const __mmask16 sub = _mm512_testn_epi32_mask(u, exp_mask) & _mm512_test_epi32_mask(u, man_mask);
+    if (sub != 0) {
+      const __m512i rounded =
+          _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(u, bias), _mm512_and_si512(_mm512_srli_epi32(u, 16), one)), 16);
+      r = _mm256_mask_mov_epi16(r, sub, _mm512_cvtepi32_epi16(rounded));
+    }
+    store_16(dst + i, m, r);
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) step(i, static_cast<__mmask16>(0xFFFFu));
+  if (i < n) step(i, tail_mask(n - i));
+  return n;
+}
+RVL_AVX512_HALF int64_t bf16_to_f32_avx512(float* dst, const uint16_t* src, int64_t n) {
+  return masked_loop(n, [&](int64_t i, __mmask16 m) RVL_AVX512_HALF {
+    const __m512i w = _mm512_cvtepu16_epi32(load_16(src + i, m));
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)));
+  });
+}
+RVL_AVX512_HALF int64_t f32_to_f16_avx512(uint16_t* dst, const float* src, int64_t n) {
+  return masked_loop(n, [&](int64_t i, __mmask16 m) RVL_AVX512_HALF {
+    store_16(dst + i, m, _mm512_cvtps_ph(load_f32(src + i, m), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  });
+}
+RVL_AVX512_HALF int64_t f16_to_f32_avx512(float* dst, const uint16_t* src, int64_t n) {
+  return masked_loop(n, [&](int64_t i, __mmask16 m) RVL_AVX512_HALF {
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_cvtph_ps(load_16(src + i, m)));
+  });
+}
+// widen_rows at this level: each row one masked_loop, then its padding zeroed.
+template <bool F16>
+RVL_AVX512_HALF void widen_rows_avx512(float* dst, int64_t ldd, const uint16_t* src, int64_t lds, int64_t rows,
+                                       int64_t n, int64_t width) {
+  for (int64_t r = 0; r < rows; ++r, dst += ldd, src += lds) {
+    masked_loop(n, [&](int64_t i, __mmask16 m) RVL_AVX512_HALF {
+      const __m256i h = load_16(src + i, m);
+      const __m512 x = F16 ? _mm512_cvtph_ps(h) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+      _mm512_mask_storeu_ps(dst + i, m, x);
+    });
+    for (int64_t j = n; j < width; j += 16) _mm512_mask_storeu_ps(dst + j, tail_mask(width - j), _mm512_setzero_ps());
   }
-  return i;
 }
-__attribute__((target("avx512f,avx512bw"))) int64_t bf16_to_f32_avx512(float* dst, const uint16_t* src, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
-    _mm512_storeu_si512(dst + i, _mm512_slli_epi32(w, 16));
-  }
-  return i;
-}
-__attribute__((target("avx512f"))) int64_t f32_to_f16_avx512(uint16_t* dst, const float* src, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
-                        _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-  return i;
-}
-__attribute__((target("avx512f"))) int64_t f16_to_f32_avx512(float* dst, const uint16_t* src, int64_t n) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16)
-    _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
-  return i;
-}
+#undef RVL_AVX512_HALF
 #pragma GCC diagnostic pop
 #endif
 
@@ -133,11 +205,13 @@ __attribute__((target("f16c,avx"))) int64_t f16_to_f32_f16c(float* dst, const ui
 
 }  // namespace
 
+int half_convert_level() { return level(); }
+
 void f32_to_f16(uint16_t* dst, const float* src, int64_t n) {
   int64_t i = 0;
 #ifdef RVL_TBB_HAVE_F16C
   const int l = level();
-  if (l == kAvx512) i = f32_to_f16_avx512(dst, src, n);
+  if (l >= kAvx512) i = f32_to_f16_avx512(dst, src, n);
   if (l >= kAvx2) i += f32_to_f16_f16c(dst + i, src + i, n - i);
 #endif
   for (; i < n; ++i) dst[i] = rvl::f16_bits_from(src[i]);
@@ -147,7 +221,7 @@ void f16_to_f32(float* dst, const uint16_t* src, int64_t n) {
   int64_t i = 0;
 #ifdef RVL_TBB_HAVE_F16C
   const int l = level();
-  if (l == kAvx512) i = f16_to_f32_avx512(dst, src, n);
+  if (l >= kAvx512) i = f16_to_f32_avx512(dst, src, n);
   if (l >= kAvx2) i += f16_to_f32_f16c(dst + i, src + i, n - i);
 #endif
   for (; i < n; ++i) dst[i] = rvl::f32_from_f16_bits(src[i]);
@@ -160,7 +234,8 @@ void f32_to_bf16(uint16_t* dst, const float* src, int64_t n) {
   int64_t i = 0;
 #ifdef RVL_TBB_HAVE_F16C
   const int l = level();
-  if (l == kAvx512) i = f32_to_bf16_avx512(dst, src, n);
+  if (l == kAvx512Bf16) i = f32_to_bf16_avx512bf16(dst, src, n);
+  else if (l == kAvx512) i = f32_to_bf16_avx512(dst, src, n);
   if (l >= kAvx2) i += f32_to_bf16_avx2(dst + i, src + i, n - i);
 #endif
   for (; i < n; ++i) {
@@ -176,12 +251,24 @@ void bf16_to_f32(float* dst, const uint16_t* src, int64_t n) {
   int64_t i = 0;
 #ifdef RVL_TBB_HAVE_F16C
   const int l = level();
-  if (l == kAvx512) i = bf16_to_f32_avx512(dst, src, n);
+  if (l >= kAvx512) i = bf16_to_f32_avx512(dst, src, n);
   if (l >= kAvx2) i += bf16_to_f32_avx2(dst + i, src + i, n - i);
 #endif
   for (; i < n; ++i) {
     const uint32_t u = static_cast<uint32_t>(src[i]) << 16;
     std::memcpy(dst + i, &u, 4);
+  }
+}
+
+void widen_rows(bool f16, float* dst, int64_t ldd, const uint16_t* src, int64_t lds, int64_t rows, int64_t n,
+                int64_t width) {
+#ifdef RVL_TBB_HAVE_F16C
+  if (level() >= kAvx512) return f16 ? widen_rows_avx512<true>(dst, ldd, src, lds, rows, n, width)
+                                     : widen_rows_avx512<false>(dst, ldd, src, lds, rows, n, width);
+#endif
+  for (int64_t r = 0; r < rows; ++r, dst += ldd, src += lds) {
+    f16 ? f16_to_f32(dst, src, n) : bf16_to_f32(dst, src, n);
+    std::fill(dst + n, dst + width, 0.0f);
   }
 }
 

@@ -213,8 +213,9 @@ void run_kernel(const Contraction& c) {
   w.epilogue.n_ins = static_cast<int32_t>(code.size());
   if (!is_half(c.dtype)) return run_contraction(w);
   const Evaluator ep(w.epilogue);
+  if (gemm_small_half(w, ep)) return;  // Note [Half operands of the small GEMM]
   if (gemm_small_fits(c)) {
-    // Per-thread, grow-only: gemm_small never enters oneTBB, so nothing else runs on this
+    // N == 1 (Note [Batched dot products]). Per-thread, grow-only: gemm_small never enters oneTBB, so nothing else runs on this
     // thread while they are in use.
     thread_local std::vector<float> a_buf, b_buf;
     const int32_t r = c.batch_rank + 2;

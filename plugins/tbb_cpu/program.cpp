@@ -11,6 +11,7 @@
 
 #include "dtype_ops.hpp"
 #include "fold.hpp"
+#include "half_fold.hpp"
 #include "parallel.hpp"
 
 #include <tbb/blocked_range.h>
@@ -20,6 +21,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <vector>
 
 namespace tbbcpu {
@@ -29,6 +31,21 @@ namespace {
 template <int DT, int ROP>
 inline void fold_into(ctype<DT>* acc, const ctype<DT>* v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) acc[i] = reduce_combine<DT>(ROP, acc[i], v[i]);
+}
+
+// A block of fold_eval's values folded into acc (fold.hpp), or into n accumulators: halves
+// (`half`, the evaluator's fold_half_) widened in registers (Note [Widening in the fold]).
+template <int DT, int ROP>
+inline ctype<DT> fold_block(int32_t half, ctype<DT> acc, const void* v, int64_t n) {
+  if constexpr (DT == RVL_DTYPE_F32)
+    if (half != 0) return fold_half(ROP, half, acc, static_cast<const uint16_t*>(v), n);
+  return fold<DT, ROP>(acc, static_cast<const ctype<DT>*>(v), n);
+}
+template <int DT, int ROP>
+inline void fold_block_into(int32_t half, ctype<DT>* acc, const void* v, int64_t n) {
+  if constexpr (DT == RVL_DTYPE_F32)
+    if (half != 0) return fold_half_into(ROP, half, acc, static_cast<const uint16_t*>(v), n);
+  fold_into<DT, ROP>(acc, static_cast<const ctype<DT>*>(v), n);
 }
 
 // body(range, scratch) over [begin, end) with `grain`: on this thread with one pooled scratch
@@ -117,14 +134,15 @@ void Evaluator::run_reduce_outer() const {
   using T = ctype<DT>;
   const T identity = reduce_identity<DT>(ROP);
   const int64_t O = outputs_, R = reduced_;
+  const int64_t vsize = fold_half_ != 0 ? 2 : static_cast<int64_t>(sizeof(T));  // fold_eval's element size
   // Folds linear elements [s, e) into acc, where acc[0] is output o_base.
   auto accumulate = [&](Scratch& sc, int64_t s, int64_t e, T* acc, int64_t o_base) {
     for (int64_t b = s; b < e; b += block_) {
       const int64_t be = std::min(e, b + block_);
-      const T* v = static_cast<const T*>(eval(b, be, sc, nullptr));
+      const auto* v = static_cast<const std::byte*>(fold_eval(b, be, sc));
       for (int64_t p = 0; p < be - b;) {
         const int64_t o = (b + p) % O, take = std::min(be - b - p, O - o);
-        fold_into<DT, ROP>(acc + (o - o_base), v + p, take);
+        fold_block_into<DT, ROP>(fold_half_, acc + (o - o_base), v + p * vsize, take);
         p += take;
       }
     }
@@ -185,6 +203,7 @@ void Evaluator::run_reduce() const {
     return;
   }
   const int64_t R = reduced_;
+  const int64_t vsize = fold_half_ != 0 ? 2 : static_cast<int64_t>(sizeof(T));  // fold_eval's element size
   if (outputs_ >= 256 || R <= 4 * block_) {
     // Many outputs (or short reductions): each task owns whole outputs, so no combining.
     const int64_t grain = std::max<int64_t>(1, block_ / R);
@@ -194,10 +213,10 @@ void Evaluator::run_reduce() const {
       const int64_t end = r.end() * R;
       for (int64_t s = r.begin() * R; s < end; s += block_) {
         const int64_t e = std::min(end, s + block_);
-        const T* v = static_cast<const T*>(eval(s, e, sc, nullptr));
+        const auto* v = static_cast<const std::byte*>(fold_eval(s, e, sc));
         for (int64_t p = 0; p < e - s;) {
           const int64_t take = std::min(left, e - s - p);
-          acc = fold<DT, ROP>(acc, v + p, take);
+          acc = fold_block<DT, ROP>(fold_half_, acc, v + p * vsize, take);
           p += take;
           left -= take;
           if (left == 0) put(o++, acc), acc = identity, left = R;
@@ -214,7 +233,7 @@ void Evaluator::run_reduce() const {
       T acc = identity;
       for (int64_t s = o * R; s < (o + 1) * R; s += block_) {
         const int64_t e = std::min((o + 1) * R, s + block_);
-        acc = fold<DT, ROP>(acc, static_cast<const T*>(eval(s, e, sc, nullptr)), e - s);
+        acc = fold_block<DT, ROP>(fold_half_, acc, fold_eval(s, e, sc), e - s);
       }
       put(o, acc);
     }
@@ -228,7 +247,7 @@ void Evaluator::run_reduce() const {
           Scratch& sc = scratch.local();
           for (int64_t s = r.begin(); s < r.end(); s += block_) {
             const int64_t e = std::min(r.end(), s + block_);
-            acc = fold<DT, ROP>(acc, static_cast<const T*>(eval(s, e, sc, nullptr)), e - s);
+            acc = fold_block<DT, ROP>(fold_half_, acc, fold_eval(s, e, sc), e - s);
           }
           return acc;
         },

@@ -381,6 +381,8 @@ const std::vector<WorkloadInfo>& workload_catalog() {
       {"elementwise_f16", "elementwise with f16 a, b, c and d", 1, "n", {{1 << 24}}, false, ""},
       {"sum_axis1_bf16", "sum_axis1 of a bf16 matrix (f32 accumulation, bf16 result)", 2, "rows, cols", {{2048, 2048}}, false, ""},
       {"sum_axis1_f16", "sum_axis1 of an f16 matrix (f32 accumulation, f16 result)", 2, "rows, cols", {{2048, 2048}}, false, ""},
+      {"sum_axis0_bf16", "sum_axis0 of a bf16 matrix (f32 accumulation, bf16 result)", 2, "rows, cols", {{2048, 2048}}, false, ""},
+      {"sum_axis0_f16", "sum_axis0 of an f16 matrix (f32 accumulation, f16 result)", 2, "rows, cols", {{2048, 2048}}, false, ""},
       {"conv2d", "y = conv2d(x [n,c,hw,hw], w [o,c,k,k], padding k/2) and both gradients of sum(y * r): forward "
                  "and backward of one convolution", 5, "n, c, o, hw, k", {{128, 16, 32, 14, 3}, {32, 64, 64, 56, 3}}, true, ""},
       {"cnn_step", "one Adam training step of examples/fashion_mnist's CNN (conv 1->16, 16->32, batch norm, ReLU, "
