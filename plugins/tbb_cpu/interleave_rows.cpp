@@ -40,6 +40,7 @@ constexpr int32_t kMaxIns = 64;
 constexpr int kMaxLoads = 16;     // LOADs (and the output) whose row offsets a piece keeps
 constexpr int64_t kPiece = 1024;  // elements per piece (whole rows of n * e)
 constexpr int64_t kMaxRows = kPiece / 5 + 1;  // n > 4 (a longer axis than the short one)
+constexpr int64_t kShortStrided = 32;  // Note [Short strided rows]: rows at most this long
 
 bool interleave_enabled() {
   static const bool off = tuning_int("RAVEL_TBB_NO_INTERLEAVE", 0, 0, 1) != 0;
@@ -55,7 +56,15 @@ template <class T>
   const int64_t row = n * e;
   for (int64_t q = 0; q < rows; ++q, dst += row) {
     const T* s = src + off[q];
-    if (se == 0 && sn == 1 && e == 2) {  // broadcast along the phase: each value twice
+    if (e == 1) {  // a short row of its own (Note [Short strided rows])
+      if (sn == 1) {
+        for (int64_t j = 0; j < n; ++j) dst[j] = s[j];
+      } else if (sn == 2) {
+        for (int64_t j = 0; j < n; ++j) dst[j] = s[2 * j];
+      } else {
+        for (int64_t j = 0; j < n; ++j) dst[j] = s[j * sn];
+      }
+    } else if (se == 0 && sn == 1 && e == 2) {  // broadcast along the phase: each value twice
       for (int64_t j = 0; j < n; ++j) dst[2 * j] = s[j], dst[2 * j + 1] = s[j];
     } else if (sn == 0 && e == 2) {  // a two-phase table, repeated along the row
       const T a = s[0], b = s[se];
@@ -112,12 +121,15 @@ void expand_any(int tier, void* dst, const View& v, const int64_t* off, int64_t 
 }  // namespace
 
 bool Evaluator::run_interleaved() const {
-  if (!interleaved_ || !interleave_enabled() || rank_ < 2 || n_ins_ > kMaxIns || reduce_op_ != RVL_REDUCE_NONE) return false;
-  const int ax_e = rank_ - 2, ax_n = rank_ - 1;  // after the move: [outer..., e, n]
-  const int64_t e = shape_[ax_e], n = shape_[ax_n], row = n * e;
-  if (n <= 4 || total_ % row != 0) return false;
-  if (out_.empty || out_.data == nullptr || out_.stride[ax_e] != 1 || out_.stride[ax_n] != e) return false;
+  if (!interleave_enabled() || rank_ < 2 || n_ins_ > kMaxIns || reduce_op_ != RVL_REDUCE_NONE) return false;
+  // Interleaved: [outer..., e, n] after the move; else short rows [outer..., n] (e = 1).
+  const bool il = interleaved_;
+  const int ax_n = rank_ - 1, ax_e = il ? rank_ - 2 : rank_ - 1;  // ax_e: also the outer axes' end
+  const int64_t e = il ? shape_[ax_e] : 1, n = shape_[ax_n], row = n * e;
+  if (n <= 4 || total_ % row != 0 || (!il && (n > kShortStrided || tile_axis_ >= 0))) return false;
+  if (out_.empty || out_.data == nullptr || out_.stride[ax_n] != e || (il && out_.stride[ax_e] != 1)) return false;
   if (rvl::dtype_is_half(out_.dtype)) return false;
+  bool strided = false;  // some LOAD walks its row at a stride of 2 or more
   // views[0] is the output, views[1 + k] the k-th LOAD (load_of[j] = k + 1 for LOAD j).
   const View* views[kMaxLoads + 1] = {&out_};
   int n_views = 1;
@@ -131,9 +143,11 @@ bool Evaluator::run_interleaved() const {
     for (int d = 0; d < rank_; ++d)
       if (v.lo[d] != 0 || v.hi[d] != shape_[d]) return false;
     if (n_views > kMaxLoads) return false;
+    strided = strided || v.stride[ax_n] > 1 || v.stride[ax_n] < 0;
     load_of[j] = n_views;
     views[n_views++] = &v;
   }
+  if (!il && !strided) return false;  // dense or broadcast rows: the evaluator's own paths
   // The array loop of each computed instruction (CAST: its cast loop), looked up once.
   ArrayFn fn[kMaxIns] = {};
   CastFn cast[kMaxIns] = {};
@@ -193,7 +207,7 @@ bool Evaluator::run_interleaved() const {
         }
         if (I.op == RVL_OP_LOAD) {
           const View& v = *views[load_of[j]];
-          expand_any(tier, slot(j), v, off[load_of[j]], nr, n, e, v.stride[ax_n], v.stride[ax_e]);
+          expand_any(tier, slot(j), v, off[load_of[j]], nr, n, e, v.stride[ax_n], il ? v.stride[ax_e] : 0);
           if (v.dtype == RVL_DTYPE_BOOL) {  // stored bytes other than 0/1 read as true
             auto* b = static_cast<uint8_t*>(slot(j));
             for (int64_t i = 0; i < len; ++i) b[i] = b[i] != 0;

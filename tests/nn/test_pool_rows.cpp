@@ -162,3 +162,25 @@ BOOST_AUTO_TEST_CASE(interleaved_rows_match_host_loops) {
       BOOST_TEST(bad == 0u, bad << " of " << gv.size() << " elements differ");
     });
 }
+
+// Short rows read at a stride (a pooling window's taps, Note [Short strided rows]): x[:, ::2],
+// x[:, 1::3] and a flipped x[:, ::-2] combined, rows of 5 to 32, against host loops.
+BOOST_AUTO_TEST_CASE(short_strided_rows_match_host_loops) {
+  for (int64_t n : {5, 14, 32})
+    guarded("row " + std::to_string(n), [&] {
+      const int64_t rows = 300, w = 3 * n;
+      Tensor x = Tensor::randn({rows, w}, 7 + static_cast<uint64_t>(n));
+      x.realize();
+      Tensor a = x.slice(1, 0, 2 * n, 2), b = x.slice(1, 1, w, 3), c = x.flip(ravel::Axes{1}).slice(1, 0, 2 * n, 2);
+      auto got = (a.maximum(b) * c + a).to_vector<float>();
+      auto xv = x.to_vector<float>();
+      BOOST_REQUIRE_EQUAL(got.size(), static_cast<size_t>(rows * n));
+      size_t bad = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+          const float av = xv[r * w + 2 * j], bv = xv[r * w + 1 + 3 * j], cv = xv[r * w + (w - 1 - 2 * j)];
+          bad += got[r * n + j] != std::max(av, bv) * cv + av;
+        }
+      BOOST_TEST(bad == 0u, bad << " of " << got.size() << " elements differ");
+    });
+}
