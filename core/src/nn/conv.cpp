@@ -84,18 +84,69 @@ Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, cons
 // window view's col2im: the transposed convolution would convolve stride^k times the zeros.
 // The padded input xp is passed as an input with no gradient of its own (its forward copy is
 // reused by dw; gradients reach x through dx only).
+// db: dy [N, O, out...] summed over everything but O.
+Tensor bias_gradient(size_t k, const Tensor& dy) {
+  std::vector<int64_t> rest{0};
+  for (size_t i = 0; i < k; ++i) rest.push_back(static_cast<int64_t>(2 + i));
+  return dy.sum(Axes(rest));
+}
+
+// The grouped window view of the padded input xp [N, C, in...] laid out for the contraction:
+// [G, 1, Cg, k..., N, out...] (Note [Grouped implicit im2col]).
+Tensor grouped_columns(const Tensor& xp, const window::Geometry& geo, int64_t g) {
+  const size_t k = geo.rank();
+  Tensor win = window::view(xp, geo);  // [N, C, out..., k...]
+  Shape split{win.shape()[0], g, win.shape()[1] / g};
+  split.insert(split.end(), win.shape().begin() + 2, win.shape().end());
+  std::vector<int64_t> order{1, 2};
+  for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + k + i));
+  order.push_back(0);
+  for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
+  return win.reshape(split).permute(order).unsqueeze(1);
+}
+
+// dw [O, Cg, k...] of a grouped convolution: per group, the sum over (n, out...) of
+// dy[n, g * Og + o, out...] * window[g, c, k..., n, out...], one batched contraction over the
+// window view [G, Og, Cg, k..., N, out...] (rank 8 for 2-D).
+Tensor grouped_weight_gradient(const ConvSetup& s, const window::Geometry& geo, int64_t g, const Tensor& dy,
+                               const Tensor& xp) {
+  const size_t k = s.k;
+  Tensor cols = grouped_columns(xp, geo, g);  // [G, 1, Cg, k..., N, out...]
+  std::vector<int64_t> onp{1, 0};
+  for (size_t i = 0; i < k; ++i) onp.push_back(static_cast<int64_t>(2 + i));
+  Tensor gy = dy.permute(onp);  // [O, N, out...]
+  const int64_t o = gy.shape()[0], og = o / g, cg = cols.shape()[2];
+  Shape gshape{g, og};
+  gshape.insert(gshape.end(), k + 1, 1);
+  gshape.insert(gshape.end(), gy.shape().begin() + 1, gy.shape().end());
+  Shape full{g, og};
+  full.insert(full.end(), cols.shape().begin() + 2, cols.shape().end());
+  std::vector<int64_t> summed;
+  for (size_t i = 0; i <= k; ++i) summed.push_back(static_cast<int64_t>(3 + k + i));
+  Tensor dw = gy.reshape(gshape).expand(full).mul(cols.expand(full)).sum(Axes(summed));  // [G, Og, Cg, k...]
+  Shape flat{o, cg};
+  flat.insert(flat.end(), s.kernel.begin(), s.kernel.end());
+  return dw.reshape(flat);
+}
+
 Tensor with_direct_gradients(const ConvSetup& s, const window::Geometry& geo, const Tensor& w,
-                             const std::optional<Tensor>& bias, const Tensor& xp, const Tensor& y) {
+                             const std::optional<Tensor>& bias, const Tensor& xp, const Tensor& y, int64_t groups) {
   std::vector<Tensor> inputs{s.x, w, xp};
   if (bias) inputs.push_back(*bias);
   ConvSetup setup = s;
   setup.x = Tensor();  // the rule takes x from its inputs, never keeps it alive
-  auto rule = [setup, geo](const std::vector<Tensor>& in, const Tensor&, const Tensor& dy) {
+  auto rule = [setup, geo, groups](const std::vector<Tensor>& in, const Tensor&, const Tensor& dy) {
     const size_t k = setup.k;
     ConvOptions o;
     o.dilation = setup.dilation;
     o.padding_pairs = setup.pad;
+    o.groups = groups;
     Tensor dx = conv_transpose_any(setup.op + " (input gradient)", k, dy, in[1], std::nullopt, o);
+    if (groups > 1) {
+      std::vector<Tensor> grads{dx, grouped_weight_gradient(setup, geo, groups, dy, in[2]), Tensor()};
+      if (in.size() > 3) grads.push_back(bias_gradient(k, dy));
+      return grads;
+    }
     // dw[o, c, t...] = sum over (n, p...) of dy[n, o, p...] * window[n, c, p..., t...], as the
     // GEMM [O, (N, P)] x [(N, P), (C, taps)] over the window view [C, k..., N, out...].
     Tensor win = window::view(in[2], geo);
@@ -116,11 +167,7 @@ Tensor with_direct_gradients(const ConvSetup& s, const window::Geometry& geo, co
     for (size_t i = 0; i <= k; ++i) summed.push_back(static_cast<int64_t>(2 + k + i));
     Tensor dw = g.reshape(gshape).expand(full).mul(cols.expand(full)).sum(Axes(summed));  // [O, C, k...]
     std::vector<Tensor> grads{dx, dw, Tensor()};
-    if (in.size() > 3) {
-      std::vector<int64_t> rest{0};
-      for (size_t i = 0; i < k; ++i) rest.push_back(static_cast<int64_t>(2 + i));
-      grads.push_back(dy.sum(Axes(rest)));
-    }
+    if (in.size() > 3) grads.push_back(bias_gradient(k, dy));
     return grads;
   };
   return custom_vjp(y, inputs, rule, s.op);
@@ -152,7 +199,7 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   // operands, no im2col copy is made, and then no wide rows either: the wide output's cut would
   // pad the output gradient (a masked view), which the weight gradient's GEMM cannot read in
   // place. (Spatial rank 3 would make the product rank 9, over RVL_MAX_RANK: it keeps the copy.)
-  const bool implicit = g == 1 && k <= 2 && !is_half(xp.dtype()) &&
+  const bool implicit = k <= 2 && !is_half(xp.dtype()) &&
                         ravel::detail::engine().device_contraction_axes(xp.device()) > 1;
   const int64_t width = xp.shape().back(), true_width = geo.out[k - 1];
   bool wide = !implicit && k >= 2 && true_width < width;
@@ -178,6 +225,38 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   order.push_back(0);
   for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
   Tensor y;
+  if (implicit && g > 1) {
+    // Note [Grouped implicit im2col]
+    // Groups are the contraction's batch axis: the sum over (cg, k...) of the weight
+    // [G, Og, Cg, k...] times the grouped window view [G, 1, Cg, k..., N, out...] (rank 8 for
+    // 2-D, RVL_MAX_RANK), read in place by the packer like the ungrouped form; the result
+    // [G, Og, N, out...] is [O, N, out...] in memory. Depthwise (Og = Cg = 1) is a batch of
+    // GEMMs with M = 1 and K = taps. Before, groups copied the window into a [G, Cg * taps,
+    // N * P] im2col matrix for a batched GEMM, and its gradient went through col2im.
+    xp = xp.contiguous();
+    Tensor cols = grouped_columns(xp, geo, g);
+    Shape full{g, og};
+    full.insert(full.end(), cols.shape().begin() + 2, cols.shape().end());
+    Shape wshape{g, og, cg};
+    wshape.insert(wshape.end(), s.kernel.begin(), s.kernel.end());
+    wshape.insert(wshape.end(), k + 1, 1);
+    std::vector<int64_t> summed;
+    for (size_t i = 0; i <= k; ++i) summed.push_back(static_cast<int64_t>(2 + i));
+    Shape onp{o, n};
+    onp.insert(onp.end(), geo.out.begin(), geo.out.end());
+    y = w.reshape(wshape).expand(full).mul(cols.expand(full)).sum(Axes(summed)).reshape(onp);  // [O, N, out...]
+    if (bias) {
+      Shape bshape(k + 2, 1);
+      bshape[0] = o;
+      y = y + bias->reshape(bshape);
+    }
+    std::vector<int64_t> to_nchw{1, 0};
+    for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
+    bool unit_stride = true;
+    for (int64_t st : s.stride) unit_stride &= st == 1;
+    if (!unit_stride || !grad_enabled() || !is_float(xp.dtype())) return y.permute(to_nchw);
+    return with_direct_gradients(s, geo, w, bias, xp, y.permute(to_nchw), g);
+  }
   if (implicit) {
     // The sum over (c, k...) of the weight times the window view [C, k..., N, out...], which
     // the device's GEMM packer reads in place. Only a padded input is copied (the packer reads
@@ -204,7 +283,7 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
     bool unit_stride = true;
     for (int64_t st : s.stride) unit_stride &= st == 1;
     if (!unit_stride || !grad_enabled() || !is_float(xp.dtype())) return y.permute(to_nchw);
-    return with_direct_gradients(s, geo, w, bias, xp, y.permute(to_nchw));
+    return with_direct_gradients(s, geo, w, bias, xp, y.permute(to_nchw), 1);
   }
   if (g == 1) {  // no group axis: [N, C, out..., k...] -> [C, k..., N, out...] (rank 8 for 3-D)
     for (int64_t& a : order) a = a == 0 ? 0 : a - 1;
