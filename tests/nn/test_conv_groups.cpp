@@ -2,7 +2,10 @@
 // [Grouped implicit im2col], core/src/nn/conv.cpp): the forward against the naive direct
 // convolution (conv_ref), the input, weight and bias gradients against loops written from the
 // forward's definition, finite differences and a second order at stride 1 (the grouped custom
-// gradient), and grouped transposed convolutions (which run as grouped convolutions).
+// gradient), and grouped transposed convolutions (which run as grouped convolutions). Strided
+// convolutions' input gradient by phases (Note [Strided input gradient by phases]): strides 2
+// and 3, kernel < stride (phases that receive nothing), inputs the last window does not reach,
+// asymmetric padding, dilation on the unstrided axis, against the same loops.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -193,4 +196,31 @@ BOOST_AUTO_TEST_CASE(grouped_conv_transpose_matches_naive_loops) {
       expect_close("y", y.to_vector<double>(), conv_ref::conv_transpose(p, out, x.to_vector<double>(), w.to_vector<double>(), nullptr),
                    1e-10);
     });
+}
+
+BOOST_AUTO_TEST_CASE(strided_conv_gradients_match_naive_loops) {
+  const std::vector<Case> cases = {
+      {2, 3, 4, 1, {9, 10}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}},     // ResNet's downsampling
+      {2, 3, 4, 1, {10, 11}, {3, 3}, {2, 2}, {1, 1}, {{0, 0}, {0, 0}}},    // last rows unreached
+      {1, 2, 3, 1, {11, 9}, {2, 3}, {3, 2}, {1, 1}, {{1, 0}, {0, 2}}},     // kernel < stride, asymmetric
+      {2, 4, 4, 2, {9, 12}, {3, 2}, {2, 1}, {1, 3}, {{1, 1}, {1, 1}}},     // groups, dilation where stride 1
+      {2, 3, 5, 1, {17}, {4}, {3}, {1}, {{2, 1}}},                         // 1-D, stride 3
+      {2, 16, 32, 1, {28, 28}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}},  // larger, f32 blocks
+  };
+  uint64_t seed = 1300;
+  for (ravel::DType dt : {ravel::DType::F64, ravel::DType::F32})
+    for (const Case& k : cases)
+      guarded(describe(k) + (dt == ravel::DType::F32 ? " f32" : " f64"), [&] {
+        conv_ref::Conv p{k.n, k.c, k.o, k.groups, k.in, k.kernel, k.stride, k.dilation, k.pad};
+        Tensor x = Tensor::randn(cat({k.n, k.c}, k.in), seed++, dt);
+        Tensor w = Tensor::randn(cat({k.o, k.c / k.groups}, k.kernel), seed++, dt);
+        Tensor r = Tensor::randn(cat({k.n, k.o}, p.out()), seed++, dt);
+        ravel::realize({x, w, r});
+        auto xv = x.to_vector<double>(), wv = w.to_vector<double>(), rv = r.to_vector<double>();
+        const double tol = dt == ravel::DType::F64 ? 1e-10 : 1e-4;
+        auto g = ravel::gradients((conv(k, x, w, std::nullopt) * r).sum(), {x, w});
+        Grads want = naive_gradients(p, xv, wv, rv);
+        expect_close("dx", g[0].to_vector<double>(), want.dx, tol);
+        expect_close("dw", g[1].to_vector<double>(), want.dw, tol);
+      });
 }

@@ -129,6 +129,76 @@ Tensor grouped_weight_gradient(const ConvSetup& s, const window::Geometry& geo, 
   return dw.reshape(flat);
 }
 
+// Note [Strided input gradient by phases]
+// At stride s > 1 the input gradient scatters dy[p] * w[t] to the padded input's p * s + t: the
+// transposed convolution of dy spread by s (s^k - 1 of every s^k products are zeros), or, as
+// autodiff makes it, a column gradient 9x the input and col2im (62 of 82 ms for a ResNet
+// downsampling conv's fwd + dx, docs/performance.md §8). With dilation 1 on the strided axes,
+// the padded input's positions of one phase f = (i mod s) only receive the taps t = f + s j, at
+// i / s = p + j: a stride-1 transposed convolution of dy with the sub-kernel w[.., f::s] ("full":
+// no padding), one implicit GEMM each, s^k of them with taps / s^k taps on average. The phases
+// are then interleaved into the padded input's layout (stack, permute, reshape: one copy whose
+// innermost axis is the phase, tbb_cpu's Note [Interleaved rows]) and the padding cut away.
+// A phase past the kernel (f >= kernel: stride > kernel) receives nothing.
+Tensor phase_input_gradient(const ConvSetup& s, const Tensor& dy, const Tensor& w, int64_t groups, const Shape& padded) {
+  const size_t k = s.k;
+  std::vector<int64_t> q;  // phase rows per axis: ceil(padded / stride)
+  int64_t phases = 1;
+  for (size_t i = 0; i < k; ++i) {
+    q.push_back((padded[2 + i] + s.stride[i] - 1) / s.stride[i]);
+    phases *= s.stride[i];
+  }
+  const int64_t n = dy.shape()[0], c = padded[1];
+  std::vector<Tensor> parts;
+  for (int64_t f = 0; f < phases; ++f) {
+    std::vector<int64_t> phase(k);
+    for (size_t i = k, r = static_cast<size_t>(f); i-- > 0;) {
+      phase[i] = static_cast<int64_t>(r) % s.stride[i];
+      r /= static_cast<size_t>(s.stride[i]);
+    }
+    bool empty = false;
+    for (size_t i = 0; i < k; ++i) empty |= phase[i] >= s.kernel[i];
+    Shape full{n, c};
+    full.insert(full.end(), q.begin(), q.end());
+    if (empty) {
+      parts.push_back(Tensor::zeros(full, dy.dtype(), dy.device()));
+      continue;
+    }
+    Tensor sub = w;
+    for (size_t i = 0; i < k; ++i)
+      if (s.stride[i] > 1) sub = sub.slice(static_cast<int64_t>(2 + i), phase[i], s.kernel[i], s.stride[i]);
+    ConvOptions o;
+    o.groups = groups;
+    o.dilation = s.dilation;  // 1 on every strided axis
+    Tensor part = conv_transpose_any(s.op + " (input gradient)", k, dy, sub, std::nullopt, o);
+    Widths fit;
+    for (size_t i = 0; i < k; ++i) fit.emplace_back(0, q[i] - part.shape()[2 + i]);
+    parts.push_back(window::pad_or_cut(part, fit));
+  }
+  // [phases, N, C, q...] -> [s..., N, C, q...] -> [N, C, q_0, s_0, q_1, s_1, ...] -> [N, C, q * s...]
+  Shape split(s.stride.begin(), s.stride.end());
+  split.insert(split.end(), {n, c});
+  split.insert(split.end(), q.begin(), q.end());
+  std::vector<int64_t> order{static_cast<int64_t>(k), static_cast<int64_t>(k + 1)};
+  Shape merged{n, c};
+  Widths cut;
+  for (size_t i = 0; i < k; ++i) {
+    order.push_back(static_cast<int64_t>(k + 2 + i));
+    order.push_back(static_cast<int64_t>(i));
+    merged.push_back(q[i] * s.stride[i]);
+    cut.emplace_back(-s.pad[i].first, padded[2 + i] - q[i] * s.stride[i] - s.pad[i].second);
+  }
+  Tensor dxp = Tensor::stack(parts, 0).reshape(split).permute(order).reshape(merged);
+  return window::pad_or_cut(dxp, cut);
+}
+
+// Whether phase_input_gradient applies: dilation 1 on every axis with stride > 1.
+bool phases_apply(const ConvSetup& s) {
+  for (size_t i = 0; i < s.k; ++i)
+    if (s.stride[i] > 1 && s.dilation[i] != 1) return false;
+  return true;
+}
+
 Tensor with_direct_gradients(const ConvSetup& s, const window::Geometry& geo, const Tensor& w,
                              const std::optional<Tensor>& bias, const Tensor& xp, const Tensor& y, int64_t groups) {
   std::vector<Tensor> inputs{s.x, w, xp};
@@ -141,7 +211,10 @@ Tensor with_direct_gradients(const ConvSetup& s, const window::Geometry& geo, co
     o.dilation = setup.dilation;
     o.padding_pairs = setup.pad;
     o.groups = groups;
-    Tensor dx = conv_transpose_any(setup.op + " (input gradient)", k, dy, in[1], std::nullopt, o);
+    bool unit_stride = true;
+    for (int64_t st : setup.stride) unit_stride &= st == 1;
+    Tensor dx = unit_stride ? conv_transpose_any(setup.op + " (input gradient)", k, dy, in[1], std::nullopt, o)
+                            : phase_input_gradient(setup, dy, in[1], groups, in[2].shape());
     if (groups > 1) {
       std::vector<Tensor> grads{dx, grouped_weight_gradient(setup, geo, groups, dy, in[2]), Tensor()};
       if (in.size() > 3) grads.push_back(bias_gradient(k, dy));
@@ -254,7 +327,7 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
     for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
     bool unit_stride = true;
     for (int64_t st : s.stride) unit_stride &= st == 1;
-    if (!unit_stride || !grad_enabled() || !is_float(xp.dtype())) return y.permute(to_nchw);
+    if (!(unit_stride || phases_apply(s)) || !grad_enabled() || !is_float(xp.dtype())) return y.permute(to_nchw);
     return with_direct_gradients(s, geo, w, bias, xp, y.permute(to_nchw), g);
   }
   if (implicit) {
@@ -282,7 +355,7 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
     for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
     bool unit_stride = true;
     for (int64_t st : s.stride) unit_stride &= st == 1;
-    if (!unit_stride || !grad_enabled() || !is_float(xp.dtype())) return y.permute(to_nchw);
+    if (!(unit_stride || phases_apply(s)) || !grad_enabled() || !is_float(xp.dtype())) return y.permute(to_nchw);
     return with_direct_gradients(s, geo, w, bias, xp, y.permute(to_nchw), 1);
   }
   if (g == 1) {  // no group axis: [N, C, out..., k...] -> [C, k..., N, out...] (rank 8 for 3-D)
