@@ -15,11 +15,14 @@
 // a two-level gather), and the program's instructions then run as the block evaluator's array
 // loops over contiguous pieces of ~1024 elements, the last one writing the output in place.
 // The same element functions on the same values in the same dtype: the bits are those of the
-// generic path (tests: nn_pool, suite interleaved_rows, compare the two).
+// generic path (tests: tests/nn/test_pool_rows.cpp, with and without this path). A LOAD with a
+// validity box (zero outside it) is expanded row by row into zeros and the box's part (a strided
+// convolution's input gradient sums its phases' padded views: Note [Strided input gradient by
+// phases], core/src/nn/conv.cpp).
 //
 // Taken when the evaluator moved exactly one short axis (extent <= 4) outward, the program is
-// elementwise (no reduction, ACC, epilogue), every LOAD is fully valid (no padding box) and not
-// the output's buffer, no value is a half dtype (those run through the half folds), the output
+// elementwise (no reduction, ACC, epilogue), no LOAD reads the output's buffer, no value is a
+// half dtype (those run through the half folds), the output
 // rows are contiguous, and there are at most kMaxIns instructions. RAVEL_TBB_NO_INTERLEAVE=1
 // keeps the generic path (tests and measurements). Measured (2x2 pooling of [128, 16, 28, 28],
 // forward + backward, docs/performance.md §8, 2026-12-07): the routing kernel 2.9 -> 1.1 ms in
@@ -119,6 +122,36 @@ void expand(int tier, void* dst, const View& v, const int64_t* off, int64_t rows
   expand_portable(d, s, off, rows, n, e, sn, se);
 }
 
+// A masked view (a LOAD is zero outside its box): per row, zeros, then the box's part of the
+// row [lo_n, hi_n) x [lo_e, hi_e) copied at its strides; rows outside the outer box stay zero.
+template <class T>
+void expand_masked(T* __restrict dst, const T* __restrict src, const int64_t* off, const uint8_t* valid, int64_t rows,
+                   int64_t n, int64_t e, int64_t sn, int64_t se, const int64_t box[4]) {
+  const int64_t row = n * e;
+  for (int64_t q = 0; q < rows; ++q, dst += row) {
+    std::fill(dst, dst + row, T{});
+    if (!valid[q]) continue;
+    const T* s = src + off[q];
+    for (int64_t p = box[2]; p < box[3]; ++p)
+      for (int64_t j = box[0]; j < box[1]; ++j) dst[j * e + p] = s[j * sn + p * se];
+  }
+}
+
+void expand_masked_any(void* dst, const View& v, const int64_t* off, const uint8_t* valid, int64_t rows, int64_t n,
+                       int64_t e, int64_t sn, int64_t se, const int64_t box[4]) {
+  switch (rvl::dtype_size(v.dtype)) {
+#define RVL_EXPAND_MASKED_(bytes, T)                                                                                   \
+  case bytes:                                                                                                         \
+    expand_masked(static_cast<T*>(dst), reinterpret_cast<const T*>(v.data), off, valid, rows, n, e, sn, se, box); \
+    break;
+    RVL_EXPAND_MASKED_(1, uint8_t)
+    RVL_EXPAND_MASKED_(2, uint16_t)
+    RVL_EXPAND_MASKED_(4, uint32_t)
+    default: expand_masked(static_cast<uint64_t*>(dst), reinterpret_cast<const uint64_t*>(v.data), off, valid, rows, n, e, sn, se, box); break;
+#undef RVL_EXPAND_MASKED_
+  }
+}
+
 void expand_any(int tier, void* dst, const View& v, const int64_t* off, int64_t rows, int64_t n, int64_t e, int64_t sn,
                 int64_t se) {
   switch (rvl::dtype_size(v.dtype)) {
@@ -143,6 +176,7 @@ bool Evaluator::run_interleaved() const {
   bool strided = false;  // some LOAD walks its row at a stride of 2 or more
   // views[0] is the output, views[1 + k] the k-th LOAD (load_of[j] = k + 1 for LOAD j).
   const View* views[kMaxLoads + 1] = {&out_};
+  bool masked[kMaxLoads + 1] = {};  // a view with a validity box smaller than the space
   int n_views = 1;
   int load_of[kMaxIns] = {};
   for (int j = 0; j < n_ins_; ++j) {
@@ -151,9 +185,8 @@ bool Evaluator::run_interleaved() const {
     if (I.op != RVL_OP_LOAD) continue;
     const View& v = in_[I.arg];
     if (v.empty || v.data == nullptr || v.data == out_.data || rvl::dtype_is_half(v.dtype)) return false;
-    for (int d = 0; d < rank_; ++d)
-      if (v.lo[d] != 0 || v.hi[d] != shape_[d]) return false;
     if (n_views > kMaxLoads) return false;
+    for (int d = 0; d < rank_; ++d) masked[n_views] |= v.lo[d] > 0 || v.hi[d] < shape_[d];
     strided = strided || v.stride[ax_n] > 1 || v.stride[ax_n] < 0;
     load_of[j] = n_views;
     views[n_views++] = &v;
@@ -187,6 +220,7 @@ bool Evaluator::run_interleaved() const {
       if (ins_[j].op == RVL_OP_CONST) fill_const(slot(j), ins_[j].dtype, ins_[j].value, piece);
     const void* res[kMaxIns];
     int64_t off[kMaxLoads + 1][kMaxRows];  // each view's offset of each row of the piece
+    uint8_t valid[kMaxLoads + 1][kMaxRows];  // masked views: the row inside the outer box
     for (int64_t pc = r.begin(); pc != r.end(); ++pc) {
       const int64_t r0 = pc * per_piece, r1 = std::min(rows, r0 + per_piece), nr = r1 - r0, len = nr * row;
       // The rows' offsets: the outer multi-index of row r0 (axes [0, ax_e)), then an odometer.
@@ -200,7 +234,13 @@ bool Evaluator::run_interleaved() const {
       }
       bool out_run = true;  // the piece's rows follow each other in the output
       for (int64_t q = 0; q < nr; ++q) {
-        for (int k = 0; k < n_views; ++k) off[k][q] = cur[k];
+        for (int k = 0; k < n_views; ++k) {
+          off[k][q] = cur[k];
+          if (!masked[k]) continue;
+          bool in = true;
+          for (int d = 0; d < ax_e; ++d) in = in && idx[d] >= views[k]->lo[d] && idx[d] < views[k]->hi[d];
+          valid[k][q] = in;
+        }
         if (q > 0) out_run = out_run && off[0][q] == off[0][q - 1] + row;
         for (int d = ax_e - 1; d >= 0; --d) {
           const bool wrap = ++idx[d] == shape_[d];
@@ -217,8 +257,16 @@ bool Evaluator::run_interleaved() const {
           continue;
         }
         if (I.op == RVL_OP_LOAD) {
-          const View& v = *views[load_of[j]];
-          expand_any(tier, slot(j), v, off[load_of[j]], nr, n, e, v.stride[ax_n], il ? v.stride[ax_e] : 0);
+          const int k = load_of[j];
+          const View& v = *views[k];
+          const int64_t se = il ? v.stride[ax_e] : 0;
+          if (masked[k]) {
+            const int64_t box[4] = {std::clamp<int64_t>(v.lo[ax_n], 0, n), std::clamp<int64_t>(v.hi[ax_n], 0, n),
+                                    il ? std::clamp<int64_t>(v.lo[ax_e], 0, e) : 0, il ? std::clamp<int64_t>(v.hi[ax_e], 0, e) : 1};
+            expand_masked_any(slot(j), v, off[k], valid[k], nr, n, e, v.stride[ax_n], se, box);
+          } else {
+            expand_any(tier, slot(j), v, off[k], nr, n, e, v.stride[ax_n], se);
+          }
           if (v.dtype == RVL_DTYPE_BOOL) {  // stored bytes other than 0/1 read as true
             auto* b = static_cast<uint8_t*>(slot(j));
             for (int64_t i = 0; i < len; ++i) b[i] = b[i] != 0;

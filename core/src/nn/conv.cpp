@@ -175,21 +175,28 @@ Tensor phase_input_gradient(const ConvSetup& s, const Tensor& dy, const Tensor& 
     for (size_t i = 0; i < k; ++i) fit.emplace_back(0, q[i] - part.shape()[2 + i]);
     parts.push_back(window::pad_or_cut(part, fit));
   }
-  // [phases, N, C, q...] -> [s..., N, C, q...] -> [N, C, q_0, s_0, q_1, s_1, ...] -> [N, C, q * s...]
-  Shape split(s.stride.begin(), s.stride.end());
-  split.insert(split.end(), {n, c});
-  split.insert(split.end(), q.begin(), q.end());
-  std::vector<int64_t> order{static_cast<int64_t>(k), static_cast<int64_t>(k + 1)};
-  Shape merged{n, c};
+  // Each phase [N, C, q...] as [N, C, q_0, 1, q_1, 1, ...] padded to its place among the s_i
+  // phases, summed (one kernel of masked loads: Note [Interleaved rows] reads them row by row),
+  // then [N, C, q_0 * s_0, ...] with the padding cut.
+  Shape unit{n, c}, merged{n, c};
   Widths cut;
   for (size_t i = 0; i < k; ++i) {
-    order.push_back(static_cast<int64_t>(k + 2 + i));
-    order.push_back(static_cast<int64_t>(i));
+    unit.insert(unit.end(), {q[i], 1});
     merged.push_back(q[i] * s.stride[i]);
     cut.emplace_back(-s.pad[i].first, padded[2 + i] - q[i] * s.stride[i] - s.pad[i].second);
   }
-  Tensor dxp = Tensor::stack(parts, 0).reshape(split).permute(order).reshape(merged);
-  return window::pad_or_cut(dxp, cut);
+  Tensor dxp;
+  for (int64_t f = 0; f < phases; ++f) {
+    Widths place(2, {0, 0});
+    for (size_t i = k, r = static_cast<size_t>(f); i-- > 0;) {
+      const int64_t ph = static_cast<int64_t>(r) % s.stride[i];
+      r /= static_cast<size_t>(s.stride[i]);
+      place.insert(place.begin() + 2, {{0, 0}, {ph, s.stride[i] - 1 - ph}});
+    }
+    Tensor spread = window::pad_or_cut(parts[static_cast<size_t>(f)].reshape(unit), place);
+    dxp = dxp.defined() ? dxp + spread : spread;
+  }
+  return window::pad_or_cut(dxp.reshape(merged), cut);
 }
 
 // Whether phase_input_gradient applies: dilation 1 on every axis with stride > 1.
