@@ -324,12 +324,14 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
     for (size_t i = 0; i <= k; ++i) summed.push_back(static_cast<int64_t>(2 + i));
     Shape onp{o, n};
     onp.insert(onp.end(), geo.out.begin(), geo.out.end());
-    y = w.reshape(wshape).expand(full).mul(cols.expand(full)).sum(Axes(summed)).reshape(onp);  // [O, N, out...]
-    if (bias) {
-      Shape bshape(k + 2, 1);
-      bshape[0] = o;
+    y = w.reshape(wshape).expand(full).mul(cols.expand(full)).sum(Axes(summed));  // [G, Og, N, out...]
+    if (bias) {  // in the contraction's own layout: its epilogue (Note [Epilogue fusion])
+      Shape bshape(k + 3, 1);
+      bshape[0] = g;
+      bshape[1] = og;
       y = y + bias->reshape(bshape);
     }
+    y = y.reshape(onp);  // [O, N, out...]
     std::vector<int64_t> to_nchw{1, 0};
     for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
     bool unit_stride = true;
