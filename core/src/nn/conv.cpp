@@ -16,11 +16,11 @@ using window::list_str;
 
 namespace {
 
-using conv_internal::ConvSetup;
-using conv_internal::grouped_columns;
-using conv_internal::phases_apply;
-using conv_internal::Widths;
-using conv_internal::with_direct_gradients;
+using detail::conv_internal::ConvSetup;
+using detail::conv_internal::grouped_columns;
+using detail::conv_internal::phases_apply;
+using detail::conv_internal::Widths;
+using detail::conv_internal::with_direct_gradients;
 
 ConvSetup conv_setup(const std::string& op, size_t k, const Tensor& x, const Tensor& w, const ConvOptions& o) {
   ConvSetup s;
@@ -245,16 +245,12 @@ Tensor conv_any(const std::string& op, size_t k, const Tensor& x, const Tensor& 
   return s.batched ? y : y.squeeze(0);
 }
 
-}  // namespace
-
-namespace conv_internal {
-
 // conv_transpose = the input-gradient of a convolution: x spread by the stride (stride - 1 zeros
 // between elements), padded by dilation * (k - 1) - padding on each side (plus output_padding
 // after; a negative width cuts), then convolved at stride 1 with the kernel flipped and the
 // channel axes of each group swapped.
-Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, const Tensor& w,
-                          const std::optional<Tensor>& bias, const ConvOptions& o) {
+Tensor conv_transpose_impl(const std::string& op, size_t k, const Tensor& x, const Tensor& w,
+                           const std::optional<Tensor>& bias, const ConvOptions& o) {
   RAVEL_CHECK(!o.same, ValueError, op, ": padding 'same' is not defined for transposed convolutions (as PyTorch)");
   ConvSetup s = conv_setup(op, k, x, w, o);
   const int64_t c = s.x.shape()[1], g = o.groups;
@@ -313,9 +309,7 @@ Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, cons
   return s.batched ? y : y.squeeze(0);
 }
 
-}  // namespace conv_internal
-
-using conv_internal::conv_transpose_any;
+}  // namespace
 
 Tensor conv1d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, ConvOptions o) {
   return conv_any("conv1d", 1, x, w, b, o);
@@ -327,13 +321,21 @@ Tensor conv3d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, 
   return conv_any("conv3d", 3, x, w, b, o);
 }
 Tensor conv_transpose1d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, ConvOptions o) {
-  return conv_transpose_any("conv_transpose1d", 1, x, w, b, o);
+  return conv_transpose_impl("conv_transpose1d", 1, x, w, b, o);
 }
 Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, ConvOptions o) {
-  return conv_transpose_any("conv_transpose2d", 2, x, w, b, o);
+  return conv_transpose_impl("conv_transpose2d", 2, x, w, b, o);
 }
 Tensor conv_transpose3d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, ConvOptions o) {
-  return conv_transpose_any("conv_transpose3d", 3, x, w, b, o);
+  return conv_transpose_impl("conv_transpose3d", 3, x, w, b, o);
 }
 
 }  // namespace ravel::nn
+
+// conv_gradients.cpp's transposed convolution (conv_internal.hpp).
+namespace ravel::detail::conv_internal {
+Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, const Tensor& w,
+                          const std::optional<Tensor>& bias, const ConvOptions& o) {
+  return nn::conv_transpose_impl(op, k, x, w, bias, o);
+}
+}  // namespace ravel::detail::conv_internal

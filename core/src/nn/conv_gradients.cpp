@@ -4,9 +4,7 @@
 
 #include "ravel/autodiff.hpp"
 
-namespace ravel::nn::conv_internal {
-
-namespace window = ravel::detail::window;
+namespace ravel::detail::conv_internal {
 
 namespace {
 
@@ -195,4 +193,4 @@ Tensor with_direct_gradients(const ConvSetup& s, const window::Geometry& geo, co
   return custom_vjp(y, inputs, rule, s.op);
 }
 
-}  // namespace ravel::nn::conv_internal
+}  // namespace ravel::detail::conv_internal

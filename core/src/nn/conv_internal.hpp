@@ -11,7 +11,10 @@
 #include "nn/window.hpp"
 #include "ravel/conv.hpp"
 
-namespace ravel::nn::conv_internal {
+namespace ravel::detail::conv_internal {
+
+// Internal (ravel::detail stays unexported: core/exports.map).
+using nn::ConvOptions;
 
 using Widths = std::vector<std::pair<int64_t, int64_t>>;
 
@@ -30,13 +33,13 @@ Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, cons
 
 // The grouped window view of the padded input xp [N, C, in...] laid out for the contraction:
 // [G, 1, Cg, k..., N, out...] (Note [Grouped implicit im2col]).
-Tensor grouped_columns(const Tensor& xp, const detail::window::Geometry& geo, int64_t g);
+Tensor grouped_columns(const Tensor& xp, const window::Geometry& geo, int64_t g);
 
 // Whether the strided input gradient by phases applies: dilation 1 on every axis with stride > 1.
 bool phases_apply(const ConvSetup& s);
 
 // y (the implicit form's result) with its custom gradient: dx, dw and db (inputs x, w, xp[, bias]).
-Tensor with_direct_gradients(const ConvSetup& s, const detail::window::Geometry& geo, const Tensor& w,
+Tensor with_direct_gradients(const ConvSetup& s, const window::Geometry& geo, const Tensor& w,
                              const std::optional<Tensor>& bias, const Tensor& xp, const Tensor& y, int64_t groups);
 
-}  // namespace ravel::nn::conv_internal
+}  // namespace ravel::detail::conv_internal
