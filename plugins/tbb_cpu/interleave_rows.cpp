@@ -18,7 +18,7 @@
 // generic path (tests: tests/nn/test_pool_rows.cpp, with and without this path). A LOAD with a
 // validity box (zero outside it) is expanded row by row into zeros and the box's part (a strided
 // convolution's input gradient sums its phases' padded views: Note [Strided input gradient by
-// phases], core/src/nn/conv.cpp).
+// phases], core/src/nn/conv_gradients.cpp).
 //
 // Taken when the evaluator moved exactly one short axis (extent <= 4) outward, the program is
 // elementwise (no reduction, ACC, epilogue), no LOAD reads the output's buffer, no value is a
