@@ -353,6 +353,7 @@ void Evaluator::move_short_innermost_axis(const Program& p, View* const* views, 
   int d = rank_ - 2;
   while (d >= 0 && shape_[d] <= kShortRow) --d;
   if (d < 0) return;
+  interleaved_ = d == rank_ - 2;  // one short axis moved: Note [Interleaved rows] may run it
   auto rotate = [&](int64_t* a) {
     const int64_t moved = a[d];
     for (int i = d; i + 1 < rank_; ++i) a[i] = a[i + 1];

@@ -159,6 +159,7 @@ class Evaluator {
   void run_tiled() const;
   bool run_permute_copy() const;  // permute_copy.cpp: false when the program is not a plain copy
   bool run_pad_copy() const;  // pad_copy.cpp: false when the program is not a copy of a masked view
+  bool run_interleaved() const;  // interleave_rows.cpp: false (nothing done) when it does not apply
   void choose_tiling(View* const* views, int n_views);
   void move_short_innermost_axis(const Program& p, View* const* views, int n_views, Order order);  // Note [Short innermost axes]
   void find_row_invariant_loads();
@@ -214,6 +215,7 @@ class Evaluator {
   // SUM/MAX/PROD reduction's last instruction widens to f32; the fold then widens them itself.
   int32_t fold_half_ = 0;
   bool fused_ = false;  // Note [Fused loops in the evaluator]
+  bool interleaved_ = false;  // one short innermost axis was moved outward (Note [Interleaved rows])
   int64_t fused_chunk_ = 64;
   // Note [Slot plan]: instruction j writes slot slot_[j] (of n_slots_); only [0, n_ins_) is set.
   int32_t n_slots_ = 0;

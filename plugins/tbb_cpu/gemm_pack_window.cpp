@@ -119,8 +119,8 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
   if constexpr (DT == RVL_DTYPE_F32) {
     int64_t runs = 0;
     for (int64_t j = 0; j < c.n; j += t.bn_run[j]) ++runs;
-    if (c.n >= 12 * runs && 3 * ((c.m + 7) / 8 * 8) <= 4 * c.m && rows_in_place()) {
-      rows = gemm::select_rows_kernel_f32();
+    if (c.n >= 12 * runs && rows_in_place() && (c.m == 1 || 3 * ((c.m + 7) / 8 * 8) <= 4 * c.m)) {
+      rows = c.m == 1 ? gemm::select_rows1_kernel_f32() : gemm::select_rows_kernel_f32();  // Note [One row in place]
       if (rows) kern = {8, 32, gemm::select_kernel_f32_for_shape(8, 32).fn};
     }
   }
@@ -156,7 +156,7 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
     const Program& e = c.epilogue;
     const View& o = e.out;
     const int br = c.batch_rank;
-    if (rows && parts == 1 && K > 0 && M % MR == 0 && e.n_ins == 1 && e.ins[0].op == RVL_OP_ACC && o.dtype == DT &&
+    if (rows && parts == 1 && K > 0 && (M % MR == 0 || M == 1) && e.n_ins == 1 && e.ins[0].op == RVL_OP_ACC && o.dtype == DT &&
         o.stride[br + 1] == 1 && (M == 1 || o.stride[br] >= N) && o.data != c.a.data && o.data != c.b.data) {
       direct = reinterpret_cast<T*>(o.data);
       direct_ld = o.stride[br];

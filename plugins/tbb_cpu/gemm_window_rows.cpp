@@ -56,6 +56,34 @@ void rows_kernel_avx512(int64_t kc, const float* a, const float* b0, const float
     _mm512_mask_storeu_ps(p1, m1, add ? _mm512_add_ps(acc1[i], _mm512_maskz_loadu_ps(m1, p1)) : acc1[i]);
   }
 }
+
+// Note [One row in place]: M = 1 (a depthwise convolution, Og = 1, batched over the channels:
+// Note [Grouped implicit im2col] in the core): only row 0 of the packed 8-row A sliver is used
+// (a[8 * k]); the 8-row kernel above would compute 8 rows for one. Two accumulators per run
+// (even and odd k) halve the multiply-add chain, added at the end.
+void rows1_kernel_avx512(int64_t kc, const float* a, const float* b0, const float* b1, const int64_t* bk, int64_t w0,
+                         int64_t w1, float* c0, float* c1, int64_t, bool add) {
+  auto mask_of = [](int64_t w) { return static_cast<__mmask16>(w >= 16 ? 0xFFFFu : (1u << w) - 1u); };
+  const __mmask16 m0 = mask_of(w0), m1 = mask_of(w1);
+  __m512 e0 = _mm512_setzero_ps(), e1 = e0, o0 = e0, o1 = e0;
+  int64_t k = 0;
+  for (; k + 1 < kc; k += 2) {
+    const __m512 ae = _mm512_set1_ps(a[8 * k]), ao = _mm512_set1_ps(a[8 * (k + 1)]);
+    e0 = _mm512_fmadd_ps(ae, _mm512_maskz_loadu_ps(m0, b0 + bk[k]), e0);
+    e1 = _mm512_fmadd_ps(ae, _mm512_maskz_loadu_ps(m1, b1 + bk[k]), e1);
+    o0 = _mm512_fmadd_ps(ao, _mm512_maskz_loadu_ps(m0, b0 + bk[k + 1]), o0);
+    o1 = _mm512_fmadd_ps(ao, _mm512_maskz_loadu_ps(m1, b1 + bk[k + 1]), o1);
+  }
+  if (k < kc) {
+    const __m512 ae = _mm512_set1_ps(a[8 * k]);
+    e0 = _mm512_fmadd_ps(ae, _mm512_maskz_loadu_ps(m0, b0 + bk[k]), e0);
+    e1 = _mm512_fmadd_ps(ae, _mm512_maskz_loadu_ps(m1, b1 + bk[k]), e1);
+  }
+  e0 = _mm512_add_ps(e0, o0);
+  e1 = _mm512_add_ps(e1, o1);
+  _mm512_mask_storeu_ps(c0, m0, add ? _mm512_add_ps(e0, _mm512_maskz_loadu_ps(m0, c0)) : e0);
+  _mm512_mask_storeu_ps(c1, m1, add ? _mm512_add_ps(e1, _mm512_maskz_loadu_ps(m1, c1)) : e1);
+}
 #pragma GCC pop_options
 #endif
 
@@ -64,6 +92,13 @@ void rows_kernel_avx512(int64_t kc, const float* a, const float* b0, const float
 RowsKernelFn select_rows_kernel_f32() {
 #ifdef RVL_WINDOW_ROWS_X86
   if (isa_is_avx512()) return &rows_kernel_avx512;
+#endif
+  return nullptr;
+}
+
+RowsKernelFn select_rows1_kernel_f32() {
+#ifdef RVL_WINDOW_ROWS_X86
+  if (isa_is_avx512()) return &rows1_kernel_avx512;
 #endif
   return nullptr;
 }

@@ -15,5 +15,7 @@ using RowsKernelFn = void (*)(int64_t kc, const float* a, const float* b0, const
 
 // The AVX-512 kernel where the chosen family is AVX-512 (gemm::isa_is_avx512), else null.
 RowsKernelFn select_rows_kernel_f32();
+// Note [One row in place]: the same for M = 1 (row 0 of the packed 8-row A sliver only).
+RowsKernelFn select_rows1_kernel_f32();
 
 }  // namespace tbbcpu::gemm

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "graph/engine.hpp"
+#include "nn/conv_internal.hpp"
 #include "nn/window.hpp"
 #include "ravel/autodiff.hpp"
 #include "ravel/conv.hpp"
@@ -15,17 +16,11 @@ using window::list_str;
 
 namespace {
 
-using Widths = std::vector<std::pair<int64_t, int64_t>>;
-
-// The per-axis options of one convolution, checked, and the input with a batch axis.
-struct ConvSetup {
-  std::string op;
-  size_t k = 0;       // spatial rank
-  bool batched = true;
-  Tensor x;           // [N, C, in...]
-  std::vector<int64_t> stride, dilation, kernel;
-  Widths pad;         // (before, after) per spatial axis, both >= 0
-};
+using detail::conv_internal::ConvSetup;
+using detail::conv_internal::grouped_columns;
+using detail::conv_internal::phases_apply;
+using detail::conv_internal::Widths;
+using detail::conv_internal::with_direct_gradients;
 
 ConvSetup conv_setup(const std::string& op, size_t k, const Tensor& x, const Tensor& w, const ConvOptions& o) {
   ConvSetup s;
@@ -65,67 +60,6 @@ ConvSetup conv_setup(const std::string& op, size_t k, const Tensor& x, const Ten
   return s;
 }
 
-Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, const Tensor& w,
-                          const std::optional<Tensor>& bias, const ConvOptions& o);
-
-// Note [Convolution's input gradient as a convolution]
-// Differentiated through its window view, a convolution's input gradient is col2im: the GEMM
-// w^T @ dy writes the column gradient [C * taps, N * P] (9x the input for 3x3), and one kernel
-// adds its taps' shifted, masked views back into the input (Note [Convolution as a window view]).
-// In the Fashion-MNIST CNN's second layer that was 2.7 ms of GEMM and 3.9 ms of col2im
-// (docs/performance.md §8). At stride 1 the same gradient is the transposed convolution of dy
-// (PyTorch's and cuDNN's backward-data): dy padded by dilation * (k - 1) - padding, convolved with
-// the kernel flipped and its channel axes swapped, which on a device with the multi-axis
-// contraction is one GEMM reading the padded dy's window view in place (Note [Implicit im2col]):
-// no column gradient, no col2im. So the implicit form carries its own derivative (custom_vjp):
-// dx that transposed convolution, dw the contraction of dy with the input's window view (what
-// autodiff made of the forward sum), db the sum of dy. Every piece is an ordinary differentiable
-// op (conv_transpose, window views, mul + sum), so higher orders still work. Strides > 1 keep the
-// window view's col2im: the transposed convolution would convolve stride^k times the zeros.
-// The padded input xp is passed as an input with no gradient of its own (its forward copy is
-// reused by dw; gradients reach x through dx only).
-Tensor with_direct_gradients(const ConvSetup& s, const window::Geometry& geo, const Tensor& w,
-                             const std::optional<Tensor>& bias, const Tensor& xp, const Tensor& y) {
-  std::vector<Tensor> inputs{s.x, w, xp};
-  if (bias) inputs.push_back(*bias);
-  ConvSetup setup = s;
-  setup.x = Tensor();  // the rule takes x from its inputs, never keeps it alive
-  auto rule = [setup, geo](const std::vector<Tensor>& in, const Tensor&, const Tensor& dy) {
-    const size_t k = setup.k;
-    ConvOptions o;
-    o.dilation = setup.dilation;
-    o.padding_pairs = setup.pad;
-    Tensor dx = conv_transpose_any(setup.op + " (input gradient)", k, dy, in[1], std::nullopt, o);
-    // dw[o, c, t...] = sum over (n, p...) of dy[n, o, p...] * window[n, c, p..., t...], as the
-    // GEMM [O, (N, P)] x [(N, P), (C, taps)] over the window view [C, k..., N, out...].
-    Tensor win = window::view(in[2], geo);
-    std::vector<int64_t> order{1};
-    for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(2 + k + i));
-    order.push_back(0);
-    for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(2 + i));
-    Tensor cols = win.permute(order).unsqueeze(0);  // [1, C, k..., N, out...]
-    std::vector<int64_t> onp{1, 0};
-    for (size_t i = 0; i < k; ++i) onp.push_back(static_cast<int64_t>(2 + i));
-    Tensor g = dy.permute(onp);  // [O, N, out...]
-    Shape gshape{g.shape()[0]};
-    gshape.insert(gshape.end(), k + 1, 1);
-    gshape.insert(gshape.end(), g.shape().begin() + 1, g.shape().end());
-    Shape full{g.shape()[0]};
-    full.insert(full.end(), cols.shape().begin() + 1, cols.shape().end());
-    std::vector<int64_t> summed;
-    for (size_t i = 0; i <= k; ++i) summed.push_back(static_cast<int64_t>(2 + k + i));
-    Tensor dw = g.reshape(gshape).expand(full).mul(cols.expand(full)).sum(Axes(summed));  // [O, C, k...]
-    std::vector<Tensor> grads{dx, dw, Tensor()};
-    if (in.size() > 3) {
-      std::vector<int64_t> rest{0};
-      for (size_t i = 0; i < k; ++i) rest.push_back(static_cast<int64_t>(2 + i));
-      grads.push_back(dy.sum(Axes(rest)));
-    }
-    return grads;
-  };
-  return custom_vjp(y, inputs, rule, s.op);
-}
-
 // The GEMM form of a convolution of s.x [N, C, in...] (already checked) with w [O, C/G, k...]:
 // Note [Convolution as one GEMM].
 Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::optional<Tensor>& bias) {
@@ -152,7 +86,7 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   // operands, no im2col copy is made, and then no wide rows either: the wide output's cut would
   // pad the output gradient (a masked view), which the weight gradient's GEMM cannot read in
   // place. (Spatial rank 3 would make the product rank 9, over RVL_MAX_RANK: it keeps the copy.)
-  const bool implicit = g == 1 && k <= 2 && !is_half(xp.dtype()) &&
+  const bool implicit = k <= 2 && !is_half(xp.dtype()) &&
                         ravel::detail::engine().device_contraction_axes(xp.device()) > 1;
   const int64_t width = xp.shape().back(), true_width = geo.out[k - 1];
   bool wide = !implicit && k >= 2 && true_width < width;
@@ -178,6 +112,40 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   order.push_back(0);
   for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
   Tensor y;
+  if (implicit && g > 1) {
+    // Note [Grouped implicit im2col]
+    // Groups are the contraction's batch axis: the sum over (cg, k...) of the weight
+    // [G, Og, Cg, k...] times the grouped window view [G, 1, Cg, k..., N, out...] (rank 8 for
+    // 2-D, RVL_MAX_RANK), read in place by the packer like the ungrouped form; the result
+    // [G, Og, N, out...] is [O, N, out...] in memory. Depthwise (Og = Cg = 1) is a batch of
+    // GEMMs with M = 1 and K = taps. Before, groups copied the window into a [G, Cg * taps,
+    // N * P] im2col matrix for a batched GEMM, and its gradient went through col2im.
+    xp = xp.contiguous();
+    Tensor cols = grouped_columns(xp, geo, g);
+    Shape full{g, og};
+    full.insert(full.end(), cols.shape().begin() + 2, cols.shape().end());
+    Shape wshape{g, og, cg};
+    wshape.insert(wshape.end(), s.kernel.begin(), s.kernel.end());
+    wshape.insert(wshape.end(), k + 1, 1);
+    std::vector<int64_t> summed;
+    for (size_t i = 0; i <= k; ++i) summed.push_back(static_cast<int64_t>(2 + i));
+    Shape onp{o, n};
+    onp.insert(onp.end(), geo.out.begin(), geo.out.end());
+    y = w.reshape(wshape).expand(full).mul(cols.expand(full)).sum(Axes(summed));  // [G, Og, N, out...]
+    if (bias) {  // in the contraction's own layout: its epilogue (Note [Epilogue fusion])
+      Shape bshape(k + 3, 1);
+      bshape[0] = g;
+      bshape[1] = og;
+      y = y + bias->reshape(bshape);
+    }
+    y = y.reshape(onp);  // [O, N, out...]
+    std::vector<int64_t> to_nchw{1, 0};
+    for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
+    bool unit_stride = true;
+    for (int64_t st : s.stride) unit_stride &= st == 1;
+    if (!(unit_stride || phases_apply(s)) || !grad_enabled() || !is_float(xp.dtype())) return y.permute(to_nchw);
+    return with_direct_gradients(s, geo, w, bias, xp, y.permute(to_nchw), g);
+  }
   if (implicit) {
     // The sum over (c, k...) of the weight times the window view [C, k..., N, out...], which
     // the device's GEMM packer reads in place. Only a padded input is copied (the packer reads
@@ -203,8 +171,8 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
     for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
     bool unit_stride = true;
     for (int64_t st : s.stride) unit_stride &= st == 1;
-    if (!unit_stride || !grad_enabled() || !is_float(xp.dtype())) return y.permute(to_nchw);
-    return with_direct_gradients(s, geo, w, bias, xp, y.permute(to_nchw));
+    if (!(unit_stride || phases_apply(s)) || !grad_enabled() || !is_float(xp.dtype())) return y.permute(to_nchw);
+    return with_direct_gradients(s, geo, w, bias, xp, y.permute(to_nchw), 1);
   }
   if (g == 1) {  // no group axis: [N, C, out..., k...] -> [C, k..., N, out...] (rank 8 for 3-D)
     for (int64_t& a : order) a = a == 0 ? 0 : a - 1;
@@ -281,8 +249,8 @@ Tensor conv_any(const std::string& op, size_t k, const Tensor& x, const Tensor& 
 // between elements), padded by dilation * (k - 1) - padding on each side (plus output_padding
 // after; a negative width cuts), then convolved at stride 1 with the kernel flipped and the
 // channel axes of each group swapped.
-Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, const Tensor& w,
-                          const std::optional<Tensor>& bias, const ConvOptions& o) {
+Tensor conv_transpose_impl(const std::string& op, size_t k, const Tensor& x, const Tensor& w,
+                           const std::optional<Tensor>& bias, const ConvOptions& o) {
   RAVEL_CHECK(!o.same, ValueError, op, ": padding 'same' is not defined for transposed convolutions (as PyTorch)");
   ConvSetup s = conv_setup(op, k, x, w, o);
   const int64_t c = s.x.shape()[1], g = o.groups;
@@ -353,13 +321,21 @@ Tensor conv3d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, 
   return conv_any("conv3d", 3, x, w, b, o);
 }
 Tensor conv_transpose1d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, ConvOptions o) {
-  return conv_transpose_any("conv_transpose1d", 1, x, w, b, o);
+  return conv_transpose_impl("conv_transpose1d", 1, x, w, b, o);
 }
 Tensor conv_transpose2d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, ConvOptions o) {
-  return conv_transpose_any("conv_transpose2d", 2, x, w, b, o);
+  return conv_transpose_impl("conv_transpose2d", 2, x, w, b, o);
 }
 Tensor conv_transpose3d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, ConvOptions o) {
-  return conv_transpose_any("conv_transpose3d", 3, x, w, b, o);
+  return conv_transpose_impl("conv_transpose3d", 3, x, w, b, o);
 }
 
 }  // namespace ravel::nn
+
+// conv_gradients.cpp's transposed convolution (conv_internal.hpp).
+namespace ravel::detail::conv_internal {
+Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, const Tensor& w,
+                          const std::optional<Tensor>& bias, const ConvOptions& o) {
+  return nn::conv_transpose_impl(op, k, x, w, bias, o);
+}
+}  // namespace ravel::detail::conv_internal
