@@ -144,24 +144,19 @@ std::vector<NamedParameter> MLP::named_parameters() {
 }
 
 namespace {
-// -log softmax(logits)[target] per sample, after checking shapes, dtypes and target bounds
-// (`ignore`: a target value allowed out of range, which then picks no class).
-// -log softmax(logits)[target] = log sum e^z + (m - logits[target]) with m the row max (under
-// stop_gradient: Note [Shift without gradient] in reduce.cpp) and z = logits - m, so neither the
-// value nor the gradient (softmax - one_hot) overflows, up to logits of ±FLT_MAX; the one-hot
-// picks the target's logit and keeps the whole loss one fused reduction.
 // Note [Cross-entropy as one row chain]
-// The loss above is log s + (m - picked): max m, s = sum e^(x - m) and picked = sum(onehot * x)
-// are reductions over each row, but the tail is an Alu node over [N] that no chain program
+// The loss (per_sample_cross_entropy below) is log s + (m - picked): max m, s = sum e^(x - m)
+// and picked = sum(onehot * x) are reductions over each row, but the tail is an Alu node over [N] that no chain program
 // outputs (ABI 1.11: without an epilogue a program's output is its own reduction), so it ran as
 // four kernels (max, sum-exp, the one-hot contraction, the tail), reading x three times from
-// memory. Written as sum over the row of onehot * (log s - (x - m)), the tail *is* a reduction of
+// memory. Written as sum over the row of onehot * (log s + (m - x)), the tail *is* a reduction of
 // the same rows whose list reads the row values m and log s through the broadcast: the planner
 // (Note [Row chains in the planner] in schedule/row_chain.cpp) makes it one kernel per block of
-// rows with stages MAX and SUM, reading x once from memory. Its value is the same bits (x_t - m
-// and log s - (x_t - m) round as m - x_t and log s + (m - x_t) do, and the row's other terms are
-// exact zeros); its gradient is (sum_j onehot) * softmax - onehot, the same where a target is
-// a class and 0 (masked by the caller's where anyway) for an ignored one, at the price of one
+// rows with stages MAX and SUM, reading x once from memory. Its value is the same bits (the
+// target's term rounds as log s + (m - picked) does, the row's other terms are exact zeros;
+// m - x is its own node, not x - m negated, so that no value over the rows is read by two
+// kernels and stored); its gradient is (sum_j onehot) * softmax - onehot, the same where a
+// target is a class and 0 (masked by the caller's where anyway) for an ignored one, at the price of one
 // more reduction of onehot * g in the backward. Taken only where the device chains MAX and SUM:
 // elsewhere the product over the rows would go to the contraction matcher and be stored
 // (Note [Row reductions are no contractions]), so other devices keep today's graph.
@@ -171,6 +166,12 @@ bool chain_cross_entropy(const Tensor& logits) {
   return (detail::engine().device_reduce_chain_ops(logits.device()) & need) == need;
 }
 
+// -log softmax(logits)[target] per sample, after checking shapes, dtypes and target bounds
+// (`ignore`: a target value allowed out of range, which then picks no class).
+// -log softmax(logits)[target] = log sum e^z + (m - logits[target]) with m the row max (under
+// stop_gradient: Note [Shift without gradient] in reduce.cpp) and z = logits - m, so neither the
+// value nor the gradient (softmax - one_hot) overflows, up to logits of ±FLT_MAX; the one-hot
+// picks the target's logit and keeps the whole loss one fused reduction.
 Tensor per_sample_cross_entropy(const Tensor& half_logits, const Tensor& targets, std::optional<int64_t> ignore) {
   const Tensor logits = autocast_f32(half_logits);  // in f32 under nn::Autocast (PyTorch's cross_entropy)
   RAVEL_CHECK(logits.ndim() == 2 && targets.ndim() == 1 && targets.size(0) == logits.size(0), ShapeError,
@@ -184,8 +185,7 @@ Tensor per_sample_cross_entropy(const Tensor& half_logits, const Tensor& targets
   Tensor hot = checked_one_hot(targets, logits.size(1), logits.dtype());
   if (chain_cross_entropy(logits)) {
     // Note [Cross-entropy as one row chain]
-    Tensor z = logits - m;
-    return (hot * (z.exp().sum(1, true).log() - z)).sum(1);
+    return (hot * ((logits - m).exp().sum(1, true).log() + (m - logits))).sum(1);
   }
   Tensor picked = (logits * hot).sum(1);
   return (logits - m).exp().sum(1).log() + (m.reshape({logits.size(0)}) - picked);
