@@ -12,7 +12,8 @@
 // The flags are printed in the result line ("threads", listed under ravel-bench's table).
 //   ravel-peer-loops --workload NAME --size AxB --warmup W --reps R
 // Workloads: elementwise (d = exp(a) * b + c), log_softmax (rows: max, exp-sum, x - shift),
-// layer_norm (rows: sum, sum of squared deviations, normalise and scale),
+// layer_norm (rows: sum, sum of squared deviations, normalise and scale), cross_entropy (rows:
+// max, exp-sum, the picked logit; the mean of the row losses),
 // softmax (rows: max, exp and sum, scale; a row
 // stays in cache between its passes), sum_axis0 (rows streamed into a vector of column sums),
 // sum_axis1 (a vectorised dot-like sum per row), transpose (32 x 32 blocks). Others: unavailable.
@@ -190,6 +191,40 @@ int main(int argc, char** argv) {
       }
     };
     check = [&, rows, cols] { return softmax_rows_match(a, d, rows, cols, true); };
+  } else if (workload == "cross_entropy" && dims.size() == 2) {
+    // The mean over the rows of log sum e^(x - m) + (m - x[t]), one row at a time while it is in
+    // L1/L2: the max, the sum of exponentials, then the picked logit (Ravel's nn::cross_entropy,
+    // docs/architecture.md decision 67). Targets are int64, spread over the classes.
+    const long rows = dims[0], cols = dims[1];
+    a = filled(rows * cols, 1), d.assign(1, 0);
+    std::vector<long> t(rows);
+    for (long r = 0; r < rows; ++r) t[r] = (r * 7919 + 13) % cols;
+    run = [&, rows, cols, t] {
+      double total = 0;
+#pragma omp parallel for schedule(static) reduction(+ : total)
+      for (long r = 0; r < rows; ++r) {
+        const float* x = a.data() + r * cols;
+        float m = -INFINITY;
+#pragma omp simd reduction(max : m)
+        for (long j = 0; j < cols; ++j) m = std::max(m, x[j]);
+        float s = 0;
+#pragma omp simd reduction(+ : s)
+        for (long j = 0; j < cols; ++j) s += std::exp(x[j] - m);
+        total += std::log(s) + (m - x[t[r]]);
+      }
+      d[0] = float(total / double(rows));
+    };
+    check = [&, rows, cols, t] {
+      double total = 0;
+      for (long r = 0; r < rows; ++r) {
+        const float* x = a.data() + r * cols;
+        double m = -INFINITY, s = 0;
+        for (long j = 0; j < cols; ++j) m = std::max(m, double(x[j]));
+        for (long j = 0; j < cols; ++j) s += std::exp(x[j] - m);
+        total += std::log(s) + m - x[t[r]];
+      }
+      return close(d[0], total / double(rows), 1e-5);
+    };
   } else if (workload == "layer_norm" && dims.size() == 2) {
     // y = (x - mean) / sqrt(var + 1e-5) * g + b over each row, one row at a time while it is
     // in L1/L2: the sum, the sum of squared deviations, then the write (docs/architecture.md decision 48).
@@ -304,7 +339,7 @@ int main(int argc, char** argv) {
       return true;
     };
   } else {
-    return unavailable("the hand-loop peer times elementwise, softmax, log_softmax, layer_norm, sum_axis0, sum_axis1 and transpose");
+    return unavailable("the hand-loop peer times elementwise, softmax, log_softmax, layer_norm, cross_entropy, sum_axis0, sum_axis1 and transpose");
   }
 
   run();

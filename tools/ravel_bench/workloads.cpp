@@ -353,6 +353,9 @@ const std::vector<WorkloadInfo>& workload_catalog() {
       {"layer_norm", "nn::LayerNorm's forward along the rows of an f32 [rows, cols] matrix, eps 1e-5, with a weight "
                      "and a bias of [cols] (one kernel under full on a device that runs chains of row reductions)",
        2, "rows, cols", {{4096, 4096}}, false, ""},
+      {"cross_entropy", "nn::cross_entropy's forward (mean over the rows) of f32 logits [rows, cols] and i64 targets "
+                        "(one row-chain kernel and the mean under full on a device that chains MAX and SUM)",
+       2, "rows, cols", {{4096, 4096}}, false, ""},
       {"layer_norm_step", "layer_norm's forward and the gradients of sum(y * r) for x, the weight and the bias (f32 "
                           "[rows, cols]): the normalisation's share of a training step", 2, "rows, cols",
        {{4096, 1024}}, false, ""},
@@ -424,6 +427,7 @@ Work work_of(const std::string& full_name, const Size& s) {
   if (name == "elementwise") return {3 * d(0), 16 * d(0)};
   if (name == "softmax" || name == "log_softmax") return {5 * d(0) * d(1), 8 * d(0) * d(1)};
   if (name == "layer_norm") return {8 * d(0) * d(1), 8 * d(0) * d(1) + 8 * d(1)};
+  if (name == "cross_entropy") return {4 * d(0) * d(1), 4 * d(0) * d(1) + 8 * d(0)};
   if (name == "layer_norm_step") return {30 * d(0) * d(1), 20 * d(0) * d(1) + 16 * d(1)};
   if (name == "sum_axis0") return {d(0) * d(1), 4 * d(0) * d(1) + 4 * d(1)};
   if (name == "sum_axis1") return {d(0) * d(1), 4 * d(0) * d(1) + 4 * d(0)};
@@ -530,6 +534,22 @@ std::unique_ptr<Instance> make_instance(const std::string& full_name, const Size
         }),
         1e-6, 1e-4, size_t(r * c), 65536);
   if (name == "layer_norm_step") return std::make_unique<LayerNormStepInstance>(r, c, dev);
+  if (name == "cross_entropy")
+    return std::make_unique<ExprInstance>(
+        std::vector<Tensor>{uniform({r, c}, 1, dev),
+                            (Tensor::rand({r}, 2, DType::F32, dev) * double(c)).cast(DType::I64).realize()},
+        [](const std::vector<Tensor>& t) { return nn::cross_entropy(t[0], t[1]); },
+        [r, c](const V& in, const Idx&) {
+          double total = 0;
+          for (int64_t row = 0; row < r; ++row) {
+            double mx = -1e300, sum = 0;
+            for (int64_t j = 0; j < c; ++j) mx = std::max(mx, in[0][row * c + j]);
+            for (int64_t j = 0; j < c; ++j) sum += std::exp(in[0][row * c + j] - mx);
+            total += std::log(sum) + mx - in[0][row * c + int64_t(in[1][size_t(row)])];
+          }
+          return std::vector<double>{total / double(r)};
+        },
+        1e-5, 1e-4, 1, 1);
   if (name == "layer_norm")
     return std::make_unique<ExprInstance>(
         std::vector<Tensor>{uniform({r, c}, 1, dev), uniform({c}, 2, dev), uniform({c}, 3, dev)},

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <optional>
 
+#include "graph/engine.hpp"
 #include "ravel/amp.hpp"
 #include "ravel/nn.hpp"
 
@@ -143,6 +144,28 @@ std::vector<NamedParameter> MLP::named_parameters() {
 }
 
 namespace {
+// Note [Cross-entropy as one row chain]
+// The loss (per_sample_cross_entropy below) is log s + (m - picked): max m, s = sum e^(x - m)
+// and picked = sum(onehot * x) are reductions over each row, but the tail is an Alu node over [N] that no chain program
+// outputs (ABI 1.11: without an epilogue a program's output is its own reduction), so it ran as
+// four kernels (max, sum-exp, the one-hot contraction, the tail), reading x three times from
+// memory. Written as sum over the row of onehot * (log s + (m - x)), the tail *is* a reduction of
+// the same rows whose list reads the row values m and log s through the broadcast: the planner
+// (Note [Row chains in the planner] in schedule/row_chain.cpp) makes it one kernel per block of
+// rows with stages MAX and SUM, reading x once from memory. Its value is the same bits (the
+// target's term rounds as log s + (m - picked) does, the row's other terms are exact zeros;
+// m - x is its own node, not x - m negated, so that no value over the rows is read by two
+// kernels and stored); its gradient is (sum_j onehot) * softmax - onehot, the same where a
+// target is a class and 0 (masked by the caller's where anyway) for an ignored one, at the price of one
+// more reduction of onehot * g in the backward. Taken only where the device chains MAX and SUM:
+// elsewhere the product over the rows would go to the contraction matcher and be stored
+// (Note [Row reductions are no contractions]), so other devices keep today's graph.
+bool chain_cross_entropy(const Tensor& logits) {
+  const uint32_t need = (1u << static_cast<uint32_t>(detail::ReduceOp::Max)) |
+                        (1u << static_cast<uint32_t>(detail::ReduceOp::Sum));
+  return (detail::engine().device_reduce_chain_ops(logits.device()) & need) == need;
+}
+
 // -log softmax(logits)[target] per sample, after checking shapes, dtypes and target bounds
 // (`ignore`: a target value allowed out of range, which then picks no class).
 // -log softmax(logits)[target] = log sum e^z + (m - logits[target]) with m the row max (under
@@ -159,7 +182,12 @@ Tensor per_sample_cross_entropy(const Tensor& half_logits, const Tensor& targets
   check_index_bounds(targets, logits.size(1), "cross_entropy",
                      concat(logits.size(1), " classes (logits ", shape_str(logits.shape()), ")"), ignore);
   Tensor m = logits.max(1, true).detach();
-  Tensor picked = (logits * checked_one_hot(targets, logits.size(1), logits.dtype())).sum(1);
+  Tensor hot = checked_one_hot(targets, logits.size(1), logits.dtype());
+  if (chain_cross_entropy(logits)) {
+    // Note [Cross-entropy as one row chain]
+    return (hot * ((logits - m).exp().sum(1, true).log() + (m - logits))).sum(1);
+  }
+  Tensor picked = (logits * hot).sum(1);
   return (logits - m).exp().sum(1).log() + (m.reshape({logits.size(0)}) - picked);
 }
 }  // namespace
