@@ -44,7 +44,7 @@ struct ConvOptions {
 struct PoolOptions {
   std::vector<int64_t> kernel, stride, padding{0}, dilation{1};
   bool ceil_mode = false, count_include_pad = true;
-  std::optional<int64_t> divisor_override;
+  std::optional<int64_t> divisor_override{};
 };
 
 Tensor conv1d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias = std::nullopt, ConvOptions o = {});
