@@ -69,7 +69,7 @@ void check(const std::vector<double>& got, const std::vector<double>& want, doub
 }
 
 std::vector<int64_t> targets_for(int64_t rows, int64_t C, int64_t ignore_every, int64_t ignore) {
-  std::vector<int64_t> t(size_t(rows));
+  std::vector<int64_t> t(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) t[size_t(r)] = (ignore_every && r % ignore_every == 1) ? ignore : (r * 37 + 5) % C;
   return t;
 }
