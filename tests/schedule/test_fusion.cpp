@@ -294,7 +294,9 @@ BOOST_AUTO_TEST_CASE(makemore_step_kernel_budget) {
   ravel::realize(out);
   auto st = ravel::last_realization_stats();
   BOOST_TEST(st.kernels() <= 29);
-  BOOST_TEST(st.contractions >= 9);  // 3 forward products, their gradients, the picked logits
+  // 3 forward products and their gradients (the picked logit is a contraction only where the
+  // device does not chain MAX and SUM: Note [Cross-entropy as one row chain])
+  BOOST_TEST(st.contractions >= 8);
   BOOST_TEST(std::isfinite(loss.item<float>()));
 }
 

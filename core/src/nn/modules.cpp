@@ -149,10 +149,12 @@ namespace {
 // and picked = sum(onehot * x) are reductions over each row, but the tail is an Alu node over [N] that no chain program
 // outputs (ABI 1.11: without an epilogue a program's output is its own reduction), so it ran as
 // four kernels (max, sum-exp, the one-hot contraction, the tail), reading x three times from
-// memory. Written as sum over the row of onehot * (log s + (m - x)), the tail *is* a reduction of
+// memory. Written as the sum over the row of (onehot ? log s + (m - x) : 0), the tail *is* a reduction of
 // the same rows whose list reads the row values m and log s through the broadcast: the planner
 // (Note [Row chains in the planner] in schedule/row_chain.cpp) makes it one kernel per block of
-// rows with stages MAX and SUM, reading x once from memory. Its value is the same bits (the
+// rows with stages MAX and SUM, reading x once from memory. The one-hot *selects* (a where, not
+// a product: at logits of -FLT_MAX beside +FLT_MAX, m - x is +inf and 0 * inf would be NaN).
+// Its value is the same bits (the
 // target's term rounds as log s + (m - picked) does, the row's other terms are exact zeros;
 // m - x is its own node, not x - m negated, so that no value over the rows is read by two
 // kernels and stored); its gradient is (sum_j onehot) * softmax - onehot, the same where a
@@ -185,7 +187,8 @@ Tensor per_sample_cross_entropy(const Tensor& half_logits, const Tensor& targets
   Tensor hot = checked_one_hot(targets, logits.size(1), logits.dtype());
   if (chain_cross_entropy(logits)) {
     // Note [Cross-entropy as one row chain]
-    return (hot * ((logits - m).exp().sum(1, true).log() + (m - logits))).sum(1);
+    Tensor terms = (logits - m).exp().sum(1, true).log() + (m - logits);
+    return Tensor::where(hot > 0.0, terms, Tensor::zeros_like(terms)).sum(1);
   }
   Tensor picked = (logits * hot).sum(1);
   return (logits - m).exp().sum(1).log() + (m.reshape({logits.size(0)}) - picked);
