@@ -1,12 +1,13 @@
-// nn::cross_entropy's forward as one row chain (Note [Cross-entropy as one row chain] in
-// core/src/nn/modules.cpp): how many kernels the per-row loss takes, and its values and
-// gradients against double loops written here (log-sum-exp with the max subtracted, and
-// softmax - one_hot), at odd class counts, one class, no rows, logits of +-1000, ignored
-// targets and every reduction.
+// nn::cross_entropy's forward as one row chain (Note [Cross-entropy through the target's logit]
+// in core/src/nn/modules.cpp): how many kernels the per-row loss takes, and its values, gradients
+// and second derivatives against double loops written here (log-sum-exp with the max
+// subtracted, softmax - one_hot, and the Hessian diag(p) - p p^T), at odd class counts, one
+// class, no rows, logits of +-1000, ignored targets and every reduction.
 //
-// ctest runs this as is (tbb_cpu chains MAX and SUM: one kernel), as
-// test_cross_entropy_chain_epilogue_only (RAVEL_TBB_NO_ROW_CHAIN=1: nn keeps the old graph) and
-// as test_cross_entropy_chain_unfused (neither form). The values must not change.
+// ctest runs this as is (tbb_cpu chains SUM and LOGSUMEXP: one kernel for the rows), as
+// test_cross_entropy_chain_epilogue_only (RAVEL_TBB_NO_ROW_CHAIN=1: the select and the
+// log-sum-exp as two reductions) and as test_cross_entropy_chain_unfused (no row epilogues
+// either). The values must not change.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -77,10 +78,11 @@ std::vector<int64_t> targets_for(int64_t rows, int64_t C, int64_t ignore_every, 
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(cross_entropy_forward_is_one_kernel_with_chains) {
-  // The plan, not a timing: the per-row loss (Reduction::None, no ignored target) is one chain
-  // kernel (stages MAX and SUM of e^(x - m), the program summing onehot * (log s - (x - m)));
-  // without the chain form it is the old graph's max, sum-exp, one-hot contraction and tail.
-  const int64_t rows = 16, C = 101;
+  // The plan, not a timing: the per-row loss (Reduction::None) of long rows is one chain kernel
+  // (stages: the target's logit selected and summed, then LOGSUMEXP of x - x_t) and the ignore
+  // mask's where, beside the i64 targets' cast to i32; without chains the select and the
+  // log-sum-exp are two reductions.
+  const int64_t rows = 16, C = 301;
   const auto xv = seeded_values(size_t(rows * C), 21);
   Tensor x = Tensor::from_vector(xv, {rows, C}).cast(DType::F32);
   Tensor t = Tensor::from_vector(targets_for(rows, C, 0, -100), {rows});
@@ -88,8 +90,8 @@ BOOST_AUTO_TEST_CASE(cross_entropy_forward_is_one_kernel_with_chains) {
   Tensor per = nn::cross_entropy(x, t, nn::Reduction::None, -100000);
   per.realize();
   const int64_t k = ravel::last_realization_stats().kernels();
-  if (device_chains()) BOOST_TEST(k <= 2);  // the chain, and the where over [rows] if not fused into it
-  else BOOST_TEST(k >= 3);
+  if (device_chains()) BOOST_TEST(k <= 3);  // the cast, the chain, and the where over [rows]
+  else BOOST_TEST(k >= 4);
   check(per.to_vector<double>(), loss_loop(xv, targets_for(rows, C, 0, -100), rows, C, -100000), 2e-6, "loss");
 }
 
@@ -153,4 +155,36 @@ BOOST_AUTO_TEST_CASE(cross_entropy_rejects_bad_targets) {
                     ravel::Error);
   BOOST_CHECK_THROW(nn::cross_entropy(x, Tensor::from_vector(std::vector<int64_t>{0, -1, 1}, {3})).realize(),
                     ravel::Error);
+}
+
+BOOST_AUTO_TEST_CASE(cross_entropy_second_derivative_against_the_closed_form) {
+  // The custom rule is built from tensor ops, so it differentiates again: the Hessian of the mean
+  // loss times v is, row by row, (p * v - p (p . v)) / N with p = softmax(x) (the one-hot is
+  // constant). f64 logits, one row at +-1000 (the rule's softmax shifts by the row max).
+  for (const int64_t C : {7, 300}) {  // the short rows' graph and the long rows' custom rule
+  BOOST_TEST_CONTEXT("C = " << C) {
+  const int64_t rows = 5;
+  auto xv = seeded_values(size_t(rows * C), 41, -3, 3);
+  for (int64_t c = 0; c < C; ++c) xv[size_t(2 * C + c)] = (c % 2 ? 1000.0 : -1000.0) + 0.25 * double(c);
+  const auto vv = seeded_values(size_t(rows * C), 42, -1, 1);
+  const std::vector<int64_t> tv = {0, C - 1, 3, 1, 5};
+  Tensor x = Tensor::from_vector(xv, {rows, C});
+  Tensor v = Tensor::from_vector(vv, {rows, C});
+  Tensor t = Tensor::from_vector(tv, {rows});
+  Tensor g = ravel::gradients(nn::cross_entropy(x, t), {x})[0];
+  const std::vector<double> hv = ravel::gradients((g * v).sum(), {x})[0].to_vector<double>();
+  std::vector<double> want(size_t(rows * C));
+  for (int64_t r = 0; r < rows; ++r) {
+    double m = -INFINITY, s = 0, pv = 0;
+    for (int64_t c = 0; c < C; ++c) m = std::max(m, xv[size_t(r * C + c)]);
+    for (int64_t c = 0; c < C; ++c) s += std::exp(xv[size_t(r * C + c)] - m);
+    for (int64_t c = 0; c < C; ++c) pv += std::exp(xv[size_t(r * C + c)] - m) / s * vv[size_t(r * C + c)];
+    for (int64_t c = 0; c < C; ++c) {
+      const double p = std::exp(xv[size_t(r * C + c)] - m) / s;
+      want[size_t(r * C + c)] = (p * vv[size_t(r * C + c)] - p * pv) / double(rows);
+    }
+  }
+  check(hv, want, 1e-12, "H v");
+  }
+  }
 }

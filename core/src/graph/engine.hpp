@@ -36,10 +36,6 @@ class Engine {
   // dtype `t`. DeviceError unless the device exists.
   bool device_has_reduce(const Device& device, ReduceOp op) { return device_ops(device).has(op); }
   virtual bool device_has_dtype(const Device& device, DType t) = 0;
-  // The reductions `device` runs as one chain per block of rows (ABI 1.11
-  // rvl_device_properties.reduce_chain_ops, within device_ops): bit 1 << ReduceOp. nn picks the
-  // cross-entropy's graph by it (Note [Cross-entropy as one row chain] in nn/modules.cpp).
-  virtual uint32_t device_reduce_chain_ops(const Device& device) = 0;
   // The largest axis group a contraction on `device` may carry (ABI 1.8 im2col block,
   // rvl_device_properties.contraction_axes; 1 for the 1.0 form and for devices that lower
   // contractions to programs). conv uses it to skip the im2col copy (Note [Implicit im2col]).

@@ -2,8 +2,8 @@
 #include <cmath>
 #include <optional>
 
-#include "graph/engine.hpp"
 #include "ravel/amp.hpp"
+#include "ravel/autodiff.hpp"
 #include "ravel/nn.hpp"
 
 namespace ravel::nn {
@@ -144,36 +144,44 @@ std::vector<NamedParameter> MLP::named_parameters() {
 }
 
 namespace {
-// Note [Cross-entropy as one row chain]
-// The loss (per_sample_cross_entropy below) is log s + (m - picked): max m, s = sum e^(x - m)
-// and picked = sum(onehot * x) are reductions over each row, but the tail is an Alu node over [N] that no chain program
-// outputs (ABI 1.11: without an epilogue a program's output is its own reduction), so it ran as
-// four kernels (max, sum-exp, the one-hot contraction, the tail), reading x three times from
-// memory. Written as the sum over the row of (onehot ? log s + (m - x) : 0), the tail *is* a reduction of
-// the same rows whose list reads the row values m and log s through the broadcast: the planner
-// (Note [Row chains in the planner] in schedule/row_chain.cpp) makes it one kernel per block of
-// rows with stages MAX and SUM, reading x once from memory. The one-hot *selects* (a where, not
-// a product: at logits of -FLT_MAX beside +FLT_MAX, m - x is +inf and 0 * inf would be NaN).
-// Its value is the same bits (the
-// target's term rounds as log s + (m - picked) does, the row's other terms are exact zeros;
-// m - x is its own node, not x - m negated, so that no value over the rows is read by two
-// kernels and stored); its gradient is (sum_j onehot) * softmax - onehot, the same where a
-// target is a class and 0 (masked by the caller's where anyway) for an ignored one, at the price of one
-// more reduction of onehot * g in the backward. Taken only where the device chains MAX and SUM:
-// elsewhere the product over the rows would go to the contraction matcher and be stored
-// (Note [Row reductions are no contractions]), so other devices keep today's graph.
-bool chain_cross_entropy(const Tensor& logits) {
-  const uint32_t need = (1u << static_cast<uint32_t>(detail::ReduceOp::Max)) |
-                        (1u << static_cast<uint32_t>(detail::ReduceOp::Sum));
-  return (detail::engine().device_reduce_chain_ops(logits.device()) & need) == need;
+// Note [Cross-entropy through the target's logit]
+// -log softmax(x)[t] = log sum_j e^(x_j - x_t): a log-sum-exp of the row shifted by the target's
+// logit x_t, which is a select-and-sum of the row (gather's form). The shifted LOGSUMEXP reads
+// x_t and nothing else does, so the planner makes the forward one row chain where the device
+// chains SUM and LOGSUMEXP (x read once from memory, the second pass in cache; tbb_cpu), and two
+// plain reductions elsewhere; every device runs LOGSUMEXP or the core's decomposition of it.
+// The derivative is a custom rule, (softmax(x) - onehot) * g: left to autodiff, the shift's path
+// would add a reduction of the cotangent per row, and x_t stored for the backward would stop the
+// forward's chain. softmax(x) is e / sum(e) with e = e^(x - max) (a MAX and SUM row chain with
+// its epilogue, one kernel where the device runs them), not e^((x - x_t) - loss): x - x_t is
+// rounded at the size of the loss, which costs a wrong, confident prediction's gradient ~1e-5
+// relative; nor Tensor::softmax, whose widened lse (m + log s in f64) is exact only for |x| up to
+// ~2^28 (the autodiff_numerics rows at +-FLT_MAX). The rule is built from tensor ops on x, so it
+// is differentiated again for higher orders (the max under stop_gradient: softmax does not
+// depend on the shift).
+// Earlier forms, and why not:
+// - log s + (m - x_t) with m the max, s = sum e^(x - m), x_t = sum(onehot * x): the one-hot
+//   product went to the contraction path (a batched dot product per row, ~10x the loop's time
+//   at 8192 x 1024), and the tail over [N] made it four kernels. With x_t selected instead of
+//   multiplied it is still the form of short rows and split logits (per_sample_cross_entropy).
+// - sum over the row of where(onehot, log s + (m - x), 0), one row chain with stages MAX and
+//   SUM: three passes over each row in cache, the last a select over every element for one
+//   value (0.8x the loop at 8192 x 1024).
+// - logsumexp(x) - x_t: m + log s rounded to f32 before x_t is subtracted loses the small loss
+//   of a confident prediction (ulp(1000) = 6e-5 against a loss of 1e-4); here the shift is exact
+//   where x_t is the max (x_t - x_t = 0), as in log_softmax's x - m - log s.
+// An ignored target selects nothing (x_t = 0) and the caller's where masks its row out. Logits
+// of +-FLT_MAX: x_j - x_t overflows to +inf exactly where the true loss exceeds FLT_MAX, and
+// -inf terms add e^-inf = 0.
+
+// x[n, t_n] as [N, 1]: the select-and-sum of each row (gather's form, one pass that a row chain
+// or a row epilogue can share with the reduction that reads it).
+Tensor target_logit(const Tensor& x, const Tensor& is_target) {
+  return Tensor::where(is_target, x, Tensor::zeros({}, x.dtype(), x.device())).sum(1, true);
 }
 
 // -log softmax(logits)[target] per sample, after checking shapes, dtypes and target bounds
-// (`ignore`: a target value allowed out of range, which then picks no class).
-// -log softmax(logits)[target] = log sum e^z + (m - logits[target]) with m the row max (under
-// stop_gradient: Note [Shift without gradient] in reduce.cpp) and z = logits - m, so neither the
-// value nor the gradient (softmax - one_hot) overflows, up to logits of ±FLT_MAX; the one-hot
-// picks the target's logit and keeps the whole loss one fused reduction.
+// (`ignore`: a target value allowed out of range, which then selects no class).
 Tensor per_sample_cross_entropy(const Tensor& half_logits, const Tensor& targets, std::optional<int64_t> ignore) {
   const Tensor logits = autocast_f32(half_logits);  // in f32 under nn::Autocast (PyTorch's cross_entropy)
   RAVEL_CHECK(logits.ndim() == 2 && targets.ndim() == 1 && targets.size(0) == logits.size(0), ShapeError,
@@ -183,15 +191,38 @@ Tensor per_sample_cross_entropy(const Tensor& half_logits, const Tensor& targets
               dtype_name(targets.dtype()));
   check_index_bounds(targets, logits.size(1), "cross_entropy",
                      concat(logits.size(1), " classes (logits ", shape_str(logits.shape()), ")"), ignore);
-  Tensor m = logits.max(1, true).detach();
-  Tensor hot = checked_one_hot(targets, logits.size(1), logits.dtype());
-  if (chain_cross_entropy(logits)) {
-    // Note [Cross-entropy as one row chain]
-    Tensor terms = (logits - m).exp().sum(1, true).log() + (m - logits);
-    return Tensor::where(hot > 0.0, terms, Tensor::zeros_like(terms)).sum(1);
+  // Note [Cross-entropy through the target's logit]
+  // Long rows take the one-pass form below, as a custom derivative, on one device (a custom
+  // derivative over a sharded bundle is not supported by the sharding rules: the custom view of a
+  // Multi node). Short rows and split logits take log s + (m - x_t), m the detached row max and
+  // s = sum e^(x - m), through plain autodiff: at makemore's 27 classes its max, sum and select
+  // kernels cost less than the chain's set-up (the same step 3-10% faster), and its gradient is
+  // softmax - onehot through the graph's own rules.
+  // The select compares class numbers with each target over every logit: in i32 it reads half the
+  // bytes and fills twice the lanes of i64 (0.9 ms of 5.7 at 8192 x 1024), but i64 targets then
+  // need a cast, one more small kernel, which short rows do not repay. A target is a class (checked
+  // above) or the ignored value, whose row the caller masks out whatever its i32 cast selects.
+  constexpr int64_t kOnePassFrom = 256;
+  const bool one_pass = logits.size(1) >= kOnePassFrom && !logits.sharding();
+  const DType class_dtype = targets.dtype() == DType::I64 && !one_pass ? DType::I64 : DType::I32;
+  Tensor classes = Tensor::arange(0, static_cast<double>(logits.size(1)), 1, class_dtype, logits.device());
+  Tensor is_target = targets.unsqueeze(-1).cast(class_dtype).eq(classes);
+  if (!one_pass) {
+    Tensor m = logits.max(1, true).detach();
+    return (logits - m).exp().sum(1).log() + (m - target_logit(logits, is_target)).reshape({logits.size(0)});
   }
-  Tensor picked = (logits * hot).sum(1);
-  return (logits - m).exp().sum(1).log() + (m.reshape({logits.size(0)}) - picked);
+  Tensor x = logits.detach();
+  Tensor loss = (x - target_logit(x, is_target)).logsumexp(1);
+  return custom_vjp(
+      loss, {logits},
+      [hot = is_target](const std::vector<Tensor>& in, const Tensor&, const Tensor& g) {
+        const Tensor& xs = in[0];
+        Tensor e = (xs - xs.max(1, true).detach()).exp();
+        Tensor softmax = e / e.sum(1, true);
+        Tensor one = Tensor::ones({}, xs.dtype(), xs.device());
+        return std::vector<Tensor>{Tensor::where(hot, softmax - one, softmax) * g.unsqueeze(1)};
+      },
+      "cross_entropy");
 }
 }  // namespace
 

@@ -22,10 +22,6 @@ class RuntimeEngine final : public Engine {
     const auto& caps = Runtime::get().plugin_for(device)->caps(device.index());
     return (caps.dtypes >> static_cast<uint32_t>(t)) & 1u;
   }
-  uint32_t device_reduce_chain_ops(const Device& device) override {
-    const Runtime& rt = Runtime::get();
-    return rt.plugin_for(device)->caps(device.index()).reduce_chain_ops & device_op_set(rt, device).reduce;
-  }
   int device_contraction_axes(const Device& device) override {
     const auto plugin = Runtime::get().plugin_for(device);
     if (!RAVEL_API_HAS(&plugin->api(), execute_contraction)) return 1;
