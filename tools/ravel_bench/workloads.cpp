@@ -354,7 +354,7 @@ const std::vector<WorkloadInfo>& workload_catalog() {
                      "and a bias of [cols] (one kernel under full on a device that runs chains of row reductions)",
        2, "rows, cols", {{4096, 4096}}, false, ""},
       {"cross_entropy", "nn::cross_entropy's forward (mean over the rows) of f32 logits [rows, cols] and i64 targets "
-                        "(one row-chain kernel and the mean under full on a device that chains MAX and SUM)",
+                        "(from 256 classes: one row-chain kernel, select then LOGSUMEXP, on a device that chains them)",
        2, "rows, cols", {{4096, 4096}}, false, ""},
       {"layer_norm_step", "layer_norm's forward and the gradients of sum(y * r) for x, the weight and the bias (f32 "
                           "[rows, cols]): the normalisation's share of a training step", 2, "rows, cols",
