@@ -154,6 +154,7 @@ class DataParallel {
 //   g = mesh.all_reduce(g);                            // ... then over ranks: hierarchical all-reduce
 //
 // docs/distributed.md ("One mesh over ranks and local devices").
+class MeshTensor;  // ravel/mesh_tensor.hpp (included at the end)
 struct MeshDevice {
   int rank = 0;
   Device device;
@@ -186,6 +187,19 @@ class Mesh {
   // local devices. One replica per tensor crosses ranks, in DataParallel's buckets.
   std::vector<Tensor> all_reduce(const std::vector<Tensor>& local_sums, double scale = 1.0) const;
 
+  // ---- the global view (ravel/mesh_tensor.hpp, decision 69) ----------------------------------
+  // `global` (the same on every rank) split along `axis` across the ranks, each rank's block over
+  // its local devices. The ranks must divide the axis (ShapeError otherwise, the same on every
+  // rank); the local devices may split a block unevenly (numpy.array_split). No communication.
+  MeshTensor shard(const Tensor& global, int64_t axis = 0) const;
+  // Collective: each rank's `local` part is its block along `axis`. The ranks exchange their
+  // shapes: different ranks, dtypes, other axes or block sizes (uneven blocks) are the same
+  // ShapeError / DTypeError on every rank, naming both ranks' shapes.
+  MeshTensor from_local_parts(const Tensor& local, int64_t axis = 0) const;
+  // `t`, the same value on every rank (computed identically, or from replicate()), as a
+  // replicated MeshTensor. Not checked and no communication.
+  MeshTensor as_replicated(const Tensor& t) const;
+
  private:
   std::vector<Device> local_;
   int ranks_ = 1, rank_ = 0;
@@ -193,3 +207,5 @@ class Mesh {
 };
 
 }  // namespace ravel::distributed
+
+#include "ravel/mesh_tensor.hpp"  // Mesh::shard's result

@@ -1,0 +1,83 @@
+// The rank steps of global-view MeshTensor ops (mesh_rank_steps.hpp).
+#include "distributed/mesh_rank_steps.hpp"
+
+#include <memory>
+
+#include "tensor/custom_vjp.hpp"
+
+namespace ravel::distributed::detail {
+
+// Note [Global-view derivatives]
+// A MeshTensor program has ONE objective: the global loss, a replicated value that every rank
+// computes identically (jax.jit over a multi-process mesh). Decision 60's explicit collectives
+// differentiate the *sum of the ranks' losses* instead (Note [Derivatives across ranks] in
+// collective_vjp.cpp), which counts a replicated loss R times. Under the one-loss convention a
+// replicated value's cotangent is itself replicated (the same on every rank), and the three
+// steps where data crosses ranks are each other's adjoints, Megatron's f and g operators:
+//  - combine (partial -> replicated, y = sum_r x_r): dx_r = g, the replicated cotangent handed
+//    to each part unchanged, with no communication; for max and min g goes to the ranks holding
+//    y, in equal shares on ties (k of them, counted by an all-reduce), as Ravel's max does.
+//  - enter (a replicated value used by this rank's part: a parameter times this rank's rows, a
+//    replicated operand cut to this rank's block): the identity forward, and its cotangent is
+//    this rank's contribution only, so dx = sum over ranks of g_r (an all-reduce). With the local
+//    rules' replica-gradient sum this is the gradient of a replicated parameter summed over the
+//    local devices AND the ranks.
+//  - gather (split -> replicated, y = [x_0; ...; x_{R-1}]): dx_r = block r of the replicated g,
+//    a slice, no communication.
+// By induction every replicated cotangent is the same on every rank (replicated ops are
+// identical, and enter's all-reduce makes its cotangent so), which is what combine and gather
+// rely on. Each result is the decision-60 collective with this rule put over it
+// (with_custom_vjp: autodiff never visits the collective's own rule). In a world of one every
+// step is the identity and nothing is attached.
+namespace {
+
+using GlobalRule = std::shared_ptr<const ravel::detail::CustomRule>;
+
+GlobalRule global_rule(const char* name, std::function<Tensor(const Tensor& x, const Tensor& y, const Tensor& g)> vjp) {
+  auto rule = std::make_shared<ravel::detail::CustomRule>();
+  rule->name = name;
+  rule->vjp = [vjp = std::move(vjp)](const std::vector<Tensor>& in, const Tensor& out, const Tensor& g) {
+    return std::vector<Tensor>{vjp(in[0], out, g)};
+  };
+  return rule;
+}
+
+Tensor attach_global(const Tensor& y, const Tensor& x, const GlobalRule& rule) {
+  if (!is_float(x.dtype())) return y;
+  return ravel::detail::with_custom_vjp(y, {x}, rule);
+}
+
+}  // namespace
+
+Tensor rank_combine(const Tensor& x, ReduceOp op) {
+  if (world_size() == 1) return x;
+  static const GlobalRule sum_rule =
+      global_rule("MeshTensor combine (sum)", [](const Tensor&, const Tensor&, const Tensor& g) { return g; });
+  static const GlobalRule extreme_rule =
+      global_rule("MeshTensor combine (max/min)", [](const Tensor& in, const Tensor& out, const Tensor& g) {
+        const Tensor holds = in.eq(out.detach()).cast(in.dtype());
+        const Tensor k = distributed::all_reduce(holds.detach(), ReduceOp::Sum);  // >= 1 unless NaN
+        return holds * g / Tensor::where(k.eq(Tensor::zeros_like(k)), Tensor::ones_like(k), k);
+      });
+  const Tensor y = distributed::all_reduce(x, op);
+  return attach_global(y, x, op == ReduceOp::Sum ? sum_rule : extreme_rule);
+}
+
+Tensor rank_enter(const Tensor& x) {
+  if (world_size() == 1) return x;
+  static const GlobalRule rule = global_rule("MeshTensor enter", [](const Tensor&, const Tensor&, const Tensor& g) {
+    return distributed::all_reduce(g, ReduceOp::Sum);
+  });
+  return attach_global(x, x, rule);
+}
+
+Tensor rank_gather(const Tensor& x) {
+  if (world_size() == 1) return x;
+  static const GlobalRule rule = global_rule("MeshTensor gather", [](const Tensor& in, const Tensor&, const Tensor& g) {
+    const int64_t n = in.shape()[0];
+    return g.slice(0, rank() * n, (rank() + 1) * n);
+  });
+  return attach_global(distributed::all_gather(x), x, rule);
+}
+
+}  // namespace ravel::distributed::detail
