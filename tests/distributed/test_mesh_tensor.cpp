@@ -185,6 +185,33 @@ BOOST_AUTO_TEST_CASE(mlp_gradients_equal_one_device) {
   }
 }
 
+// Ties across ranks: the cotangent is shared among every element holding the maximum, as on one
+// device (rows 0 and 1 lie on rank 0's first device, the last row on the last rank). Not ties
+// across the local devices of one rank: the local rules share those per device, not per element
+// (a known difference of core/src/tensor/sharded.cpp, docs/distributed.md).
+BOOST_AUTO_TEST_CASE(max_gradient_shares_ties_across_ranks) {
+  const auto local = local_devices();
+  dist::Mesh mesh(local);
+  const int64_t n = 2 * mesh.size();
+  std::vector<float> v(static_cast<size_t>(n * 2), -1.0f);
+  for (int64_t row : {int64_t{0}, int64_t{1}, mesh.ranks() > 1 ? n - 1 : int64_t{1}}) v[static_cast<size_t>(row * 2 + 1)] = 2.0f;
+  v[2] = -0.5f;  // a distinct value elsewhere
+  const Tensor a = Tensor::from_vector(v, {n, 2});
+  for (const bool over_split : {false, true}) {
+    auto ref = [&](const std::vector<Tensor>& p) { return over_split ? (p[0].max(0) * (Tensor::arange(2).cast(ravel::DType::F32) + 1.0)).sum() : p[0].max(); };
+    const auto [ref_value, ref_grad] = ravel::value_and_grad(ref, {a});
+    const MeshTensor placed = mesh.shard(a, 0);
+    const MeshTensor weights = mesh.as_replicated(Tensor::arange(2).cast(ravel::DType::F32) + 1.0);
+    auto on_mesh = [&](const std::vector<Tensor>& p) {
+      const MeshTensor x = placed.with_local(p[0]);
+      return (over_split ? (x.max(0) * weights).sum() : x.max()).local();
+    };
+    const auto [value, grad] = ravel::value_and_grad(on_mesh, {placed.local()});
+    BOOST_TEST(diff(value, ref_value) < 1e-6);
+    BOOST_TEST(diff(grad[0], block(ref_grad[0], 0)) < 1e-6, "over the split axis: " << over_split);
+  }
+}
+
 BOOST_AUTO_TEST_CASE(a_jit_replays_mesh_ops) {
   const auto local = local_devices();
   dist::Mesh mesh(local);

@@ -103,7 +103,13 @@ MeshTensor reduction(const MeshTensor& m, std::optional<int64_t> axis, bool keep
   // Over the split axis: this rank's partial result (its devices' partials folded on one), then
   // the combine across ranks.
   const Tensor partial = local_reduce(m.local()).to(Access::devices(m)[0]);
-  const Tensor whole = distributed::detail::rank_combine(partial, op);
+  Tensor ties;  // max and min: how many of this rank's elements hold its extreme (the derivative's shares)
+  if (op != ReduceOp::Sum && is_float(m.dtype())) {
+    const Tensor v = m.local().detach();
+    const Tensor extreme = op == ReduceOp::Max ? v.max(axes, true) : v.min(axes, true);
+    ties = v.eq(extreme).cast(m.dtype()).sum(axes, keepdim).to(Access::devices(m)[0]);
+  }
+  const Tensor whole = distributed::detail::rank_combine(partial, op, ties);
   return Access::make(m, replicated_locally(whole, Access::devices(m)), std::nullopt, out);
 }
 

@@ -16,7 +16,8 @@ namespace ravel::distributed::detail {
 // steps where data crosses ranks are each other's adjoints, Megatron's f and g operators:
 //  - combine (partial -> replicated, y = sum_r x_r): dx_r = g, the replicated cotangent handed
 //    to each part unchanged, with no communication; for max and min g goes to the ranks holding
-//    y, in equal shares on ties (k of them, counted by an all-reduce), as Ravel's max does.
+//    y, in equal shares among all the elements equal to y (each rank's count of them summed by
+//    an all-reduce), as one device's max does.
 //  - enter (a replicated value used by this rank's part: a parameter times this rank's rows, a
 //    replicated operand cut to this rank's block): the identity forward, and its cotangent is
 //    this rank's contribution only, so dx = sum over ranks of g_r (an all-reduce). With the local
@@ -49,18 +50,21 @@ Tensor attach_global(const Tensor& y, const Tensor& x, const GlobalRule& rule) {
 
 }  // namespace
 
-Tensor rank_combine(const Tensor& x, ReduceOp op) {
+Tensor rank_combine(const Tensor& x, ReduceOp op, const Tensor& ties) {
   if (world_size() == 1) return x;
   static const GlobalRule sum_rule =
       global_rule("MeshTensor combine (sum)", [](const Tensor&, const Tensor&, const Tensor& g) { return g; });
-  static const GlobalRule extreme_rule =
-      global_rule("MeshTensor combine (max/min)", [](const Tensor& in, const Tensor& out, const Tensor& g) {
-        const Tensor holds = in.eq(out.detach()).cast(in.dtype());
-        const Tensor k = distributed::all_reduce(holds.detach(), ReduceOp::Sum);  // >= 1 unless NaN
-        return holds * g / Tensor::where(k.eq(Tensor::zeros_like(k)), Tensor::ones_like(k), k);
-      });
   const Tensor y = distributed::all_reduce(x, op);
-  return attach_global(y, x, op == ReduceOp::Sum ? sum_rule : extreme_rule);
+  if (op == ReduceOp::Sum) return attach_global(y, x, sum_rule);
+  // Max and min: this rank's share of the elements holding y (its ties over everyone's); the
+  // local reduction's own rule then splits the share among this rank's ties.
+  const Tensor count = ties.defined() ? ties.detach().cast(x.dtype()) : Tensor::ones_like(x);
+  return attach_global(y, x, global_rule("MeshTensor combine (max/min)",
+                                         [count](const Tensor& in, const Tensor& out, const Tensor& g) {
+    const Tensor mine = Tensor::where(in.eq(out.detach()), count, Tensor::zeros_like(count));
+    const Tensor all = distributed::all_reduce(mine, ReduceOp::Sum);  // > 0 unless NaN
+    return g * mine / Tensor::where(all.eq(Tensor::zeros_like(all)), Tensor::ones_like(all), all);
+  }));
 }
 
 Tensor rank_enter(const Tensor& x) {

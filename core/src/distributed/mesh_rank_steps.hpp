@@ -7,8 +7,11 @@
 
 namespace ravel::distributed::detail {
 
-// Partial -> replicated: every rank's x combined by `op` (Sum, Max or Min), on every rank.
-Tensor rank_combine(const Tensor& x, ReduceOp op);
+// Partial -> replicated: every rank's x combined by `op` (Sum, Max or Min), on every rank. For
+// Max and Min, `ties` (shaped like x) counts the elements of this rank's block equal to x, so
+// that the derivative shares the cotangent among all the elements holding the result, whichever
+// rank holds them, as one device's max does.
+Tensor rank_combine(const Tensor& x, ReduceOp op, const Tensor& ties = {});
 // Replicated -> used by this rank's part: x itself; its cotangent is summed over the ranks.
 Tensor rank_enter(const Tensor& x);
 // Split -> replicated: every rank's block concatenated along axis 0 in rank order.
