@@ -153,7 +153,8 @@ class DataParallel {
 //   auto [l, g] = value_and_grad(...);                 // g: summed over local devices (docs/sharding.md)
 //   g = mesh.all_reduce(g);                            // ... then over ranks: hierarchical all-reduce
 //
-// docs/distributed.md ("One mesh over ranks and local devices").
+// docs/distributed.md ("One mesh over ranks and local devices"). Tensors split *across* the
+// ranks, with the core placing the collectives, are MeshTensors (shard() below, decision 69).
 class MeshTensor;  // ravel/mesh_tensor.hpp (included at the end)
 struct MeshDevice {
   int rank = 0;
