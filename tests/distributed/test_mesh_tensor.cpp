@@ -111,6 +111,21 @@ BOOST_AUTO_TEST_CASE(ops_propagate_as_on_one_device) {
   BOOST_TEST(diff(xa.to(kOne), a) == 0.0);  // a gather moves values exactly
 }
 
+// The documented uneven case: the ranks divide the axis, a rank's block does not divide over its
+// local devices (numpy.array_split there, as the local rules do).
+BOOST_AUTO_TEST_CASE(blocks_split_unevenly_over_local_devices) {
+  const auto local = local_devices();
+  dist::Mesh mesh(local);
+  const int64_t n = 3 * mesh.ranks();
+  const Tensor a = Tensor::randn({n, 2}, 8), c = Tensor::randn({n, 2}, 9);
+  const MeshTensor x = mesh.shard(a, 0);
+  check(x, a, 0, "uneven local split");
+  check(x * mesh.as_replicated(c) + 1.0, a * c + 1.0, 0, "times a replicated operand");
+  check(x.sum(0), a.sum(0), std::nullopt, "sum over the split axis");
+  check(x.max(), a.max(), std::nullopt, "global max");
+  check(x.permute({1, 0}).matmul(mesh.shard(c, 0)), a.transpose(0, 1).matmul(c), std::nullopt, "row-parallel");
+}
+
 BOOST_AUTO_TEST_CASE(matmuls_over_split_operands) {
   const auto local = local_devices();
   dist::Mesh mesh(local);

@@ -104,7 +104,7 @@ MeshTensor reduction(const MeshTensor& m, std::optional<int64_t> axis, bool keep
   // the combine across ranks.
   const Tensor partial = local_reduce(m.local()).to(Access::devices(m)[0]);
   Tensor ties;  // max and min: how many of this rank's elements hold its extreme (the derivative's shares)
-  if (op != ReduceOp::Sum && is_float(m.dtype())) {
+  if (op != ReduceOp::Sum && is_float(m.dtype()) && Access::ranks(m) > 1) {
     const Tensor v = m.local().detach();
     const Tensor extreme = op == ReduceOp::Max ? v.max(axes, true) : v.min(axes, true);
     ties = v.eq(extreme).cast(m.dtype()).sum(axes, keepdim).to(Access::devices(m)[0]);
