@@ -245,6 +245,26 @@ BOOST_AUTO_TEST_CASE(a_jit_replays_mesh_ops) {
   }
   BOOST_TEST(f.captures() == 1);
   BOOST_TEST(f.replays() == 2);
+  // A training step's gradients: the backward pass's rank steps are captured and replayed too.
+  ravel::Jit step([&](const std::vector<Tensor>& in) {
+    auto [loss, g] = ravel::value_and_grad(
+        [&](const std::vector<Tensor>& q) {
+          const MeshTensor y = xs.with_local(in[0]).matmul(ws.with_local(q[0])).tanh();
+          return (y * y).sum().local();
+        },
+        {in[1]});
+    return std::vector<Tensor>{loss.to(kOne), g[0]};
+  });
+  for (int call = 0; call < 3; ++call) {
+    const Tensor x = Tensor::randn({3, k}, 60 + call), w = Tensor::randn({k, 2}, 70 + call);
+    auto [ref_loss, ref_g] = ravel::value_and_grad(
+        [&](const std::vector<Tensor>& q) { const Tensor y = x.matmul(q[0]).tanh(); return (y * y).sum(); }, {w});
+    const auto got = step({mesh.shard(x, 1).local(), mesh.shard(w, 0).local()});
+    BOOST_TEST(diff(got[0], ref_loss) < 1e-5);
+    BOOST_TEST(diff(got[1], block(ref_g[0], 0)) < 1e-5);
+  }
+  BOOST_TEST(step.captures() == 1);
+  BOOST_TEST(step.replays() == 2);
 }
 
 // Bad layouts are the same typed error on every rank (the decision depends only on what every
