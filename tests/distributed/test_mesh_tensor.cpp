@@ -200,6 +200,38 @@ BOOST_AUTO_TEST_CASE(mlp_gradients_equal_one_device) {
   }
 }
 
+// Gradients of gradients: the rank steps' rules are made of the steps themselves, so the second
+// derivative of the global loss (a gradient-norm penalty) equals one device's too.
+BOOST_AUTO_TEST_CASE(second_order_equals_one_device) {
+  const auto local = local_devices();
+  dist::Mesh mesh(local);
+  const int64_t b = 2 * mesh.size(), k = 2 * mesh.size(), n = 3;
+  const Tensor x = Tensor::randn({b, k}, 81), w = Tensor::randn({k, n}, 82) * 0.5, v = Tensor::randn({n}, 83);
+  const Tensor z = Tensor::randn({b, n}, 84);
+  // L = sum((tanh(x w) v)^2) + sum(tanh(z v)): row-parallel (combine), and v entered by z's rows.
+  const auto [gw, gv] = [&] {
+    const auto g = ravel::gradients(((x.matmul(w).tanh() * v) * (x.matmul(w).tanh() * v)).sum() + (z * v).tanh().sum(),
+                                    {w, v});
+    return std::pair{g[0], g[1]};
+  }();
+  const auto want = ravel::gradients((gw * gw).sum() + (gv * gv).sum(), {w, v});
+
+  const MeshTensor mx = mesh.shard(x, 1), mw = mesh.shard(w, 0), mv = mesh.as_replicated(mesh.replicate(v));
+  const MeshTensor mz = mesh.shard(z, 0);
+  const Tensor wl = mw.local(), vl = mv.local();
+  const MeshTensor y = mx.matmul(mw.with_local(wl)).tanh() * mv.with_local(vl);
+  const MeshTensor loss = (y * y).sum() + (mz * mv.with_local(vl)).tanh().sum();
+  const auto g = ravel::gradients(loss.local(), {wl, vl});
+  const MeshTensor penalty = (mw.with_local(g[0]) * mw.with_local(g[0])).sum() + (mv.with_local(g[1]) * mv.with_local(g[1])).sum();
+  const auto got = ravel::gradients(penalty.local(), {wl, vl});
+  BOOST_TEST(diff(g[0], block(gw, 0)) < 1e-5);
+  BOOST_TEST(diff(g[1], gv) < 1e-5);
+  // Relative: the penalty's derivatives are in the thousands here (f32 sums in another order).
+  const double scale = 1.0 + std::max(diff(want[0], Tensor::zeros_like(want[0])), diff(want[1], Tensor::zeros_like(want[1])));
+  BOOST_TEST(diff(got[0], block(want[0], 0)) < 1e-6 * scale, "d/dw differs by " << diff(got[0], block(want[0], 0)) << " of " << scale);
+  BOOST_TEST(diff(got[1], want[1]) < 1e-6 * scale, "d/dv differs by " << diff(got[1], want[1]) << " of " << scale);
+}
+
 // Ties across ranks: the cotangent is shared among every element holding the maximum, as on one
 // device (rows 0 and 1 lie on rank 0's first device, the last row on the last rank). Not ties
 // across the local devices of one rank: the local rules share those per device, not per element

@@ -28,8 +28,13 @@ namespace ravel::distributed::detail {
 // By induction every replicated cotangent is the same on every rank (replicated ops are
 // identical, and enter's all-reduce makes its cotangent so), which is what combine and gather
 // rely on. Each result is the decision-60 collective with this rule put over it
-// (with_custom_vjp: autodiff never visits the collective's own rule). In a world of one every
-// step is the identity and nothing is attached.
+// (with_custom_vjp: autodiff never visits the collective's own rule). The rules are written
+// with the steps themselves, so they hold again for gradients of gradients: the cotangent g
+// handed to a rank's part is a replicated value used by that part, so combine's and gather's
+// rules *enter* it (the identity forward, as above), and enter's rule is a combine. Written
+// with decision 60's all_reduce instead, a second derivative would count the replicated
+// second-order cotangent R times. In a world of one every step is the identity and nothing
+// is attached.
 namespace {
 
 using GlobalRule = std::shared_ptr<const ravel::detail::CustomRule>;
@@ -53,7 +58,7 @@ Tensor attach_global(const Tensor& y, const Tensor& x, const GlobalRule& rule) {
 Tensor rank_combine(const Tensor& x, ReduceOp op, const Tensor& ties) {
   if (world_size() == 1) return x;
   static const GlobalRule sum_rule =
-      global_rule("MeshTensor combine (sum)", [](const Tensor&, const Tensor&, const Tensor& g) { return g; });
+      global_rule("MeshTensor combine (sum)", [](const Tensor&, const Tensor&, const Tensor& g) { return rank_enter(g); });
   const Tensor y = distributed::all_reduce(x, op);
   if (op == ReduceOp::Sum) return attach_global(y, x, sum_rule);
   // Max and min: this rank's share of the elements holding y (its ties over everyone's); the
@@ -63,14 +68,14 @@ Tensor rank_combine(const Tensor& x, ReduceOp op, const Tensor& ties) {
                                          [count](const Tensor& in, const Tensor& out, const Tensor& g) {
     const Tensor mine = Tensor::where(in.eq(out.detach()), count, Tensor::zeros_like(count));
     const Tensor all = distributed::all_reduce(mine, ReduceOp::Sum);  // > 0 unless NaN
-    return g * mine / Tensor::where(all.eq(Tensor::zeros_like(all)), Tensor::ones_like(all), all);
+    return rank_enter(g) * mine / Tensor::where(all.eq(Tensor::zeros_like(all)), Tensor::ones_like(all), all);
   }));
 }
 
 Tensor rank_enter(const Tensor& x) {
   if (world_size() == 1) return x;
   static const GlobalRule rule = global_rule("MeshTensor enter", [](const Tensor&, const Tensor&, const Tensor& g) {
-    return distributed::all_reduce(g, ReduceOp::Sum);
+    return rank_combine(g, ReduceOp::Sum);
   });
   return attach_global(x, x, rule);
 }
@@ -79,7 +84,7 @@ Tensor rank_gather(const Tensor& x) {
   if (world_size() == 1) return x;
   static const GlobalRule rule = global_rule("MeshTensor gather", [](const Tensor& in, const Tensor&, const Tensor& g) {
     const int64_t n = in.shape()[0];
-    return g.slice(0, rank() * n, (rank() + 1) * n);
+    return rank_enter(g).slice(0, rank() * n, (rank() + 1) * n);
   });
   return attach_global(distributed::all_gather(x), x, rule);
 }
