@@ -222,13 +222,16 @@ BOOST_AUTO_TEST_CASE(second_order_equals_one_device) {
   const MeshTensor y = mx.matmul(mw.with_local(wl)).tanh() * mv.with_local(vl);
   const MeshTensor loss = (y * y).sum() + (mz * mv.with_local(vl)).tanh().sum();
   const auto g = ravel::gradients(loss.local(), {wl, vl});
-  const MeshTensor penalty = (mw.with_local(g[0]) * mw.with_local(g[0])).sum() + (mv.with_local(g[1]) * mv.with_local(g[1])).sum();
+  const MeshTensor gw_mesh = mw.with_local(g[0]), gv_mesh = mv.with_local(g[1]);
+  const MeshTensor penalty = (gw_mesh * gw_mesh).sum() + (gv_mesh * gv_mesh).sum();
   const auto got = ravel::gradients(penalty.local(), {wl, vl});
   BOOST_TEST(diff(g[0], block(gw, 0)) < 1e-5);
   BOOST_TEST(diff(g[1], gv) < 1e-5);
   // Relative: the penalty's derivatives are in the thousands here (f32 sums in another order).
-  const double scale = 1.0 + std::max(diff(want[0], Tensor::zeros_like(want[0])), diff(want[1], Tensor::zeros_like(want[1])));
-  BOOST_TEST(diff(got[0], block(want[0], 0)) < 1e-6 * scale, "d/dw differs by " << diff(got[0], block(want[0], 0)) << " of " << scale);
+  const double scale =
+      1.0 + std::max(diff(want[0], Tensor::zeros_like(want[0])), diff(want[1], Tensor::zeros_like(want[1])));
+  BOOST_TEST(diff(got[0], block(want[0], 0)) < 1e-6 * scale,
+             "d/dw differs by " << diff(got[0], block(want[0], 0)) << " of " << scale);
   BOOST_TEST(diff(got[1], want[1]) < 1e-6 * scale, "d/dv differs by " << diff(got[1], want[1]) << " of " << scale);
 }
 
@@ -241,14 +244,16 @@ BOOST_AUTO_TEST_CASE(max_gradient_shares_ties_across_ranks) {
   dist::Mesh mesh(local);
   const int64_t n = 2 * mesh.size();
   std::vector<float> v(static_cast<size_t>(n * 2), -1.0f);
-  for (int64_t row : {int64_t{0}, int64_t{1}, mesh.ranks() > 1 ? n - 1 : int64_t{1}}) v[static_cast<size_t>(row * 2 + 1)] = 2.0f;
+  for (int64_t row : {int64_t{0}, int64_t{1}, mesh.ranks() > 1 ? n - 1 : int64_t{1}})
+    v[static_cast<size_t>(row * 2 + 1)] = 2.0f;
   v[2] = -0.5f;  // a distinct value elsewhere
   const Tensor a = Tensor::from_vector(v, {n, 2});
   for (const bool over_split : {false, true}) {
-    auto ref = [&](const std::vector<Tensor>& p) { return over_split ? (p[0].max(0) * (Tensor::arange(2).cast(ravel::DType::F32) + 1.0)).sum() : p[0].max(); };
+    const Tensor weight = Tensor::arange(2).cast(ravel::DType::F32) + 1.0;
+    auto ref = [&](const std::vector<Tensor>& p) { return over_split ? (p[0].max(0) * weight).sum() : p[0].max(); };
     const auto [ref_value, ref_grad] = ravel::value_and_grad(ref, {a});
     const MeshTensor placed = mesh.shard(a, 0);
-    const MeshTensor weights = mesh.as_replicated(Tensor::arange(2).cast(ravel::DType::F32) + 1.0);
+    const MeshTensor weights = mesh.as_replicated(weight);
     auto on_mesh = [&](const std::vector<Tensor>& p) {
       const MeshTensor x = placed.with_local(p[0]);
       return (over_split ? (x.max(0) * weights).sum() : x.max()).local();

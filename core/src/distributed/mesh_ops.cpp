@@ -23,7 +23,8 @@ Shape broadcast_shape(const MeshTensor& a, const MeshTensor& b, const char* what
     const int64_t da = i + a.shape().size() >= n ? a.shape()[i + a.shape().size() - n] : 1;
     const int64_t db = i + b.shape().size() >= n ? b.shape()[i + b.shape().size() - n] : 1;
     RAVEL_CHECK(da == db || da == 1 || db == 1, ShapeError, "MeshTensor::", what, ": shapes ", shape_str(a.shape()),
-                " and ", shape_str(b.shape()), " do not broadcast (", a.sharding().str(), "; ", b.sharding().str(), ")");
+                " and ", shape_str(b.shape()), " do not broadcast (", a.sharding().str(), "; ", b.sharding().str(),
+                ")");
     out[i] = da == 1 ? db : da;
   }
   return out;

@@ -57,8 +57,8 @@ Tensor attach_global(const Tensor& y, const Tensor& x, const GlobalRule& rule) {
 
 Tensor rank_combine(const Tensor& x, ReduceOp op, const Tensor& ties) {
   if (world_size() == 1) return x;
-  static const GlobalRule sum_rule =
-      global_rule("MeshTensor combine (sum)", [](const Tensor&, const Tensor&, const Tensor& g) { return rank_enter(g); });
+  static const GlobalRule sum_rule = global_rule(
+      "MeshTensor combine (sum)", [](const Tensor&, const Tensor&, const Tensor& g) { return rank_enter(g); });
   const Tensor y = distributed::all_reduce(x, op);
   if (op == ReduceOp::Sum) return attach_global(y, x, sum_rule);
   // Max and min: this rank's share of the elements holding y (its ties over everyone's); the

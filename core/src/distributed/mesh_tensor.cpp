@@ -132,8 +132,8 @@ MeshTensor Mesh::shard(const Tensor& global, int64_t axis) const {
   axis = normalized_axis(axis, global.ndim(), "shard");
   const int64_t n = global.shape()[static_cast<size_t>(axis)];
   RAVEL_CHECK(n % ranks_ == 0, ShapeError, "distributed::Mesh::shard: axis ", axis, " of ", shape_str(global.shape()),
-              " has ", n, " rows, which the ", ranks_, " ranks of ", str(), " do not divide; every rank takes the same ",
-              "number (pad the axis, or keep it replicated)");
+              " has ", n, " rows, which the ", ranks_, " ranks of ", str(),
+              " do not divide; every rank takes the same number (pad the axis, or keep it replicated)");
   const Tensor block = rank_block(global, axis, ranks_, rank_);
   return MeshTensorAccess::make(local_, ranks_, rank_, split_locally(block, local_, axis), axis, global.shape());
 }
@@ -157,7 +157,8 @@ MeshTensor Mesh::from_local_parts(const Tensor& local, int64_t axis) const {
   for (size_t i = 0; i < std::min(kDims, local.shape().size()); ++i) mine[kHead + i] = local.shape()[i];
   std::vector<int64_t> all = mine;
   if (ranks_ > 1)
-    all = distributed::all_gather(Tensor::from_vector(mine, {1, static_cast<int64_t>(mine.size())})).to_vector<int64_t>();
+    all = distributed::all_gather(Tensor::from_vector(mine, {1, static_cast<int64_t>(mine.size())}))
+              .to_vector<int64_t>();
   auto shape_of = [&](int r) {
     const int64_t* h = &all[static_cast<size_t>(r) * (kHead + kDims)];
     Shape s;
