@@ -237,8 +237,8 @@ BOOST_AUTO_TEST_CASE(second_order_equals_one_device) {
 
 // Ties across ranks: the cotangent is shared among every element holding the maximum, as on one
 // device (rows 0 and 1 lie on rank 0's first device, the last row on the last rank). Not ties
-// across the local devices of one rank: the local rules share those per device, not per element
-// (a known difference of core/src/tensor/sharded.cpp, docs/distributed.md).
+// across the local devices of one rank: the local rules share those through the pairwise fold of
+// the devices' partials, another subgradient (docs/distributed.md, "Known limits").
 BOOST_AUTO_TEST_CASE(max_gradient_shares_ties_across_ranks) {
   const auto local = local_devices();
   dist::Mesh mesh(local);

@@ -8,7 +8,7 @@
 //   MeshTensor w = mesh.shard(global_w, 0);           // a K-split weight (Megatron row-parallel)
 //   MeshTensor y = x.gathered().matmul(w);            // partial sums combined across the ranks
 //   MeshTensor total = x.sum();                       // local partial combine, then the rank all-reduce
-//   Tensor whole = x.to(Device{"tbb_cpu", 0});        // rank all-gather, then the local gather
+//   Tensor whole = x.to(Device{"tbb_cpu", 0});        // local gather, then the rank all-gather
 //
 // On each rank a MeshTensor holds local(): this rank's block (split axis) or the whole value
 // (replicated), itself an ordinary tensor on the rank's local devices (split over them or
@@ -103,7 +103,8 @@ class MeshTensor {
 
   // The whole value replicated on every device of every rank (rank all-gather where split).
   MeshTensor gathered() const;
-  // The whole value on `device` on every rank: the rank all-gather, then the local gather.
+  // The whole value on `device` on every rank: this rank's block gathered onto its first local
+  // device, then one rank all-gather of the blocks (then moved to `device`).
   Tensor to(const Device& device) const;
 
  private:
