@@ -108,6 +108,11 @@ BOOST_AUTO_TEST_CASE(ops_propagate_as_on_one_device) {
   check(xa.min(0), a.min(0), std::nullopt, "min over the split axis");
   check(xa.permute({1, 0}).max(1), a.max(0), std::nullopt, "max over the permuted split axis");
   check(xa.gathered(), a, std::nullopt, "gathered");
+  const Tensor sq = Tensor::randn({n, n}, 10);
+  check(mesh.shard(sq, 0).resharded(1), sq, 1, "resharded from split");
+  check(mesh.as_replicated(sq).resharded(-2), sq, 0, "resharded from replicated");
+  if (mesh.ranks() > 1) BOOST_CHECK_THROW(xa.resharded(1), ravel::ShapeError);
+  check(xa.resharded(std::nullopt), a, std::nullopt, "resharded to replicated");
   BOOST_TEST(diff(xa.to(kOne), a) == 0.0);  // a gather moves values exactly
 }
 

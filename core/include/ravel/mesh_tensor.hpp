@@ -103,6 +103,11 @@ class MeshTensor {
 
   // The whole value replicated on every device of every rank (rank all-gather where split).
   MeshTensor gathered() const;
+  // The same value split along `axis` across the ranks (replicated where empty): JAX's
+  // with_sharding_constraint. From replicated: each rank cuts its block (entered: no
+  // communication forward, an all-reduce of the cotangent backward); split along another axis:
+  // gathered first. ShapeError where the ranks do not divide the axis.
+  MeshTensor resharded(std::optional<int64_t> axis) const;
   // The whole value on `device` on every rank: this rank's block gathered onto its first local
   // device, then one rank all-gather of the blocks (then moved to `device`).
   Tensor to(const Device& device) const;

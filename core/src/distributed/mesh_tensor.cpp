@@ -63,7 +63,7 @@ using namespace mesh_detail;
 namespace {
 
 int64_t normalized_axis(int64_t axis, int64_t ndim, const char* what) {
-  RAVEL_CHECK(axis >= -ndim && axis < ndim, IndexError, "distributed::Mesh::", what, ": axis ", axis,
+  RAVEL_CHECK(axis >= -ndim && axis < ndim, IndexError, what, ": axis ", axis,
               " is out of range for a tensor of rank ", ndim);
   return axis < 0 ? axis + ndim : axis;
 }
@@ -122,6 +122,17 @@ MeshTensor MeshTensor::gathered() const {
   return MeshTensorAccess::make(*this, replicated_locally(whole, devices_), std::nullopt, shape_);
 }
 
+MeshTensor MeshTensor::resharded(std::optional<int64_t> axis) const {
+  RAVEL_CHECK(defined(), ValueError, "MeshTensor::resharded: the tensor is undefined");
+  if (!axis) return gathered();
+  const int64_t k = normalized_axis(*axis, ndim(), "MeshTensor::resharded");
+  if (axis_ == k) return *this;
+  RAVEL_CHECK(shape_[static_cast<size_t>(k)] % ranks_ == 0, ShapeError, "MeshTensor::resharded: axis ", k, " of ",
+              shape_str(shape_), " is not divisible by the ", ranks_, " ranks (", sharding().str(), ")");
+  const Tensor block = entered_block(gathered(), k);
+  return MeshTensorAccess::make(*this, split_locally(block, devices_, k), k, shape_);
+}
+
 Tensor MeshTensor::to(const Device& device) const {
   RAVEL_CHECK(defined(), ValueError, "MeshTensor::to: the tensor is undefined");
   return (axis_ ? local_on_one(gathered()) : local_).to(device);
@@ -129,7 +140,7 @@ Tensor MeshTensor::to(const Device& device) const {
 
 MeshTensor Mesh::shard(const Tensor& global, int64_t axis) const {
   RAVEL_CHECK(global.defined(), ValueError, "distributed::Mesh::shard: the tensor is undefined");
-  axis = normalized_axis(axis, global.ndim(), "shard");
+  axis = normalized_axis(axis, global.ndim(), "distributed::Mesh::shard");
   const int64_t n = global.shape()[static_cast<size_t>(axis)];
   RAVEL_CHECK(n % ranks_ == 0, ShapeError, "distributed::Mesh::shard: axis ", axis, " of ", shape_str(global.shape()),
               " has ", n, " rows, which the ", ranks_, " ranks of ", str(),
