@@ -189,13 +189,13 @@ class Mesh {
   std::vector<Tensor> all_reduce(const std::vector<Tensor>& local_sums, double scale = 1.0) const;
 
   // ---- the global view (ravel/mesh_tensor.hpp, decision 69) ----------------------------------
-  // `global` (the same on every rank) split along `axis` across the ranks, each rank's block over
-  // its local devices. The ranks must divide the axis (ShapeError otherwise, the same on every
-  // rank); the local devices may split a block unevenly (numpy.array_split). No communication.
+  // `global` (the same on every rank) split along `axis` across the ranks as numpy.array_split
+  // splits it (sizes the ranks do not divide: the first ranks one longer), each rank's block over
+  // its local devices (split the same way). No communication.
   MeshTensor shard(const Tensor& global, int64_t axis = 0) const;
-  // Collective: each rank's `local` part is its block along `axis`. The ranks exchange their
-  // shapes: different ranks, dtypes, other axes or block sizes (uneven blocks) are the same
-  // ShapeError / DTypeError on every rank, naming both ranks' shapes.
+  // Collective: each rank's `local` part is its block along `axis` (blocks may differ in size
+  // along it). The ranks exchange their shapes: different ranks, dtypes, axes or sizes of the
+  // other axes are the same ShapeError / DTypeError on every rank, naming both ranks' shapes.
   MeshTensor from_local_parts(const Tensor& local, int64_t axis = 0) const;
   // `t`, the same value on every rank (computed identically, or from replicate()), as a
   // replicated MeshTensor. Not checked and no communication.

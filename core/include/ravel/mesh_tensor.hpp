@@ -39,6 +39,8 @@ struct MeshSharding {
   Shape shape;                  // the global shape
   std::optional<int64_t> axis;  // the axis split across the ranks; empty: replicated on every rank
   // When split: ranks + 1 offsets along `axis`; rank r holds [rank_bounds[r], rank_bounds[r + 1]).
+  // Mesh::shard splits as numpy.array_split (the first ranks one longer); from_local_parts
+  // takes each rank's size.
   std::vector<int64_t> rank_bounds;
   // How this rank's part lies on its local devices (empty: on one device).
   std::optional<Sharding> local;
@@ -57,6 +59,8 @@ class MeshTensor {
   // This rank's part: its block of the split axis, or the whole value when replicated.
   const Tensor& local() const { return local_; }
   std::optional<int64_t> axis() const { return axis_; }
+  // When split: ranks + 1 offsets along the axis; rank r holds [b[r], b[r + 1]).
+  const std::vector<int64_t>& rank_bounds() const { return bounds_; }
   bool replicated() const { return !axis_.has_value(); }
   MeshSharding sharding() const;
   // The same layout with another local part of the same shape (a parameter inside
@@ -119,6 +123,7 @@ class MeshTensor {
   int ranks_ = 1, rank_ = 0;
   Tensor local_;
   std::optional<int64_t> axis_;
+  std::vector<int64_t> bounds_;  // ranks + 1 offsets along axis_ when split
   Shape shape_;
 };
 

@@ -31,16 +31,17 @@ Shape broadcast_shape(const MeshTensor& a, const MeshTensor& b, const char* what
 }
 
 // The local part of `other` to combine with a part split along output axis `out_axis` of a
-// result of rank `out_ndim`: its own part where it is split there too, else this rank's block of
-// the replicated value (entered: Note [Global-view derivatives]), or the whole value where it
-// broadcasts along that axis.
-Tensor operand_for_split(const MeshTensor& other, int64_t out_axis, int64_t out_ndim) {
+// result of rank `out_ndim`, at the ranks' `bounds`: its own part where it is split there too,
+// else this rank's block of the replicated value (entered: Note [Global-view derivatives]), or
+// the whole value where it broadcasts along that axis.
+Tensor operand_for_split(const MeshTensor& other, int64_t out_axis, int64_t out_ndim,
+                         const std::vector<int64_t>& bounds) {
   const int64_t k = out_axis - (out_ndim - other.ndim());  // other's own axis, < 0 when broadcast
   MeshTensor o = other;
-  if (o.axis() && *o.axis() == k) return o.local();
-  if (o.axis()) o = o.gathered();  // split along another axis: reshard through the whole value
+  if (o.axis() && *o.axis() == k && o.rank_bounds() == bounds) return o.local();
+  if (o.axis()) o = o.gathered();  // split along another axis or elsewhere: reshard through the whole value
   if (k < 0 || o.shape()[static_cast<size_t>(k)] == 1) return distributed::detail::rank_enter(local_on_one(o));
-  return entered_block(o, k);
+  return entered_block(o, k, bounds);
 }
 
 MeshTensor binary(const MeshTensor& a, const MeshTensor& b, Binary op, const char* what) {
@@ -48,7 +49,7 @@ MeshTensor binary(const MeshTensor& a, const MeshTensor& b, Binary op, const cha
   check_same_mesh(a, b, what);
   const Shape out = broadcast_shape(a, b, what);
   const int64_t n = static_cast<int64_t>(out.size());
-  if (a.replicated() && b.replicated()) return Access::make(a, op(a.local(), b.local()), std::nullopt, out);
+  if (a.replicated() && b.replicated()) return Access::replicated(a, op(a.local(), b.local()), out);
   // The result is split like the first split operand, as the local rules do.
   const bool a_leads = !a.replicated();
   const MeshTensor& lead = a_leads ? a : b;
@@ -57,12 +58,12 @@ MeshTensor binary(const MeshTensor& a, const MeshTensor& b, Binary op, const cha
   RAVEL_CHECK(lead.shape()[static_cast<size_t>(*lead.axis())] == out[static_cast<size_t>(axis)], ShapeError,
               "MeshTensor::", what, ": the split axis of ", lead.sharding().str(), " is broadcast by ",
               other.sharding().str(), "; gather it first");
-  const Tensor o = operand_for_split(other, axis, n);
-  return Access::make(a, a_leads ? op(lead.local(), o) : op(o, lead.local()), axis, out);
+  const Tensor o = operand_for_split(other, axis, n, lead.rank_bounds());
+  return Access::make(a, a_leads ? op(lead.local(), o) : op(o, lead.local()), axis, lead.rank_bounds(), out);
 }
 
 MeshTensor unary(const MeshTensor& a, const Tensor& local) {
-  return Access::make(a, local, a.axis(), a.shape());
+  return Access::make(a, local, a.axis(), a.rank_bounds(), a.shape());
 }
 
 Tensor add(const Tensor& x, const Tensor& y) { return x + y; }
@@ -98,9 +99,16 @@ MeshTensor reduction(const MeshTensor& m, std::optional<int64_t> axis, bool keep
     }
   };
   const Shape out = reduced_shape(m.shape(), axis, keepdim);
-  if (m.replicated()) return Access::make(m, local_reduce(m.local()), std::nullopt, out);
+  if (m.replicated()) return Access::replicated(m, local_reduce(m.local()), out);
   const int64_t k = *m.axis();
-  if (axis && *axis != k) return Access::make(m, local_reduce(m.local()), k - (*axis < k && !keepdim), out);
+  if (axis && *axis != k)
+    return Access::make(m, local_reduce(m.local()), k - (*axis < k && !keepdim), m.rank_bounds(), out);
+  // A rank whose block is empty has no extreme to contribute: the same error on every rank (all
+  // of them know the bounds), where the local max would fail on that rank alone.
+  const auto& b = m.rank_bounds();
+  for (size_t r = 0; op != ReduceOp::Sum && r + 1 < b.size(); ++r)
+    RAVEL_CHECK(b[r + 1] > b[r], ShapeError, "MeshTensor::", what, ": rank ", r, "'s block of ", m.sharding().str(),
+                " is empty; a max or min over the split axis needs an element on every rank");
   // Over the split axis: this rank's partial result (its devices' partials folded on one), then
   // the combine across ranks.
   const Tensor partial = local_reduce(m.local()).to(Access::devices(m)[0]);
@@ -111,7 +119,7 @@ MeshTensor reduction(const MeshTensor& m, std::optional<int64_t> axis, bool keep
     ties = v.eq(extreme).cast(m.dtype()).sum(axes, keepdim).to(Access::devices(m)[0]);
   }
   const Tensor whole = distributed::detail::rank_combine(partial, op, ties);
-  return Access::make(m, replicated_locally(whole, Access::devices(m)), std::nullopt, out);
+  return Access::replicated(m, replicated_locally(whole, Access::devices(m)), out);
 }
 
 }  // namespace
@@ -144,7 +152,7 @@ MeshTensor MeshTensor::permute(std::vector<int64_t> order) const {
     out.push_back(shape_[static_cast<size_t>(order[i])]);
     if (axis_ && order[i] == *axis_) axis = static_cast<int64_t>(i);
   }
-  return Access::make(*this, local_.permute(order), axis, out);  // the local permute checks the order
+  return Access::make(*this, local_.permute(order), axis, bounds_, out);  // the local permute checks the order
 }
 
 MeshTensor MeshTensor::reshape(Shape shape) const {
@@ -159,17 +167,20 @@ MeshTensor MeshTensor::reshape(Shape shape) const {
   const int64_t got = std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
   RAVEL_CHECK(got == total, ShapeError, "MeshTensor::reshape: ", sharding().str(), " cannot take shape ",
               shape_str(shape));
-  if (!axis_) return Access::make(*this, local_.reshape(shape), std::nullopt, shape);
-  // The rank boundaries survive when the axes before the split have the same extent and the new
-  // axis there is a multiple of the ranks: each rank's block is then one contiguous run of it.
+  if (!axis_) return Access::replicated(*this, local_.reshape(shape), shape);
+  // The rank boundaries survive when the blocks are even, the axes before the split have the
+  // same extent and the new axis there is a multiple of the ranks: each rank's block is then one
+  // contiguous run of it.
   const int64_t k = *axis_;
+  if (shape_[static_cast<size_t>(k)] % ranks_ != 0) return gathered().reshape(shape);
   const int64_t outer = std::accumulate(shape_.begin(), shape_.begin() + k, int64_t{1}, std::multiplies<>());
   int64_t prefix = 1;
   for (size_t j = 0; j < shape.size(); ++j) {
     if (prefix == outer && shape[j] % ranks_ == 0 && shape[j] != 1) {
       Shape part = shape;
       part[j] /= ranks_;
-      return Access::make(*this, local_.reshape(part), static_cast<int64_t>(j), shape);
+      return Access::make(*this, local_.reshape(part), static_cast<int64_t>(j), even_rank_bounds(shape[j], ranks_),
+                          shape);
     }
     prefix *= shape[j];
     if (prefix > outer) break;
@@ -204,21 +215,24 @@ MeshTensor MeshTensor::matmul(const MeshTensor& b) const {
   out.back() = b.shape()[1];
   const int64_t ka = a.ndim() - 1;
   const auto a_axis = a.axis(), b_axis = b.axis();
-  if (!a_axis && !b_axis) return Access::make(a, a.local().matmul(b.local()), std::nullopt, out);
+  if (!a_axis && !b_axis) return Access::replicated(a, a.local().matmul(b.local()), out);
   const bool a_on_k = a_axis == ka, b_on_k = b_axis == int64_t{0};
   if (a_on_k || b_on_k) {
-    if ((a_on_k || !a_axis) && (b_on_k || !b_axis)) {
+    const std::vector<int64_t>& kb = a_on_k ? a.rank_bounds() : b.rank_bounds();
+    if ((a_on_k || !a_axis) && (b_on_k ? b.rank_bounds() == kb : !b_axis)) {
       // Row-parallel: each rank's K block of both, a partial product, combined across the ranks.
-      const Tensor x = a_on_k ? a.local() : entered_block(a, ka);
-      const Tensor w = b_on_k ? b.local() : entered_block(b, 0);
+      const Tensor x = a_on_k ? a.local() : entered_block(a, ka, kb);
+      const Tensor w = b_on_k ? b.local() : entered_block(b, 0, kb);
       const Tensor partial = x.matmul(w).to(devices_[0]);
       const Tensor whole = distributed::detail::rank_combine(partial, ReduceOp::Sum);
-      return Access::make(a, replicated_locally(whole, devices_), std::nullopt, out);
+      return Access::replicated(a, replicated_locally(whole, devices_), out);
     }
   } else if (a_axis && !b_axis) {  // a split on a batch or M axis: b whole on every rank
-    return Access::make(a, a.local().matmul(distributed::detail::rank_enter(local_on_one(b))), a_axis, out);
+    return Access::make(a, a.local().matmul(distributed::detail::rank_enter(local_on_one(b))), a_axis,
+                        a.rank_bounds(), out);
   } else if (!a_axis && b_axis == int64_t{1}) {  // column-parallel
-    return Access::make(a, distributed::detail::rank_enter(local_on_one(a)).matmul(b.local()), ka, out);
+    return Access::make(a, distributed::detail::rank_enter(local_on_one(a)).matmul(b.local()), ka, b.rank_bounds(),
+                        out);
   }
   // Split differently: reshard through the whole value of b (else a), then the rules above.
   return b_axis ? a.matmul(b.gathered()) : a.gathered().matmul(b);

@@ -32,15 +32,20 @@ Tensor replicated_locally(const Tensor& t, const std::vector<Device>& devices) {
 
 Tensor local_on_one(const MeshTensor& m) { return m.local().to(MeshTensorAccess::devices(m)[0]); }
 
-Tensor rank_block(const Tensor& whole, int64_t axis, int ranks, int rank) {
-  if (ranks == 1) return whole;
-  const int64_t rows = whole.shape()[static_cast<size_t>(axis)] / ranks;
-  return whole.slice(axis, rank * rows, (rank + 1) * rows);
+std::vector<int64_t> even_rank_bounds(int64_t n, int ranks) {
+  std::vector<int64_t> b{0};
+  for (int r = 0; r < ranks; ++r) b.push_back(b.back() + n / ranks + (r < n % ranks ? 1 : 0));
+  return b;
 }
 
-Tensor entered_block(const MeshTensor& replicated, int64_t axis) {
+Tensor rank_block(const Tensor& whole, int64_t axis, const std::vector<int64_t>& bounds, int rank) {
+  if (bounds.size() == 2) return whole;  // one rank
+  return whole.slice(axis, bounds[static_cast<size_t>(rank)], bounds[static_cast<size_t>(rank) + 1]);
+}
+
+Tensor entered_block(const MeshTensor& replicated, int64_t axis, const std::vector<int64_t>& bounds) {
   const Tensor entered = distributed::detail::rank_enter(local_on_one(replicated));
-  return rank_block(entered, axis, MeshTensorAccess::ranks(replicated), MeshTensorAccess::rank(replicated));
+  return rank_block(entered, axis, bounds, MeshTensorAccess::rank(replicated));
 }
 
 std::string shape_str(const Shape& s) {
@@ -66,6 +71,28 @@ int64_t normalized_axis(int64_t axis, int64_t ndim, const char* what) {
   RAVEL_CHECK(axis >= -ndim && axis < ndim, IndexError, what, ": axis ", axis,
               " is out of range for a tensor of rank ", ndim);
   return axis < 0 ? axis + ndim : axis;
+}
+
+// Every rank's block (on one device, the split axis in front) concatenated in rank order, on
+// every rank. Uneven blocks are padded to the longest for the all-gather and cut back after.
+Tensor gather_blocks(const Tensor& block, const std::vector<int64_t>& bounds) {
+  const size_t ranks = bounds.size() - 1;
+  int64_t longest = 0;
+  bool even = true;
+  for (size_t r = 0; r < ranks; ++r) {
+    longest = std::max(longest, bounds[r + 1] - bounds[r]);
+    even = even && bounds[r + 1] - bounds[r] == bounds[1] - bounds[0];
+  }
+  if (even) return distributed::detail::rank_gather(block);
+  std::vector<std::pair<int64_t, int64_t>> widths(static_cast<size_t>(block.ndim()), {0, 0});
+  widths[0].second = longest - block.shape()[0];
+  const Tensor all = distributed::detail::rank_gather(block.pad(widths));  // [ranks * longest, ...]
+  std::vector<Tensor> pieces;
+  for (size_t r = 0; r < ranks; ++r) {
+    const int64_t at = static_cast<int64_t>(r) * longest;
+    pieces.push_back(all.slice(0, at, at + bounds[r + 1] - bounds[r]));
+  }
+  return Tensor::concatenate(pieces, 0);
 }
 
 // `block` (this rank's part, any layout) split along `axis` over the local devices.
@@ -96,10 +123,7 @@ MeshSharding MeshTensor::sharding() const {
   s.ranks = ranks_;
   s.shape = shape_;
   s.axis = axis_;
-  if (axis_) {
-    const int64_t rows = shape_[static_cast<size_t>(*axis_)] / ranks_;
-    for (int r = 0; r <= ranks_; ++r) s.rank_bounds.push_back(r * rows);
-  }
+  s.rank_bounds = bounds_;
   if (local_.defined()) s.local = local_.sharding();
   return s;
 }
@@ -108,7 +132,7 @@ MeshTensor MeshTensor::with_local(const Tensor& local) const {
   RAVEL_CHECK(local.defined() && local.shape() == local_.shape(), ShapeError, "MeshTensor::with_local: a part of ",
               "shape ", local.defined() ? shape_str(local.shape()) : "(undefined)", " for ", sharding().str(),
               ", whose part on this rank is ", shape_str(local_.shape()));
-  return MeshTensorAccess::make(*this, local, axis_, shape_);
+  return MeshTensorAccess::make(*this, local, axis_, bounds_, shape_);
 }
 
 MeshTensor MeshTensor::gathered() const {
@@ -118,8 +142,8 @@ MeshTensor MeshTensor::gathered() const {
   for (int64_t i = 0; i < ndim(); ++i)
     if (i != k) to_front.push_back(i);
   for (int64_t i = 0; i < ndim(); ++i) back[static_cast<size_t>(to_front[static_cast<size_t>(i)])] = i;
-  const Tensor whole = distributed::detail::rank_gather(local_on_one(*this).permute(to_front)).permute(back);
-  return MeshTensorAccess::make(*this, replicated_locally(whole, devices_), std::nullopt, shape_);
+  const Tensor whole = gather_blocks(local_on_one(*this).permute(to_front), bounds_).permute(back);
+  return MeshTensorAccess::replicated(*this, replicated_locally(whole, devices_), shape_);
 }
 
 MeshTensor MeshTensor::resharded(std::optional<int64_t> axis) const {
@@ -127,10 +151,9 @@ MeshTensor MeshTensor::resharded(std::optional<int64_t> axis) const {
   if (!axis) return gathered();
   const int64_t k = normalized_axis(*axis, ndim(), "MeshTensor::resharded");
   if (axis_ == k) return *this;
-  RAVEL_CHECK(shape_[static_cast<size_t>(k)] % ranks_ == 0, ShapeError, "MeshTensor::resharded: axis ", k, " of ",
-              shape_str(shape_), " is not divisible by the ", ranks_, " ranks (", sharding().str(), ")");
-  const Tensor block = entered_block(gathered(), k);
-  return MeshTensorAccess::make(*this, split_locally(block, devices_, k), k, shape_);
+  const std::vector<int64_t> bounds = even_rank_bounds(shape_[static_cast<size_t>(k)], ranks_);
+  const Tensor block = entered_block(gathered(), k, bounds);
+  return MeshTensorAccess::make(*this, split_locally(block, devices_, k), k, bounds, shape_);
 }
 
 Tensor MeshTensor::to(const Device& device) const {
@@ -141,12 +164,10 @@ Tensor MeshTensor::to(const Device& device) const {
 MeshTensor Mesh::shard(const Tensor& global, int64_t axis) const {
   RAVEL_CHECK(global.defined(), ValueError, "distributed::Mesh::shard: the tensor is undefined");
   axis = normalized_axis(axis, global.ndim(), "distributed::Mesh::shard");
-  const int64_t n = global.shape()[static_cast<size_t>(axis)];
-  RAVEL_CHECK(n % ranks_ == 0, ShapeError, "distributed::Mesh::shard: axis ", axis, " of ", shape_str(global.shape()),
-              " has ", n, " rows, which the ", ranks_, " ranks of ", str(),
-              " do not divide; every rank takes the same number (pad the axis, or keep it replicated)");
-  const Tensor block = rank_block(global, axis, ranks_, rank_);
-  return MeshTensorAccess::make(local_, ranks_, rank_, split_locally(block, local_, axis), axis, global.shape());
+  const auto bounds = even_rank_bounds(global.shape()[static_cast<size_t>(axis)], ranks_);
+  const Tensor block = rank_block(global, axis, bounds, rank_);
+  return MeshTensorAccess::make(local_, ranks_, rank_, split_locally(block, local_, axis), axis, bounds,
+                                global.shape());
 }
 
 MeshTensor Mesh::as_replicated(const Tensor& t) const {
@@ -155,7 +176,7 @@ MeshTensor Mesh::as_replicated(const Tensor& t) const {
   const bool already = local_.size() == 1 ? (!s && t.device() == local_[0])
                                           : (s && s->replicated() && s->devices == local_);
   return MeshTensorAccess::make(local_, ranks_, rank_, already ? t : replicated_locally(t.to(local_[0]), local_),
-                                std::nullopt, t.shape());
+                                std::nullopt, {}, t.shape());
 }
 
 MeshTensor Mesh::from_local_parts(const Tensor& local, int64_t axis) const {
@@ -188,14 +209,17 @@ MeshTensor Mesh::from_local_parts(const Tensor& local, int64_t axis) const {
                 dtype_name(static_cast<DType>(h0[2])), ", rank ", r, "'s is ", dtype_name(static_cast<DType>(h[2])),
                 " (seen on rank ", rank_, ")");
     bool same = h[0] == h0[0] && h[1] == h0[1];
-    for (size_t i = 0; same && i < kDims; ++i) same = h[kHead + i] == h0[kHead + i];
+    for (size_t i = 0; same && i < kDims; ++i) same = static_cast<int64_t>(i) == k || h[kHead + i] == h0[kHead + i];
     RAVEL_CHECK(same, ShapeError, "distributed::Mesh::from_local_parts: rank 0's part ", shape_of(0), " (axis ", h0[1],
-                ") and rank ", r, "'s part ", shape_of(r), " (axis ", h[1], ") differ (seen on rank ", rank_,
-                "); every rank's block has the same shape (uneven blocks across ranks are not supported)");
+                ") and rank ", r, "'s part ", shape_of(r), " (axis ", h[1], ") differ outside the axis (seen on rank ",
+                rank_, "); the blocks may differ only in their size along it");
   }
+  std::vector<int64_t> bounds{0};
+  for (int r = 0; r < ranks_; ++r)
+    bounds.push_back(bounds.back() + all[static_cast<size_t>(r) * (kHead + kDims) + kHead + static_cast<size_t>(k)]);
   Shape global = local.shape();
-  global[static_cast<size_t>(k)] *= ranks_;
-  return MeshTensorAccess::make(local_, ranks_, rank_, split_locally(local, local_, k), k, global);
+  global[static_cast<size_t>(k)] = bounds.back();
+  return MeshTensorAccess::make(local_, ranks_, rank_, split_locally(local, local_, k), k, bounds, global);
 }
 
 }  // namespace ravel::distributed
