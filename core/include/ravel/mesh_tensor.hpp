@@ -84,7 +84,8 @@ class MeshTensor {
   MeshTensor map_elementwise(const std::function<Tensor(const Tensor&)>& fn) const;
 
   // ---- movement: permute follows the split axis; reshape keeps it where the rank boundaries
-  // survive (splitting or merging axes after it, the split axis a multiple of the ranks), else
+  // survive (splitting or merging axes after it, the old and new split axes multiples of the
+  // ranks), else
   // gathers first (the result is then replicated).
   MeshTensor permute(std::vector<int64_t> order) const;
   MeshTensor reshape(Shape shape) const;
@@ -110,7 +111,7 @@ class MeshTensor {
   // The same value split along `axis` across the ranks (replicated where empty): JAX's
   // with_sharding_constraint. From replicated: each rank cuts its block (entered: no
   // communication forward, an all-reduce of the cotangent backward); split along another axis:
-  // gathered first. ShapeError where the ranks do not divide the axis.
+  // gathered first. The blocks are numpy.array_split's, as Mesh::shard makes them.
   MeshTensor resharded(std::optional<int64_t> axis) const;
   // The whole value on `device` on every rank: this rank's block gathered onto its first local
   // device, then one rank all-gather of the blocks (then moved to `device`).
