@@ -85,8 +85,7 @@ class MeshTensor {
 
   // ---- movement: permute follows the split axis; reshape keeps it where the rank boundaries
   // survive (splitting or merging axes after it, the old and new split axes multiples of the
-  // ranks), else
-  // gathers first (the result is then replicated).
+  // ranks), else gathers first (the result is then replicated).
   MeshTensor permute(std::vector<int64_t> order) const;
   MeshTensor reshape(Shape shape) const;
 
