@@ -97,6 +97,8 @@ BOOST_AUTO_TEST_CASE(ops_propagate_as_on_one_device) {
   check(xa + tb.permute({1, 0}), a + b, 0, "split + permuted split");
   check(xa.tanh() * 2.0, a.tanh() * 2.0, 0, "tanh, scale");
   check((-xa).relu(), (-a).relu(), 0, "neg, relu");
+  check(xa.map_elementwise([](const Tensor& t) { return t.abs().sqrt(); }), a.abs().sqrt(), 0, "map_elementwise");
+  BOOST_CHECK_THROW(xa.map_elementwise([](const Tensor& t) { return t.sum(0); }), ravel::ShapeError);
   check(xa.permute({1, 0}), a.permute({1, 0}), 1, "permute");
   check(xa.reshape({n * 3}), a.reshape({n * 3}), 0, "reshape merging after the split");
   check(xa.reshape({n, 3, 1}), a.reshape({n, 3, 1}), 0, "reshape adding an axis");
