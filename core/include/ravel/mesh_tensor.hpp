@@ -13,9 +13,10 @@
 // On each rank a MeshTensor holds local(): this rank's block (split axis) or the whole value
 // (replicated), itself an ordinary tensor on the rank's local devices (split over them or
 // replicated), so every op runs through the local rules of docs/sharding.md. Where an op needs
-// other ranks' data the rank collective is inserted as a graph node (a host operation a Jit
-// captures): a reduction over the split axis combines across ranks, operands split differently
-// are resharded (a rank all-gather), a replicated operand is cut to this rank's block.
+// other ranks' data the rank collective is inserted where the op is built (a host operation: it
+// realizes its input when called, and a Jit captures and replays it): a reduction over the
+// split axis combines across ranks, operands split differently are resharded (a rank
+// all-gather), a replicated operand is cut to this rank's block.
 // Derivatives are those of the ONE global loss (Note [Global-view derivatives] in
 // core/src/distributed/mesh_rank_steps.cpp), not decision 60's sum of the ranks' losses.
 #pragma once

@@ -1,5 +1,6 @@
 // The three steps where a global-view MeshTensor op crosses ranks, each a rank collective (a
-// host operation in the lazy graph) carrying the derivative of the one global loss (Note
+// host operation a Jit captures; its input is realized when it is called) carrying the
+// derivative of the one global loss (Note
 // [Global-view derivatives] in mesh_rank_steps.cpp). Each takes and gives a tensor on one device.
 #pragma once
 

@@ -9,13 +9,14 @@
 // graph); only where those rules would need another rank's data does an op take one of three
 // rank steps (mesh_rank_steps.hpp): combine (a reduction over the split axis), gather (a
 // reshard, to(device)), enter (a replicated value used by this rank's block). Those are the
-// rank collectives, host operations in the lazy graph, so nothing runs until a value is read,
-// and a Jit captures and replays them. Every rank makes the same steps in the same order
-// because the decision depends only on the global facts: the ranks never disagree on a layout
-// or an error. Why a separate type, not a Sharding over (rank, device) pairs on Tensor itself:
-// the core's Multi bundle holds every part in the graph of one process, and a rank's parts live
-// in other processes; giving Tensor parts it cannot hold would touch every chokepoint of the
-// core for what this layer does at its three steps (decision 69).
+// rank collectives: host operations, not lazy graph nodes, so each realizes its input where
+// the op is built (enter's forward is the identity and communicates only in the backward
+// pass), and a Jit captures and replays them between its kernels. Every rank makes the same
+// steps in the same order because the decision depends only on the global facts: the ranks
+// never disagree on a layout or an error. Why a separate type, not a Sharding over (rank,
+// device) pairs on Tensor itself: the core's Multi bundle holds every part in the graph of one
+// process, and a rank's parts live in other processes; giving Tensor parts it cannot hold would
+// touch every chokepoint of the core for what this layer does at its three steps (decision 69).
 #include <algorithm>
 
 #include "distributed/mesh_rank_steps.hpp"
