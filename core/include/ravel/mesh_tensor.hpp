@@ -33,10 +33,11 @@
 
 namespace ravel::distributed {
 
-// How a MeshTensor lies on its mesh. The same on every rank except `local`.
+// How a MeshTensor lies on its mesh. The same on every rank except `rank` and `local`.
 struct MeshSharding {
   std::vector<MeshDevice> devices;  // the mesh, rank-major
   int ranks = 1;
+  int rank = 0;                 // this rank: whose `local` this is
   Shape shape;                  // the global shape
   std::optional<int64_t> axis;  // the axis split across the ranks; empty: replicated on every rank
   // When split: ranks + 1 offsets along `axis`; rank r holds [rank_bounds[r], rank_bounds[r + 1]).
@@ -46,7 +47,8 @@ struct MeshSharding {
   // How this rank's part lies on its local devices (empty: on one device).
   std::optional<Sharding> local;
   bool replicated() const { return !axis.has_value(); }
-  // "split axis 0 across 2 ranks [0, 4) [4, 8); on rank 1: split axis 0 over tbb_cpu:0 [0, 2), ..."
+  // "split axis 0 of [8, 3] across 2 ranks [0, 4) [4, 8); on rank 1: split axis 0 over
+  // tbb_cpu:0 [0, 2), tbb_cpu:1 [2, 4)"
   std::string str() const;
 };
 

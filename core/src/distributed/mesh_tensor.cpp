@@ -112,7 +112,7 @@ std::string MeshSharding::str() const {
                        : "replicated " + shape_str(shape) + " on " + std::to_string(ranks) + " ranks";
   for (size_t r = 0; axis && r + 1 < rank_bounds.size(); ++r)
     s += " [" + std::to_string(rank_bounds[r]) + ", " + std::to_string(rank_bounds[r + 1]) + ")";
-  s += "; on each: ";
+  s += "; on rank " + std::to_string(rank) + ": ";
   s += local ? local->str() : devices.empty() ? std::string("?") : "on " + devices[0].device.str();
   return s;
 }
@@ -122,6 +122,7 @@ MeshSharding MeshTensor::sharding() const {
   for (int r = 0; r < ranks_; ++r)
     for (const Device& d : devices_) s.devices.push_back(MeshDevice{r, d});
   s.ranks = ranks_;
+  s.rank = rank_;
   s.shape = shape_;
   s.axis = axis_;
   s.rank_bounds = bounds_;
