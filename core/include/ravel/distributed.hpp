@@ -153,7 +153,9 @@ class DataParallel {
 //   auto [l, g] = value_and_grad(...);                 // g: summed over local devices (docs/sharding.md)
 //   g = mesh.all_reduce(g);                            // ... then over ranks: hierarchical all-reduce
 //
-// docs/distributed.md ("One mesh over ranks and local devices").
+// docs/distributed.md ("One mesh over ranks and local devices"). Tensors split *across* the
+// ranks, with the core placing the collectives, are MeshTensors (shard() below, decision 69).
+class MeshTensor;  // ravel/mesh_tensor.hpp (included at the end)
 struct MeshDevice {
   int rank = 0;
   Device device;
@@ -186,6 +188,19 @@ class Mesh {
   // local devices. One replica per tensor crosses ranks, in DataParallel's buckets.
   std::vector<Tensor> all_reduce(const std::vector<Tensor>& local_sums, double scale = 1.0) const;
 
+  // ---- the global view (ravel/mesh_tensor.hpp, decision 69) ----------------------------------
+  // `global` (the same on every rank) split along `axis` across the ranks as numpy.array_split
+  // splits it (sizes the ranks do not divide: the first ranks one longer), each rank's block over
+  // its local devices (split the same way). No communication.
+  MeshTensor shard(const Tensor& global, int64_t axis = 0) const;
+  // Collective: each rank's `local` part is its block along `axis` (blocks may differ in size
+  // along it). The ranks exchange their shapes: different ranks, dtypes, axes or sizes of the
+  // other axes are the same ShapeError / DTypeError on every rank, naming both ranks' shapes.
+  MeshTensor from_local_parts(const Tensor& local, int64_t axis = 0) const;
+  // `t`, the same value on every rank (computed identically, or from replicate()), as a
+  // replicated MeshTensor. Not checked and no communication.
+  MeshTensor as_replicated(const Tensor& t) const;
+
  private:
   std::vector<Device> local_;
   int ranks_ = 1, rank_ = 0;
@@ -193,3 +208,5 @@ class Mesh {
 };
 
 }  // namespace ravel::distributed
+
+#include "ravel/mesh_tensor.hpp"  // Mesh::shard's result

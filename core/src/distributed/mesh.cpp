@@ -12,9 +12,10 @@
 // gradient buckets of docs/sharding.md, one all-reduce per mesh and dtype), (2) one replica per
 // tensor crosses ranks in DataParallel's buckets, (3) the sum is replicated back onto the local
 // devices. So only 1/L of the per-device gradient bytes leave the rank, and the local reduction
-// is the same code that runs without ranks. What this does not give yet: ops whose operands are
-// split *across ranks* (a reduction over a batch split over ranks is the user's explicit
-// all_reduce; the loss's batch_share() scaling makes the sum over ranks the global mean).
+// is the same code that runs without ranks. Ops whose operands are split *across ranks*, with
+// the collectives placed by the core, are the global view's (ravel/mesh_tensor.hpp: Mesh::shard,
+// Note [Global view over ranks] in mesh_tensor.cpp); here a reduction over a batch split over
+// ranks is the user's explicit all_reduce (batch_share() scaling makes the sum the global mean).
 #include <algorithm>
 #include <utility>
 
