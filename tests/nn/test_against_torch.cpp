@@ -1,12 +1,13 @@
-// Issue 24's operators against PyTorch's own numbers (torch_values.hpp, written by
-// torch_values.py from Debian's PyTorch 1.13 in float64 on the CPU): the cases where a test's
-// reference loop could share a misreading of PyTorch with the code it checks. Pooling with
-// ceil_mode, count_include_pad and dilation, max pooling's routing of ties, NaN and -inf;
-// adaptive pooling; interpolate with align_corners both ways and scale factors; transposed, 'same'
-// and 3-D convolutions; scatter_reduce's gradients where values tie; sort and topk with NaN and
-// ties; BatchNorm2d's training step and running statistics; the activations at their kinks.
-// Each case compares the value and the gradients of <result, cot> (cot = 1 + 0.25 i) with
-// respect to every input. Known deviations from PyTorch are stated where they are skipped.
+// The CNN operators (ravel/conv.hpp, interpolate, scatters, sorting, BatchNorm, activations)
+// against PyTorch's own numbers (torch_values.hpp, written by torch_values.py from Debian's
+// PyTorch 1.13 in float64 on the CPU): the cases where a test's reference loop could share a
+// misreading of PyTorch with the code it checks. Pooling with ceil_mode, count_include_pad and
+// dilation, max pooling's routing of ties, NaN and -inf; adaptive pooling; interpolate with
+// align_corners both ways and scale factors; transposed, 'same' and 3-D convolutions;
+// scatter_reduce's gradients where values tie; sort and topk with NaN and ties; BatchNorm2d's
+// training step and running statistics; the activations at their kinks. Each case compares the
+// value and the gradients of <result, cot> (cot = 1 + 0.25 i) with respect to every input. Where
+// Ravel differs from PyTorch on purpose, the case says why.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>

@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 # Writes tests/nn/torch_values.hpp: inputs and PyTorch's results (values and gradients, float64,
-# CPU) for the issue-24 operators whose semantics have corners a re-implementation could share
-# with the code it checks: pooling's ceil_mode / count_include_pad / dilation and max pooling's
-# routing of ties and NaN, adaptive pooling, interpolate with align_corners both ways and with
-# scale factors, transposed and 'same' convolutions, scatter_reduce's gradients with ties,
-# sort/topk with NaN and ties, BatchNorm2d's running statistics, the activations' derivatives at
-# their kinks. tests/nn/test_against_torch.cpp compares Ravel with these numbers.
+# CPU) for the convolution, pooling, indexing and activation operators whose semantics have
+# corners a re-implementation could share with the code it checks: pooling's ceil_mode /
+# count_include_pad / dilation and max pooling's routing of ties and NaN, adaptive pooling,
+# interpolate with align_corners both ways and with scale factors, transposed and 'same'
+# convolutions, scatter_reduce's gradients with ties, sort/topk with NaN and ties, BatchNorm2d's
+# running statistics, the activations' derivatives at their kinks. tests/nn/test_against_torch.cpp
+# compares Ravel with these numbers.
 #
 # Recorded with Debian's python3-torch 1.13 (torch.__version__ is written into the header).
 # Regenerate: /usr/bin/python3 tests/nn/torch_values.py > tests/nn/torch_values.hpp
