@@ -107,6 +107,14 @@ BOOST_AUTO_TEST_CASE(pooling_like_torch) {
   check_with_grad("adaptive_avg_pool2d_3x2", one([](const Tensor& x) { return nn::adaptive_avg_pool2d(x, {3, 2}); }), {"adaptive.x"});
   check_with_grad("adaptive_max_pool2d_3x2", one([](const Tensor& x) { return nn::adaptive_max_pool2d(x, {3, 2}); }), {"adaptive.x"});
   check_with_grad("adaptive_max_pool2d_4x4", one([](const Tensor& x) { return nn::adaptive_max_pool2d(x, {4, 4}); }), {"adaptive.x"});
+  // 3-D: not divisible (the membership matrix), global, and divisible (an ordinary pooling).
+  check_with_grad("adaptive_avg_pool3d_3x2x4", one([](const Tensor& x) { return nn::adaptive_avg_pool3d(x, {3, 2, 4}); }),
+                  {"adaptive3d.x"});
+  check_with_grad("adaptive_max_pool3d_3x2x4", one([](const Tensor& x) { return nn::adaptive_max_pool3d(x, {3, 2, 4}); }),
+                  {"adaptive3d.x"});
+  check_with_grad("adaptive_avg_pool3d_1", one([](const Tensor& x) { return nn::adaptive_avg_pool3d(x, {1}); }), {"adaptive3d.x"});
+  check_with_grad("adaptive_max_pool3d_5x2x3", one([](const Tensor& x) { return nn::adaptive_max_pool3d(x, {5, 2, 3}); }),
+                  {"adaptive3d.x"});
 }
 
 BOOST_AUTO_TEST_CASE(interpolate_like_torch) {

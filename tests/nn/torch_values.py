@@ -86,6 +86,12 @@ put("adaptive.x", xd)
 with_grad("adaptive_avg_pool2d_3x2", lambda v: F.adaptive_avg_pool2d(v, (3, 2)), xd)
 with_grad("adaptive_max_pool2d_3x2", lambda v: F.adaptive_max_pool2d(v, (3, 2)), xd)
 with_grad("adaptive_max_pool2d_4x4", lambda v: F.adaptive_max_pool2d(v, (4, 4)), xd)
+xd3 = ties((1, 2, 5, 4, 6), 7)
+put("adaptive3d.x", xd3)
+with_grad("adaptive_avg_pool3d_3x2x4", lambda v: F.adaptive_avg_pool3d(v, (3, 2, 4)), xd3)
+with_grad("adaptive_max_pool3d_3x2x4", lambda v: F.adaptive_max_pool3d(v, (3, 2, 4)), xd3)
+with_grad("adaptive_avg_pool3d_1", lambda v: F.adaptive_avg_pool3d(v, 1), xd3)
+with_grad("adaptive_max_pool3d_5x2x3", lambda v: F.adaptive_max_pool3d(v, (5, 2, 3)), xd3)
 
 # ---- interpolate --------------------------------------------------------------------------
 xi = smooth((1, 2, 3, 4), 0.3)
