@@ -35,7 +35,7 @@ fi
 
 jobs="$(nproc)"
 cmake --build "$B" -j"$jobs" --target ravel_backend_level_zero zecl l0-spirv-check l0_codegen \
-  l0_no_driver l0_zecl l0_placement l0_dlpack l0_multidevice ravel-conformance makemore >/dev/null
+  l0_no_driver l0_zecl l0_placement l0_dlpack l0_multidevice ravel-conformance makemore conv_on_device >/dev/null
 rm -rf "$W/spirv"  # this run's kernels only (ocloc verdicts are kept per kernel hash)
 mkdir -p "$W/spirv" "$B/pocl-cache"
 export ZE_ENABLE_ALT_DRIVERS="$B/tests/level_zero/libzecl.so" POCL_CACHE_DIR="$B/pocl-cache"
@@ -126,6 +126,12 @@ bad = [i for i in range(2) if abs(g[i] - c[i]) > 1e-3]
 sys.exit(f"level_zero: makemore losses differ: {g} vs {c}" if bad else 0)
 PY
 done
+
+say "1g. conv2d + ReLU + max pooling and conv2d + average pooling, values and gradients, on level_zero:0 against tbb_cpu:0"
+# The convolution and pooling composites (window views, im2col contractions, pooling's tap
+# kernels) on this backend: about 9 s cold on PoCL (tests/nn/conv_on_device.cpp). Its 24 kernels
+# are dumped with the conformance ones, so steps 2 and 3 validate and compile them too.
+RAVEL_L0_DUMP_SPIRV="$W/spirv" ZECL_STRICT=1 "$B/bin/conv_on_device" level_zero:0
 
 say "2. SPIR-V validation of every generated kernel"
 "$B/bin/l0-spirv-check" "$W/spirv"

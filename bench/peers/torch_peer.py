@@ -106,6 +106,21 @@ elif W == "conv2d":
         want = torch.nn.functional.conv2d(x.detach()[:1].double(), w.detach().double(), padding=k // 2)
         return close(y.detach()[:1], want, atol=1e-5 * c * k * k + 1e-4)
     proto.run(args, step, ok)
+elif W == "max_pool2d":
+    # 2x2 max pooling of a ReLU's output and its input gradient (ravel-bench's max_pool2d): size n, c, hw.
+    n, c, hw = S
+    x = torch.relu(u(n, c, hw, hw)).requires_grad_()
+    r = u(n, c, hw // 2, hw // 2)
+
+    def step():
+        y = torch.nn.functional.max_pool2d(x, 2)
+        (gx,) = torch.autograd.grad((y * r).sum(), [x])
+        return y, gx
+
+    def ok(out):
+        want = x.detach().reshape(n, c, hw // 2, 2, hw // 2, 2).amax(dim=(3, 5))
+        return torch.equal(out[0].detach(), want)
+    proto.run(args, step, ok)
 elif W == "cnn_step":
     # One Adam step of examples/fashion_mnist's CNN (ravel-bench's cnn_step), eager PyTorch.
     B = S[0]

@@ -121,6 +121,65 @@ BOOST_AUTO_TEST_CASE(an_mlp_loss) {
     }, {x, w1, b1, w2}, d);
 }
 
+// The CNN operators (ravel/conv.hpp, interpolate) in f16 and bf16: values within 4u of the f64
+// result's scale (a kernel output is one rounding of an f32 computation; with RAVEL_FUSION=none
+// every primitive rounds, at most 4 along these programs: measured 2.0u there, below 1u fused),
+// gradients by Note [Half gradient tolerances].
+BOOST_AUTO_TEST_CASE(convolution_and_pooling) {
+  namespace nn = ravel::nn;
+  Tensor x = normal({2, 3, 9, 8}, 41), w = normal({4, 3, 3, 3}, 42) * 0.3, b = normal({4}, 43) * 0.1;
+  Tensor wt = normal({3, 2, 3, 2}, 44) * 0.3;  // conv_transpose: [C, O / groups, k...], groups 1
+  nn::ConvOptions strided, transposed;
+  strided.stride = {2, 1}, strided.padding = {1};
+  transposed.stride = {2}, transposed.padding = {1}, transposed.output_padding = {1};
+  nn::PoolOptions maxp, avgp;
+  maxp.kernel = avgp.kernel = {3}, maxp.stride = avgp.stride = {2}, maxp.padding = avgp.padding = {1};
+  maxp.ceil_mode = avgp.ceil_mode = true, avgp.count_include_pad = false;
+  struct Program {
+    std::string name;
+    TensorFn f;
+    std::vector<Tensor> args;
+  };
+  const std::vector<Program> programs = {
+      {"conv2d stride (2, 1) padding 1 + bias", [&](const std::vector<Tensor>& v) { return nn::conv2d(v[0], v[1], v[2], strided); },
+       {x, w, b}},
+      {"conv_transpose2d stride 2", [&](const std::vector<Tensor>& v) { return nn::conv_transpose2d(v[0], v[1], std::nullopt, transposed); },
+       {x, wt}},
+      {"avg_pool2d ceil, padding excluded", [&](const std::vector<Tensor>& v) { return nn::avg_pool2d(v[0].tanh(), avgp); }, {x}},
+      {"adaptive_avg_pool2d 4x3", [&](const std::vector<Tensor>& v) { return nn::adaptive_avg_pool2d(v[0], {4, 3}); }, {x}},
+      {"bilinear 13x5 align_corners",
+       [&](const std::vector<Tensor>& v) { return nn::interpolate(v[0], {13, 5}, nn::InterpolateMode::Bilinear, true); }, {x}},
+      // Max pooling of the leaves, where both runs compare the same values. Pooling a computed
+      // value instead (conv, then pooling) is discontinuous in it: a window whose two largest
+      // values round to one bf16 routes its gradient to the first of them, the f64 run to the
+      // larger (measured 56-106 u), which no tolerance of the gradient's size can absorb.
+      {"max_pool2d, conv2d, relu",
+       [&](const std::vector<Tensor>& v) { return nn::conv2d(nn::max_pool2d(v[0], maxp), v[1], v[2]).relu(); }, {x, w, b}},
+  };
+  for (DType d : kHalves)
+    for (const Program& p : programs) {
+      guarded(p.name + " values in " + ravel::dtype_name(d), [&] {
+        std::vector<Tensor> xd, x64;
+        for (const Tensor& t : p.args) {
+          xd.push_back(t.cast(d).realize());
+          x64.push_back(xd.back().cast(DType::F64));
+        }
+        Tensor yd = p.f(xd);
+        BOOST_CHECK(yd.dtype() == d);
+        std::vector<double> got = yd.to_vector<double>(), want = p.f(x64).to_vector<double>();
+        BOOST_REQUIRE_EQUAL(got.size(), want.size());
+        double scale = 0, worst = 0;
+        for (size_t k = 0; k < got.size(); ++k) {
+          scale = std::max(scale, std::fabs(want[k]));
+          worst = std::max(worst, std::fabs(got[k] - want[k]));
+        }
+        BOOST_TEST_MESSAGE(p.name << " " << ravel::dtype_name(d) << " values: error / (u scale) = " << worst / (unit_roundoff(d) * scale));
+        BOOST_CHECK_MESSAGE(worst <= 4 * unit_roundoff(d) * scale, "max |y_half - y_f64| = " << worst << ", scale " << scale);
+      });
+      check_half_gradients(p.name, p.f, p.args, d);
+    }
+}
+
 BOOST_AUTO_TEST_CASE(f32_weights_through_a_half_cast_get_f32_gradients) {
   // The mixed-precision pattern: an f32 leaf cast to the half dtype for the compute. Its gradient
   // is the half gradient widened (the CAST rule), so it is f32 and within the half tolerance.

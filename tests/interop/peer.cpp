@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <vector>
 #include <exception>
 #include <cstdio>
 
@@ -35,6 +36,17 @@ Tensor make(int which) {
     case 3: return x.cast(ravel::DType::I64) * 3;                      // computed, int64
     case 4: return x.gt(Tensor::scalar(4.5));                          // bool
     case 5: return x.flip(1);                                          // a negative stride
+    // The ABI 1.7 dtypes (kDLFloat 16, kDLBfloat 16, kDLInt 8/16, kDLUInt 16/32/64).
+    case 6: return (x * 0.25 - 1.5).cast(ravel::DType::F16);           // exact in f16
+    case 7: return (x * 0.25 - 1.5).cast(ravel::DType::BF16);          // exact in bf16
+    case 8: return (x - 6.0).cast(ravel::DType::I8);
+    case 9: return (x * 1000.0 - 6000.0).cast(ravel::DType::I16);
+    case 10: return (x * 5000.0).cast(ravel::DType::U16);              // up to 55000: beyond i16
+    case 11: return (x * 3.0e8).cast(ravel::DType::U32);               // up to 3.3e9: beyond i32
+    case 12: {                                                         // beyond i64
+      std::vector<uint64_t> v = {18446744073709551615ull, 0, 9223372036854775813ull, 7};
+      return Tensor::from_data(v.data(), ravel::DType::U64, {2, 2});
+    }
     default: return Tensor();
   }
 }
@@ -82,6 +94,9 @@ int64_t peer_read(double* out, int64_t n) {
   for (int64_t i = 0; i < n && i < static_cast<int64_t>(v.size()); ++i) out[i] = v[static_cast<size_t>(i)];
   return static_cast<int64_t>(v.size());
 }
+
+// The imported tensor's dtype name ("f16", "bf16", ...).
+const char* peer_dtype() { return ravel::dtype_name(g_imported.dtype()); }
 
 void peer_drop() { g_imported = Tensor(); }
 

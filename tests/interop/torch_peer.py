@@ -30,6 +30,7 @@ lib.peer_import.argtypes = [ctypes.c_void_p]
 lib.peer_read.restype = ctypes.c_int64
 lib.peer_read.argtypes = [ctypes.POINTER(ctypes.c_double), ctypes.c_int64]
 lib.peer_save_npz.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+lib.peer_dtype.restype = ctypes.c_char_p
 
 capsule_new = ctypes.pythonapi.PyCapsule_New
 capsule_new.restype = ctypes.py_object
@@ -135,6 +136,39 @@ for src in (torch.arange(20, dtype=torch.float64).reshape(4, 5)[:, 1::2],
         lib.peer_read(out, src.numel())
         check(list(out) == [v + 100 for v in want], "  shared, not copied: torch's in-place add shows in Ravel")
     lib.peer_drop()
+    del cap
+
+# The ABI 1.7 dtypes through real peers: the DLPack codes (kDLFloat 16, kDLBfloat 16, kDLInt 8/16,
+# kDLUInt 16/32/64) and the values. torch 1.13 has f16, bf16, i8, i16; NumPy 1.24 every one but
+# bf16 (u16/u32/u64 are NumPy's alone). Expectations are built here by torch and numpy.
+half_src = x * 0.25 - 1.5
+narrow = {6: half_src.half(), 7: half_src.bfloat16(), 8: (x - 6).to(torch.int8), 9: (x * 1000 - 6000).to(torch.int16)}
+for which, want in narrow.items():
+    t = torch.utils.dlpack.from_dlpack(ravel_capsule(which))
+    check(t.dtype == want.dtype and torch.equal(t, want), f"torch reads Ravel tensor {which} as {t.dtype}")
+    del t
+wide = {6: half_src.numpy().astype(np.float16), 8: (x - 6).numpy().astype(np.int8),
+        9: (x * 1000 - 6000).numpy().astype(np.int16), 10: (x.numpy() * 5000).astype(np.uint16),
+        11: (x.numpy().astype(np.uint64) * 300000000).astype(np.uint32),
+        12: np.array([[2**64 - 1, 0], [2**63 + 5, 7]], dtype=np.uint64)}
+for which, want in wide.items():
+    a = np.from_dlpack(Holder(ravel_capsule(which)))
+    check(a.dtype == want.dtype and np.array_equal(a, want), f"numpy reads Ravel tensor {which} as {a.dtype}")
+    del a
+gc.collect()
+check(lib.peer_deleted() == 9 + len(narrow) + len(wide), f"each deleter called once ({lib.peer_deleted()})")
+for src, name in ((half_src.half().t(), "f16"), (half_src.bfloat16(), "bf16"), ((x - 6).to(torch.int8), "i8"),
+                  ((x * 1000 - 6000).to(torch.int16)[1:], "i16")):
+    cap = torch.utils.dlpack.to_dlpack(src)
+    ok = lib.peer_import(capsule_pointer(cap, b"dltensor")) == 0
+    if ok:
+        capsule_set_name(cap, b"used_dltensor")
+    check(ok and lib.peer_dtype().decode() == name, f"Ravel imports torch {src.dtype} as {lib.peer_dtype().decode() if ok else '-'}")
+    if ok:
+        out = (ctypes.c_double * src.numel())()
+        n = lib.peer_read(out, src.numel())
+        check(n == src.numel() and list(out) == src.to(torch.float64).flatten().tolist(), f"  values of {name}")
+        lib.peer_drop()
     del cap
 
 # .npz written by Ravel, read by np.load.

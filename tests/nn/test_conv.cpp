@@ -535,4 +535,12 @@ BOOST_AUTO_TEST_CASE(conv_errors_name_the_values) {
   op.output_padding = {2};
   BOOST_CHECK_THROW(nn::conv_transpose2d(x, Tensor::zeros({6, 2, 3, 3}), std::nullopt, op), ravel::ValueError);
   BOOST_CHECK_THROW(nn::conv_transpose2d(x, Tensor::zeros({5, 2, 3, 3})), ravel::ShapeError);
+  // Padding beyond the output: (1 - 1) * 1 - 2 * 3 + (3 - 1) + 1 = -3, named before any cut.
+  nn::ConvOptions too_much;
+  too_much.padding = {3};
+  Tensor one = Tensor::zeros({1, 4, 1, 1}), w4 = Tensor::zeros({4, 4, 3, 3});
+  BOOST_CHECK_THROW(nn::conv_transpose2d(one, w4, std::nullopt, too_much), ravel::ShapeError);
+  has(message([&] { nn::conv_transpose2d(one, w4, std::nullopt, too_much); }), "conv_transpose2d: the output would have size -3");
+  too_much.padding = {1};  // size 1: the smallest allowed
+  BOOST_TEST(ravel::shape_str(nn::conv_transpose2d(one, w4, std::nullopt, too_much).shape()) == "[1, 4, 1, 1]");
 }

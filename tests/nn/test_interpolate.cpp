@@ -167,5 +167,6 @@ BOOST_AUTO_TEST_CASE(errors) {
   BOOST_CHECK_THROW(nn::interpolate(Tensor::zeros({4, 4}), {8, 8}), ravel::ShapeError);
   BOOST_CHECK_THROW(nn::interpolate_scale(x, {2.0, -1.0}), ravel::ValueError);
   BOOST_CHECK_THROW(nn::interpolate_scale(x, {2.0}), ravel::ValueError);
+  BOOST_CHECK_THROW(nn::interpolate_scale(x, {2.0, 1e30}), ravel::ValueError);  // beyond int64: refused before converting
   BOOST_CHECK_THROW(nn::interpolate(Tensor::zeros({1, 1, 4, 4}, DType::I32), {8, 8}, Mode::Bilinear), ravel::DTypeError);
 }

@@ -94,6 +94,52 @@ class Conv2dInstance : public Instance {
   nn::ConvOptions opts_;
 };
 
+// ---- max_pool2d: y = max_pool2d(x, 2) of relu(x) and d(sum(y * r))/dx ---------------------------------
+// The CNN's pooling: 2x2 windows at stride 2 of a ReLU's output, so windows tie at zero and the
+// gradient goes to the first maximum in scan order (PyTorch's rule).
+class MaxPool2dInstance : public Instance {
+ public:
+  MaxPool2dInstance(const Size& s, const Device& d) : n_(s[0]), c_(s[1]), hw_(s[2]) {
+    x_ = cnn_uniform({n_, c_, hw_, hw_}, 4, d).relu().contiguous().realize();
+    r_ = cnn_uniform({n_, c_, hw_ / 2, hw_ / 2}, 5, d);
+    opts_.kernel = {2};
+  }
+  void run() override { realize(step()); }
+  std::string check() override {
+    std::vector<Tensor> out = step();
+    realize(out);
+    const auto y = out[0].to_vector<float>(), g = out[1].to_vector<float>();
+    const auto x = cnn_host_values(x_), r = cnn_host_values(r_);
+    const int64_t oh = hw_ / 2;
+    std::vector<double> want_g(x.size(), 0.0);
+    for (int64_t p = 0; p < n_ * c_; ++p)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < oh; ++j) {
+          size_t best = size_t((p * hw_ + 2 * i) * hw_ + 2 * j);
+          for (int64_t u = 0; u < 2; ++u)
+            for (int64_t v = 0; v < 2; ++v) {
+              const size_t at = size_t((p * hw_ + 2 * i + u) * hw_ + 2 * j + v);
+              if (x[at] > x[best]) best = at;
+            }
+          const size_t e = size_t((p * oh + i) * oh + j);
+          if (y[e] != x[best]) return cnn_mismatch("max_pool2d output", e, y[e], x[best], 0);
+          want_g[best] += r[e];
+        }
+    for (size_t e = 0; e < g.size(); ++e)
+      if (g[e] != want_g[e]) return cnn_mismatch("max_pool2d input gradient", e, g[e], want_g[e], 0);
+    return "";
+  }
+
+ private:
+  std::vector<Tensor> step() {
+    Tensor y = nn::max_pool2d(x_, opts_);
+    return {y, gradients((y * r_).sum(), {x_})[0]};
+  }
+  int64_t n_, c_, hw_;
+  Tensor x_, r_;
+  nn::PoolOptions opts_;
+};
+
 // ---- cnn_step: one Adam step of examples/fashion_mnist's model on random 28x28 images ----------------
 class CnnStepInstance : public Instance {
  public:
@@ -185,7 +231,7 @@ class CnnStepInstance : public Instance {
 
 }  // namespace
 
-bool is_cnn_workload(const std::string& name) { return name == "conv2d" || name == "cnn_step"; }
+bool is_cnn_workload(const std::string& name) { return name == "conv2d" || name == "max_pool2d" || name == "cnn_step"; }
 
 Work cnn_work_of(const std::string& name, const Size& s) {
   auto d = [&](size_t i) { return static_cast<double>(s[i]); };
@@ -194,6 +240,10 @@ Work cnn_work_of(const std::string& name, const Size& s) {
     const double fwd = 2 * d(0) * d(2) * d(3) * d(3) * d(1) * d(4) * d(4);
     const double bytes = 4 * (2 * d(0) * d(1) * d(3) * d(3) + 2 * d(2) * d(1) * d(4) * d(4) + 2 * d(0) * d(2) * d(3) * d(3));
     return {3 * fwd, bytes};
+  }
+  if (name == "max_pool2d") {  // x and its gradient, y and r: the bytes the math must move
+    const double big = d(0) * d(1) * d(2) * d(2), small = big / 4;
+    return {0, 4 * (2 * big + 2 * small)};
   }
   if (name == "cnn_step") {
     // The convolutions and the head, forward and gradients (no input gradient for the first conv).
@@ -207,6 +257,11 @@ std::unique_ptr<Instance> make_cnn_instance(const std::string& name, const Size&
   if (name == "conv2d") {
     if (s.size() != 5) throw ValueError("conv2d expects a size of 5 numbers (n, c, o, hw, k), got " + size_str(s));
     return std::make_unique<Conv2dInstance>(s, dev);
+  }
+  if (name == "max_pool2d") {
+    if (s.size() != 3 || s[2] % 2 != 0)
+      throw ValueError("max_pool2d expects a size of 3 numbers (n, c, hw) with an even hw, got " + size_str(s));
+    return std::make_unique<MaxPool2dInstance>(s, dev);
   }
   if (name == "cnn_step") return std::make_unique<CnnStepInstance>(s[0], dev);
   throw ValueError("workload " + name + " is not a convolutional workload");

@@ -1,5 +1,6 @@
 // The convolutional workloads of ravel-bench (docs/bench.md): `conv2d` (forward and both
-// gradients of one convolution) and `cnn_step` (a training step of examples/fashion_mnist).
+// gradients of one convolution), `max_pool2d` (2x2 max pooling and its gradient) and `cnn_step`
+// (a training step of examples/fashion_mnist).
 #pragma once
 
 #include <memory>

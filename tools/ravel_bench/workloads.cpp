@@ -388,6 +388,8 @@ const std::vector<WorkloadInfo>& workload_catalog() {
       {"sum_axis0_f16", "sum_axis0 of an f16 matrix (f32 accumulation, f16 result)", 2, "rows, cols", {{2048, 2048}}, false, ""},
       {"conv2d", "y = conv2d(x [n,c,hw,hw], w [o,c,k,k], padding k/2) and both gradients of sum(y * r): forward "
                  "and backward of one convolution", 5, "n, c, o, hw, k", {{128, 16, 32, 14, 3}, {32, 64, 64, 56, 3}}, true, ""},
+      {"max_pool2d", "y = max_pool2d(x [n,c,hw,hw], 2) of a ReLU's output (ties at zero) and the gradient of sum(y * r): "
+                     "the CNN's pooling, forward and backward", 3, "n, c, hw", {{128, 16, 28}, {128, 32, 14}}, false, ""},
       {"cnn_step", "one Adam training step of examples/fashion_mnist's CNN (conv 1->16, 16->32, batch norm, ReLU, "
                    "2x2 max pooling, linear 1568->10) on random 28x28 images", 1, "batch", {{128}}, true, ""},
   };

@@ -76,5 +76,7 @@ Tensor adaptive_avg_pool1d(const Tensor& x, std::vector<int64_t> output_size);
 Tensor adaptive_avg_pool2d(const Tensor& x, std::vector<int64_t> output_size);
 Tensor adaptive_max_pool1d(const Tensor& x, std::vector<int64_t> output_size);
 Tensor adaptive_max_pool2d(const Tensor& x, std::vector<int64_t> output_size);
+Tensor adaptive_avg_pool3d(const Tensor& x, std::vector<int64_t> output_size);
+Tensor adaptive_max_pool3d(const Tensor& x, std::vector<int64_t> output_size);
 
 }  // namespace ravel::nn

@@ -1,4 +1,4 @@
-// adaptive_avg_pool1d/2d and adaptive_max_pool1d/2d (ravel/conv.hpp).
+// adaptive_avg_pool1d/2d/3d and adaptive_max_pool1d/2d/3d (ravel/conv.hpp).
 #include <limits>
 #include <string>
 
@@ -85,7 +85,10 @@ Tensor membership(const Adaptive& a, bool average, const Device& device) {
 
 Tensor adaptive_avg(const std::string& op, size_t k, const Tensor& x, const std::vector<int64_t>& output_size) {
   Adaptive a = adaptive_setup(op, k, x, output_size);
-  if (a.divisible) return k == 1 ? avg_pool1d(x, as_pooling(a)) : avg_pool2d(x, as_pooling(a));
+  if (a.divisible) {
+    const PoolOptions o = as_pooling(a);
+    return k == 1 ? avg_pool1d(x, o) : k == 2 ? avg_pool2d(x, o) : avg_pool3d(x, o);
+  }
   Tensor m = membership(a, true, x.device()).cast(x.dtype());  // [O, I]
   Shape flat = a.lead, out = a.lead;
   flat.push_back(-1);
@@ -95,7 +98,10 @@ Tensor adaptive_avg(const std::string& op, size_t k, const Tensor& x, const std:
 
 Tensor adaptive_max(const std::string& op, size_t k, const Tensor& x, const std::vector<int64_t>& output_size) {
   Adaptive a = adaptive_setup(op, k, x, output_size);
-  if (a.divisible) return k == 1 ? max_pool1d(x, as_pooling(a)) : max_pool2d(x, as_pooling(a));
+  if (a.divisible) {
+    const PoolOptions o = as_pooling(a);
+    return k == 1 ? max_pool1d(x, o) : k == 2 ? max_pool2d(x, o) : max_pool3d(x, o);
+  }
   Tensor inside = membership(a, false, x.device()).ne(Tensor::zeros({}, DType::F64, x.device()));  // [O, I]
   const int64_t no = inside.shape()[0], ni = inside.shape()[1];
   Shape cells = a.lead, out = a.lead;
@@ -137,5 +143,7 @@ Tensor adaptive_avg_pool1d(const Tensor& x, std::vector<int64_t> s) { return ada
 Tensor adaptive_avg_pool2d(const Tensor& x, std::vector<int64_t> s) { return adaptive_avg("adaptive_avg_pool2d", 2, x, s); }
 Tensor adaptive_max_pool1d(const Tensor& x, std::vector<int64_t> s) { return adaptive_max("adaptive_max_pool1d", 1, x, s); }
 Tensor adaptive_max_pool2d(const Tensor& x, std::vector<int64_t> s) { return adaptive_max("adaptive_max_pool2d", 2, x, s); }
+Tensor adaptive_avg_pool3d(const Tensor& x, std::vector<int64_t> s) { return adaptive_avg("adaptive_avg_pool3d", 3, x, s); }
+Tensor adaptive_max_pool3d(const Tensor& x, std::vector<int64_t> s) { return adaptive_max("adaptive_max_pool3d", 3, x, s); }
 
 }  // namespace ravel::nn

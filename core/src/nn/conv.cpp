@@ -263,6 +263,16 @@ Tensor conv_transpose_impl(const std::string& op, size_t k, const Tensor& x, con
     RAVEL_CHECK(out_pad[i] < s.stride[i] || out_pad[i] < s.dilation[i], ValueError, op, ": output_padding ",
                 list_str(o.output_padding), " must be smaller than the stride ", list_str(s.stride),
                 " or the dilation ", list_str(s.dilation));
+  // The output size first, so that too much padding is refused naming it (as PyTorch's "Output
+  // size is too small") rather than by the cuts below.
+  for (size_t i = 0; i < k; ++i) {
+    const int64_t out = (s.x.shape()[2 + i] - 1) * s.stride[i] - s.pad[i].first - s.pad[i].second +
+                        s.dilation[i] * (s.kernel[i] - 1) + out_pad[i] + 1;
+    RAVEL_CHECK(out >= 1, ShapeError, op, ": the output would have size ", out, " on spatial axis ", i, " (input ",
+                shape_str(s.x.shape()), ", weight ", shape_str(w.shape()), ", stride ", s.stride[i], ", padding (",
+                s.pad[i].first, ", ", s.pad[i].second, "), dilation ", s.dilation[i], ", output_padding ", out_pad[i],
+                "; expected >= 1)");
+  }
   // Spread: [N, C, in...] -> [N, C, in_0, 1, in_1, 1, ...] padded to stride, merged, the trailing
   // stride - 1 zeros cut.
   Tensor xs = s.x;
@@ -286,13 +296,7 @@ Tensor conv_transpose_impl(const std::string& op, size_t k, const Tensor& x, con
     // (in - 1) * stride + 1 elements are data; the spread left stride - 1 zeros after them.
     frame.emplace_back(full - s.pad[i].first, full - s.pad[i].second + out_pad[i] - (s.stride[i] - 1));
   }
-  Tensor framed = window::pad_or_cut(xs, frame);
-  for (size_t i = 0; i < k; ++i) {
-    const int64_t size = framed.shape()[2 + i];
-    RAVEL_CHECK(size >= s.dilation[i] * (s.kernel[i] - 1) + 1, ShapeError, op, ": the output would be empty on spatial axis ",
-                i, " (input ", shape_str(in), ", weight ", shape_str(w.shape()), ", padding (", s.pad[i].first, ", ",
-                s.pad[i].second, "))");
-  }
+  Tensor framed = window::pad_or_cut(xs, frame);  // out + dilation * (k - 1) long: checked above
   // w [C, Og, k...] -> [G, Cg, Og, k...] -> [G, Og, Cg, k...] -> [O, Cg, k...], kernel flipped.
   Shape grouped{g, c / g, og};
   grouped.insert(grouped.end(), s.kernel.begin(), s.kernel.end());

@@ -137,7 +137,11 @@ Tensor interpolate_scale(const Tensor& x, const std::vector<double>& scale_facto
   for (size_t a = 0; a < scale_factor.size(); ++a) {
     RAVEL_CHECK(scale_factor[a] > 0 && std::isfinite(scale_factor[a]), ValueError, "interpolate: scale factors must be positive and finite, got ",
                 scale_factor[a]);
-    size.push_back(int64_t(std::floor(double(x.size(int64_t(a) + 2)) * scale_factor[a])));
+    // Checked before the conversion: a double beyond int64's range converts to an undefined value.
+    const double out = std::floor(double(x.size(int64_t(a) + 2)) * scale_factor[a]);
+    RAVEL_CHECK(out < 0x1p62, ValueError, "interpolate: scale factor ", scale_factor[a], " on spatial axis ", a,
+                " of shape ", shape_str(x.shape()), " gives an output size of ", out, " (expected below 2^62)");
+    size.push_back(int64_t(out));
   }
   return interp_impl(x, size, mode, align_corners, scale_factor);
 }

@@ -2,6 +2,8 @@
 // and "..." summarisation of large tensors (more than 1000 elements, 3 edge items per axis).
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ostream>
 #include <sstream>
 
@@ -15,7 +17,23 @@ namespace {
 
 constexpr int64_t kThreshold = 1000, kEdgeItems = 3;
 
-std::string format_float(double v, int precision, bool all_integral) {
+// Note [Shortest digits in the tensor's dtype]
+// A float prints with the fewest significant digits, at most `precision`, that read back as the
+// same value once rounded to the tensor's own dtype: NumPy's unique repr. An f16 0.1 is stored
+// as 0.0999755859375; "%.8g" would print 0.099975586, NumPy prints 0.1, and 0.1 is what a user
+// typed and what rounds back to those bits. Likewise f32 0.3 prints 0.3, not 0.30000001. f64
+// keeps "%.*g": 8 digits read back as the same double only where fewer would too.
+bool reads_back(const char* text, double v, DType dtype) {
+  const double r = std::strtod(text, nullptr);
+  switch (dtype) {
+    case DType::F16: return rvl::f16_bits_from(r) == rvl::f16_bits_from(v);
+    case DType::BF16: return rvl::bf16_bits_from(r) == rvl::bf16_bits_from(v);
+    case DType::F32: return static_cast<float>(r) == static_cast<float>(v);
+    default: return true;
+  }
+}
+
+std::string format_float(double v, int precision, bool all_integral, DType dtype) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   char buf[64];
@@ -23,7 +41,16 @@ std::string format_float(double v, int precision, bool all_integral) {
     std::snprintf(buf, sizeof buf, "%.0f.", v);
     return buf;
   }
-  std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+  int digits = dtype == DType::F64 ? precision : 1;
+  for (;; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (digits >= precision || reads_back(buf, v, dtype)) break;
+  }
+  // Fewer digits than the integer part has would switch "%g" to an exponent (bf16 100 as
+  // 1e+02); where `precision` digits print positionally, so do fewer.
+  const double mag = std::fabs(v);
+  while (std::strchr(buf, 'e') && digits < precision && mag >= 1e-4 && mag < std::pow(10.0, precision))
+    std::snprintf(buf, sizeof buf, "%.*g", ++digits, v);
   std::string s = buf;
   if (s.find_first_of(".e") == std::string::npos) s += ".";
   return s;
@@ -84,7 +111,7 @@ std::string Tensor::to_string(PrintOptions opts) const {
     bool integral = true;
     for (double x : v)
       if (std::isfinite(x) && x != std::trunc(x)) integral = false;
-    for (int64_t i = 0; i < n; ++i) cells[i] = format_float(v[i], opts.precision, integral);
+    for (int64_t i = 0; i < n; ++i) cells[i] = format_float(v[i], opts.precision, integral, dtype());
   } else if (dtype() == DType::Bool) {
     auto v = to_vector<uint8_t>();
     for (int64_t i = 0; i < n; ++i) cells[i] = v[i] ? "True" : "False";
