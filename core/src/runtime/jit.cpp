@@ -307,6 +307,7 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
               "(zero_grad) before the function returns. This call ran the function once.");
 
   drop_unread_kernels(rec.steps, rec.slots.size(), kept);
+  fold_constant_kernels(rec.steps, rec.slots, rec.held, kept);  // Note [Constant kernels]
   std::vector<int32_t> last(rec.slots.size(), -1);
   for (size_t i = 0; i < rec.steps.size(); ++i) {
     for (int32_t w : rec.steps[i].writes()) last[w] = static_cast<int32_t>(i);
@@ -314,7 +315,7 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
   }
   for (size_t s = 0; s < rec.slots.size(); ++s) {
     Slot& slot = rec.slots[s];
-    if (slot.kind == Slot::Kind::Constant) {
+    if (slot.kind == Slot::Kind::Constant && !slot.constant) {  // a folded result has its own
       // Held outside the capture now (besides the recorder's reference): a tensor the function
       // closed over. When the capture becomes its only holder, that tensor was assigned.
       slot.external = rec.held[s].use_count() > 1;

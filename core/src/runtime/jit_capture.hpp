@@ -104,6 +104,12 @@ struct Capture {
 // (the outputs' and state's); host operations always stay (Note [Unread kernels]).
 void drop_unread_kernels(std::vector<Step>& steps, size_t slots, const std::vector<uint8_t>& kept);
 
+// Keeps the results of kernels that read only Constant slots as Constants (computed by the
+// capture, held in `held`) and removes those kernels (Note [Constant kernels]); never an output
+// or state slot (`kept`) or a host operation.
+void fold_constant_kernels(std::vector<Step>& steps, std::vector<Slot>& slots,
+                           const std::vector<std::shared_ptr<DeviceBuffer>>& held, const std::vector<uint8_t>& kept);
+
 // Fills the lane plan of a capture whose steps and slots are final.
 void plan_lanes(Capture& c);
 

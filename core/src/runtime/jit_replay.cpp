@@ -126,6 +126,44 @@ void drop_unread_kernels(std::vector<Step>& steps, size_t slots, const std::vect
   steps.resize(k);
 }
 
+// Note [Constant kernels]
+// A kernel whose every operand is a Constant slot (Note [Jit]) computes the same bytes at every
+// replay: its operands never change while the capture is current (a closed-over tensor that is
+// assigned makes the capture stale, and replays never write a buffer that exists outside them),
+// and kernels are deterministic (random numbers come from counters in the program). So its
+// result, computed once by the capture, is kept as a Constant and the kernel is not replayed;
+// a kernel reading only such results folds in turn. In the 2-device makemore step these were 3 of
+// the 36 kernels of the second device's lane and 1 of the first's: the loss mean's 1/B made on
+// device 0 (a program without inputs) and its transfer to device 1 (the replicated loss's
+// cotangent, Note [Sharded gradients]), and the transfer of `one_hot`'s class indices (a
+// constant made on device 0) to device 1 for the embedding and for cross_entropy, every step
+// (docs/performance.md §6, 2026-12-07, helper mk2dev). Outputs and new state are never folded:
+// a replay hands out fresh buffers (property 2 of Note [Jit]). Host operations are never folded.
+void fold_constant_kernels(std::vector<Step>& steps, std::vector<Slot>& slots,
+                           const std::vector<std::shared_ptr<DeviceBuffer>>& held, const std::vector<uint8_t>& kept) {
+  std::vector<uint8_t> fold(steps.size(), 0);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& step = steps[i];
+    if (step.host || kept[step.out] || slots[step.out].kind != Slot::Kind::Result) continue;
+    bool constant = true;
+    for (int32_t r : step.reads()) constant = constant && slots[r].kind == Slot::Kind::Constant;
+    if (!constant) continue;
+    Slot& o = slots[step.out];
+    o.kind = Slot::Kind::Constant;
+    o.constant = held[step.out];
+    o.external = false;  // only the capture holds it: never a sign that a closed-over tensor changed
+    o.plugin.reset();
+    fold[i] = 1;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (fold[i]) continue;
+    if (k != i) steps[k] = std::move(steps[i]);
+    ++k;
+  }
+  steps.resize(k);
+}
+
 void plan_lanes(Capture& c) {
   c.lane_of.assign(c.steps.size(), 0);
   c.reads_before_release.assign(c.slots.size(), -1);
