@@ -72,12 +72,19 @@ struct Meta {  // what a capture depends on of one input or state tensor
 };
 
 // Note [Choosing lanes]: whether a capture's replays go by device (Note [Replay by device]) is
-// measured, not guessed, unless RAVEL_JIT_LANES says: the first kTrialsEach replays of each kind
-// alternate, and the faster by its best time stays, by device only if it is faster by 10% (it
-// takes a host thread per device). The time is the replay's launches: for devices that run
-// kernels where they are launched (tbb_cpu without queues), their work; for queued devices, the
-// cost of queueing it. A steady step measures the same kind every call, so the best of a few is
-// a fair comparison even on a loaded machine, where the loser is usually several times slower.
+// measured, not guessed, unless RAVEL_JIT_LANES says: the first kTrialsEach replays go in order,
+// the next kTrialsEach by device, and the faster by its best time stays, by device only if it is
+// faster by 10% (it takes a host thread per device). The time is the replay's launches: for
+// devices that run kernels where they are launched (tbb_cpu without queues), their work; for
+// queued devices, the cost of queueing it. A steady step measures the same kind every call, so
+// the best of a few is a fair comparison even on a loaded machine, where the loser is usually
+// several times slower. The trials come in blocks, not alternating: the lanes' threads spin
+// only 0.2 ms after a replay before they sleep (Note [Waking only sleepers]), so a replay by
+// device after one in order found them asleep and paid their wake-ups, 20-60 us at the start of
+// each lane, which a steady replay by device never pays; the 2-device makemore step was then
+// kept in order in about half of the processes, at 1.3x the time by device (docs/performance.md
+// §6, 2026-12-07, helper mk2dev). In a block, the first replay by device starts (or wakes) the
+// threads and the best of the others is the steady one.
 struct LaneChoice {
   static constexpr int kTrialsEach = 4;
   int32_t trials = 0;

@@ -224,7 +224,7 @@ bool replays_by_device(const Capture& c) {
   }
   const LaneChoice& t = c.lane_choice;
   if (t.chosen >= 0) return t.chosen == 1;
-  return t.trials % 2 == 1;  // in order first, then by device, alternating
+  return t.trials >= LaneChoice::kTrialsEach;  // in order first, then by device: in blocks
 }
 
 void replayed(const Capture& c, bool by_device, double seconds) {
