@@ -104,6 +104,10 @@ struct Capture {
   int32_t lanes = 0;
   bool has_host_steps = false;
   std::vector<int32_t> reads_before_release;  // -1: never released in a replay
+  // Each step's reads (Step::reads, made once here rather than allocated per kernel and lane at
+  // every replay), and the slots some step writes (the others are bound before a replay starts).
+  std::vector<std::vector<int32_t>> step_reads;
+  std::vector<uint8_t> made_here;
   mutable LaneChoice lane_choice;             // Note [Choosing lanes]
 };
 

@@ -189,6 +189,12 @@ void plan_lanes(Capture& c) {
   for (const Step& step : c.steps)
     for (int32_t r : step.reads())
       if (c.reads_before_release[r] >= 0) ++c.reads_before_release[r];
+  c.step_reads.clear();
+  c.made_here.assign(c.slots.size(), 0);
+  for (const Step& step : c.steps) {
+    c.step_reads.push_back(step.reads());
+    for (int32_t w : step.writes()) c.made_here[w] = 1;
+  }
 }
 
 void replay_in_order(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>>& bufs, KernelStats& stats) {
@@ -251,11 +257,8 @@ void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer
   } move_back{bufs, bound};
   // A slot is waited for only if a step of this replay makes it; the others are bound already.
   SlotFlags made(c.slots.size());
-  std::vector<uint8_t> made_here(c.slots.size(), 0);
-  for (const Step& step : c.steps)
-    for (int32_t w : step.writes()) made_here[w] = 1;
   for (size_t s = 0; s < c.slots.size(); ++s)
-    if (!made_here[s]) made.set_made(s);
+    if (!c.made_here[s]) made.set_made(s);
   // Note [Lanes share no cache line]: what one lane writes per kernel (a slot's count of reads
   // left, its flag, the lane's statistics) sits on a cache line no other lane writes, so the
   // lanes' cores do not pass lines back and forth for neighbouring slots.
@@ -286,7 +289,7 @@ void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer
     for (size_t i = 0; i < c.steps.size(); ++i) {
       if (static_cast<size_t>(c.lane_of[i]) != k) continue;
       const Step& step = c.steps[i];
-      const std::vector<int32_t> reads = step.reads();
+      const std::vector<int32_t>& reads = c.step_reads[i];
       const double wait_from = clock.on() ? clock.now_us() : 0;
       for (int32_t r : reads) made.wait_made(static_cast<size_t>(r));
       const double launch_from = clock.on() ? clock.now_us() : 0;
