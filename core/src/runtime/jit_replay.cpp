@@ -139,6 +139,9 @@ void drop_unread_kernels(std::vector<Step>& steps, size_t slots, const std::vect
 // constant made on device 0) to device 1 for the embedding and for cross_entropy, every step
 // (docs/performance.md §6, 2026-12-07, helper mk2dev). Outputs and new state are never folded:
 // a replay hands out fresh buffers (property 2 of Note [Jit]). Host operations are never folded.
+// The price: a folded result stays allocated as long as the capture (a transposed copy of a
+// closed-over weight, say), as the closed-over tensors themselves do, where a replay used to
+// make it and free it after its last reader.
 void fold_constant_kernels(std::vector<Step>& steps, std::vector<Slot>& slots,
                            const std::vector<std::shared_ptr<DeviceBuffer>>& held, const std::vector<uint8_t>& kept) {
   std::vector<uint8_t> fold(steps.size(), 0);
