@@ -267,3 +267,20 @@ BOOST_AUTO_TEST_CASE(kernels_of_constants_alone_run_once_at_the_capture) {
   }
   BOOST_TEST(f.captures() == 2);
 }
+
+// Inputs that are kernels' realized results (not leaves: a sum, a cast, a transposed copy) are
+// bound by their buffers; a realized constant and a realized view of one still go through a
+// realization of their own (a constant's buffer has one element). Values against host doubles.
+BOOST_AUTO_TEST_CASE(realized_results_and_constants_as_inputs) {
+  ravel::Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0 + in[1]}; });
+  for (int call = 0; call < 4; ++call) {
+    const std::vector<float> v = values(6, call);
+    const Tensor x = Tensor::from_vector(v, {2, 3});
+    Tensor a = (x + 1.0).realize();                                     // Alu, realized
+    Tensor b = (call % 2 ? x.transpose().contiguous().transpose() : x.cast(ravel::DType::F64).cast(ravel::DType::F32)).realize();
+    if (call == 3) b = Tensor::full({2, 3}, 0.5).realize();             // a constant, expanded
+    std::vector<double> want(6);
+    for (size_t i = 0; i < 6; ++i) want[i] = (double(v[i]) + 1.0) * 2.0 + (call == 3 ? 0.5 : double(v[i]));
+    check_close(f({a, b})[0].to_vector<float>(), want, 1e-6);
+  }
+}

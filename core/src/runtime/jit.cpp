@@ -216,7 +216,14 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> in = inputs;
   for (size_t i = 0; i < in.size(); ++i) {
     RAVEL_CHECK(in[i].defined(), ValueError, "Jit: input ", i, " is an undefined tensor");
-    if (!is_leaf(in[i])) in[i] = Tensor(realized_leaf(in[i]));
+    if (is_leaf(in[i])) continue;
+    // A kernel's realized result (each part of a sharded batch: a copy or a transfer) is its own
+    // buffer, of its shape: a leaf on it, without a realization (four per 2-device makemore
+    // step). Views and constants (a one-element buffer) take realized_leaf.
+    const Node& n = *in[i].node();
+    const bool computed = n.kind == NodeKind::Copy || n.kind == NodeKind::Alu || n.kind == NodeKind::Reduce ||
+                          n.kind == NodeKind::Transfer;
+    in[i] = Tensor(computed && n.buffer ? make_buffer_node(n.dtype, n.shape, n.device, n.buffer) : realized_leaf(in[i]));
   }
   for (size_t j = 0; j < m.state.size(); ++j) {
     Tensor& s = *m.state[j];
