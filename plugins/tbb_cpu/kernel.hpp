@@ -14,6 +14,9 @@ using rvl::validate::Program;
 using rvl::validate::View;
 
 void run_program(const Program& p);
+// A program that only lays its inputs end to end (a chain of WHEREs over masked LOADs), run as
+// copies; false, with nothing done, for any other program (Note [Concatenations]).
+bool run_concat(const Program& p);
 void run_contraction(const Contraction& c);
 // run_program / run_contraction, or for a kernel with f16/bf16 in it, its f32 rewrite
 // (half_kernels.cpp, Note [Halves in f32]).

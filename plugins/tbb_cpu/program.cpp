@@ -273,6 +273,9 @@ void Evaluator::run() const {
   });
 }
 
-void run_program(const Program& p) { Evaluator(p).run(); }
+void run_program(const Program& p) {
+  if (run_concat(p)) return;  // Note [Concatenations] (concat_copy.cpp)
+  Evaluator(p).run();
+}
 
 }  // namespace tbbcpu

@@ -230,3 +230,57 @@ BOOST_AUTO_TEST_CASE(assigning_a_closed_over_tensor_recaptures) {
   BOOST_TEST(ran == 2);  // and the new capture replays
   BOOST_TEST(f.captures() == 2);
 }
+
+// Note [Constant kernels]: a kernel that reads only constants of the capture (a closed-over
+// tensor, a value made inside the function from nothing) runs once, at the capture; its result
+// is kept, so replays launch only what depends on the inputs. The values stay those of the
+// function, also after the closed-over tensor is assigned (a new capture), and an output that is
+// itself such a constant is still computed by every replay (outputs are fresh buffers).
+BOOST_AUTO_TEST_CASE(kernels_of_constants_alone_run_once_at_the_capture) {
+  Tensor w = Tensor::from_vector<float>({1, 2, 3}, {3});
+  ravel::Jit f([&](const std::vector<Tensor>& in) {
+    Tensor scale = (w * 2.0).exp().realize();                      // reads w only: folded
+    Tensor ramp = Tensor::arange(0.0, 3.0, 1.0, ravel::DType::F32).realize() + 1.0;  // from nothing
+    return std::vector<Tensor>{in[0] * scale + ramp, w * 3.0};
+  });
+  auto want = [&](const std::vector<float>& x, const std::vector<float>& wv) {
+    std::vector<double> r;
+    for (size_t i = 0; i < x.size(); ++i) r.push_back(x[i] * std::exp(2.0 * wv[i]) + double(i) + 1.0);
+    return r;
+  };
+  for (int call = 0; call < 3; ++call) {
+    const std::vector<float> xv = values(3, call);
+    const std::vector<Tensor> out = f({Tensor::from_vector(xv, {3})});
+    check_close(out[0].to_vector<float>(), want(xv, {1, 2, 3}), 1e-6);
+    BOOST_TEST(out[1].to_vector<float>() == (std::vector<float>{3, 6, 9}));
+  }
+  BOOST_TEST(f.replays() == 2);
+  // Left: the output kernel of in[0] (scale and ramp fused into it or folded) and w * 3, an
+  // output: never folded. Before folding, exp(w * 2) and the ramp were kernels of every replay.
+  BOOST_TEST(f.kernels_per_call() == 2);
+  w.assign(Tensor::from_vector<float>({-1, 0, 0.5f}, {3}));
+  for (int call = 0; call < 2; ++call) {
+    const std::vector<float> xv = values(3, 10 + call);
+    const std::vector<Tensor> out = f({Tensor::from_vector(xv, {3})});
+    check_close(out[0].to_vector<float>(), want(xv, {-1, 0, 0.5f}), 1e-6);
+    BOOST_TEST(out[1].to_vector<float>() == (std::vector<float>{-3, 0, 1.5f}));
+  }
+  BOOST_TEST(f.captures() == 2);
+}
+
+// Inputs that are kernels' realized results (not leaves: a sum, a cast, a transposed copy) are
+// bound by their buffers; a realized constant and a realized view of one still go through a
+// realization of their own (a constant's buffer has one element). Values against host doubles.
+BOOST_AUTO_TEST_CASE(realized_results_and_constants_as_inputs) {
+  ravel::Jit f([](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * 2.0 + in[1]}; });
+  for (int call = 0; call < 4; ++call) {
+    const std::vector<float> v = values(6, call);
+    const Tensor x = Tensor::from_vector(v, {2, 3});
+    Tensor a = (x + 1.0).realize();                                     // Alu, realized
+    Tensor b = (call % 2 ? x.transpose().contiguous().transpose() : x.cast(ravel::DType::F64).cast(ravel::DType::F32)).realize();
+    if (call == 3) b = Tensor::full({2, 3}, 0.5).realize();             // a constant, expanded
+    std::vector<double> want(6);
+    for (size_t i = 0; i < 6; ++i) want[i] = (double(v[i]) + 1.0) * 2.0 + (call == 3 ? 0.5 : double(v[i]));
+    check_close(f({a, b})[0].to_vector<float>(), want, 1e-6);
+  }
+}

@@ -220,3 +220,18 @@ BOOST_AUTO_TEST_CASE(a_failing_kernel_in_a_replay_by_device_is_a_device_error, *
   BOOST_TEST_REQUIRE(failures == 1);
   BOOST_TEST(std::isfinite(jitted({x, y})[0].item<double>()));
 }
+
+// Note [Constant kernels]: a closed-over tensor on the first device, used with a batch split over
+// two devices, is transferred to the second device at the capture only; the replays launch the
+// two devices' products and give the function's values.
+BOOST_AUTO_TEST_CASE(a_closed_over_tensor_moves_to_the_other_device_once) {
+  const auto m = mesh(2);
+  const Tensor w = data({3}, 4);  // on tbb_cpu:0
+  ravel::Jit f([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w.exp()}; });
+  for (int call = 0; call < 3; ++call) {
+    const Tensor x = data({8, 3}, 5 + call);
+    check_close(f({x.shard(m, 0)})[0], x * w.exp());
+  }
+  BOOST_TEST(f.replays() == 2);
+  BOOST_TEST(f.kernels_per_call() == 2);  // one product per device: exp(w) and its transfer folded
+}

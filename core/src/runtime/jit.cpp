@@ -216,7 +216,14 @@ std::vector<Tensor> Jit::operator()(const std::vector<Tensor>& inputs) {
   std::vector<Tensor> in = inputs;
   for (size_t i = 0; i < in.size(); ++i) {
     RAVEL_CHECK(in[i].defined(), ValueError, "Jit: input ", i, " is an undefined tensor");
-    if (!is_leaf(in[i])) in[i] = Tensor(realized_leaf(in[i]));
+    if (is_leaf(in[i])) continue;
+    // A kernel's realized result (each part of a sharded batch: a copy or a transfer) is its own
+    // buffer, of its shape: a leaf on it, without a realization (four per 2-device makemore
+    // step). Views and constants (a one-element buffer) take realized_leaf.
+    const Node& n = *in[i].node();
+    const bool computed = n.kind == NodeKind::Copy || n.kind == NodeKind::Alu || n.kind == NodeKind::Reduce ||
+                          n.kind == NodeKind::Transfer;
+    in[i] = Tensor(computed && n.buffer ? make_buffer_node(n.dtype, n.shape, n.device, n.buffer) : realized_leaf(in[i]));
   }
   for (size_t j = 0; j < m.state.size(); ++j) {
     Tensor& s = *m.state[j];
@@ -307,6 +314,7 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
               "(zero_grad) before the function returns. This call ran the function once.");
 
   drop_unread_kernels(rec.steps, rec.slots.size(), kept);
+  fold_constant_kernels(rec.steps, rec.slots, rec.held, kept);  // Note [Constant kernels]
   std::vector<int32_t> last(rec.slots.size(), -1);
   for (size_t i = 0; i < rec.steps.size(); ++i) {
     for (int32_t w : rec.steps[i].writes()) last[w] = static_cast<int32_t>(i);
@@ -314,7 +322,7 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
   }
   for (size_t s = 0; s < rec.slots.size(); ++s) {
     Slot& slot = rec.slots[s];
-    if (slot.kind == Slot::Kind::Constant) {
+    if (slot.kind == Slot::Kind::Constant && !slot.constant) {  // a folded result has its own
       // Held outside the capture now (besides the recorder's reference): a tensor the function
       // closed over. When the capture becomes its only holder, that tensor was assigned.
       slot.external = rec.held[s].use_count() > 1;

@@ -72,12 +72,19 @@ struct Meta {  // what a capture depends on of one input or state tensor
 };
 
 // Note [Choosing lanes]: whether a capture's replays go by device (Note [Replay by device]) is
-// measured, not guessed, unless RAVEL_JIT_LANES says: the first kTrialsEach replays of each kind
-// alternate, and the faster by its best time stays, by device only if it is faster by 10% (it
-// takes a host thread per device). The time is the replay's launches: for devices that run
-// kernels where they are launched (tbb_cpu without queues), their work; for queued devices, the
-// cost of queueing it. A steady step measures the same kind every call, so the best of a few is
-// a fair comparison even on a loaded machine, where the loser is usually several times slower.
+// measured, not guessed, unless RAVEL_JIT_LANES says: the first kTrialsEach replays go in order,
+// the next kTrialsEach by device, and the faster by its best time stays, by device only if it is
+// faster by 10% (it takes a host thread per device). The time is the replay's launches: for
+// devices that run kernels where they are launched (tbb_cpu without queues), their work; for
+// queued devices, the cost of queueing it. A steady step measures the same kind every call, so
+// the best of a few is a fair comparison even on a loaded machine, where the loser is usually
+// several times slower. The trials come in blocks, not alternating: the lanes' threads spin
+// only 0.2 ms after a replay before they sleep (Note [Waking only sleepers]), so a replay by
+// device after one in order found them asleep and paid their wake-ups, 20-60 us at the start of
+// each lane, which a steady replay by device never pays; the 2-device makemore step was then
+// kept in order in about half of the processes, at 1.3x the time by device (docs/performance.md
+// §6, 2026-12-07, helper mk2dev). In a block, the first replay by device starts (or wakes) the
+// threads and the best of the others is the steady one.
 struct LaneChoice {
   static constexpr int kTrialsEach = 4;
   int32_t trials = 0;
@@ -97,12 +104,22 @@ struct Capture {
   int32_t lanes = 0;
   bool has_host_steps = false;
   std::vector<int32_t> reads_before_release;  // -1: never released in a replay
+  // Each step's reads (Step::reads, made once here rather than allocated per kernel and lane at
+  // every replay), and the slots some step writes (the others are bound before a replay starts).
+  std::vector<std::vector<int32_t>> step_reads;
+  std::vector<uint8_t> made_here;
   mutable LaneChoice lane_choice;             // Note [Choosing lanes]
 };
 
 // Removes the steps whose results no kept step reads, walking back from the slots in `kept`
 // (the outputs' and state's); host operations always stay (Note [Unread kernels]).
 void drop_unread_kernels(std::vector<Step>& steps, size_t slots, const std::vector<uint8_t>& kept);
+
+// Keeps the results of kernels that read only Constant slots as Constants (computed by the
+// capture, held in `held`) and removes those kernels (Note [Constant kernels]); never an output
+// or state slot (`kept`) or a host operation.
+void fold_constant_kernels(std::vector<Step>& steps, std::vector<Slot>& slots,
+                           const std::vector<std::shared_ptr<DeviceBuffer>>& held, const std::vector<uint8_t>& kept);
 
 // Fills the lane plan of a capture whose steps and slots are final.
 void plan_lanes(Capture& c);

@@ -126,6 +126,47 @@ void drop_unread_kernels(std::vector<Step>& steps, size_t slots, const std::vect
   steps.resize(k);
 }
 
+// Note [Constant kernels]
+// A kernel whose every operand is a Constant slot (Note [Jit]) computes the same bytes at every
+// replay: its operands never change while the capture is current (a closed-over tensor that is
+// assigned makes the capture stale, and replays never write a buffer that exists outside them),
+// and kernels are deterministic (random numbers come from counters in the program). So its
+// result, computed once by the capture, is kept as a Constant and the kernel is not replayed;
+// a kernel reading only such results folds in turn. In the 2-device makemore step these were 3 of
+// the 36 kernels of the second device's lane and 1 of the first's: the loss mean's 1/B made on
+// device 0 (a program without inputs) and its transfer to device 1 (the replicated loss's
+// cotangent, Note [Sharded gradients]), and the transfer of `one_hot`'s class indices (a
+// constant made on device 0) to device 1 for the embedding and for cross_entropy, every step
+// (docs/performance.md §6, 2026-12-07, helper mk2dev). Outputs and new state are never folded:
+// a replay hands out fresh buffers (property 2 of Note [Jit]). Host operations are never folded.
+// The price: a folded result stays allocated as long as the capture (a transposed copy of a
+// closed-over weight, say), as the closed-over tensors themselves do, where a replay used to
+// make it and free it after its last reader.
+void fold_constant_kernels(std::vector<Step>& steps, std::vector<Slot>& slots,
+                           const std::vector<std::shared_ptr<DeviceBuffer>>& held, const std::vector<uint8_t>& kept) {
+  std::vector<uint8_t> fold(steps.size(), 0);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& step = steps[i];
+    if (step.host || kept[step.out] || slots[step.out].kind != Slot::Kind::Result) continue;
+    bool constant = true;
+    for (int32_t r : step.reads()) constant = constant && slots[r].kind == Slot::Kind::Constant;
+    if (!constant) continue;
+    Slot& o = slots[step.out];
+    o.kind = Slot::Kind::Constant;
+    o.constant = held[step.out];
+    o.external = false;  // only the capture holds it: never a sign that a closed-over tensor changed
+    o.plugin.reset();
+    fold[i] = 1;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (fold[i]) continue;
+    if (k != i) steps[k] = std::move(steps[i]);
+    ++k;
+  }
+  steps.resize(k);
+}
+
 void plan_lanes(Capture& c) {
   c.lane_of.assign(c.steps.size(), 0);
   c.reads_before_release.assign(c.slots.size(), -1);
@@ -151,6 +192,12 @@ void plan_lanes(Capture& c) {
   for (const Step& step : c.steps)
     for (int32_t r : step.reads())
       if (c.reads_before_release[r] >= 0) ++c.reads_before_release[r];
+  c.step_reads.clear();
+  c.made_here.assign(c.slots.size(), 0);
+  for (const Step& step : c.steps) {
+    c.step_reads.push_back(step.reads());
+    for (int32_t w : step.writes()) c.made_here[w] = 1;
+  }
 }
 
 void replay_in_order(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>>& bufs, KernelStats& stats) {
@@ -186,7 +233,7 @@ bool replays_by_device(const Capture& c) {
   }
   const LaneChoice& t = c.lane_choice;
   if (t.chosen >= 0) return t.chosen == 1;
-  return t.trials % 2 == 1;  // in order first, then by device, alternating
+  return t.trials >= LaneChoice::kTrialsEach;  // in order first, then by device: in blocks
 }
 
 void replayed(const Capture& c, bool by_device, double seconds) {
@@ -213,11 +260,8 @@ void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer
   } move_back{bufs, bound};
   // A slot is waited for only if a step of this replay makes it; the others are bound already.
   SlotFlags made(c.slots.size());
-  std::vector<uint8_t> made_here(c.slots.size(), 0);
-  for (const Step& step : c.steps)
-    for (int32_t w : step.writes()) made_here[w] = 1;
   for (size_t s = 0; s < c.slots.size(); ++s)
-    if (!made_here[s]) made.set_made(s);
+    if (!c.made_here[s]) made.set_made(s);
   // Note [Lanes share no cache line]: what one lane writes per kernel (a slot's count of reads
   // left, its flag, the lane's statistics) sits on a cache line no other lane writes, so the
   // lanes' cores do not pass lines back and forth for neighbouring slots.
@@ -248,7 +292,7 @@ void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer
     for (size_t i = 0; i < c.steps.size(); ++i) {
       if (static_cast<size_t>(c.lane_of[i]) != k) continue;
       const Step& step = c.steps[i];
-      const std::vector<int32_t> reads = step.reads();
+      const std::vector<int32_t>& reads = c.step_reads[i];
       const double wait_from = clock.on() ? clock.now_us() : 0;
       for (int32_t r : reads) made.wait_made(static_cast<size_t>(r));
       const double launch_from = clock.on() ? clock.now_us() : 0;
