@@ -1,6 +1,9 @@
 // Programs: element-wise kernels (one work-item per element, grid-stride loop) and reductions
 // (one work-group per output, work-items stride over the reduced space, then a tree in
-// work-group local memory with barriers).
+// work-group local memory with barriers; or one work-item per output). A reduction with a row
+// epilogue (ABI 1.10) does not store its value: the items that made it walk the output's row
+// again and store the epilogue there (Note [Row epilogues on GPUs] in
+// sdk/lowering/src/c_row_epilogue.cpp; the same plan as HIP's and OpenCL's, in SPIR-V).
 #include <ravel/backend.hpp>
 
 #include "emitters.hpp"
@@ -63,25 +66,30 @@ Words emit_program(const ProgramSig& sig) {
   for (int d = 0; d < sig.reduced; ++d) red_ext.push_back(e.meta(meta.extent(sig.kept + d)));
   ViewIndexer vi{e, sig, meta};
 
+  // The reduced value's dtype: the output's, or acc_dtype with a row epilogue.
+  const int32_t red_dt = sig.reduced_dtype();
   // The value the program yields: elementwise, the output's dtype; a reduction, what it
   // accumulates (f32 for halves; LOGSUMEXP: the values' own dtype, lower::accumulator).
   const int32_t value_dt = !reduce ? sig.out_dtype
                            : sig.reduce_op == RVL_REDUCE_LOGSUMEXP ? sig.ins.back().dtype
-                                                                   : lower::compute_dtype(sig.out_dtype);
-  // The program at one point of the space, given the inputs' partial addresses over the kept
-  // axes and the reduced axes' indices.
-  auto eval_at = [&](const std::vector<ViewIndexer::Partial>& kept,
-                     const std::vector<Id>& red_idx) {
+                                                                   : lower::compute_dtype(red_dt);
+  // An instruction list at one point of the space, given the inputs' partial addresses over the
+  // kept axes and the reduced axes' indices: the program's (ACC unused) or its row epilogue's.
+  auto eval_list = [&](const std::vector<rvl_instruction>& code, const std::vector<ViewIndexer::Partial>& kept,
+                       const std::vector<Id>& red_idx, Id acc, int32_t as) {
     std::vector<ViewIndexer::Partial> full(sig.inputs.size());
     for (size_t j = 0; j < sig.inputs.size(); ++j)
       if (!sig.inputs[j].empty) full[j] = vi.extend(j, kept[j], red_idx, sig.kept);
-    return e.evaluate(sig.ins, [&](int32_t j, int32_t dt) -> Id {
+    return e.evaluate(code, [&](int32_t j, int32_t dt) -> Id {
       const InputSig& in = sig.inputs[size_t(j)];
       if (in.empty) return e.ops().zero(dt);
       const ViewIndexer::Partial& p = full[size_t(j)];
       return in.masked ? e.load_masked(dt, in_ptr[size_t(j)], p.addr, p.valid)
                        : e.load(dt, in_ptr[size_t(j)], p.addr);
-    }, 0, value_dt);
+    }, acc, as);
+  };
+  auto eval_at = [&](const std::vector<ViewIndexer::Partial>& kept, const std::vector<Id>& red_idx) {
+    return eval_list(sig.ins, kept, red_idx, 0, value_dt);
   };
   auto kept_partials = [&](const std::vector<Id>& kidx) {
     std::vector<ViewIndexer::Partial> kept(sig.inputs.size());
@@ -89,10 +97,13 @@ Words emit_program(const ProgramSig& sig) {
       if (!sig.inputs[j].empty) kept[j] = vi.extend(j, {}, kidx, 0);
     return kept;
   };
-  auto out_addr = [&](const std::vector<Id>& kidx) {
+  // The output's address at the kept indices, then (a row epilogue's output) the reduced ones.
+  auto out_addr = [&](const std::vector<Id>& kidx, const std::vector<Id>& ridx = {}) {
     Id addr = e.meta(ProgramMeta::offset(meta.output));
     for (size_t k = 0; k < kidx.size(); ++k)
       addr = e.add(addr, e.mul(kidx[k], e.meta(ProgramMeta::stride(meta.output, int(k)))));
+    for (size_t k = 0; k < ridx.size(); ++k)
+      addr = e.add(addr, e.mul(ridx[k], e.meta(ProgramMeta::stride(meta.output, sig.kept + int(k)))));
     return addr;
   };
 
@@ -108,8 +119,9 @@ Words emit_program(const ProgramSig& sig) {
 
   // The accumulator (lower::Accumulator): one value folded by combine(), or LOGSUMEXP's (m, s)
   // merged by lse_merge. The serial loop, the work-group tree and the store are the same code.
-  // A half output accumulates in f32 (dt) and is rounded once when stored (out_dt).
-  const int32_t dt = lower::compute_dtype(sig.out_dtype), out_dt = sig.out_dtype;
+  // A half output accumulates in f32 (dt) and is rounded once when stored (out_dt); with a row
+  // epilogue, the reduced value is rounded to acc_dtype instead and handed to the epilogue.
+  const int32_t dt = lower::compute_dtype(red_dt), out_dt = red_dt;
   const lower::Accumulator A = lower::accumulator(sig.reduce_op, dt, value_dt);
   const bool lse = A.lse;
   const int32_t adt = A.dtype;
@@ -127,6 +139,25 @@ Words emit_program(const ProgramSig& sig) {
   auto result = [&](const std::vector<Id>& a) {
     return e.ops().cast(dt, out_dt, lse ? e.ops().lse_result(adt, dt, a[0], a[1]) : a[0]);
   };
+  // Stores the output's value(s) once the accumulator `a` holds the reduced value: the value
+  // itself, or, with a row epilogue, the epilogue over the row's elements first, first + step, ..
+  // (the items that reduced it share the walk). ACC is the value rounded to acc_dtype (a half:
+  // its bits, widened again), exactly what the two-kernel form would read back.
+  auto finish = [&](const std::vector<Id>& kidx, const std::vector<ViewIndexer::Partial>& kept,
+                    const std::vector<Id>& a, Id first, Id step) {
+    if (!sig.has_epilogue()) {
+      e.store(out_dt, out_ptr, out_addr(kidx), result(a));
+      return;
+    }
+    const Id r = result(a);
+    const Id acc = rvl::dtype_is_half(red_dt) ? e.ops().cast(red_dt, RVL_DTYPE_F32, r) : r;
+    e.loop(first, e.meta(meta.n_red), step, {}, [&](Id i, const auto&) {
+      const std::vector<Id> ridx = e.unflatten(i, red_ext);
+      const Id v = eval_list(sig.epilogue, kept, ridx, acc, sig.out_dtype);
+      e.store(sig.out_dtype, out_ptr, out_addr(kidx, ridx), v);
+      return std::vector<Id>{};
+    });
+  };
 
   if (sig.serial_reduce) {  // a work-item per output, the reduced space walked in order
     e.loop(e.global_id(), e.meta(meta.n_out), e.global_size(), {}, [&](Id o, const auto&) {
@@ -136,7 +167,7 @@ Words emit_program(const ProgramSig& sig) {
                                          [&](Id r, const std::vector<Id>& a) {
                                            return merge(a, element(eval_at(kept, e.unflatten(r, red_ext))));
                                          });
-      e.store(out_dt, out_ptr, out_addr(kidx), result(acc));
+      finish(kidx, kept, acc, e.i64(0), e.i64(1));
       return std::vector<Id>{};
     });
     return e.end_kernel();
@@ -170,7 +201,13 @@ Words emit_program(const ProgramSig& sig) {
       e.if_then(e.lt(lid, e.i64(s)), [&] { store_at(lid, merge(load_at(lid), load_at(e.add(lid, e.i64(s))))); });
       e.barrier();
     }
-    e.if_then(e.lt(lid, e.i64(1)), [&] { e.store(out_dt, out_ptr, out_addr(kidx), result(load_at(e.i64(0)))); });
+    // Without an epilogue item 0 stores the value; with one, every item reads it (the barrier
+    // at the next output's start keeps these reads ahead of the next writes) and walks a
+    // strided slice of the row, as in the reduction.
+    if (sig.has_epilogue())
+      finish(kidx, kept, load_at(e.i64(0)), lid, e.i64(kReduceGroup));
+    else
+      e.if_then(e.lt(lid, e.i64(1)), [&] { finish(kidx, kept, load_at(e.i64(0)), 0, 0); });
     return std::vector<Id>{};
   });
   return e.end_kernel();

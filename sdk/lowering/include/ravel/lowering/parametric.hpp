@@ -44,6 +44,14 @@ struct ProgramSig {
   int32_t out_dtype = 0;
   std::vector<InputSig> inputs;
   std::vector<rvl_instruction> ins;
+  // ABI 1.10 row epilogue (Note [Row epilogues on GPUs] in c_row_epilogue.cpp): when not empty,
+  // the reduced value (in acc_dtype) is not stored; the items that made it walk its row again and
+  // store the epilogue's value at every element, so the output has the whole space.
+  std::vector<rvl_instruction> epilogue;
+  int32_t acc_dtype = -1;
+  bool has_epilogue() const { return !epilogue.empty(); }
+  // The reduced value's dtype: the output's, or acc_dtype with an epilogue.
+  int32_t reduced_dtype() const { return has_epilogue() ? acc_dtype : out_dtype; }
 
   std::string key() const;  // the structural key (Note [Generic kernels])
 };
@@ -51,7 +59,7 @@ struct ProgramSig {
 // Where each value lives in the meta block:
 //   [extents of kept axes, extents of reduced axes, n_out, n_red,
 //    per non-empty input: offset, strides[kept+reduced], (masked: lo[..], hi[..]),
-//    output: offset, strides[kept]]
+//    output: offset, strides[kept] (with a row epilogue: strides[kept+reduced])]
 struct ProgramMeta {
   explicit ProgramMeta(const ProgramSig& s);
   int rank = 0;
