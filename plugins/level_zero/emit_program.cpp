@@ -69,9 +69,10 @@ Words emit_program(const ProgramSig& sig) {
   // The reduced value's dtype: the output's, or acc_dtype with a row epilogue.
   const int32_t red_dt = sig.reduced_dtype();
   // The value the program yields: elementwise, the output's dtype; a reduction, what it
-  // accumulates (f32 for halves; LOGSUMEXP: the values' own dtype, lower::accumulator).
+  // accumulates (f32 for halves; LOGSUMEXP: the values' own dtype, lower::accumulator, and f32
+  // for half values, which had made a half-storage accumulator SPIR-V refuses).
   const int32_t value_dt = !reduce ? sig.out_dtype
-                           : sig.reduce_op == RVL_REDUCE_LOGSUMEXP ? sig.ins.back().dtype
+                           : sig.reduce_op == RVL_REDUCE_LOGSUMEXP ? lower::compute_dtype(sig.ins.back().dtype)
                                                                    : lower::compute_dtype(red_dt);
   // An instruction list at one point of the space, given the inputs' partial addresses over the
   // kept axes and the reduced axes' indices: the program's (ACC unused) or its row epilogue's.
