@@ -66,8 +66,10 @@ struct Acc {
   int32_t out_dtype;  // the stored dtype (a half: the f32 result is rounded once)
   std::string result(const std::vector<std::string>& v) const {
     if (!plan.lse) return c::convert(D, out_dtype, odt, v[0]);
-    return std::string(plan.widening(odt) ? "rvl_lse_result_wide(" : "rvl_lse_result_" + type() + "(") +
-           v[0] + ", " + v[1] + ")";
+    // LOGSUMEXP over half values accumulates in f32 too and is rounded once here.
+    return c::convert(D, out_dtype, odt,
+                      std::string(plan.widening(odt) ? "rvl_lse_result_wide(" : "rvl_lse_result_" + type() + "(") +
+                          v[0] + ", " + v[1] + ")");
   }
 };
 
