@@ -74,11 +74,13 @@ void execute_program(int32_t device, rvl_stream* stream, const rvl_program* p) {
   DeviceState& dev = device_state(device);
   rvl_stream& s = resolve_stream(stream, &dev, "execute_program");
   const rvl::validate::Program prog =
-      rvl::validate::validate_program(p, lookup_on(dev), RVL_DTYPES_ALL, reduce_ops());
+      rvl::validate::validate_program(p, lookup_on(dev), RVL_DTYPES_ALL, reduce_ops(), reduce_ops());
   ProgramLaunch L = plan_program(prog);
-  // A row epilogue's list and its ACC (the widening LOGSUMEXP's f64) count too.
-  require_dtype(dev.dev, any_f64(L.sig.ins, L.sig.inputs, L.sig.out_dtype) ||
-                             any_f64(L.sig.epilogue, {}, L.sig.acc_dtype));
+  // A row epilogue's list and its ACC (the widening LOGSUMEXP's f64), and a chain's stages,
+  // count too.
+  bool f64 = any_f64(L.sig.ins, L.sig.inputs, L.sig.out_dtype) || any_f64(L.sig.epilogue, {}, L.sig.acc_dtype);
+  for (const lower::StageSig& st : L.sig.stages) f64 |= any_f64(st.ins, {}, st.acc_dtype);
+  require_dtype(dev.dev, f64);
   if (L.n_out == 0) return;  // nothing is stored
   const bool group_reduce = L.sig.reduce_op != RVL_REDUCE_NONE && !L.sig.serial_reduce;
   const uint32_t group = group_reduce ? kReduceGroup : kElementwiseGroup;

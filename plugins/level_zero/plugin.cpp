@@ -148,6 +148,10 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
     // Row epilogues of every reduction it runs (emit_program.cpp, decision 70).
     if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_epilogue_ops)) out->reduce_epilogue_ops = reduce_ops();
 #endif
+#if RVL_ABI_MINOR >= 11
+    // Chains of them (Note [Row chains on GPUs], decision 70).
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_chain_ops)) out->reduce_chain_ops = reduce_ops();
+#endif
 #if RVL_ABI_MINOR >= 6
     // Every row (the SPIR-V emitter switches over all of them; a row it misses does not compile).
     if (RVL_HAS_MEMBER(out, rvl_device_properties, ops)) out->ops = RVL_OPS_ALL;

@@ -50,6 +50,12 @@ std::string ProgramSig::key() const {
   // Two programs differing only in their row epilogue or its ACC dtype are different kernels.
   put_i(k, acc_dtype);
   put_instructions(k, epilogue);
+  put_i(k, int64_t(stages.size()));
+  for (const StageSig& st : stages) {
+    put_i(k, st.reduce_op);
+    put_i(k, st.acc_dtype);
+    put_instructions(k, st.ins);
+  }
   return k;
 }
 
@@ -83,6 +89,8 @@ ProgramLaunch plan_program(const rvl::validate::Program& p) {
     s.epilogue.assign(p.epilogue, p.epilogue + p.n_epilogue);
     s.acc_dtype = p.acc_dtype;
   }
+  for (const rvl::validate::Program::Stage& st : p.stages)
+    s.stages.push_back({std::vector<rvl_instruction>(st.ins, st.ins + st.n_ins), st.reduce_op, st.acc_dtype});
   std::vector<int64_t>& m = L.meta;
   m = sp.extent;
   m.push_back(L.n_out);

@@ -34,6 +34,14 @@ struct InputSig {
   bool masked = false;  // some axis has a validity range narrower than the extent
 };
 
+// ABI 1.11: an earlier reduction of a chain (validate::Program::Stage), reduced over the same
+// rows before the program's own; its value is read as ACC k by the later lists.
+struct StageSig {
+  std::vector<rvl_instruction> ins;
+  int32_t reduce_op = 0;
+  int32_t acc_dtype = 0;
+};
+
 // The structure of a program kernel: what its SPIR-V depends on.
 struct ProgramSig {
   int32_t kept = 0, reduced = 0;  // axes after normalisation: kept first, then reduced
@@ -49,6 +57,7 @@ struct ProgramSig {
   // store the epilogue's value at every element, so the output has the whole space.
   std::vector<rvl_instruction> epilogue;
   int32_t acc_dtype = -1;
+  std::vector<StageSig> stages;  // a chain's stages (ABI 1.11), in order
   bool has_epilogue() const { return !epilogue.empty(); }
   // The reduced value's dtype: the output's, or acc_dtype with an epilogue.
   int32_t reduced_dtype() const { return has_epilogue() ? acc_dtype : out_dtype; }
