@@ -57,6 +57,9 @@ struct Kernel {
   // ABI 1.10 row epilogue: the output then has the whole space and the epilogue's dtype.
   std::vector<rvl_instruction> epilogue;
   int32_t acc_dtype = -1;
+  // ABI 1.11 chain stages: their lists, reduce ops and value dtypes.
+  std::vector<std::vector<rvl_instruction>> stage_code;
+  std::vector<int32_t> stage_ops, stage_accs;
 
   rvl::l0::ProgramLaunch plan() const {
     rvl_program p{};
@@ -84,9 +87,19 @@ struct Kernel {
       p.epilogue = epilogue.data();
       p.acc_dtype = acc_dtype;
     }
+    std::vector<rvl_reduce_stage> stages(stage_code.size());
+    for (size_t j = 0; j < stages.size(); ++j) {
+      stages[j].struct_size = sizeof(rvl_reduce_stage);
+      stages[j].reduce_op = stage_ops[j];
+      stages[j].acc_dtype = stage_accs[j];
+      stages[j].n_instructions = int32_t(stage_code[j].size());
+      stages[j].instructions = stage_code[j].data();
+    }
+    p.n_stages = int32_t(stages.size());
+    p.stages = stages.data();
     const uint32_t every_reduction = (1u << (RVL_REDUCE_LOGSUMEXP + 1)) - 1;
     return rvl::l0::plan_program(
-        rvl::validate::validate_program(&p, fake_lookup, RVL_DTYPES_ALL, every_reduction));
+        rvl::validate::validate_program(&p, fake_lookup, RVL_DTYPES_ALL, every_reduction, every_reduction));
   }
 };
 
@@ -219,6 +232,47 @@ BOOST_AUTO_TEST_CASE(row_epilogues_of_every_reduction_and_dtype) {
   BOOST_TEST_MESSAGE(emitted + 1 << " row epilogue kernels valid");
   BOOST_TEST(emitted > 80);
   BOOST_TEST(group_kernels > 0);
+}
+
+// Chains (ABI 1.11): layer norm's form (stage 0 sums x, the program sums (x - ACC1)^2, the
+// epilogue reads both) and a LOGSUMEXP stage feeding a SUM without epilogue (the cross-entropy
+// row loss's form), in every float dtype, serial and with a work-group per row, padded.
+BOOST_AUTO_TEST_CASE(row_chains_of_every_float_dtype) {
+  int emitted = 0;
+  for (int32_t dt : {RVL_DTYPE_F32, RVL_DTYPE_F64, RVL_DTYPE_F16, RVL_DTYPE_BF16})
+    for (uint32_t axes : {1u, 2u})
+      for (int64_t inner : {7, 100})
+        for (bool epilogue : {true, false}) {
+          Kernel k;
+          k.shape = {inner == 7 ? 5 : 3, inner};
+          k.inputs = {dense(dt, k.shape)};
+          k.inputs[0].view.valid_lo[1] = 1;
+          rvl_instruction acc1 = ins(RVL_OP_ACC, dt);
+          acc1.arg = 1;
+          k.stage_code = {{ins(RVL_OP_LOAD, dt)}};
+          k.stage_ops = {epilogue ? RVL_REDUCE_SUM : RVL_REDUCE_LOGSUMEXP};
+          k.stage_accs = {dt};
+          // (x - ACC1)^2, or ACC1 - x
+          k.code = {ins(RVL_OP_LOAD, dt), acc1, ins(RVL_OP_NEG, dt, 1), ins(RVL_OP_ADD, dt, 0, 2)};
+          if (epilogue) k.code.push_back(ins(RVL_OP_MUL, dt, 3, 3));
+          else k.code.push_back(ins(RVL_OP_NEG, dt, 3));
+          k.reduce_op = RVL_REDUCE_SUM;
+          k.reduce_axes = axes;
+          if (epilogue) {
+            rvl_instruction acc0 = ins(RVL_OP_ACC, dt);
+            k.acc_dtype = dt;
+            k.epilogue = {ins(RVL_OP_LOAD, dt), acc1, acc0, ins(RVL_OP_ADD, dt, 0, 1), ins(RVL_OP_MUL, dt, 3, 2)};
+          }
+          const rvl::l0::ProgramLaunch L = k.plan();
+          BOOST_TEST(L.sig.stages.size() == 1u);
+          check_program(k, std::string("chain ") + rvl::dtype_name(dt) + " axes " + std::to_string(axes) + " inner " +
+                               std::to_string(inner) + (epilogue ? " with epilogue" : ""));
+          ++emitted;
+          Kernel other = k;  // another stage op: another module
+          other.stage_ops = {RVL_REDUCE_MAX};
+          BOOST_TEST(other.plan().sig.key() != L.sig.key());
+        }
+  BOOST_TEST(emitted == 32);
 }
 
 BOOST_AUTO_TEST_CASE(contractions_of_every_dtype_with_an_epilogue) {
