@@ -112,7 +112,7 @@ std::string row_epilogue(const Dialect& d, const validate::Program& p, const Spa
                          const std::string& first, const std::string& step, const std::string& acc,
                          const std::string& indent, const std::vector<std::string>& stage_accs = {});
 
-// ---- chains of row reductions (ABI 1.11, Note [Row chains on GPUs] in c_row_epilogue.cpp) ----
+// ---- chains of row reductions (ABI 1.11, Note [Row chains on GPUs] in c_row_chain.cpp) ------
 // One reduction of a chain as a renderer needs it: the stage's (or the program's own) list,
 // widened (Note [Halves in kernels]), its reduce op, the dtype of its value (acc_dtype, or the
 // output's for a program without epilogue) and the dtype its list yields.
