@@ -172,7 +172,8 @@ void KernelEmitter::barrier() {
 }
 
 Id KernelEmitter::evaluate(const std::vector<rvl_instruction>& given,
-                           const std::function<Id(int32_t, int32_t)>& load_input, Id acc, int32_t as) {
+                           const std::function<Id(int32_t, int32_t)>& load_input, Id acc, int32_t as,
+                           const std::vector<Id>& accs) {
   const std::vector<rvl_instruction> ins = lower::widen_halves(given.data(), int32_t(given.size()));
   std::vector<Id> v(ins.size());
   for (size_t j = 0; j < ins.size(); ++j) {
@@ -183,7 +184,8 @@ Id KernelEmitter::evaluate(const std::vector<rvl_instruction>& given,
     } else if (in.op == RVL_OP_CONST) {
       v[j] = ops_.constant(in);
     } else if (in.op == RVL_OP_ACC) {
-      v[j] = acc;
+      // The validator bounds a chain's ACC indices by what each list may read.
+      v[j] = accs.empty() ? acc : accs.at(size_t(in.arg));
     } else {
       Id s[3] = {0, 0, 0};
       for (int k = 0; k < info.arity; ++k) s[k] = v[size_t(in.src[k])];

@@ -86,10 +86,12 @@ class KernelEmitter {
   void barrier();  // work-group barrier with work-group memory ordering
 
   // Evaluates an instruction list; `load(j, dtype)` yields LOAD of input j, `acc` the ACC value
-  // (f32 where ACC is a half). Halves are computed in f32 (lower::widen_halves, Note [Halves in
-  // kernels]); the value is returned in `as`, converted once (a half output: rounded once).
+  // (f32 where ACC is a half), or in a chain (ABI 1.11; `accs` not empty) accs[arg]. Halves are
+  // computed in f32 (lower::widen_halves, Note [Halves in kernels]); the value is returned in
+  // `as`, converted once (a half output: rounded once).
   Id evaluate(const std::vector<rvl_instruction>& ins,
-              const std::function<Id(int32_t input, int32_t dtype)>& load_input, Id acc, int32_t as);
+              const std::function<Id(int32_t input, int32_t dtype)>& load_input, Id acc, int32_t as,
+              const std::vector<Id>& accs = {});
 
  private:
   Id builtin_x(spv::BuiltIn which);

@@ -4,6 +4,7 @@
 #include <ravel/validate.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "emitters.hpp"
@@ -64,12 +65,22 @@ void launch(rvl_stream& s, CompiledKernel& k, const std::vector<void*>& pointers
 
 }  // namespace
 
+uint32_t reduce_ops() {
+  const char* off = std::getenv("RAVEL_L0_NO_LOGSUMEXP");
+  return RVL_REDUCE_OPS_BASIC | (off && *off && *off != '0' ? 0u : 1u << RVL_REDUCE_LOGSUMEXP);
+}
+
 void execute_program(int32_t device, rvl_stream* stream, const rvl_program* p) {
   DeviceState& dev = device_state(device);
   rvl_stream& s = resolve_stream(stream, &dev, "execute_program");
-  const rvl::validate::Program prog = rvl::validate::validate_program(p, lookup_on(dev), RVL_DTYPES_ALL);
+  const rvl::validate::Program prog =
+      rvl::validate::validate_program(p, lookup_on(dev), RVL_DTYPES_ALL, reduce_ops(), reduce_ops());
   ProgramLaunch L = plan_program(prog);
-  require_dtype(dev.dev, any_f64(L.sig.ins, L.sig.inputs, L.sig.out_dtype));
+  // A row epilogue's list and its ACC (the widening LOGSUMEXP's f64), and a chain's stages,
+  // count too.
+  bool f64 = any_f64(L.sig.ins, L.sig.inputs, L.sig.out_dtype) || any_f64(L.sig.epilogue, {}, L.sig.acc_dtype);
+  for (const lower::StageSig& st : L.sig.stages) f64 |= any_f64(st.ins, {}, st.acc_dtype);
+  require_dtype(dev.dev, f64);
   if (L.n_out == 0) return;  // nothing is stored
   const bool group_reduce = L.sig.reduce_op != RVL_REDUCE_NONE && !L.sig.serial_reduce;
   const uint32_t group = group_reduce ? kReduceGroup : kElementwiseGroup;

@@ -142,10 +142,15 @@ rvl_error* device_properties(int32_t device, rvl_device_properties* out) {
 #if RVL_ABI_MINOR >= 4
     // The online LOGSUMEXP reduction (emit_program.cpp, ScalarOps::lse_merge).
     // RAVEL_L0_NO_LOGSUMEXP=1 hides it, so the core's max / exp-sum fallback runs instead.
-    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops)) {
-      const char* off = std::getenv("RAVEL_L0_NO_LOGSUMEXP");
-      out->reduce_ops = RVL_REDUCE_OPS_BASIC | (off && *off && *off != '0' ? 0u : 1u << RVL_REDUCE_LOGSUMEXP);
-    }
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops)) out->reduce_ops = reduce_ops();
+#endif
+#if RVL_ABI_MINOR >= 10
+    // Row epilogues of every reduction it runs (emit_program.cpp, decision 70).
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_epilogue_ops)) out->reduce_epilogue_ops = reduce_ops();
+#endif
+#if RVL_ABI_MINOR >= 11
+    // Chains of them (Note [Row chains on GPUs], decision 70).
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_chain_ops)) out->reduce_chain_ops = reduce_ops();
 #endif
 #if RVL_ABI_MINOR >= 6
     // Every row (the SPIR-V emitter switches over all of them; a row it misses does not compile).

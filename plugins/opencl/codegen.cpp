@@ -66,8 +66,10 @@ struct Acc {
   int32_t out_dtype;  // the stored dtype (a half: the f32 result is rounded once)
   std::string result(const std::vector<std::string>& v) const {
     if (!plan.lse) return c::convert(D, out_dtype, odt, v[0]);
-    return std::string(plan.widening(odt) ? "rvl_lse_result_wide(" : "rvl_lse_result_" + type() + "(") +
-           v[0] + ", " + v[1] + ")";
+    // LOGSUMEXP over half values accumulates in f32 too and is rounded once here.
+    return c::convert(D, out_dtype, odt,
+                      std::string(plan.widening(odt) ? "rvl_lse_result_wide(" : "rvl_lse_result_" + type() + "(") +
+                          v[0] + ", " + v[1] + ")");
   }
 };
 
@@ -98,55 +100,76 @@ KernelSource generate_program(const validate::Program& given) {
     return k;
   }
   // With a row epilogue (ABI 1.10) the reduction's value has acc_dtype and is not stored: the
-  // items that made it run the epilogue over its row (Note [Row epilogues on GPUs]).
+  // items that made it run the epilogue over its row (Note [Row epilogues on GPUs]). A chain
+  // (ABI 1.11) reduces its stages first, each one's value kept by every item that owns the
+  // output and read as ACC k by the later lists (Note [Row chains on GPUs]).
   const bool epilogue = p.n_epilogue > 0;
-  const int32_t red_dt = epilogue ? p.acc_dtype : p.out.dtype;
-  const int32_t cdt = lower::compute_dtype(red_dt);
-  const Acc A{lower::accumulator(p.reduce_op, cdt, value_dt), p.reduce_op, cdt, red_dt};
-  auto finish = [&](const std::vector<std::string>& v, bool row_group) {
-    return "    const " + std::string(ty(red_dt)) + " accv = " + A.result(v) + ";\n" +
-           c::row_epilogue(D, p, s, I, row_group ? "tid" : "0", row_group ? S(kGroup) : "1", "accv", "    ");
-  };
+  const std::vector<c::ChainReduction> chain = c::chain_reductions(given);
   const lower::ReducePlan plan = lower::plan_reduction(s, kGroup, false);
   const bool row = plan.kind == lower::ReducePlan::Kind::Row;
-  const std::vector<std::string> vars = A.vars("", "");
+  auto acc_of = [&](const c::ChainReduction& R) {
+    const int32_t cdt = lower::compute_dtype(R.value_dtype);
+    return Acc{lower::accumulator(R.reduce_op, cdt, R.list_dtype), R.reduce_op, cdt, R.value_dtype};
+  };
+  // A single reduction keeps its names (acc, sh_acc, ...); a chain's k-th is c<k>_acc, ...
+  auto prefix = [&](size_t j) { return chain.size() > 1 ? "c" + S(int64_t(j)) + "_" : std::string(); };
   std::vector<std::string> out_idx(s.extent.size());
   for (size_t d : s.axes(false)) out_idx[d] = idx[d];
   if (row)
-    for (const std::string& v : A.vars("sh_", "[" + S(kGroup) + "]"))
-      b += "  __local " + A.type() + " " + v + ";\n";
+    for (size_t j = 0; j < chain.size(); ++j)
+      for (const std::string& v : acc_of(chain[j]).vars("sh_" + prefix(j), "[" + S(kGroup) + "]"))
+        b += "  __local " + acc_of(chain[j]).type() + " " + v + ";\n";
   b += "  const int tid = get_local_id(0);\n";
   b += row ? "  for (" + I + " o = (" + I + ")get_group_id(0); o < " + S(s.n_out) + "; o += (" + I +
                  ")get_num_groups(0)) {\n"
            : "  for (" + I + " o = (" + I + ")get_global_id(0); o < " + S(s.n_out) + "; o += (" + I +
                  ")get_global_size(0)) {\n";
   b += c::decompose(I, "o", s.axes(false), s.extent, "    ");
-  for (int i = 0; i < A.plan.count(); ++i)
-    b += "    " + A.type() + " " + vars[size_t(i)] + " = " + c::literal(D, A.plan.dtype, A.plan.init[i]) + ";\n";
-  b += "    for (" + I + " r = " + (row ? "tid" : "0") + "; r < " + S(s.n_red) + "; r += " +
-       (row ? S(kGroup) : "1") + ") {\n";
-  b += c::decompose(I, "r", s.axes(true), s.extent, "      ");
-  const std::string v = c::emit_ssa(D, b, c::SsaInput(p.ins, p.n_ins, load), "      ");
-  // One element: (v), or (v, 1) for LOGSUMEXP; a program ending in a CAST to a half yields its
-  // bits, widened again to accumulate in f32.
-  std::vector<std::string> one{A.plan.lse ? v : c::convert(D, cdt, value_dt, v)};
-  if (A.plan.lse) one.push_back("(" + A.type() + ")1");
-  b += "      " + A.merge(vars, one) + "\n    }\n";
-  const std::string store = "out[" + c::address(s.out(), out_idx) + "] = ";
-  if (!row) {
-    b += (epilogue ? finish(vars, false) : "    " + store + A.result(vars) + ";\n") + "  }\n";
-  } else {
-    // The barrier before the first store keeps the previous output's readers ahead of it.
-    b += "    barrier(CLK_LOCAL_MEM_FENCE);\n";
-    const std::vector<std::string> here = A.vars("sh_", "[tid]");
-    for (int i = 0; i < A.plan.count(); ++i) b += "    " + here[size_t(i)] + " = " + vars[size_t(i)] + ";\n";
-    b += "    barrier(CLK_LOCAL_MEM_FENCE);\n";
-    b += "    for (int h = " + S(kGroup / 2) + "; h > 0; h >>= 1) {\n";
-    b += "      if (tid < h) " + A.merge(here, A.vars("sh_", "[tid + h]")) + "\n";
-    b += "      barrier(CLK_LOCAL_MEM_FENCE);\n    }\n";
-    b += (epilogue ? finish(A.vars("sh_", "[0]"), true) : "    if (tid == 0) " + store + A.result(A.vars("sh_", "[0]")) + ";\n") +
-         "  }\n";
+  // names[j]: the variable holding ACC j's value once it is known (j >= 1: stage j - 1).
+  std::vector<std::string> names(chain.size());
+  for (size_t j = 0; j < chain.size(); ++j) {
+    const c::ChainReduction& R = chain[j];
+    const Acc A = acc_of(R);
+    const std::string pre = prefix(j);
+    const std::vector<std::string> vars = A.vars(pre, "");
+    for (int i = 0; i < A.plan.count(); ++i)
+      b += "    " + A.type() + " " + vars[size_t(i)] + " = " + c::literal(D, A.plan.dtype, A.plan.init[i]) + ";\n";
+    b += "    for (" + I + " r = " + (row ? "tid" : "0") + "; r < " + S(s.n_red) + "; r += " +
+         (row ? S(kGroup) : "1") + ") {\n";
+    b += c::decompose(I, "r", s.axes(true), s.extent, "      ");
+    c::SsaInput in(R.ins.data(), int32_t(R.ins.size()), load);
+    if (!p.stages.empty()) in.accs = c::chain_accs(D, p, names);
+    const std::string v = c::emit_ssa(D, b, in, "      ");
+    // One element: (v), or (v, 1) for LOGSUMEXP; a program ending in a CAST to a half yields its
+    // bits, widened again to accumulate in f32.
+    std::vector<std::string> one{A.plan.lse ? v : c::convert(D, A.odt, R.list_dtype, v)};
+    if (A.plan.lse) one.push_back("(" + A.type() + ")1");
+    b += "      " + A.merge(vars, one) + "\n    }\n";
+    std::vector<std::string> value = vars;
+    if (row) {
+      // The barrier before the first store keeps the previous output's readers ahead of it.
+      b += "    barrier(CLK_LOCAL_MEM_FENCE);\n";
+      const std::vector<std::string> here = A.vars("sh_" + pre, "[tid]");
+      for (int i = 0; i < A.plan.count(); ++i) b += "    " + here[size_t(i)] + " = " + vars[size_t(i)] + ";\n";
+      b += "    barrier(CLK_LOCAL_MEM_FENCE);\n";
+      b += "    for (int h = " + S(kGroup / 2) + "; h > 0; h >>= 1) {\n";
+      b += "      if (tid < h) " + A.merge(here, A.vars("sh_" + pre, "[tid + h]")) + "\n";
+      b += "      barrier(CLK_LOCAL_MEM_FENCE);\n    }\n";
+      value = A.vars("sh_" + pre, "[0]");
+    }
+    if (j + 1 < chain.size()) {  // a stage: every item keeps its value, rounded to its acc_dtype
+      names[j + 1] = "accv" + S(int64_t(j + 1));
+      b += "    const " + std::string(ty(R.value_dtype)) + " " + names[j + 1] + " = " + A.result(value) + ";\n";
+    } else if (epilogue) {
+      const std::vector<std::string> stage_names(names.begin() + 1, names.end());
+      b += "    const " + std::string(ty(R.value_dtype)) + " accv = " + A.result(value) + ";\n" +
+           c::row_epilogue(D, p, s, I, row ? "tid" : "0", row ? S(kGroup) : "1", "accv", "    ", stage_names);
+    } else {
+      b += std::string(row ? "    if (tid == 0) " : "    ") + "out[" + c::address(s.out(), out_idx) +
+           "] = " + A.result(value) + ";\n";
+    }
   }
+  b += "  }\n";
   k.summary += std::string(" ") + lower::reduce_kind_name(plan.kind) + " O=" + S(s.n_out) + " R=" + S(s.n_red);
   kernel(k, row ? "rrow" : "rser", program_params(p), b, row ? s.n_out * kGroup : s.n_out);
   return k;

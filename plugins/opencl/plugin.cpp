@@ -161,6 +161,8 @@ struct Hooks : rvl::host::DefaultHooks {
     out->dtypes = dtypes();
     if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops)) out->reduce_ops = reduce_ops();
     if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_epilogue_ops)) out->reduce_epilogue_ops = reduce_ops();
+    // ABI 1.11: chains of them (Note [Row chains on GPUs], decision 70).
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_chain_ops)) out->reduce_chain_ops = reduce_ops();
 #if RVL_ABI_MINOR >= 6
     // Every row: the shared C renderer switches over all of them (a row it misses does not compile).
     if (RVL_HAS_MEMBER(out, rvl_device_properties, ops)) out->ops = RVL_OPS_ALL;
@@ -211,7 +213,7 @@ void launch(const KernelSource& k, const std::vector<const rvl_buffer*>& args) {
 // The handles behind a kernel's operands, in argument order (the validator checked them).
 void Hooks::execute_program(const rvl_program* p) {
   const validate::Program v = validate::validate_program(p, Host::buffer_ref<validate::BufferRef>, Hooks::dtypes(),
-                                                          Hooks::reduce_ops());
+                                                          Hooks::reduce_ops(), Hooks::reduce_ops());
   std::vector<const rvl_buffer*> args;
   for (int32_t i = 0; i < p->n_inputs; ++i) args.push_back(Host::lookup_buffer(p->inputs[i].buffer, "input"));
   args.push_back(Host::lookup_buffer(p->output.buffer, "output"));

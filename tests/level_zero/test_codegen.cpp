@@ -54,6 +54,12 @@ struct Kernel {
   std::vector<rvl_instruction> code;
   int32_t reduce_op = RVL_REDUCE_NONE;
   uint32_t reduce_axes = 0;
+  // ABI 1.10 row epilogue: the output then has the whole space and the epilogue's dtype.
+  std::vector<rvl_instruction> epilogue;
+  int32_t acc_dtype = -1;
+  // ABI 1.11 chain stages: their lists, reduce ops and value dtypes.
+  std::vector<std::vector<rvl_instruction>> stage_code;
+  std::vector<int32_t> stage_ops, stage_accs;
 
   rvl::l0::ProgramLaunch plan() const {
     rvl_program p{};
@@ -75,7 +81,25 @@ struct Kernel {
       if ((reduce_axes >> d) & 1u) p.output.view.strides[d] = 0;
       p.output.view.valid_hi[d] = shape[d];
     }
-    return rvl::l0::plan_program(rvl::validate::validate_program(&p, fake_lookup, RVL_DTYPES_ALL));
+    if (!epilogue.empty()) {
+      p.output = dense(epilogue.back().dtype, shape);
+      p.n_epilogue = int32_t(epilogue.size());
+      p.epilogue = epilogue.data();
+      p.acc_dtype = acc_dtype;
+    }
+    std::vector<rvl_reduce_stage> stages(stage_code.size());
+    for (size_t j = 0; j < stages.size(); ++j) {
+      stages[j].struct_size = sizeof(rvl_reduce_stage);
+      stages[j].reduce_op = stage_ops[j];
+      stages[j].acc_dtype = stage_accs[j];
+      stages[j].n_instructions = int32_t(stage_code[j].size());
+      stages[j].instructions = stage_code[j].data();
+    }
+    p.n_stages = int32_t(stages.size());
+    p.stages = stages.data();
+    const uint32_t every_reduction = (1u << (RVL_REDUCE_LOGSUMEXP + 1)) - 1;
+    return rvl::l0::plan_program(
+        rvl::validate::validate_program(&p, fake_lookup, RVL_DTYPES_ALL, every_reduction, every_reduction));
   }
 };
 
@@ -160,6 +184,97 @@ BOOST_AUTO_TEST_CASE(reductions_of_every_dtype_with_padding) {
   BOOST_TEST(group_kernels > 0);
 }
 
+// Row epilogues (ABI 1.10, emit_program.cpp): x + sum, max(x, max), x * prod and log_softmax's
+// x - logsumexp, for every dtype each reduction accepts, serial and with a work-group per row,
+// with a padded input; the epilogue reads ACC and the input again. ACC in a half is the value
+// rounded and widened back (Note [Row epilogues on GPUs]).
+BOOST_AUTO_TEST_CASE(row_epilogues_of_every_reduction_and_dtype) {
+  int emitted = 0, group_kernels = 0;
+  for (int32_t rop : {RVL_REDUCE_SUM, RVL_REDUCE_MAX, RVL_REDUCE_PROD, RVL_REDUCE_LOGSUMEXP})
+    for (int32_t dt : kDtypes) {
+      const bool lse = rop == RVL_REDUCE_LOGSUMEXP;
+      if (dt == RVL_DTYPE_BOOL || (lse && !rvl::dtype_is_float(dt))) continue;
+      for (uint32_t axes : {1u, 2u, 3u})
+        for (int64_t inner : {7, 100}) {
+          Kernel k;
+          k.shape = {inner == 7 ? 5 : 3, inner};
+          k.inputs = {dense(dt, k.shape)};
+          k.inputs[0].view.valid_lo[1] = 1;  // padded: a masked load
+          k.code = {ins(RVL_OP_LOAD, dt)};
+          k.reduce_op = rop;
+          k.reduce_axes = axes;
+          k.acc_dtype = dt;
+          k.epilogue = {ins(RVL_OP_LOAD, dt), ins(RVL_OP_ACC, dt)};
+          if (lse) k.epilogue.push_back(ins(RVL_OP_NEG, dt, 1));  // x - lse
+          const int32_t op = rop == RVL_REDUCE_PROD ? RVL_OP_MUL : rop == RVL_REDUCE_MAX ? RVL_OP_MAX : RVL_OP_ADD;
+          k.epilogue.push_back(ins(op, dt, 0, lse ? 2 : 1));
+          const rvl::l0::ProgramLaunch L = k.plan();
+          BOOST_TEST(L.sig.has_epilogue());
+          BOOST_TEST(L.sig.serial_reduce == !(axes & 2u && (axes == 3u || inner == 100)));
+          group_kernels += !L.sig.serial_reduce;
+          check_program(k, "row epilogue of reduce " + std::to_string(rop) + " " + rvl::dtype_name(dt) +
+                               " axes " + std::to_string(axes) + " inner " + std::to_string(inner));
+          ++emitted;
+        }
+    }
+  // The core's softmax on f32: the widening LOGSUMEXP (f64 ACC), e^z back in f32.
+  Kernel k;
+  k.shape = {3, 100};
+  k.inputs = {dense(RVL_DTYPE_F32, k.shape)};
+  k.code = {ins(RVL_OP_LOAD, RVL_DTYPE_F32)};
+  k.reduce_op = RVL_REDUCE_LOGSUMEXP;
+  k.reduce_axes = 2u;
+  k.acc_dtype = RVL_DTYPE_F64;
+  k.epilogue = {ins(RVL_OP_LOAD, RVL_DTYPE_F32), ins(RVL_OP_CAST, RVL_DTYPE_F64, 0), ins(RVL_OP_ACC, RVL_DTYPE_F64),
+                ins(RVL_OP_NEG, RVL_DTYPE_F64, 2),  ins(RVL_OP_ADD, RVL_DTYPE_F64, 1, 3),
+                ins(RVL_OP_CAST, RVL_DTYPE_F32, 4), ins(RVL_OP_EXP2, RVL_DTYPE_F32, 5)};
+  check_program(k, "softmax with an f64 accumulator");
+  BOOST_TEST_MESSAGE(emitted + 1 << " row epilogue kernels valid");
+  BOOST_TEST(emitted > 80);
+  BOOST_TEST(group_kernels > 0);
+}
+
+// Chains (ABI 1.11): layer norm's form (stage 0 sums x, the program sums (x - ACC1)^2, the
+// epilogue reads both) and a LOGSUMEXP stage feeding a SUM without epilogue (the cross-entropy
+// row loss's form), in every float dtype, serial and with a work-group per row, padded.
+BOOST_AUTO_TEST_CASE(row_chains_of_every_float_dtype) {
+  int emitted = 0;
+  for (int32_t dt : {RVL_DTYPE_F32, RVL_DTYPE_F64, RVL_DTYPE_F16, RVL_DTYPE_BF16})
+    for (uint32_t axes : {1u, 2u})
+      for (int64_t inner : {7, 100})
+        for (bool epilogue : {true, false}) {
+          Kernel k;
+          k.shape = {inner == 7 ? 5 : 3, inner};
+          k.inputs = {dense(dt, k.shape)};
+          k.inputs[0].view.valid_lo[1] = 1;
+          rvl_instruction acc1 = ins(RVL_OP_ACC, dt);
+          acc1.arg = 1;
+          k.stage_code = {{ins(RVL_OP_LOAD, dt)}};
+          k.stage_ops = {epilogue ? RVL_REDUCE_SUM : RVL_REDUCE_LOGSUMEXP};
+          k.stage_accs = {dt};
+          // (x - ACC1)^2, or ACC1 - x
+          k.code = {ins(RVL_OP_LOAD, dt), acc1, ins(RVL_OP_NEG, dt, 1), ins(RVL_OP_ADD, dt, 0, 2)};
+          if (epilogue) k.code.push_back(ins(RVL_OP_MUL, dt, 3, 3));
+          else k.code.push_back(ins(RVL_OP_NEG, dt, 3));
+          k.reduce_op = RVL_REDUCE_SUM;
+          k.reduce_axes = axes;
+          if (epilogue) {
+            rvl_instruction acc0 = ins(RVL_OP_ACC, dt);
+            k.acc_dtype = dt;
+            k.epilogue = {ins(RVL_OP_LOAD, dt), acc1, acc0, ins(RVL_OP_ADD, dt, 0, 1), ins(RVL_OP_MUL, dt, 3, 2)};
+          }
+          const rvl::l0::ProgramLaunch L = k.plan();
+          BOOST_TEST(L.sig.stages.size() == 1u);
+          check_program(k, std::string("chain ") + rvl::dtype_name(dt) + " axes " + std::to_string(axes) + " inner " +
+                               std::to_string(inner) + (epilogue ? " with epilogue" : ""));
+          ++emitted;
+          Kernel other = k;  // another stage op: another module
+          other.stage_ops = {RVL_REDUCE_MAX};
+          BOOST_TEST(other.plan().sig.key() != L.sig.key());
+        }
+  BOOST_TEST(emitted == 32);
+}
+
 BOOST_AUTO_TEST_CASE(contractions_of_every_dtype_with_an_epilogue) {
   for (int32_t dt : kDtypes)
     for (int batch : {0, 2}) {
@@ -217,4 +332,25 @@ BOOST_AUTO_TEST_CASE(modules_are_keyed_by_structure_not_by_shape) {
   Kernel e = d;
   e.code[1].value.f = 3.0;
   BOOST_TEST(d.plan().sig.key() != e.plan().sig.key());
+
+  // A row epilogue is structure: two programs differing only in it are two modules, and a
+  // reduction with an epilogue is not the plain reduction's module.
+  Kernel r;
+  r.shape = {6, 37};
+  r.inputs = {dense(RVL_DTYPE_F32, r.shape)};
+  r.code = {ins(RVL_OP_LOAD, RVL_DTYPE_F32)};
+  r.reduce_op = RVL_REDUCE_MAX;
+  r.reduce_axes = 2u;
+  r.acc_dtype = RVL_DTYPE_F32;
+  r.epilogue = {ins(RVL_OP_LOAD, RVL_DTYPE_F32), ins(RVL_OP_ACC, RVL_DTYPE_F32), ins(RVL_OP_ADD, RVL_DTYPE_F32, 0, 1)};
+  Kernel r2 = r;
+  r2.epilogue[2].op = RVL_OP_MUL;
+  BOOST_TEST(r.plan().sig.key() != r2.plan().sig.key());
+  BOOST_TEST(r.plan().sig.key() != [&] { Kernel plain = r; plain.epilogue.clear(); return plain.plan().sig.key(); }());
+  // Its output record holds every axis' stride (the row is written back, not reduced).
+  const rvl::l0::ProgramLaunch plain = r.plan();
+  const rvl::l0::ProgramMeta pm(plain.sig);
+  BOOST_TEST(pm.size == plain.meta.size());
+  BOOST_TEST(plain.meta[rvl::l0::ProgramMeta::stride(pm.output, 0)] == 37);
+  BOOST_TEST(plain.meta[rvl::l0::ProgramMeta::stride(pm.output, 1)] == 1);
 }

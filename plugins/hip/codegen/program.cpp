@@ -112,7 +112,7 @@ void elementwise(KernelSource& k, const validate::Program& p, const Space& s, co
 // The accumulator (lower::Accumulator) as text: one variable folded by combine() (SUM, MAX,
 // PROD), or LOGSUMEXP's (m, s) merged by rvl_lse_merge_T (lower::c::helpers). Every statement is
 // emitted once per variable, so the shuffle tree, the shared-memory stage and the column tree
-// are the same code for both.
+// are the same code for both. A chain's reductions (ABI 1.11) get a prefix each (c0_acc, ...).
 struct Accumulator {
   std::string type;
   std::vector<std::string> vars, init;
@@ -120,13 +120,14 @@ struct Accumulator {
   std::string result;
 };
 
-// `red_dt`: the reduction's result dtype (the output's, or acc_dtype with a row epilogue).
-Accumulator accumulator(const validate::Program& p, int32_t red_dt) {
-  const int32_t odt = lower::compute_dtype(red_dt), rop = p.reduce_op;
-  const lower::Accumulator plan = lower::accumulator(rop, odt, p.ins[p.n_ins - 1].dtype);
+// One reduction of the chain (the program's own when it has no stages); its value has dtype
+// R.value_dtype (the output's, or acc_dtype with a row epilogue or in a stage).
+Accumulator accumulator(const c::ChainReduction& R, const std::string& prefix) {
+  const int32_t odt = lower::compute_dtype(R.value_dtype), rop = R.reduce_op;
+  const lower::Accumulator plan = lower::accumulator(rop, odt, R.list_dtype);
   Accumulator a;
   a.type = ctype(plan.dtype);
-  a.vars = plan.lse ? std::vector<std::string>{"am", "as"} : std::vector<std::string>{"acc"};
+  a.vars = plan.lse ? std::vector<std::string>{prefix + "am", prefix + "as"} : std::vector<std::string>{prefix + "acc"};
   for (int i = 0; i < plan.count(); ++i) a.init.push_back(literal(plan.dtype, plan.init[i]));
   a.merge = [=](const std::vector<std::string>& l, const std::vector<std::string>& r) {
     if (!plan.lse) return l[0] + " = " + combine(rop, odt, l[0], r[0]) + ";";
@@ -134,94 +135,118 @@ Accumulator accumulator(const validate::Program& p, int32_t red_dt) {
     return "{ const rvl_lse_" + T + " t_ = rvl_lse_merge_" + T + "(" + l[0] + ", " + l[1] + ", " +
            r[0] + ", " + r[1] + "); " + l[0] + " = t_.m; " + l[1] + " = t_.s; }";
   };
-  a.result = !plan.lse ? "acc"
-             : plan.widening(odt) ? "rvl_lse_result_wide(am, as)"
-                                  : "rvl_lse_result_" + a.type + "(am, as)";
+  const std::string m = a.vars[0], sv = plan.lse ? a.vars[1] : "";
+  a.result = !plan.lse ? m
+             : plan.widening(odt) ? "rvl_lse_result_wide(" + m + ", " + sv + ")"
+                                  : "rvl_lse_result_" + a.type + "(" + m + ", " + sv + ")";
   return a;
 }
 
-void reduction(KernelSource& k, const validate::Program& p, const Space& s, const Target& t) {
+void reduction(KernelSource& k, const validate::Program& p, const validate::Program& given, const Space& s,
+               const Target& t) {
   const std::string I = s.wide ? "long long" : "int";
   const std::vector<size_t> kept = s.axes(false), red = s.axes(true);
   const int64_t O = s.n_out, R = s.n_red;
   const bool epilogue = p.n_epilogue > 0;  // ABI 1.10 (Note [Row epilogues on GPUs])
-  const int32_t red_dt = epilogue ? p.acc_dtype : p.out.dtype;
-  const Accumulator A = accumulator(p, red_dt);
-  const std::string& T = A.type;
+  // ABI 1.11: a chain's stages first, then the program's own reduction (Note [Row chains on GPUs]).
+  const std::vector<c::ChainReduction> chain = c::chain_reductions(given);
+  std::vector<Accumulator> accs;
+  for (size_t j = 0; j < chain.size(); ++j)
+    accs.push_back(accumulator(chain[j], chain.size() > 1 ? "c" + std::to_string(j) + "_" : ""));
   const lower::ReducePlan plan = lower::plan_reduction(s, kThreads, true);
   const bool row = plan.kind == lower::ReducePlan::Kind::Row;
   const int TX = plan.tx, TY = plan.ty;
   const int ws = t.warp_size, nw = kThreads / ws;
   const int64_t nob = (O + TX - 1) / TX;
   const std::vector<std::string> idx = index_names(s.extent.size());
-  const size_t nv = A.vars.size();
-  // The accumulator's variables with a prefix and an index: sh_am[i], other_as, ...
-  auto named = [&](const std::string& prefix, const std::string& index) {
-    std::vector<std::string> out;
-    for (const auto& v : A.vars) out.push_back(prefix + v + index);
-    return out;
-  };
 
   std::string b;
-  for (size_t i = 0; i < nv; ++i)
-    b += "  __shared__ " + T + " sh_" + A.vars[i] + "[" + std::to_string(row ? nw : TX * TY) + "];\n";
+  for (const Accumulator& A : accs)
+    for (const std::string& v : A.vars)
+      b += "  __shared__ " + A.type + " sh_" + v + "[" + std::to_string(row ? nw : TX * TY) + "];\n";
   b += "  const int tid = threadIdx.x, tx = tid % " + std::to_string(TX) + ", ty = tid / " +
        std::to_string(TX) + ";\n  (void)tx; (void)ty;\n";
   b += "  for (" + I + " ob = blockIdx.x; ob < " + std::to_string(nob) + "; ob += gridDim.x) {\n";
   b += "    const " + I + " o = ob * " + std::to_string(TX) + " + tx;\n";
   b += decompose(I, "o", kept, s.extent, "    ");
-  for (size_t i = 0; i < nv; ++i) b += "    " + T + " " + A.vars[i] + " = " + A.init[i] + ";\n";
-  b += "    if (o < " + std::to_string(O) + ") {\n";
-  b += "      for (" + I + " r = ty; r < " + std::to_string(R) + "; r += " + std::to_string(TY) + ") {\n";
-  b += decompose(I, "r", red, s.extent, "        ");
-  const std::string v = emit_ssa(b, SsaInput(p.ins, p.n_ins, [&](int32_t a) {
-    return load(s.views[a], "in" + std::to_string(a), idx, s.extent);
-  }), "        ");
-  // One element is the partial result (v) for SUM/MAX/PROD and (v, 1) for LOGSUMEXP.
-  // (A program ending in a CAST to a half yields its bits: widened again to accumulate in f32.)
-  std::vector<std::string> one{nv == 2 ? v : c::convert(c::kHip, lower::compute_dtype(p.out.dtype), p.ins[p.n_ins - 1].dtype, v)};
-  if (nv == 2) one.push_back("(" + T + ")1");
-  b += "        " + A.merge(A.vars, one) + "\n      }\n    }\n";
-  if (row) {
-    // The shuffles go into temporaries first: combine() may name an operand twice (integer MAX
-    // is a ?:), and a shuffle must be executed by every lane, unconditionally.
-    std::string tree = "    for (int d = " + std::to_string(ws / 2) + "; d > 0; d >>= 1) {\n";
-    for (size_t i = 0; i < nv; ++i)
-      tree += "      const " + T + " other_" + A.vars[i] + " = rvl_shfl_down(" + A.vars[i] + ", d);\n";
-    tree += "      " + A.merge(A.vars, named("other_", "")) + "\n    }\n";
-    b += tree;
-    for (size_t i = 0; i < nv; ++i)
-      b += "    if (tid % " + std::to_string(ws) + " == 0) sh_" + A.vars[i] + "[tid / " + std::to_string(ws) +
-           "] = " + A.vars[i] + ";\n";
-    b += "    __syncthreads();\n";
-    for (size_t i = 0; i < nv; ++i)
-      b += "    " + A.vars[i] + " = tid < " + std::to_string(nw) + " ? sh_" + A.vars[i] + "[tid] : " + A.init[i] + ";\n";
-    b += tree;
-  } else if (TY > 1) {
-    const std::string here = "[ty * " + std::to_string(TX) + " + tx]";
-    for (size_t i = 0; i < nv; ++i) b += "    sh_" + A.vars[i] + here + " = " + A.vars[i] + ";\n";
-    b += "    __syncthreads();\n";
-    b += "    for (int s = " + std::to_string(TY / 2) + "; s > 0; s >>= 1) {\n";
-    b += "      if (ty < s) " + A.merge(named("sh_", here), named("sh_", "[(ty + s) * " + std::to_string(TX) + " + tx]")) +
-         "\n      __syncthreads();\n    }\n";
-    for (size_t i = 0; i < nv; ++i) b += "    " + A.vars[i] + " = sh_" + A.vars[i] + "[tx];\n";
-  }
-  const std::string value = c::convert(c::kHip, red_dt, lower::compute_dtype(red_dt), A.result);
-  if (epilogue) {
-    // A row's result is in thread 0 only: shared memory hands it to the block (only thread 0
-    // read sh_[0] in the tree). Columns' results are in every ty already.
+  // names[j]: the variable holding ACC j's value once every thread of the output has it
+  // (j >= 1: stage j - 1; 0: the program's own, "accv", read by the epilogue only).
+  std::vector<std::string> names(chain.size());
+  for (size_t j = 0; j < chain.size(); ++j) {
+    const c::ChainReduction& CR = chain[j];
+    const Accumulator& A = accs[j];
+    const std::string& T = A.type;
+    const size_t nv = A.vars.size();
+    // The accumulator's variables with a prefix and an index: sh_am[i], other_as, ...
+    auto named = [&](const std::string& prefix, const std::string& index) {
+      std::vector<std::string> out;
+      for (const auto& v : A.vars) out.push_back(prefix + v + index);
+      return out;
+    };
+    for (size_t i = 0; i < nv; ++i) b += "    " + T + " " + A.vars[i] + " = " + A.init[i] + ";\n";
+    b += "    if (o < " + std::to_string(O) + ") {\n";
+    b += "      for (" + I + " r = ty; r < " + std::to_string(R) + "; r += " + std::to_string(TY) + ") {\n";
+    b += decompose(I, "r", red, s.extent, "        ");
+    SsaInput in(CR.ins.data(), int32_t(CR.ins.size()), [&](int32_t a) {
+      return load(s.views[a], "in" + std::to_string(a), idx, s.extent);
+    });
+    if (!p.stages.empty()) in.accs = c::chain_accs(c::kHip, p, names);
+    const std::string v = emit_ssa(b, in, "        ");
+    // One element is the partial result (v) for SUM/MAX/PROD and (v, 1) for LOGSUMEXP.
+    // (A program ending in a CAST to a half yields its bits: widened again to accumulate in f32.)
+    std::vector<std::string> one{nv == 2 ? v : c::convert(c::kHip, lower::compute_dtype(CR.value_dtype), CR.list_dtype, v)};
+    if (nv == 2) one.push_back("(" + T + ")1");
+    b += "        " + A.merge(A.vars, one) + "\n      }\n    }\n";
     if (row) {
-      for (size_t i = 0; i < nv; ++i) b += "    if (tid == 0) sh_" + A.vars[i] + "[0] = " + A.vars[i] + ";\n";
+      // The shuffles go into temporaries first: combine() may name an operand twice (integer MAX
+      // is a ?:), and a shuffle must be executed by every lane, unconditionally.
+      std::string tree = "    for (int d = " + std::to_string(ws / 2) + "; d > 0; d >>= 1) {\n";
+      for (size_t i = 0; i < nv; ++i)
+        tree += "      const " + T + " other_" + A.vars[i] + " = rvl_shfl_down(" + A.vars[i] + ", d);\n";
+      tree += "      " + A.merge(A.vars, named("other_", "")) + "\n    }\n";
+      b += tree;
+      for (size_t i = 0; i < nv; ++i)
+        b += "    if (tid % " + std::to_string(ws) + " == 0) sh_" + A.vars[i] + "[tid / " + std::to_string(ws) +
+             "] = " + A.vars[i] + ";\n";
       b += "    __syncthreads();\n";
-      for (size_t i = 0; i < nv; ++i) b += "    " + A.vars[i] + " = sh_" + A.vars[i] + "[0];\n";
+      for (size_t i = 0; i < nv; ++i)
+        b += "    " + A.vars[i] + " = tid < " + std::to_string(nw) + " ? sh_" + A.vars[i] + "[tid] : " + A.init[i] + ";\n";
+      b += tree;
+    } else if (TY > 1) {
+      const std::string here = "[ty * " + std::to_string(TX) + " + tx]";
+      for (size_t i = 0; i < nv; ++i) b += "    sh_" + A.vars[i] + here + " = " + A.vars[i] + ";\n";
+      b += "    __syncthreads();\n";
+      b += "    for (int s = " + std::to_string(TY / 2) + "; s > 0; s >>= 1) {\n";
+      b += "      if (ty < s) " + A.merge(named("sh_", here), named("sh_", "[(ty + s) * " + std::to_string(TX) + " + tx]")) +
+           "\n      __syncthreads();\n    }\n";
+      for (size_t i = 0; i < nv; ++i) b += "    " + A.vars[i] + " = sh_" + A.vars[i] + "[tx];\n";
     }
-    b += "    if (o < " + std::to_string(O) + ") {\n      const " + ctype(red_dt) + " accv = " + value + ";\n";
-    b += c::row_epilogue(c::kHip, p, s, I, row ? "tid" : "ty", std::to_string(row ? kThreads : TY), "accv", "      ");
-    b += "    }\n";
-  } else {
-    std::vector<std::string> out_idx(s.extent.size());
-    for (size_t d : kept) out_idx[d] = idx[d];
-    b += "    if (o < " + std::to_string(O) + " && ty == 0) out[" + address(s.views.back(), out_idx) + "] = " + value + ";\n";
+    const std::string value =
+        c::convert(c::kHip, CR.value_dtype, lower::compute_dtype(CR.value_dtype), A.result);
+    const bool last = j + 1 == chain.size();
+    if (!last || epilogue) {
+      // A row's result is in thread 0 only: shared memory hands it to the block (only thread 0
+      // read sh_[0] in the tree). Columns' results are in every ty already.
+      if (row) {
+        for (size_t i = 0; i < nv; ++i) b += "    if (tid == 0) sh_" + A.vars[i] + "[0] = " + A.vars[i] + ";\n";
+        b += "    __syncthreads();\n";
+        for (size_t i = 0; i < nv; ++i) b += "    " + A.vars[i] + " = sh_" + A.vars[i] + "[0];\n";
+      }
+    }
+    if (!last) {  // a stage: every thread keeps its value, rounded to its acc_dtype
+      names[j + 1] = "accv" + std::to_string(j + 1);
+      b += "    const " + std::string(ctype(CR.value_dtype)) + " " + names[j + 1] + " = " + value + ";\n";
+    } else if (epilogue) {
+      const std::vector<std::string> stage_names(names.begin() + 1, names.end());
+      b += "    if (o < " + std::to_string(O) + ") {\n      const " + ctype(CR.value_dtype) + " accv = " + value + ";\n";
+      b += c::row_epilogue(c::kHip, p, s, I, row ? "tid" : "ty", std::to_string(row ? kThreads : TY), "accv", "      ",
+                           stage_names);
+      b += "    }\n";
+    } else {
+      std::vector<std::string> out_idx(s.extent.size());
+      for (size_t d : kept) out_idx[d] = idx[d];
+      b += "    if (o < " + std::to_string(O) + " && ty == 0) out[" + address(s.views.back(), out_idx) + "] = " + value + ";\n";
+    }
   }
   b += "    __syncthreads();\n  }\n";
   k.name = hash_name("red", b);
@@ -247,7 +272,7 @@ KernelSource generate_program(const validate::Program& p, const Target& t) {
   std::vector<rvl_instruction> wide;
   const validate::Program w = lower::widened(p, wide);
   if (p.reduce_op == RVL_REDUCE_NONE) elementwise(k, w, s, t);
-  else reduction(k, w, s, t);
+  else reduction(k, w, p, s, t);
   return k;
 }
 

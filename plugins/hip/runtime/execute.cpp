@@ -68,7 +68,7 @@ void launch_program(int32_t device, rvl_stream* stream, const rvl_program* progr
   hip::device(device);
   const hipStream_t s = stream_on(stream, device, "execute_program");
   Lookup lookup{device, {}};
-  const validate::Program p = validate::validate_program(program, std::ref(lookup), RVL_DTYPES_ALL, reduce_ops());
+  const validate::Program p = validate::validate_program(program, std::ref(lookup), RVL_DTYPES_ALL, reduce_ops(), reduce_ops());
   use_device(device);
   const Kernel& k = kernel_cache().program(device, p);
   std::vector<void*> ptrs;

@@ -51,6 +51,12 @@ void put_program(std::string& k, const validate::Program& p) {
   put_instructions(k, p.ins, p.n_ins);
   put_instructions(k, p.epilogue, p.n_epilogue);  // ABI 1.10: a row epilogue is part of the kernel
   if (p.n_epilogue > 0) put(k, p.acc_dtype);
+  // ABI 1.11: a chain's stages too (two programs differing only there are two kernels).
+  put(k, int32_t(p.stages.size()));
+  for (const validate::Program::Stage& st : p.stages) {
+    put(k, st.reduce_op), put(k, st.acc_dtype);
+    put_instructions(k, st.ins, st.n_ins);
+  }
 }
 
 // RAVEL_HIP_DUMP_DIR=dir: every generated source is also written to dir/NAME.cu (what the

@@ -120,9 +120,11 @@ rvl_error* device_properties(int32_t d, rvl_device_properties* out) {
       out->dlpack_device_id = d;  // the HIP (= CUDA) device ordinal
     }
     // ABI 1.4: the online LOGSUMEXP reduction (codegen/program.cpp, Accumulator); 1.10: each of
-    // them with a row epilogue (Note [Row epilogues on GPUs]).
+    // them with a row epilogue (Note [Row epilogues on GPUs]); 1.11: chains of them (Note [Row
+    // chains on GPUs], decision 70).
     if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_ops)) out->reduce_ops = reduce_ops();
     if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_epilogue_ops)) out->reduce_epilogue_ops = reduce_ops();
+    if (RVL_HAS_MEMBER(out, rvl_device_properties, reduce_chain_ops)) out->reduce_chain_ops = reduce_ops();
     // ABI 1.6: every row (the HIP C++ emitter switches over all of them; a row it misses does not compile).
     if (RVL_HAS_MEMBER(out, rvl_device_properties, ops)) out->ops = RVL_OPS_ALL;
   });

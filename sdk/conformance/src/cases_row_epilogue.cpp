@@ -189,6 +189,11 @@ void register_row_epilogue_cases() {
         pc.code.push_back(ins(RVL_OP_CAST, F, 0));
         return pc;
       });
+      // LOGSUMEXP over the half values themselves (acc_dtype the half): accumulated in f32 and
+      // rounded to the half before the epilogue reads it, like sum and max below.
+      add("log_softmax/" + d + "/" + tag, [=, shape = shape, axes = axes] {
+        return lse_case(shape, axes, Epi::LogSoftmax, dt, make_data(dt, count(shape), 89, Data::Mixed));
+      });
       add("sum_divide/" + d + "/" + tag, [=, shape = shape, axes = axes] {
         return row_case(shape, axes, RVL_REDUCE_SUM, Epi::Divide, dt, make_data(dt, count(shape), 79, Data::Positive));
       });

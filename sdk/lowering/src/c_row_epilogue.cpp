@@ -9,6 +9,7 @@
 // value never goes through memory and the row is read right after it was reduced (from cache
 // where it fits). ACC is the reduction's value as stored in acc_dtype: a half result is rounded
 // to its bits and widened back, so the epilogue sees exactly what the two-kernel form would read.
+
 #include <ravel/backend.hpp>
 #include <ravel/lowering/c_source.hpp>
 #include <ravel/lowering/halves.hpp>
@@ -17,12 +18,17 @@ namespace rvl::lower::c {
 
 std::string row_epilogue(const Dialect& d, const validate::Program& p, const Space& s, const std::string& idx_t,
                          const std::string& first, const std::string& step, const std::string& acc,
-                         const std::string& indent) {
+                         const std::string& indent, const std::vector<std::string>& stage_accs) {
   const std::vector<rvl_instruction> code = widen_halves(p.epilogue, p.n_epilogue);
   const std::vector<std::string> idx = index_names(s.extent.size());
-  const SsaInput in(code.data(), static_cast<int32_t>(code.size()),
-                    [&](int32_t a) { return load(d, s.views[size_t(a)], "in" + std::to_string(a), idx, s.extent); },
-                    rvl::dtype_is_half(p.acc_dtype) ? convert(d, RVL_DTYPE_F32, p.acc_dtype, acc) : acc);
+  SsaInput in(code.data(), static_cast<int32_t>(code.size()),
+              [&](int32_t a) { return load(d, s.views[size_t(a)], "in" + std::to_string(a), idx, s.extent); },
+              rvl::dtype_is_half(p.acc_dtype) ? convert(d, RVL_DTYPE_F32, p.acc_dtype, acc) : acc);
+  if (!p.stages.empty()) {
+    std::vector<std::string> names{acc};
+    names.insert(names.end(), stage_accs.begin(), stage_accs.end());
+    in.accs = chain_accs(d, p, names);
+  }
   std::string b = indent + "for (" + idx_t + " re = " + first + "; re < " + std::to_string(s.n_red) +
                   "; re += " + step + ") {\n";
   b += decompose(idx_t, "re", s.axes(true), s.extent, indent + "  ");

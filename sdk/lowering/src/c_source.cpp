@@ -94,7 +94,12 @@ std::string emit_instruction(const Dialect& d, const SsaInput& in, int32_t j, in
     case RVL_OP_LOAD: return in.load(I.arg);
     case RVL_OP_CONST: return literal(d, dt, I.value);
     case RVL_OP_ACC:
-      if (in.acc.empty()) fail(RVL_STATUS_INTERNAL, "ACC outside a contraction epilogue");
+      if (!in.accs.empty()) {
+        if (I.arg < 0 || size_t(I.arg) >= in.accs.size() || in.accs[size_t(I.arg)].empty())
+          fail(RVL_STATUS_INTERNAL, "ACC " + std::to_string(I.arg) + " names no value of this chain here");
+        return in.accs[size_t(I.arg)];
+      }
+      if (in.acc.empty()) fail(RVL_STATUS_INTERNAL, "ACC outside an epilogue");
       return in.acc;
     case RVL_OP_CAST: return cast_expr(d, dt, sdt, a);
     case RVL_OP_NEG: return is_float(dt) ? "(-" + a + ")" : wrap2(d, dt, "0", "-", a);

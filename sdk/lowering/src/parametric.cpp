@@ -47,6 +47,15 @@ std::string ProgramSig::key() const {
   put_i(k, out_dtype);
   put_inputs(k, inputs);
   put_instructions(k, ins);
+  // Two programs differing only in their row epilogue or its ACC dtype are different kernels.
+  put_i(k, acc_dtype);
+  put_instructions(k, epilogue);
+  put_i(k, int64_t(stages.size()));
+  for (const StageSig& st : stages) {
+    put_i(k, st.reduce_op);
+    put_i(k, st.acc_dtype);
+    put_instructions(k, st.ins);
+  }
   return k;
 }
 
@@ -60,7 +69,7 @@ ProgramMeta::ProgramMeta(const ProgramSig& s) : rank(s.kept + s.reduced) {
     at += 1 + size_t(rank) * (in.masked ? 3 : 1);
   }
   output = at;
-  size = at + 1 + size_t(s.kept);
+  size = at + 1 + size_t(s.has_epilogue() ? rank : s.kept);
 }
 
 ProgramLaunch plan_program(const rvl::validate::Program& p) {
@@ -76,6 +85,12 @@ ProgramLaunch plan_program(const rvl::validate::Program& p) {
                     plan_reduction(sp, kReduceGroup, false).kind == ReducePlan::Kind::Serial;
   s.out_dtype = p.out.dtype;
   s.ins.assign(p.ins, p.ins + p.n_ins);
+  if (p.n_epilogue > 0) {
+    s.epilogue.assign(p.epilogue, p.epilogue + p.n_epilogue);
+    s.acc_dtype = p.acc_dtype;
+  }
+  for (const rvl::validate::Program::Stage& st : p.stages)
+    s.stages.push_back({std::vector<rvl_instruction>(st.ins, st.ins + st.n_ins), st.reduce_op, st.acc_dtype});
   std::vector<int64_t>& m = L.meta;
   m = sp.extent;
   m.push_back(L.n_out);
@@ -87,7 +102,8 @@ ProgramLaunch plan_program(const rvl::validate::Program& p) {
     put_view(m, v, sp.extent.size(), s.inputs.back().masked);
     L.inputs.push_back(p.inputs[j].data);
   }
-  put_view(m, sp.out(), size_t(s.kept), false);
+  // A row epilogue's output has the whole space (simplify kept its reduced strides).
+  put_view(m, sp.out(), s.has_epilogue() ? sp.extent.size() : size_t(s.kept), false);
   L.out = p.out.data;
   return L;
 }

@@ -56,7 +56,11 @@ struct SsaInput {
   int32_t n = 0;
   // Expression reading input `arg` (already 0 outside its validity range, bool as 0/1).
   std::function<std::string(int32_t arg)> load;
-  std::string acc;  // expression for ACC (contraction epilogues only)
+  std::string acc;  // expression for ACC (contraction and row epilogues)
+  // A chain (ABI 1.11): ACC with arg k reads accs[k] (0: the program's own reduced value, k >= 1:
+  // stage k - 1's), each already in its compute dtype (a half's value widened to f32). Empty:
+  // every ACC is `acc`.
+  std::vector<std::string> accs;
   // Long programs call transcendentals out of line (rvl_ol_*): same results, bounded code size.
   bool outline = false;
 };
@@ -102,9 +106,28 @@ std::string load(const Dialect& d, const SpaceView& v, const std::string& param,
 // `step`-th, evaluating p.epilogue with ACC = `acc` (the reduction's value in p.acc_dtype; a
 // half's bits are widened here) and storing it through the whole-space output view `out`.
 // Inputs are in0, in1, ...; `idx_t` is the index type.
+// A chain's epilogue reads its stages' values too: `stage_accs[k]` is stage k's value in its
+// acc_dtype (a half's bits, widened here like `acc`).
 std::string row_epilogue(const Dialect& d, const validate::Program& p, const Space& s, const std::string& idx_t,
                          const std::string& first, const std::string& step, const std::string& acc,
-                         const std::string& indent);
+                         const std::string& indent, const std::vector<std::string>& stage_accs = {});
+
+// ---- chains of row reductions (ABI 1.11, Note [Row chains on GPUs] in c_row_chain.cpp) ------
+// One reduction of a chain as a renderer needs it: the stage's (or the program's own) list,
+// widened (Note [Halves in kernels]), its reduce op, the dtype of its value (acc_dtype, or the
+// output's for a program without epilogue) and the dtype its list yields.
+struct ChainReduction {
+  std::vector<rvl_instruction> ins;  // widened
+  int32_t reduce_op = 0;
+  int32_t value_dtype = 0;  // the reduced value's dtype (a half: rounded to it once)
+  int32_t list_dtype = 0;   // the widened list's last dtype: what is accumulated
+};
+// The reductions of `p` in the order a kernel runs them: its stages, then its own (p.ins must
+// be the unwidened list, or widened: widening is idempotent).
+std::vector<ChainReduction> chain_reductions(const validate::Program& p);
+// The expression of ACC's value k for a list of the chain, given the names holding each value in
+// its value dtype (`names[k]`: k = 0 the program's own, k >= 1 stage k - 1's): halves widened.
+std::vector<std::string> chain_accs(const Dialect& d, const validate::Program& p, const std::vector<std::string>& names);
 
 // The helpers every kernel's source starts with: the ABI's edge cases (NaN-propagating max,
 // saturating float->int casts, integer division by 0 and MIN/-1), out-of-line transcendentals,

@@ -34,6 +34,14 @@ struct InputSig {
   bool masked = false;  // some axis has a validity range narrower than the extent
 };
 
+// ABI 1.11: an earlier reduction of a chain (validate::Program::Stage), reduced over the same
+// rows before the program's own; its value is read as ACC k by the later lists.
+struct StageSig {
+  std::vector<rvl_instruction> ins;
+  int32_t reduce_op = 0;
+  int32_t acc_dtype = 0;
+};
+
 // The structure of a program kernel: what its SPIR-V depends on.
 struct ProgramSig {
   int32_t kept = 0, reduced = 0;  // axes after normalisation: kept first, then reduced
@@ -44,6 +52,15 @@ struct ProgramSig {
   int32_t out_dtype = 0;
   std::vector<InputSig> inputs;
   std::vector<rvl_instruction> ins;
+  // ABI 1.10 row epilogue (Note [Row epilogues on GPUs] in c_row_epilogue.cpp): when not empty,
+  // the reduced value (in acc_dtype) is not stored; the items that made it walk its row again and
+  // store the epilogue's value at every element, so the output has the whole space.
+  std::vector<rvl_instruction> epilogue;
+  int32_t acc_dtype = -1;
+  std::vector<StageSig> stages;  // a chain's stages (ABI 1.11), in order
+  bool has_epilogue() const { return !epilogue.empty(); }
+  // The reduced value's dtype: the output's, or acc_dtype with an epilogue.
+  int32_t reduced_dtype() const { return has_epilogue() ? acc_dtype : out_dtype; }
 
   std::string key() const;  // the structural key (Note [Generic kernels])
 };
@@ -51,7 +68,7 @@ struct ProgramSig {
 // Where each value lives in the meta block:
 //   [extents of kept axes, extents of reduced axes, n_out, n_red,
 //    per non-empty input: offset, strides[kept+reduced], (masked: lo[..], hi[..]),
-//    output: offset, strides[kept]]
+//    output: offset, strides[kept] (with a row epilogue: strides[kept+reduced])]
 struct ProgramMeta {
   explicit ProgramMeta(const ProgramSig& s);
   int rank = 0;
