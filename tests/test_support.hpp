@@ -5,12 +5,23 @@
 
 #include <stdlib.h>  // mkdtemp
 
+#include <cmath>
 #include <exception>
 #include <filesystem>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+// Every got[i] within tol * (1 + |want[i]|) of want[i]; names the first three that are not.
+inline void check_values(const std::vector<double>& got, const std::vector<double>& want, double tol, const char* what) {
+  BOOST_TEST_REQUIRE(got.size() == want.size());
+  int bad = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!(std::abs(got[i] - want[i]) <= tol * (1 + std::abs(want[i]))) && bad++ < 3)
+      BOOST_ERROR(what << "[" << i << "] = " << got[i] << ", expected " << want[i]);
+  BOOST_TEST(bad == 0, what);
+}
 
 // Runs f, turning an exception into a failure of this row (so the other rows still run).
 template <class F>

@@ -60,15 +60,6 @@ std::vector<double> grad_loop(const std::vector<double>& x, const std::vector<in
   return g;
 }
 
-void check(const std::vector<double>& got, const std::vector<double>& want, double tol, const char* what) {
-  BOOST_TEST_REQUIRE(got.size() == want.size());
-  int bad = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    if (!(std::abs(got[i] - want[i]) <= tol * (1 + std::abs(want[i]))) && bad++ < 3)
-      BOOST_ERROR(what << "[" << i << "] = " << got[i] << ", expected " << want[i]);
-  BOOST_TEST(bad == 0, what);
-}
-
 std::vector<int64_t> targets_for(int64_t rows, int64_t C, int64_t ignore_every, int64_t ignore) {
   std::vector<int64_t> t(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) t[size_t(r)] = (ignore_every && r % ignore_every == 1) ? ignore : (r * 37 + 5) % C;
@@ -92,7 +83,7 @@ BOOST_AUTO_TEST_CASE(cross_entropy_forward_is_one_kernel_with_chains) {
   const int64_t k = ravel::last_realization_stats().kernels();
   if (device_chains()) BOOST_TEST(k <= 3);  // the cast, the chain, and the where over [rows]
   else BOOST_TEST(k >= 4);
-  check(per.to_vector<double>(), loss_loop(xv, targets_for(rows, C, 0, -100), rows, C, -100000), 2e-6, "loss");
+  check_values(per.to_vector<double>(), loss_loop(xv, targets_for(rows, C, 0, -100), rows, C, -100000), 2e-6, "loss");
 }
 
 BOOST_AUTO_TEST_CASE(cross_entropy_values_and_gradients_against_loops) {
@@ -122,14 +113,14 @@ BOOST_AUTO_TEST_CASE(cross_entropy_values_and_gradients_against_loops) {
         const double tol = 4e-6 * std::max(1.0, std::abs(cs.lo) + std::abs(cs.hi));
         Tensor x = Tensor::from_vector(xv, {cs.rows, cs.C}).cast(DType::F32);
         x.requires_grad_();
-        check(nn::cross_entropy(x, t, nn::Reduction::None, ignore).to_vector<double>(), want, tol, "none");
-        check(nn::cross_entropy(x, t, nn::Reduction::Sum, ignore).to_vector<double>(), {total}, tol * cs.rows, "sum");
+        check_values(nn::cross_entropy(x, t, nn::Reduction::None, ignore).to_vector<double>(), want, tol, "none");
+        check_values(nn::cross_entropy(x, t, nn::Reduction::Sum, ignore).to_vector<double>(), {total}, tol * cs.rows, "sum");
         if (kept > 0) {
-          check(nn::cross_entropy(x, t, nn::Reduction::Mean, ignore).to_vector<double>(), {total / double(kept)}, tol,
+          check_values(nn::cross_entropy(x, t, nn::Reduction::Mean, ignore).to_vector<double>(), {total / double(kept)}, tol,
                 "mean");
           // The gradient of the mean, against softmax - one_hot over the kept rows.
           nn::cross_entropy(x, t, nn::Reduction::Mean, ignore).backward();
-          check(x.grad().to_vector<double>(),
+          check_values(x.grad().to_vector<double>(),
                 grad_loop(xv, tv, std::vector<double>(size_t(cs.rows), 1.0 / double(kept)), cs.rows, cs.C, ignore),
                 2e-6, "d mean / dx");
         }
@@ -138,9 +129,9 @@ BOOST_AUTO_TEST_CASE(cross_entropy_values_and_gradients_against_loops) {
           Tensor x64 = Tensor::from_vector(xv, {cs.rows, cs.C});
           x64.requires_grad_();
           Tensor l = nn::cross_entropy(x64, t);
-          check(l.to_vector<double>(), {total / double(cs.rows)}, 1e-12, "f64 mean");
+          check_values(l.to_vector<double>(), {total / double(cs.rows)}, 1e-12, "f64 mean");
           l.backward();
-          check(x64.grad().to_vector<double>(),
+          check_values(x64.grad().to_vector<double>(),
                 grad_loop(xv, tv, std::vector<double>(size_t(cs.rows), 1.0 / double(cs.rows)), cs.rows, cs.C, ignore),
                 1e-12, "f64 d mean / dx");
         }
@@ -184,7 +175,7 @@ BOOST_AUTO_TEST_CASE(cross_entropy_second_derivative_against_the_closed_form) {
       want[size_t(r * C + c)] = (p * vv[size_t(r * C + c)] - p * pv) / double(rows);
     }
   }
-  check(hv, want, 1e-12, "H v");
+  check_values(hv, want, 1e-12, "H v");
   }
   }
 }
