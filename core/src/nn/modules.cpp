@@ -192,9 +192,10 @@ Tensor per_sample_cross_entropy(const Tensor& half_logits, const Tensor& targets
   check_index_bounds(targets, logits.size(1), "cross_entropy",
                      concat(logits.size(1), " classes (logits ", shape_str(logits.shape()), ")"), ignore);
   // Note [Cross-entropy through the target's logit]
-  // Long rows take the one-pass form below, as a custom derivative, on one device (a custom
-  // derivative over a sharded bundle is not supported by the sharding rules: the custom view of a
-  // Multi node). Short rows and split logits take log s + (m - x_t), m the detached row max and
+  // Long rows take the one-pass form below, as a custom derivative, on one device: over split
+  // logits a custom rule that is not elementwise runs on whole tensors gathered onto the mesh's
+  // first device (Note [Sharded custom derivatives]), which the plain form avoids (it stays part
+  // by part). Short rows and split logits take log s + (m - x_t), m the detached row max and
   // s = sum e^(x - m), through plain autodiff: at makemore's 27 classes its max, sum and select
   // kernels cost less than the chain's set-up (the same step 3-10% faster), and its gradient is
   // softmax - onehot through the graph's own rules.
