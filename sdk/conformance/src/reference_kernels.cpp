@@ -39,9 +39,12 @@ void for_each_index(int rank, const int64_t* shape, const std::function<void(con
 
 // The value of the last instruction at `idx`. `accs` gives ACC: one value whatever its arg
 // (contraction and 1.10 reduction epilogues), or, in a chain of reductions (ABI 1.11), value arg.
+// `regs` is the caller's scratch, reused from element to element: a vector made per element
+// put nearly all of a sanitizer build's conformance time in the allocator (10x the plain build).
 Value evaluate(const rvl_instruction* code, int32_t n, const rvl_operand* inputs, int rank,
-               const std::vector<const HostBuffer*>& bufs, const int64_t* idx, const std::vector<Value>& accs) {
-  std::vector<Value> regs(static_cast<size_t>(n));
+               const std::vector<const HostBuffer*>& bufs, const int64_t* idx, const std::vector<Value>& accs,
+               std::vector<Value>& regs) {
+  regs.assign(static_cast<size_t>(n), Value{});
   for (int j = 0; j < n; ++j) {
     const rvl_instruction& in = code[j];
     switch (static_cast<rvl_op>(in.op)) {
@@ -102,9 +105,9 @@ double logsumexp_two_pass(const std::vector<double>& xs) {
 
 // One reduction over p's space of `code` (reduce op rop, accumulated in dtype rdt) into `out`
 // through view ov: every kept index from its identity, in f64 / wrapping int64 (LOGSUMEXP: two
-// passes in f64). accs(idx) gives ACC's values at a full index (empty: no ACC).
-using AccsAt = std::function<std::vector<Value>(const int64_t*)>;
-const AccsAt no_accs = [](const int64_t*) { return std::vector<Value>{}; };
+// passes in f64). accs(idx, values) sets ACC's values at a full index (empty: no ACC).
+using AccsAt = std::function<void(const int64_t*, std::vector<Value>&)>;
+const AccsAt no_accs = [](const int64_t*, std::vector<Value>& v) { v.clear(); };
 
 void reduce_into(const rvl_program& p, const rvl_instruction* code, int32_t n, int32_t rop, int32_t rdt,
                  const std::vector<const HostBuffer*>& inputs, const rvl_view& ov, HostBuffer& out,
@@ -116,10 +119,12 @@ void reduce_into(const rvl_program& p, const rvl_instruction* code, int32_t n, i
     kept_shape[d] = reduced ? 1 : p.shape[d];
     red_shape[d] = reduced ? p.shape[d] : 1;
   }
+  std::vector<Value> regs, acc_values;
   const auto value_at = [&](const int64_t* kept, const int64_t* red) {
     int64_t idx[RVL_MAX_RANK];
     for (int d = 0; d < R; ++d) idx[d] = kept[d] + red[d];
-    return evaluate(code, n, p.inputs, R, inputs, idx, accs(idx));
+    accs(idx, acc_values);
+    return evaluate(code, n, p.inputs, R, inputs, idx, acc_values, regs);
   };
   if (rop == RVL_REDUCE_LOGSUMEXP) {
     for_each_index(R, kept_shape, [&](const int64_t* kept) {
@@ -165,10 +170,9 @@ void run_chain(const rvl_program& p, const std::vector<const HostBuffer*>& input
   vals.reserve(static_cast<size_t>(p.n_stages) + 1);
   vals.emplace_back(epi ? p.acc_dtype : p.output.dtype, kept);
   for (int32_t s = 0; s < p.n_stages; ++s) vals.emplace_back(p.stages[s].acc_dtype, kept);
-  const AccsAt accs = [&](const int64_t* idx) {
-    std::vector<Value> v;
+  const AccsAt accs = [&](const int64_t* idx, std::vector<Value>& v) {
+    v.clear();
     for (const HostBuffer& b : vals) v.push_back(b.get(address(kv, R, idx)));
-    return v;
   };
   for (int32_t s = 0; s < p.n_stages; ++s) {
     const rvl_reduce_stage& st = p.stages[s];
@@ -179,8 +183,10 @@ void run_chain(const rvl_program& p, const std::vector<const HostBuffer*>& input
     return;
   }
   reduce_into(p, p.instructions, p.n_instructions, p.reduce_op, p.acc_dtype, inputs, kv, vals[0], accs);
+  std::vector<Value> regs, acc_values;
   for_each_index(R, p.shape, [&](const int64_t* idx) {
-    out.set(address(p.output.view, R, idx), evaluate(p.epilogue, p.n_epilogue, p.inputs, R, inputs, idx, accs(idx)));
+    accs(idx, acc_values);
+    out.set(address(p.output.view, R, idx), evaluate(p.epilogue, p.n_epilogue, p.inputs, R, inputs, idx, acc_values, regs));
   });
 }
 
@@ -192,10 +198,12 @@ void run_program(const rvl_program& p, const std::vector<const HostBuffer*>& inp
   const int32_t odt = p.output.dtype;
   const rvl_view& ov = p.output.view;
   if (RVL_HAS_MEMBER(&p, rvl_program, stages) && p.n_stages > 0) return run_chain(p, inputs, out);
+  std::vector<Value> regs, acc(1);
   if (p.reduce_op == RVL_REDUCE_NONE) {
+    acc.clear();
     for_each_index(R, p.shape, [&](const int64_t* idx) {
       out.set(address(ov, R, idx),
-              evaluate(p.instructions, p.n_instructions, p.inputs, R, inputs, idx, {}));
+              evaluate(p.instructions, p.n_instructions, p.inputs, R, inputs, idx, acc, regs));
     });
     return;
   }
@@ -221,8 +229,8 @@ void run_program(const rvl_program& p, const std::vector<const HostBuffer*>& inp
     }
     run_program(q, inputs, reduced);
     for_each_index(R, p.shape, [&](const int64_t* idx) {
-      const Value acc = reduced.get(address(q.output.view, R, idx));
-      out.set(address(ov, R, idx), evaluate(p.epilogue, p.n_epilogue, p.inputs, R, inputs, idx, {acc}));
+      acc[0] = reduced.get(address(q.output.view, R, idx));
+      out.set(address(ov, R, idx), evaluate(p.epilogue, p.n_epilogue, p.inputs, R, inputs, idx, acc, regs));
     });
     return;
   }
@@ -248,6 +256,7 @@ void run_contraction(const rvl_contraction& c, const HostBuffer& a, const HostBu
   shape[br] = c.m;
   shape[br + 1] = c.n;
   const int32_t dt = c.dtype;
+  std::vector<Value> regs, epilogue_acc(1);
   for_each_index(R, shape, [&](const int64_t* idx) {
     Value acc = reduce_identity(RVL_REDUCE_SUM, dt);
     int64_t ia[RVL_MAX_RANK], ib[RVL_MAX_RANK];
@@ -272,8 +281,9 @@ void run_contraction(const rvl_contraction& c, const HostBuffer& a, const HostBu
     // A half contraction accumulates in f32 and its epilogue sees that f32 value: the one
     // rounding to the half dtype happens when C is stored (docs/dtypes.md, "Half arithmetic").
     acc = normalize(rvl::dtype_is_half(dt) ? RVL_DTYPE_F32 : dt, acc);
+    epilogue_acc[0] = acc;
     const Value r = c.n_epilogue > 0 ? evaluate(c.epilogue, c.n_epilogue, c.epilogue_inputs, R,
-                                                epilogue_inputs, idx, {acc})
+                                                epilogue_inputs, idx, epilogue_acc, regs)
                                      : acc;
     out.set(address(c.c.view, R, idx), r);
   });
