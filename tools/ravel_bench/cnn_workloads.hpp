@@ -6,7 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "workloads.hpp"
+#include "ravel/device.hpp"
+#include "workload.hpp"
 
 namespace ravel::bench {
 

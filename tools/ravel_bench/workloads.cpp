@@ -402,12 +402,6 @@ const WorkloadInfo& find_workload(const std::string& name) {
   throw ValueError("unknown workload " + name);
 }
 
-std::string size_str(const Size& s) {
-  std::string out;
-  for (auto v : s) out += (out.empty() ? "" : "x") + std::to_string(v);
-  return out;
-}
-
 // "matmul_bf16" -> ("matmul", BF16); a name without a half suffix is f32.
 std::pair<std::string, DType> split_dtype(const std::string& name) {
   for (auto [suffix, dt] : {std::pair<const char*, DType>{"_bf16", DType::BF16}, {"_f16", DType::F16}}) {

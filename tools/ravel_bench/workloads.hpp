@@ -3,14 +3,13 @@
 // result once, so that a benchmark never times wrong answers.
 #pragma once
 
-#include <stdexcept>
-
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bench_config.hpp"
 #include "ravel/device.hpp"
+#include "workload.hpp"
 
 namespace ravel::bench {
 
@@ -26,30 +25,7 @@ struct WorkloadInfo {
 
 const std::vector<WorkloadInfo>& workload_catalog();
 const WorkloadInfo& find_workload(const std::string& name);  // the name must be in the catalog
-std::string size_str(const Size& s);                          // "256x256x256"
-
-// Nominal work of one repetition: the flops the math needs and the bytes it must move at least
-// (inputs read once, outputs written once), whatever the schedule actually does.
-struct Work {
-  double flops = 0;
-  double bytes = 0;
-};
 Work work_of(const std::string& name, const Size& size);
-
-// One workload at one size with its inputs made and realized on one device.
-class Instance {
- public:
-  virtual ~Instance() = default;
-  // One timed repetition: builds the graph and realizes it.
-  virtual void run() = 0;
-  // Runs once and compares with the naive host computation: "" when correct, else what differs.
-  virtual std::string check() = 0;
-};
-// make_instance throws this where the workload cannot run on what this process has (an
-// all_reduce over a plugin with one device): the row is reported unavailable, not failed.
-struct Unavailable : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 std::unique_ptr<Instance> make_instance(const std::string& name, const Size& size, const Device& device);
 
 }  // namespace ravel::bench
