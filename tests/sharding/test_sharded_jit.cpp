@@ -230,7 +230,9 @@ BOOST_AUTO_TEST_CASE(a_closed_over_tensor_moves_to_the_other_device_once) {
   ravel::Jit f([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w.exp()}; });
   for (int call = 0; call < 3; ++call) {
     const Tensor x = data({8, 3}, 5 + call);
-    check_close(f({x.shard(m, 0)})[0], x * w.exp());
+    Tensor xs = x.shard(m, 0);
+    xs.realize();  // bound part by part (Note [Inputs split inside the step]: not cut in the step)
+    check_close(f({xs})[0], x * w.exp());
   }
   BOOST_TEST(f.replays() == 2);
   BOOST_TEST(f.kernels_per_call() == 2);  // one product per device: exp(w) and its transfer folded
@@ -262,7 +264,9 @@ BOOST_AUTO_TEST_CASE(a_gradient_bucket_is_summed_inside_the_updates) {
         {&w, &b});
     for (int s = 0; s < 3; ++s) {
       Tensor x = data({4, 3}, 7 + s);
-      step({devices.size() > 1 ? x.shard(devices, 0) : x});
+      if (devices.size() > 1) x = x.shard(devices, 0);
+      x.realize();  // its parts bound as they are: the step's kernels alone are counted
+      step({x});
     }
     kernels = step.kernels_per_call();
     return std::vector<Tensor>{w.to(m[0]), b.to(m[0])};
@@ -283,4 +287,46 @@ BOOST_AUTO_TEST_CASE(a_gradient_bucket_is_summed_inside_the_updates) {
   // (Under RAVEL_FUSION=none every primitive is a kernel of its own: the count is the policy's.)
   if (std::getenv("RAVEL_FUSION") == nullptr)
     BOOST_TEST(two == 2 * (one + 4), "kernels per call: " << one << " on one device, " << two << " on two");
+}
+
+// Note [Inputs split inside the step]: a batch split as the step is called (its parts unrealized
+// cuts of one tensor) is passed to the capture whole and cut there: the cuts become kernels of
+// the step (for two devices, the second part's copy and transfer; the first part is read in
+// place), nothing is realized outside the replay, and the values are those of the parts bound
+// one by one. A batch whose parts were realized before the call is bound part by part (another
+// signature: a capture of its own), and an input that is not a plain split (here the parts of a
+// split of an expression, realized: bound) as well.
+BOOST_AUTO_TEST_CASE(a_batch_split_at_the_call_is_cut_inside_the_step) {
+  const auto m = mesh(2);
+  const Tensor w = data({3}, 4).replicate(m);
+  ravel::Jit f([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] * w).tanh().sum(1)}; });
+  ravel::Jit g([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] * w).tanh().sum(1)}; });
+  const Tensor w1 = data({3}, 4);
+  for (int call = 0; call < 4; ++call) {
+    const Tensor x = data({8, 3}, 5 + call);
+    const Tensor want = (x * w1).tanh().sum(1);
+    const Tensor got = f({x.shard(m, 0)})[0];  // split as it is passed
+    BOOST_TEST(got.sharding().value() == x.shard(m, 0).sharding().value());
+    check_close(got, want, 1e-6);
+    Tensor xs = x.shard(m, 0);
+    xs.realize();
+    check_close(g({xs})[0], want, 1e-6);
+  }
+  BOOST_TEST(f.captures() == 1);
+  BOOST_TEST(f.replays() == 3);
+  BOOST_TEST(f.kernels_per_call() == g.kernels_per_call() + 2);  // the second part's copy and transfer
+  // The same Jit called with realized parts: another signature, a capture of its own, same values.
+  const Tensor x = data({8, 3}, 11);
+  Tensor xs = x.shard(m, 0);
+  xs.realize();
+  check_close(f({xs})[0], (x * w1).tanh().sum(1), 1e-6);
+  BOOST_TEST(f.captures() == 2);
+  // (x's parts are hash-consed nodes, realized now: x.shard(m, 0) is bound part by part too.)
+  check_close(f({x.shard(m, 0)})[0], (x * w1).tanh().sum(1), 1e-6);
+  BOOST_TEST(f.captures() == 2);
+  const Tensor x2 = data({8, 3}, 12);
+  check_close(f({x2.shard(m, 0)})[0], (x2 * w1).tanh().sum(1), 1e-6);  // and back: a third capture
+  BOOST_TEST(f.captures() == 3);
+  // Parts that are not cuts of one tensor's buffer by this layout: bound part by part.
+  check_close(f({(x * 2.0).shard(m, 0)})[0], (x * 2.0 * w1).tanh().sum(1), 1e-6);
 }

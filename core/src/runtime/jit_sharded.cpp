@@ -21,6 +21,20 @@ void append_number(std::string& s, int64_t v) {
 
 size_t part_count(const Layout& l) { return l.devices.empty() ? 1 : l.devices.size(); }
 
+// The tensor `t` was split from (Note [Inputs split inside the step]), or an undefined one.
+Tensor split_source(const Tensor& t, const Layout& l) {
+  if (l.axis < 0 || l.partial) return {};
+  const std::vector<Tensor> parts = parts_of(t);
+  for (const Tensor& p : parts)
+    if (p.node()->buffer) return {};  // realized: bound by its buffer, nothing to run again
+  const Tensor source(base_of(parts[0]));
+  if (is_multi(source) || source.shape() != t.shape() || source.device() != l.devices[0]) return {};
+  const std::vector<Tensor> again = parts_in(source, l, source.shape());
+  for (size_t i = 0; i < parts.size(); ++i)
+    if (again[i].node() != parts[i].node()) return {};
+  return source;
+}
+
 Tensor rebuilt(const std::vector<Tensor>& flat, size_t& k, const Layout& l) {
   if (l.devices.empty()) return flat[k++];
   std::vector<Tensor> parts(flat.begin() + static_cast<std::ptrdiff_t>(k),
@@ -64,7 +78,15 @@ std::vector<Tensor> ShardedJit::traced(const std::vector<Tensor>& flat_args) {
   // The inner Jit has bound the part storage to this call's buffers: rebuild the user's view.
   std::vector<Tensor> args;
   size_t k = 0;
-  for (const Layout& l : in_layouts_) args.push_back(rebuilt(flat_args, k, l));
+  for (size_t i = 0; i < in_layouts_.size(); ++i) {
+    const Layout& l = in_layouts_[i];
+    if (!in_sourced_[i]) {
+      args.push_back(rebuilt(flat_args, k, l));
+      continue;
+    }
+    const Tensor& source = flat_args[k++];  // split here: the cuts are kernels of the step
+    args.push_back(make_multi(parts_in(source, l, source.shape()), l));
+  }
   state_from_parts();
   std::vector<Tensor> outs = fn_(args);
   state_to_parts("after the function returned");
@@ -82,10 +104,17 @@ std::vector<Tensor> ShardedJit::traced(const std::vector<Tensor>& flat_args) {
 
 std::vector<Tensor> ShardedJit::call(const std::vector<Tensor>& inputs) {
   std::vector<Layout> layouts;
+  std::vector<uint8_t> sourced;
   std::vector<Tensor> flat;
   for (size_t i = 0; i < inputs.size(); ++i) {
     RAVEL_CHECK(inputs[i].defined(), ValueError, "Jit: input ", i, " is an undefined tensor");
     layouts.push_back(layout_or_none(inputs[i]));
+    Tensor source = is_multi(inputs[i]) ? split_source(inputs[i], layouts.back()) : Tensor();
+    sourced.push_back(source.defined() ? 1 : 0);
+    if (source.defined()) {
+      flat.push_back(std::move(source));
+      continue;
+    }
     for (const Tensor& p : parts_of(inputs[i])) flat.push_back(p);
   }
   // The parts' own signature is the inner Jit's; what it cannot see is how they form bundles.
@@ -99,15 +128,17 @@ std::vector<Tensor> ShardedJit::call(const std::vector<Tensor>& inputs) {
     sig += p.device().str();
     sig += ';';
   }
-  for (const Layout& l : layouts) {
-    sig += '|';
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    const Layout& l = layouts[i];
+    sig += sourced[i] ? '/' : '|';
     append_number(sig, l.axis);
     if (l.partial) sig += 'p', append_number(sig, static_cast<int64_t>(*l.partial));
     for (const Device& d : l.devices) sig += d.str(), sig += ',';
     for (int64_t b : l.bounds) append_number(sig, b), sig += ',';
   }
-  if (layouts != in_layouts_) inner_->clear();  // another layout is another signature
+  if (layouts != in_layouts_ || sourced != in_sourced_) inner_->clear();  // another layout is another signature
   in_layouts_ = std::move(layouts);
+  in_sourced_ = std::move(sourced);
   signature_ = sig;
   state_to_parts("when the step was called");
   std::vector<Tensor> flat_out;
