@@ -330,3 +330,31 @@ BOOST_AUTO_TEST_CASE(a_batch_split_at_the_call_is_cut_inside_the_step) {
   // Parts that are not cuts of one tensor's buffer by this layout: bound part by part.
   check_close(f({(x * 2.0).shard(m, 0)})[0], (x * 2.0 * w1).tanh().sum(1), 1e-6);
 }
+
+// Note [Bundles refilled in place]: after a replay a sharded state tensor that nothing else
+// holds takes its new parts in place; one the caller kept a copy of is rebuilt, so the copy keeps
+// the value it had. Both against the same updates computed on the host.
+BOOST_AUTO_TEST_CASE(a_state_tensor_kept_from_an_earlier_step_keeps_its_value) {
+  const auto m = mesh(2);
+  Tensor w = data({3}, 4).replicate(m);
+  std::vector<double> want = data({3}, 4).to_vector<double>();
+  ravel::Jit step(
+      [&](const std::vector<Tensor>& in) {
+        w.assign(w * 0.5 + in[0].sum(0));
+        return std::vector<Tensor>{w.sum()};
+      },
+      {&w});
+  for (int call = 0; call < 5; ++call) {
+    const Tensor x = data({4, 3}, 7 + call);
+    const std::vector<double> xv = x.to_vector<double>();
+    const std::vector<double> before = want;
+    for (size_t j = 0; j < 3; ++j) want[j] = want[j] * 0.5 + xv[j] + xv[3 + j] + xv[6 + j] + xv[9 + j];
+    const Tensor kept = call == 3 ? w : Tensor();  // a copy held across the call
+    step({x.shard(m, 0)});
+    BOOST_TEST_REQUIRE(w.sharding().value().replicated());
+    for (const Tensor& part : w.shards()) check_close(part, Tensor::from_vector(want, {3}), 1e-5);
+    if (kept.defined())
+      for (const Tensor& part : kept.shards()) check_close(part, Tensor::from_vector(before, {3}), 1e-5);
+  }
+  BOOST_TEST(step.replays() == 4);
+}

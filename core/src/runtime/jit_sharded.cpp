@@ -56,9 +56,25 @@ ShardedJit::ShardedJit(Jit::Function fn, std::vector<Tensor*> state) : fn_(std::
                                  std::move(inner_state));
 }
 
+// Note [Bundles refilled in place]
+// After a replay every sharded state tensor gets its new parts. A bundle that only the user's
+// tensor holds (no copy of it, no expression over it: nothing can see it but through that
+// tensor) takes them in place, its parts swapped, instead of a new bundle being made and the old
+// one freed: 5 bundles a 2-device makemore step, ~2 us of the ~11 the step spends outside its
+// replay beyond one device's (docs/performance.md §6, 2026-12-07, helper mk2dev2). A bundle is
+// never hash-consed, and a partial one (which caches its combine) is always rebuilt. Any other
+// holder, and the bundle is rebuilt as before: a tensor kept from an earlier step keeps its value.
 void ShardedJit::state_from_parts() {
   size_t k = 0;
-  for (size_t j = 0; j < state_.size(); ++j) *state_[j] = rebuilt(state_parts_, k, state_layouts_[j]);
+  for (size_t j = 0; j < state_.size(); ++j) {
+    const Layout& l = state_layouts_[j];
+    Tensor& s = *state_[j];
+    if (is_multi(s) && !l.partial && s.node().use_count() == 1 && s.node()->srcs.size() == l.devices.size()) {
+      for (NodePtr& part : s.node()->srcs) part = state_parts_[k++].node();
+      continue;
+    }
+    s = rebuilt(state_parts_, k, l);
+  }
 }
 
 void ShardedJit::state_to_parts(const char* when) {
