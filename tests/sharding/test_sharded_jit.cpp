@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "../core/expect_error.hpp"
+#include "runtime/jit_capture.hpp"
 #include "sharding_common.hpp"
 
 using namespace stest;
@@ -357,4 +358,38 @@ BOOST_AUTO_TEST_CASE(a_state_tensor_kept_from_an_earlier_step_keeps_its_value) {
       for (const Tensor& part : kept.shards()) check_close(part, Tensor::from_vector(before, {3}), 1e-5);
   }
   BOOST_TEST(step.replays() == 4);
+}
+
+// Note [Choosing lanes]: the first replays measure in order, then by device, in blocks; the
+// faster (by device only if 10% faster) holds for LaneChoice::kReplaysPerChoice replays and is
+// then measured again, so a choice made while the machine was busy does not last the whole run.
+// The measurement's logic alone, with the replays' times given.
+BOOST_AUTO_TEST_CASE(the_lane_choice_is_measured_again_after_a_while) {
+  using ravel::detail::jit_capture::LaneChoice;
+  LaneChoice c;
+  // Replays `n` times as the choice says, each taking `in_order` or `by_device` seconds; returns
+  // how many went by device.
+  auto replay = [&](LaneChoice& t, int n, double in_order, double by_device) {
+    int lanes = 0;
+    for (int i = 0; i < n; ++i) {
+      const bool d = t.next_by_device();
+      lanes += d ? 1 : 0;
+      t.record(d, d ? by_device : in_order);
+    }
+    return lanes;
+  };
+  constexpr int k = LaneChoice::kTrialsEach, every = LaneChoice::kReplaysPerChoice;
+  BOOST_TEST(replay(c, k, 2.0, 1.0) == 0);  // in order first
+  BOOST_TEST(replay(c, k, 2.0, 1.0) == k);  // then by device
+  BOOST_TEST(replay(c, every, 2.0, 1.0) == every);  // by device won: it holds
+  // Measured again, now while the lanes are slow (another process holds a core): in order wins.
+  BOOST_TEST(replay(c, 2 * k, 1.0, 3.0) == k);
+  BOOST_TEST(replay(c, every, 1.0, 3.0) == 0);
+  // And once the machine is quiet again, the next measurement goes back to the lanes.
+  BOOST_TEST(replay(c, 2 * k, 2.0, 1.0) == k);
+  BOOST_TEST(replay(c, 100, 2.0, 1.0) == 100);
+  // By device must win by 10%: 5% is noise, in order stays.
+  LaneChoice close;
+  replay(close, 2 * k, 1.0, 0.95);
+  BOOST_TEST(replay(close, 100, 1.0, 0.95) == 0);
 }
