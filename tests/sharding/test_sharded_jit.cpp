@@ -295,8 +295,8 @@ BOOST_AUTO_TEST_CASE(a_gradient_bucket_is_summed_inside_the_updates) {
 // the step (for two devices, the second part's copy and transfer; the first part is read in
 // place), nothing is realized outside the replay, and the values are those of the parts bound
 // one by one. A batch whose parts were realized before the call is bound part by part (another
-// signature: a capture of its own), and an input that is not a plain split (here the parts of a
-// split of an expression, realized: bound) as well.
+// signature: a capture of its own), and so is a bundle that Tensor::shard did not make (here an
+// op's result on a split tensor).
 BOOST_AUTO_TEST_CASE(a_batch_split_at_the_call_is_cut_inside_the_step) {
   const auto m = mesh(2);
   const Tensor w = data({3}, 4).replicate(m);
@@ -328,8 +328,13 @@ BOOST_AUTO_TEST_CASE(a_batch_split_at_the_call_is_cut_inside_the_step) {
   const Tensor x2 = data({8, 3}, 12);
   check_close(f({x2.shard(m, 0)})[0], (x2 * w1).tanh().sum(1), 1e-6);  // and back: a third capture
   BOOST_TEST(f.captures() == 3);
-  // Parts that are not cuts of one tensor's buffer by this layout: bound part by part.
-  check_close(f({(x * 2.0).shard(m, 0)})[0], (x * 2.0 * w1).tanh().sum(1), 1e-6);
+  // A bundle an op made (its parts are not cuts of one tensor): bound part by part.
+  const Tensor x3 = data({8, 3}, 13);
+  check_close(f({x3.shard(m, 0) * 2.0})[0], (x3 * 2.0 * w1).tanh().sum(1), 1e-6);
+  BOOST_TEST(f.captures() == 4);
+  // The split of an expression: split inside the step too (the expression realized once).
+  check_close(f({(x3 * 3.0).shard(m, 0)})[0], (x3 * 3.0 * w1).tanh().sum(1), 1e-6);
+  BOOST_TEST(f.captures() == 5);  // x2's signature again, but a new layout or kind clears the inner Jit
 }
 
 // Note [Bundles refilled in place]: after a replay a sharded state tensor that nothing else

@@ -23,16 +23,11 @@ size_t part_count(const Layout& l) { return l.devices.empty() ? 1 : l.devices.si
 
 // The tensor `t` was split from (Note [Inputs split inside the step]), or an undefined one.
 Tensor split_source(const Tensor& t, const Layout& l) {
-  if (l.axis < 0 || l.partial) return {};
-  const std::vector<Tensor> parts = parts_of(t);
-  for (const Tensor& p : parts)
-    if (p.node()->buffer) return {};  // realized: bound by its buffer, nothing to run again
-  const Tensor source(base_of(parts[0]));
-  if (is_multi(source) || source.shape() != t.shape() || source.device() != l.devices[0]) return {};
-  const std::vector<Tensor> again = parts_in(source, l, source.shape());
-  for (size_t i = 0; i < parts.size(); ++i)
-    if (again[i].node() != parts[i].node()) return {};
-  return source;
+  const NodePtr& source = t.node()->shard_source;  // set by Tensor::shard only
+  if (!source || l.axis < 0 || l.partial) return {};
+  for (const NodePtr& p : t.node()->srcs)
+    if (p->buffer) return {};  // realized: bound by its buffer, nothing to run again
+  return Tensor(source);
 }
 
 Tensor rebuilt(const std::vector<Tensor>& flat, size_t& k, const Layout& l) {

@@ -32,10 +32,12 @@ namespace ravel::detail {
 // main job's step (docs/performance.md §6, 2026-12-07, helper mk2dev2). Such an input is passed
 // to the inner Jit as the one tensor it was cut from, and the capture cuts it again (the same
 // rule, Tensor::shard's), so the cuts are kernels of the step: replayed in each device's lane,
-// the first device's view read in place by its consumers. Recognised exactly: the input's parts
-// are unrealized and are the very nodes (hash-consed) that splitting that tensor by the input's
-// layout gives; anything else (realized parts, other expressions) is bound part by part. Whether
-// an input came this way is part of the signature, like its layout.
+// the first device's view read in place by its consumers. Recognised exactly: Tensor::shard
+// marks the bundle it makes with the tensor it split (Node::shard_source), and the input's parts
+// are still unrealized; anything else (realized parts, a bundle made otherwise) is bound part by
+// part. (Checking instead that splitting the base of the first part again gives the same
+// hash-consed nodes cost ~3 us a main-job step in hash-consing.) Whether an input came this way
+// is part of the signature, like its layout.
 class ShardedJit {
  public:
   ShardedJit(Jit::Function fn, std::vector<Tensor*> state);

@@ -381,7 +381,9 @@ Tensor Tensor::shard(const std::vector<Device>& devices, int64_t axis) const {
   const auto a = static_cast<int32_t>(normalize_axis(axis, ndim(), "shard"));
   if (devices.size() == 1) return to(devices[0]);
   const Layout l{devices, a, even_bounds(shape()[a], devices.size()), std::nullopt};
-  return make_multi(parts_in(*this, l, shape()), l);
+  Tensor r = make_multi(parts_in(*this, l, shape()), l);
+  if (!is_multi(*this)) r.node()->shard_source = node();  // Note [Inputs split inside the step]
+  return r;
 }
 
 Tensor Tensor::replicate(const std::vector<Device>& devices) const {
