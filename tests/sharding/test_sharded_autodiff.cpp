@@ -243,3 +243,58 @@ BOOST_AUTO_TEST_CASE(user_custom_derivatives_hold_on_sharded_inputs) {
     check_close(ravel::grad(spread, 0)({x.replicate(mesh(n))}), want_spread, 1e-12);
   }
 }
+
+// Decision 67 left open whether a custom rule that closes over a split tensor works: a rule that
+// is not elementwise runs on whole tensors gathered onto the mesh's first device (Note [Sharded
+// custom derivatives]), and the tensor it captured is still the split bundle, so its gradients
+// mix a gathered input with split values. Here the captured tensor is also an input of the rule
+// (so it gets a gradient too); the gradients and second derivatives are those of the same program
+// on one device, where the same closure holds the unsplit tensor.
+BOOST_AUTO_TEST_CASE(a_custom_rule_that_captures_a_split_tensor) {
+  // f(x, c) = sum(x^2 c) with the rule's derivatives written out, c read from the closure in the
+  // x derivative and from the arguments in the c derivative.
+  auto f_with = [](const Tensor& captured) {
+    return [captured](const std::vector<Tensor>& a) {
+      Tensor y = ravel::custom_vjp((a[0] * a[0] * a[1]).sum(), {a[0], a[1]},
+                                   [captured](const std::vector<Tensor>& in, const Tensor&, const Tensor& g) {
+                                     return std::vector<Tensor>{g * 2.0 * in[0] * captured, g * in[0] * in[0]};
+                                   });
+      return y * 3.0;
+    };
+  };
+  Tensor x = data({6, 2}, 3, DType::F64), c = data({6, 2}, 4, DType::F64);
+  const std::vector<Tensor> want = ravel::grad(f_with(c), {0, 1})({x, c});
+  // Second order: the derivative of sum(df/dx * v) with respect to x and c: 6 c v, through the
+  // captured tensor, and 0 (df/dx reads c from the closure, a constant to the differentiation).
+  Tensor v = data({6, 2}, 5, DType::F64);
+  auto second_with = [&](const Tensor& captured) {
+    return [&, captured](const std::vector<Tensor>& a) {
+      return (ravel::grad(f_with(captured), 0)({a[0], a[1]}) * a[2]).sum();
+    };
+  };
+  const std::vector<Tensor> want2 = ravel::grad(second_with(c), {0, 1})({x, c, v});
+  BOOST_TEST_CONTEXT("the references against closed forms") {
+    check_close(want[0], x * c * 6.0, 1e-12);
+    check_close(want2[0], c * v * 6.0, 1e-12);
+    check_close(want2[1], x * 0.0, 1e-12);
+  }
+  for (size_t n : {2u, 3u}) {
+    BOOST_TEST_CONTEXT(n << " devices") {
+      const auto m = mesh(n);
+      Tensor xs = x.shard(m, 0), cs = c.shard(m, 0), vs = v.shard(m, 0);
+      const std::vector<Tensor> g = ravel::grad(f_with(cs), {0, 1})({xs, cs});
+      BOOST_TEST_CONTEXT("first order") {
+        check_close(g[0], want[0], 1e-12);
+        check_close(g[1], want[1], 1e-12);
+      }
+      const std::vector<Tensor> g2 = ravel::grad(second_with(cs), {0, 1})({xs, cs, vs});
+      BOOST_TEST_CONTEXT("second order") {
+        check_close(g2[0], want2[0], 1e-12);
+        check_close(g2[1], want2[1], 1e-12);
+      }
+      // The closure holding a replica and the arguments split, and the other way round.
+      check_close(ravel::grad(f_with(c.replicate(m)), {0, 1})({xs, cs})[0], want[0], 1e-12);
+      check_close(ravel::grad(f_with(cs), {0, 1})({x.replicate(m), c})[0], want[0], 1e-12);
+    }
+  }
+}

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "../core/expect_error.hpp"
+#include "runtime/jit_capture.hpp"
 #include "sharding_common.hpp"
 
 using namespace stest;
@@ -230,8 +231,170 @@ BOOST_AUTO_TEST_CASE(a_closed_over_tensor_moves_to_the_other_device_once) {
   ravel::Jit f([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{in[0] * w.exp()}; });
   for (int call = 0; call < 3; ++call) {
     const Tensor x = data({8, 3}, 5 + call);
-    check_close(f({x.shard(m, 0)})[0], x * w.exp());
+    Tensor xs = x.shard(m, 0);
+    xs.realize();  // bound part by part (Note [Inputs split inside the step]: not cut in the step)
+    check_close(f({xs})[0], x * w.exp());
   }
   BOOST_TEST(f.replays() == 2);
   BOOST_TEST(f.kernels_per_call() == 2);  // one product per device: exp(w) and its transfer folded
+}
+
+// Note [Summed in pieces]: the replicated parameters' gradients are laid end to end on each
+// device, moved once to the other device and summed there parameter by parameter, each sum fused
+// into that parameter's update: per device, the gradients, their concatenation, one transfer and
+// one update per parameter; no kernel for the whole bucket's sum. The parameters after the
+// replays are the same step's on one device. (The tanh keeps x out of the weight's gradient's
+// kernels, so that none of them folds into a constant.)
+BOOST_AUTO_TEST_CASE(a_gradient_bucket_is_summed_inside_the_updates) {
+  const auto m = mesh(2);
+  Tensor w0 = data({3}, 2), b0 = data({3}, 3);
+  auto run = [&](const std::vector<Device>& devices, int64_t& kernels) {
+    Tensor w = devices.size() > 1 ? w0.replicate(devices) : w0.detach(), b = devices.size() > 1 ? b0.replicate(devices) : b0.detach();
+    w.requires_grad_();
+    b.requires_grad_();
+    ravel::nn::SGD opt({&w, &b}, 0.5);
+    ravel::Jit step(
+        [&](const std::vector<Tensor>& in) {
+          Tensor loss = ((in[0] * w).tanh() * b).sum();
+          opt.zero_grad();
+          loss.backward();
+          opt.step({loss});
+          opt.zero_grad();
+          return std::vector<Tensor>{loss};
+        },
+        {&w, &b});
+    for (int s = 0; s < 3; ++s) {
+      Tensor x = data({4, 3}, 7 + s);
+      if (devices.size() > 1) x = x.shard(devices, 0);
+      x.realize();  // its parts bound as they are: the step's kernels alone are counted
+      step({x});
+    }
+    kernels = step.kernels_per_call();
+    return std::vector<Tensor>{w.to(m[0]), b.to(m[0])};
+  };
+  // The composition's kernels (the plugin's all-reduce is a host operation, not a kernel); the
+  // suite's other variants set it (read at every collective).
+  const char* had = std::getenv("RAVEL_PLUGIN_COLLECTIVES");
+  const std::string saved = had ? had : "";
+  setenv("RAVEL_PLUGIN_COLLECTIVES", "0", 1);
+  int64_t one = 0, two = 0;
+  const std::vector<Tensor> want = run({m[0]}, one), got = run(m, two);
+  if (had) setenv("RAVEL_PLUGIN_COLLECTIVES", saved.c_str(), 1);
+  else unsetenv("RAVEL_PLUGIN_COLLECTIVES");
+  check_close(got[0], want[0], 1e-6);
+  check_close(got[1], want[1], 1e-6);
+  // Each device: one device's kernels, the bucket's concatenation and transfer, and the loss's
+  // combine (a transfer and an add). The whole bucket's sum was one more per device.
+  // (Under RAVEL_FUSION=none every primitive is a kernel of its own: the count is the policy's.)
+  if (std::getenv("RAVEL_FUSION") == nullptr)
+    BOOST_TEST(two == 2 * (one + 4), "kernels per call: " << one << " on one device, " << two << " on two");
+}
+
+// Note [Inputs split inside the step]: a batch split as the step is called (its parts unrealized
+// cuts of one tensor) is passed to the capture whole and cut there: the cuts become kernels of
+// the step (for two devices, the second part's copy and transfer; the first part is read in
+// place), nothing is realized outside the replay, and the values are those of the parts bound
+// one by one. A batch whose parts were realized before the call is bound part by part (another
+// signature: a capture of its own), and so is a bundle that Tensor::shard did not make (here an
+// op's result on a split tensor).
+BOOST_AUTO_TEST_CASE(a_batch_split_at_the_call_is_cut_inside_the_step) {
+  const auto m = mesh(2);
+  const Tensor w = data({3}, 4).replicate(m);
+  ravel::Jit f([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] * w).tanh().sum(1)}; });
+  ravel::Jit g([&](const std::vector<Tensor>& in) { return std::vector<Tensor>{(in[0] * w).tanh().sum(1)}; });
+  const Tensor w1 = data({3}, 4);
+  for (int call = 0; call < 4; ++call) {
+    const Tensor x = data({8, 3}, 5 + call);
+    const Tensor want = (x * w1).tanh().sum(1);
+    const Tensor got = f({x.shard(m, 0)})[0];  // split as it is passed
+    BOOST_TEST(got.sharding().value() == x.shard(m, 0).sharding().value());
+    check_close(got, want, 1e-6);
+    Tensor xs = x.shard(m, 0);
+    xs.realize();
+    check_close(g({xs})[0], want, 1e-6);
+  }
+  BOOST_TEST(f.captures() == 1);
+  BOOST_TEST(f.replays() == 3);
+  BOOST_TEST(f.kernels_per_call() == g.kernels_per_call() + 2);  // the second part's copy and transfer
+  // The same Jit called with realized parts: another signature, a capture of its own, same values.
+  const Tensor x = data({8, 3}, 11);
+  Tensor xs = x.shard(m, 0);
+  xs.realize();
+  check_close(f({xs})[0], (x * w1).tanh().sum(1), 1e-6);
+  BOOST_TEST(f.captures() == 2);
+  // (x's parts are hash-consed nodes, realized now: x.shard(m, 0) is bound part by part too.)
+  check_close(f({x.shard(m, 0)})[0], (x * w1).tanh().sum(1), 1e-6);
+  BOOST_TEST(f.captures() == 2);
+  const Tensor x2 = data({8, 3}, 12);
+  check_close(f({x2.shard(m, 0)})[0], (x2 * w1).tanh().sum(1), 1e-6);  // and back: a third capture
+  BOOST_TEST(f.captures() == 3);
+  // A bundle an op made (its parts are not cuts of one tensor): bound part by part.
+  const Tensor x3 = data({8, 3}, 13);
+  check_close(f({x3.shard(m, 0) * 2.0})[0], (x3 * 2.0 * w1).tanh().sum(1), 1e-6);
+  BOOST_TEST(f.captures() == 4);
+  // The split of an expression: split inside the step too (the expression realized once).
+  check_close(f({(x3 * 3.0).shard(m, 0)})[0], (x3 * 3.0 * w1).tanh().sum(1), 1e-6);
+  BOOST_TEST(f.captures() == 5);  // x2's signature again, but a new layout or kind clears the inner Jit
+}
+
+// Note [Bundles refilled in place]: after a replay a sharded state tensor that nothing else
+// holds takes its new parts in place; one the caller kept a copy of is rebuilt, so the copy keeps
+// the value it had. Both against the same updates computed on the host.
+BOOST_AUTO_TEST_CASE(a_state_tensor_kept_from_an_earlier_step_keeps_its_value) {
+  const auto m = mesh(2);
+  Tensor w = data({3}, 4).replicate(m);
+  std::vector<double> want = data({3}, 4).to_vector<double>();
+  ravel::Jit step(
+      [&](const std::vector<Tensor>& in) {
+        w.assign(w * 0.5 + in[0].sum(0));
+        return std::vector<Tensor>{w.sum()};
+      },
+      {&w});
+  for (int call = 0; call < 5; ++call) {
+    const Tensor x = data({4, 3}, 7 + call);
+    const std::vector<double> xv = x.to_vector<double>();
+    const std::vector<double> before = want;
+    for (size_t j = 0; j < 3; ++j) want[j] = want[j] * 0.5 + xv[j] + xv[3 + j] + xv[6 + j] + xv[9 + j];
+    const Tensor kept = call == 3 ? w : Tensor();  // a copy held across the call
+    step({x.shard(m, 0)});
+    BOOST_TEST_REQUIRE(w.sharding().value().replicated());
+    for (const Tensor& part : w.shards()) check_close(part, Tensor::from_vector(want, {3}), 1e-5);
+    if (kept.defined())
+      for (const Tensor& part : kept.shards()) check_close(part, Tensor::from_vector(before, {3}), 1e-5);
+  }
+  BOOST_TEST(step.replays() == 4);
+}
+
+// Note [Choosing lanes]: the first replays measure in order, then by device, in blocks; the
+// faster (by device only if 10% faster) holds for LaneChoice::kReplaysPerChoice replays and is
+// then measured again, so a choice made while the machine was busy does not last the whole run.
+// The measurement's logic alone, with the replays' times given.
+BOOST_AUTO_TEST_CASE(the_lane_choice_is_measured_again_after_a_while) {
+  using ravel::detail::jit_capture::LaneChoice;
+  LaneChoice c;
+  // Replays `n` times as the choice says, each taking `in_order` or `by_device` seconds; returns
+  // how many went by device.
+  auto replay = [&](LaneChoice& t, int n, double in_order, double by_device) {
+    int lanes = 0;
+    for (int i = 0; i < n; ++i) {
+      const bool d = t.next_by_device();
+      lanes += d ? 1 : 0;
+      t.record(d, d ? by_device : in_order);
+    }
+    return lanes;
+  };
+  constexpr int k = LaneChoice::kTrialsEach, every = LaneChoice::kReplaysPerChoice;
+  BOOST_TEST(replay(c, k, 2.0, 1.0) == 0);  // in order first
+  BOOST_TEST(replay(c, k, 2.0, 1.0) == k);  // then by device
+  BOOST_TEST(replay(c, every, 2.0, 1.0) == every);  // by device won: it holds
+  // Measured again, now while the lanes are slow (another process holds a core): in order wins.
+  BOOST_TEST(replay(c, 2 * k, 1.0, 3.0) == k);
+  BOOST_TEST(replay(c, every, 1.0, 3.0) == 0);
+  // And once the machine is quiet again, the next measurement goes back to the lanes.
+  BOOST_TEST(replay(c, 2 * k, 2.0, 1.0) == k);
+  BOOST_TEST(replay(c, 100, 2.0, 1.0) == 100);
+  // By device must win by 10%: 5% is noise, in order stays.
+  LaneChoice close;
+  replay(close, 2 * k, 1.0, 0.95);
+  BOOST_TEST(replay(close, 100, 1.0, 0.95) == 0);
 }

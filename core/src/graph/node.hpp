@@ -92,6 +92,9 @@ class Node {
   // Multi, partial only: the bundle of replicas combined() built from it, kept so that every
   // consumer that needs the value shares one all-reduce (set once, under buffer_mutex()).
   NodePtr shard_combined;
+  // Multi only: the one-device tensor Tensor::shard split into these parts, whose parts are then
+  // exactly parts_in(source, layout) (Note [Inputs split inside the step], runtime/jit_sharded.hpp).
+  NodePtr shard_source;
   uint64_t id = 0;               // unique, increasing: creation order
   size_t hash = 0;
 

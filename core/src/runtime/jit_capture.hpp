@@ -84,12 +84,33 @@ struct Meta {  // what a capture depends on of one input or state tensor
 // each lane, which a steady replay by device never pays; the 2-device makemore step was then
 // kept in order in about half of the processes, at 1.3x the time by device (docs/performance.md
 // §6, 2026-12-07, helper mk2dev). In a block, the first replay by device starts (or wakes) the
-// threads and the best of the others is the steady one.
+// threads and the best of the others is the steady one. A choice holds for kReplaysPerChoice
+// replays, then is measured again: a choice made while another process held a core for the
+// whole block (the lanes then lose) stays wrong for the rest of the run otherwise (the
+// 2-device main job kept its replay in order in some runs under other sessions' benchmarks,
+// 1.3-1.4x one device; docs/performance.md §6, 2026-12-07, helper mk2dev2). Measuring again
+// costs a block of replays the slower way, ~0.3 ms in 1,000 replays of makemore's step.
 struct LaneChoice {
   static constexpr int kTrialsEach = 4;
+  static constexpr int32_t kReplaysPerChoice = 1000;
   int32_t trials = 0;
+  int32_t since_chosen = 0;
   int8_t chosen = -1;  // -1: still measuring; 0: in order; 1: by device
   double best_seconds[2] = {1e300, 1e300};
+  // Whether the next replay goes by device.
+  bool next_by_device() const { return chosen >= 0 ? chosen == 1 : trials >= kTrialsEach; }
+  // A replay took `seconds` (by device or in order).
+  void record(bool by_device, double seconds) {
+    if (chosen >= 0) {
+      if (++since_chosen >= kReplaysPerChoice) *this = LaneChoice{};  // measure again
+      return;
+    }
+    double& best = best_seconds[by_device ? 1 : 0];
+    best = seconds < best ? seconds : best;
+    if (++trials < 2 * kTrialsEach) return;
+    // Lanes take a thread per device: they must win clearly, not by noise.
+    chosen = best_seconds[1] < 0.9 * best_seconds[0] ? 1 : 0;
+  }
 };
 
 struct Capture {

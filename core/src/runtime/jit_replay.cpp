@@ -231,19 +231,12 @@ bool replays_by_device(const Capture& c) {
     case LanesMode::Never: return false;
     case LanesMode::Measure: break;
   }
-  const LaneChoice& t = c.lane_choice;
-  if (t.chosen >= 0) return t.chosen == 1;
-  return t.trials >= LaneChoice::kTrialsEach;  // in order first, then by device: in blocks
+  return c.lane_choice.next_by_device();  // in order first, then by device: in blocks
 }
 
 void replayed(const Capture& c, bool by_device, double seconds) {
-  LaneChoice& t = c.lane_choice;
-  if (t.chosen >= 0 || lanes_mode() != LanesMode::Measure || c.lanes < 2 || c.has_host_steps) return;
-  double& best = t.best_seconds[by_device ? 1 : 0];
-  best = std::min(best, seconds);
-  if (++t.trials < 2 * LaneChoice::kTrialsEach) return;
-  // Lanes take a thread per device: they must win clearly, not by noise.
-  t.chosen = t.best_seconds[1] < 0.9 * t.best_seconds[0] ? 1 : 0;
+  if (lanes_mode() != LanesMode::Measure || c.lanes < 2 || c.has_host_steps) return;
+  c.lane_choice.record(by_device, seconds);
 }
 
 void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>>& bound, KernelStats& stats,

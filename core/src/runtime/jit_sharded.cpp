@@ -21,6 +21,15 @@ void append_number(std::string& s, int64_t v) {
 
 size_t part_count(const Layout& l) { return l.devices.empty() ? 1 : l.devices.size(); }
 
+// The tensor `t` was split from (Note [Inputs split inside the step]), or an undefined one.
+Tensor split_source(const Tensor& t, const Layout& l) {
+  const NodePtr& source = t.node()->shard_source;  // set by Tensor::shard only
+  if (!source || l.axis < 0 || l.partial) return {};
+  for (const NodePtr& p : t.node()->srcs)
+    if (p->buffer) return {};  // realized: bound by its buffer, nothing to run again
+  return Tensor(source);
+}
+
 Tensor rebuilt(const std::vector<Tensor>& flat, size_t& k, const Layout& l) {
   if (l.devices.empty()) return flat[k++];
   std::vector<Tensor> parts(flat.begin() + static_cast<std::ptrdiff_t>(k),
@@ -42,9 +51,25 @@ ShardedJit::ShardedJit(Jit::Function fn, std::vector<Tensor*> state) : fn_(std::
                                  std::move(inner_state));
 }
 
+// Note [Bundles refilled in place]
+// After a replay every sharded state tensor gets its new parts. A bundle that only the user's
+// tensor holds (no copy of it, no expression over it: nothing can see it but through that
+// tensor) takes them in place, its parts swapped, instead of a new bundle being made and the old
+// one freed: 5 bundles a 2-device makemore step, ~2 us of the ~11 the step spends outside its
+// replay beyond one device's (docs/performance.md §6, 2026-12-07, helper mk2dev2). A bundle is
+// never hash-consed, and a partial one (which caches its combine) is always rebuilt. Any other
+// holder, and the bundle is rebuilt as before: a tensor kept from an earlier step keeps its value.
 void ShardedJit::state_from_parts() {
   size_t k = 0;
-  for (size_t j = 0; j < state_.size(); ++j) *state_[j] = rebuilt(state_parts_, k, state_layouts_[j]);
+  for (size_t j = 0; j < state_.size(); ++j) {
+    const Layout& l = state_layouts_[j];
+    Tensor& s = *state_[j];
+    if (is_multi(s) && !l.partial && s.node().use_count() == 1 && s.node()->srcs.size() == l.devices.size()) {
+      for (NodePtr& part : s.node()->srcs) part = state_parts_[k++].node();
+      continue;
+    }
+    s = rebuilt(state_parts_, k, l);
+  }
 }
 
 void ShardedJit::state_to_parts(const char* when) {
@@ -64,7 +89,15 @@ std::vector<Tensor> ShardedJit::traced(const std::vector<Tensor>& flat_args) {
   // The inner Jit has bound the part storage to this call's buffers: rebuild the user's view.
   std::vector<Tensor> args;
   size_t k = 0;
-  for (const Layout& l : in_layouts_) args.push_back(rebuilt(flat_args, k, l));
+  for (size_t i = 0; i < in_layouts_.size(); ++i) {
+    const Layout& l = in_layouts_[i];
+    if (!in_sourced_[i]) {
+      args.push_back(rebuilt(flat_args, k, l));
+      continue;
+    }
+    const Tensor& source = flat_args[k++];  // split here: the cuts are kernels of the step
+    args.push_back(make_multi(parts_in(source, l, source.shape()), l));
+  }
   state_from_parts();
   std::vector<Tensor> outs = fn_(args);
   state_to_parts("after the function returned");
@@ -82,10 +115,17 @@ std::vector<Tensor> ShardedJit::traced(const std::vector<Tensor>& flat_args) {
 
 std::vector<Tensor> ShardedJit::call(const std::vector<Tensor>& inputs) {
   std::vector<Layout> layouts;
+  std::vector<uint8_t> sourced;
   std::vector<Tensor> flat;
   for (size_t i = 0; i < inputs.size(); ++i) {
     RAVEL_CHECK(inputs[i].defined(), ValueError, "Jit: input ", i, " is an undefined tensor");
     layouts.push_back(layout_or_none(inputs[i]));
+    Tensor source = is_multi(inputs[i]) ? split_source(inputs[i], layouts.back()) : Tensor();
+    sourced.push_back(source.defined() ? 1 : 0);
+    if (source.defined()) {
+      flat.push_back(std::move(source));
+      continue;
+    }
     for (const Tensor& p : parts_of(inputs[i])) flat.push_back(p);
   }
   // The parts' own signature is the inner Jit's; what it cannot see is how they form bundles.
@@ -99,15 +139,17 @@ std::vector<Tensor> ShardedJit::call(const std::vector<Tensor>& inputs) {
     sig += p.device().str();
     sig += ';';
   }
-  for (const Layout& l : layouts) {
-    sig += '|';
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    const Layout& l = layouts[i];
+    sig += sourced[i] ? '/' : '|';
     append_number(sig, l.axis);
     if (l.partial) sig += 'p', append_number(sig, static_cast<int64_t>(*l.partial));
     for (const Device& d : l.devices) sig += d.str(), sig += ',';
     for (int64_t b : l.bounds) append_number(sig, b), sig += ',';
   }
-  if (layouts != in_layouts_) inner_->clear();  // another layout is another signature
+  if (layouts != in_layouts_ || sourced != in_sourced_) inner_->clear();  // another layout is another signature
   in_layouts_ = std::move(layouts);
+  in_sourced_ = std::move(sourced);
   signature_ = sig;
   state_to_parts("when the step was called");
   std::vector<Tensor> flat_out;

@@ -275,6 +275,56 @@ std::vector<Tensor> combine_across(const std::vector<Tensor>& parts, ReduceOp op
   return out;
 }
 
+// Note [Summed in pieces]
+// A gradient bucket (Note [Replica gradient buckets]) is summed across devices and then read as
+// pieces, one per parameter, each by that parameter's update. Summed whole, the sum is its own
+// kernel on every device (its five readers keep it from fusing into any one of them): in the
+// 2-device makemore step 8-9 us per device thread for 12k floats, mostly its launch
+// (docs/performance.md §6, 2026-12-07, helper mk2dev2). Where the combine is the fold (no plugin
+// collective, two devices or a short bucket), each piece is folded on its own from slices of the
+// parts moved whole (one transfer per pair of devices, as before): each piece's sum is then an
+// elementwise expression that fuses into its reader; the slices take the piece's shape before
+// they are added (an addition of flat slices reshaped after it was its own kernel again). The
+// same additions in the same order, so bitwise the whole sum's slices. Elsewhere the whole
+// combine is sliced.
+std::vector<std::vector<Tensor>> combine_across_in_pieces(const std::vector<Tensor>& parts,
+                                                          const std::vector<std::pair<int64_t, Shape>>& pieces,
+                                                          ReduceOp op) {
+  const size_t n = parts.size();
+  std::vector<std::vector<Tensor>> out(pieces.size());
+  std::vector<Tensor> whole;
+  const int64_t elems = parts[0].numel();
+  if (elems == 0 || parts[0].ndim() != 1) {
+    whole = combine_across(parts, op);
+  } else if (std::vector<Tensor> r = plugin_combine(parts, op, false); !r.empty()) {
+    whole = std::move(r);
+  } else if (n > 2 && elems >= kChunkedElements) {
+    whole = combine_across(parts, op);
+  }
+  auto piece = [&](const Tensor& flat, size_t m) {
+    const auto& [offset, shape] = pieces[m];
+    int64_t size = 1;
+    for (int64_t d : shape) size *= d;
+    return flat.shrink({{offset, offset + size}}).reshape(shape);
+  };
+  if (!whole.empty()) {
+    for (size_t m = 0; m < pieces.size(); ++m)
+      for (size_t k = 0; k < n; ++k) out[m].push_back(piece(whole[k], m));
+    return out;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    const Device d = parts[k].device();
+    std::vector<Tensor> moved;  // fold_on's operands on device k, each moved once
+    for (const auto& p : parts) moved.push_back(p.to(d));
+    for (size_t m = 0; m < pieces.size(); ++m) {
+      Tensor acc = piece(moved[0], m);
+      for (size_t j = 1; j < n; ++j) acc = combine2(acc, piece(moved[j], m), op, false);
+      out[m].push_back(acc);
+    }
+  }
+  return out;
+}
+
 }  // namespace detail
 
 std::string Sharding::str() const {
@@ -331,7 +381,9 @@ Tensor Tensor::shard(const std::vector<Device>& devices, int64_t axis) const {
   const auto a = static_cast<int32_t>(normalize_axis(axis, ndim(), "shard"));
   if (devices.size() == 1) return to(devices[0]);
   const Layout l{devices, a, even_bounds(shape()[a], devices.size()), std::nullopt};
-  return make_multi(parts_in(*this, l, shape()), l);
+  Tensor r = make_multi(parts_in(*this, l, shape()), l);
+  if (!is_multi(*this)) r.node()->shard_source = node();  // Note [Inputs split inside the step]
+  return r;
 }
 
 Tensor Tensor::replicate(const std::vector<Device>& devices) const {

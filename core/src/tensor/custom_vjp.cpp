@@ -55,13 +55,26 @@ Tensor sharded_custom_vjp(const Tensor& y_given, const std::vector<Tensor>& inpu
 }
 
 namespace {
-void check_gradients(const std::string& name, const std::vector<Tensor>& parts, const std::vector<Tensor>& xs) {
+// Note [Rules that capture split tensors]
+// A rule's inputs are never bundles: Note [Sharded custom derivatives] gives it whole tensors
+// on one device, or one part each. Its closure may still hold a bundle (a split or replicated
+// tensor the user's function captured), and ops with a bundle operand give bundles, so its
+// gradient for a one-device input may come back split, replicated or partial. Autodiff hands
+// that gradient to the input's own node (a gather's derivative, which cuts it into the parts'
+// slices), which expects a tensor on the input's device: a bundle there gave "make_multi"
+// internal errors (decision 67 left the cause open; shown by the test
+// a_custom_rule_that_captures_a_split_tensor, tests/sharding/test_sharded_autodiff.cpp). The
+// value is right, only its placement is not: the gradient is brought to the input's device (a
+// gather, or a fold of partial sums), the same value the rule gives on one device.
+void check_gradients(const std::string& name, std::vector<Tensor>& parts, const std::vector<Tensor>& xs) {
   RAVEL_CHECK(parts.size() == xs.size(), ValueError, "custom_vjp '", name, "': the rule returned ", parts.size(),
               " gradients, expected one per input (", xs.size(), ")");
-  for (size_t i = 0; i < parts.size(); ++i)
+  for (size_t i = 0; i < parts.size(); ++i) {
     RAVEL_CHECK(!parts[i].defined() || parts[i].shape() == xs[i].shape(), ShapeError, "custom_vjp '", name,
                 "': gradient ", i, " has shape ", shape_str(parts[i].shape()), ", expected input ", i, "'s shape ",
                 shape_str(xs[i].shape()));
+    if (is_multi(parts[i]) && !is_multi(xs[i])) parts[i] = parts[i].to(xs[i].device());
+  }
 }
 }  // namespace
 

@@ -106,6 +106,11 @@ Tensor multi_contiguous(const Tensor& t);
 // The parts combined elementwise across devices by `op` (partial reductions, all_reduce), one
 // result per device of `devices` (parts[i] lives on devices[i]), all equal: replicas.
 std::vector<Tensor> combine_across(const std::vector<Tensor>& parts, ReduceOp op, bool min = false);
+// combine_across of flat parts read as `pieces` (each an offset and a shape): for each piece, one
+// result per device (Note [Summed in pieces] in collectives.cpp).
+std::vector<std::vector<Tensor>> combine_across_in_pieces(const std::vector<Tensor>& parts,
+                                                          const std::vector<std::pair<int64_t, Shape>>& pieces,
+                                                          ReduceOp op);
 // Part k of the result: slice [b[k], b[k+1]) along `axis` of every part, folded in order on
 // devices[k] (a reduce-scatter; the plugin's ABI 1.12 member where it takes it).
 std::vector<Tensor> scatter_parts(const std::vector<Tensor>& parts, const std::vector<Device>& devices, int64_t axis,
