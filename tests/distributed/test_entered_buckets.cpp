@@ -76,8 +76,9 @@ std::vector<Tensor> mesh_gradients(const dist::Mesh& mesh, const Mlp& m, size_t 
         return mesh_mlp_loss(x, y, p).local();
       },
       parts);
-  for (Tensor& t : g) t = t.to(kOne);
-  ravel::realize(g);  // the first readers: every bucket has ended here
+  // Read back: the first readers, so every bucket has begun and ended here (realize() alone is
+  // not a reader: a result already on kOne is a pending leaf it leaves as it is).
+  for (Tensor& t : g) t = Tensor::from_vector(t.to(kOne).to_vector<float>(), t.shape());
   return g;
 }
 
@@ -90,11 +91,12 @@ BOOST_AUTO_TEST_CASE(bucketed_gradients_equal_one_all_reduce_each) {
   const bool ranks = dist::world_size() > 1;
   const auto unbucketed = mesh_gradients(mesh, m, 0);
   size_t before = dist::detail::entered_buckets_begun();
-  const auto one = mesh_gradients(mesh, m, size_t{1} << 20);  // all four in one bucket
+  // The loss's combine (a mean over the split batch) and the four entered cotangents: one bucket.
+  const auto one = mesh_gradients(mesh, m, size_t{1} << 20);
   BOOST_TEST(dist::detail::entered_buckets_begun() - before == (ranks ? 1u : 0u));
   before = dist::detail::entered_buckets_begun();
-  const auto each = mesh_gradients(mesh, m, 1);  // every cotangent alone passes 1 byte: one bucket each
-  BOOST_TEST(dist::detail::entered_buckets_begun() - before == (ranks ? 4u : 0u));
+  const auto each = mesh_gradients(mesh, m, 1);  // each alone passes 1 byte: a bucket each
+  BOOST_TEST(dist::detail::entered_buckets_begun() - before == (ranks ? 5u : 0u));
   for (size_t i = 0; i < ref.size(); ++i) {
     BOOST_TEST_CONTEXT("parameter " << i) {
       BOOST_TEST(diff(unbucketed[i], ref[i]) < 1e-5);
@@ -104,9 +106,10 @@ BOOST_AUTO_TEST_CASE(bucketed_gradients_equal_one_all_reduce_each) {
   }
 }
 
-// A cotangent that reads a bucketed result still waiting: v's, through the combine of an entered
-// replicated intermediate (tanh of a sum over the split batch). Its registration begins the
-// waiting bucket first (a pass that read the result before its bucket began would hang or fail).
+// A sum over ranks that reads a bucketed result still waiting: the loss's combine reads the first
+// combine's (a sum over the split batch); v's cotangent reads the sum of the entered tanh's. Each
+// registration begins the waiting buckets first (a pass that read a result before its bucket
+// began would hang or fail), so the three sums go in three buckets, begun in program order.
 BOOST_AUTO_TEST_CASE(a_cotangent_reading_a_waiting_result_begins_it_first) {
   dist::Mesh mesh(local_devices());
   const int64_t b = 2 * mesh.size(), n = 5;
@@ -115,9 +118,14 @@ BOOST_AUTO_TEST_CASE(a_cotangent_reading_a_waiting_result_begins_it_first) {
   const MeshTensor mz = mesh.shard(z, 0), mz2 = mesh.shard(z2, 0), mv = mesh.as_replicated(mesh.replicate(v));
   const size_t before = dist::detail::entered_buckets_begun();
   const Tensor vl = mv.local();
-  const auto got = ravel::gradients((mz2 * (mz * mv.with_local(vl)).sum(0).tanh()).sum().local(), {vl});
-  BOOST_TEST(diff(got[0], want[0]) < 1e-5);
+  const MeshTensor loss = (mz2 * (mz * mv.with_local(vl)).sum(0).tanh()).sum();
+  // The loss's combine reads the first combine's result: that one's bucket began first.
+  BOOST_TEST(dist::detail::entered_buckets_begun() - before == (dist::world_size() > 1 ? 1u : 0u));
+  const auto got = ravel::gradients(loss.local(), {vl});
+  // v's cotangent reads the entered tanh's sum, waiting with the loss's: they began before it.
   BOOST_TEST(dist::detail::entered_buckets_begun() - before == (dist::world_size() > 1 ? 2u : 0u));
+  BOOST_TEST(diff(got[0], want[0]) < 1e-5);  // the first reader: v's bucket begins
+  BOOST_TEST(dist::detail::entered_buckets_begun() - before == (dist::world_size() > 1 ? 3u : 0u));
 }
 
 // Gradients of gradients through bucketed results: a gradient-norm penalty of the MLP's replicated

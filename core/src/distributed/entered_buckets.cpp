@@ -1,4 +1,4 @@
-// Buckets for the all-reduces of a global-view program's entered cotangents (entered_buckets.hpp).
+// Buckets for a global-view program's sums over ranks: entered cotangents and combines (entered_buckets.hpp).
 //
 // Note [Entered gradient buckets]
 // A replicated parameter used by batch-split computation is *entered* (Note [Global-view
@@ -8,13 +8,17 @@
 // graph up to that cotangent (the intermediates it shares with the next one's computed again),
 // then a blocking all-reduce, per parameter. A data-parallel MLP in the global view was
 // 1.4-1.55x the same step with Mesh::all_reduce's DataParallel buckets (docs/distributed.md).
-// Now the rule only *registers* the cotangent, as DDP's autograd hook does:
-//  - Cotangents go into buckets in the order autodiff reaches them (reverse order of use, as
-//    DDP's), one dtype and device per bucket, a new bucket once bucket_bytes
-//    (Options::entered_bucket_bytes) would be passed. The rule returns the sum as a realized leaf
-//    whose buffer is pending (Note [Results ended at their first reader], host_op_deferred.cpp):
-//    one EnteredMember operation per cotangent, whose end waits for its bucket's all-reduce and
-//    copies its slice out.
+// Now the rule only *registers* the cotangent, as DDP's autograd hook does, and so does combine
+// (a sum over the ranks: the loss's mean over a split batch, a row-parallel product), which was a
+// blocking all-reduce in the forward pass that realized the forward graph on its own (computed
+// again by the backward pass's realization) and made every rank meet there:
+//  - Sums go into buckets in the order they are registered (the forward's combines, then the
+//    cotangents in the order autodiff reaches them: reverse order of use, as DDP's), one dtype and
+//    device per bucket, a new bucket once bucket_bytes (Options::entered_bucket_bytes) would be
+//    passed: a data-parallel step's loss and gradients share one all-reduce. The sum is returned
+//    as a realized leaf whose buffer is pending (Note [Results ended at their first reader],
+//    host_op_deferred.cpp): one EnteredMember operation per sum, whose end waits for its
+//    bucket's all-reduce and copies its slice out.
 //  - Nothing communicates yet. begin_entered_buckets begins every waiting bucket with
 //    begin_host_ops: their cotangents realized in ONE scheduling pass (the backward graph once),
 //    bucket b's all-reduce started right after the kernel that made its last cotangent, while the
@@ -25,18 +29,23 @@
 //    buckets begin in the order they were made, so every rank begins the same collectives in the
 //    same order; a max/min combine's derivative (an all-reduce inside autodiff) begins the
 //    buckets registered so far before its own.
-//  - A cotangent that depends on a result still waiting (an entered intermediate whose summed
-//    cotangent flows on into the parameters before it, or a second derivative) would make that
-//    pass read a result whose bucket has not begun; so registering one begins the waiting
-//    buckets first (a walk of the new cotangent's graph, each node visited once per generation
-//    of buckets), and it goes into the next.
-//  - One bucket's all-reduce carries its argument header with its data where the plugin can
-//    (Note [Checked all-reduces in the core]); its members' ends share one wait.
+//  - A sum whose input depends on a result still waiting (a combine of a value computed from an
+//    earlier combine, an entered intermediate whose summed cotangent flows on into the parameters
+//    before it, a second derivative) would make that pass read a result whose bucket has not
+//    begun; so registering one begins the waiting buckets first (a walk of the new input's
+//    graph, each node visited once per generation of buckets), and it goes into the next.
+//  - The first bucket of a generation exchanges one argument header for all of them (Note
+//    [Argument headers]; as DataParallel's first bucket does): not the plugin's checked
+//    all-reduce, whose messages (fixed tags, a second phase posted later) must not overlap
+//    another checked call's, and buckets stay in flight while other collectives run. A bucket's
+//    members' ends share one wait.
 //  - A Jit capturing the step records the pass's kernels, the begins between them and each
 //    member's end before its first reader, and replays them in that order (the bucket's state
 //    starts again at each begin).
 // The result keeps combine's derivative (rank_enter of the cotangent), so second derivatives hold.
-// RAVEL_DIST_ENTER_BUCKETS=0 restores one eager all-reduce per entered value.
+// RAVEL_DIST_ENTER_BUCKETS=0 restores one eager all-reduce per sum (before decision 75).
+// Known limit: a result never read and no collective after it leaves its bucket waiting (its
+// inputs' graph held) until the next Jit call or distributed::finalize begins it.
 #include "distributed/entered_buckets.hpp"
 
 #include <atomic>
@@ -107,31 +116,35 @@ class EnteredBucket final : public HostOp {
   size_t members() const { return shapes_.size(); }
   const DType& dtype() const { return dtype_; }
   const Device& device() const { return device_; }
-  // Registration is over: the header and label, once.
-  std::vector<Tensor> close() {
+  // Registration is over: the label, once; the inputs go to the pass that begins it. The members'
+  // dtype and shapes are added to `h`, the generation's header.
+  std::vector<Tensor> close(ArgHeader& h) {
     label_ = "MeshTensor gradient bucket all_reduce (" + std::to_string(shapes_.size()) + " tensors, " +
              std::to_string(total_) + " bytes)";
-    check_label_ = label_ + " (argument check)";
-    header_ = ArgHeader{};
-    header_.kind = kReduceGradients;
-    header_.count = static_cast<int32_t>(shapes_.size());
-    header_.dims[0] = static_cast<int64_t>(total_);
-    header_.dims[1] = 1;
-    uint64_t sig = 14695981039346656037ull;
+    h.count += static_cast<int32_t>(shapes_.size());
+    h.dims[0] += static_cast<int64_t>(total_);
+    h.dims[1] += 1;
     for (const Shape& s : shapes_) {
-      sig = entered_fnv(entered_fnv(sig, static_cast<int64_t>(dtype_)), static_cast<int64_t>(s.size()));
-      for (int64_t d : s) sig = entered_fnv(sig, d);
+      h.signature = entered_fnv(entered_fnv(h.signature, static_cast<int64_t>(dtype_)), static_cast<int64_t>(s.size()));
+      for (int64_t d : s) h.signature = entered_fnv(h.signature, d);
     }
-    header_.signature = sig;
     return std::move(inputs_);
+  }
+  // The first bucket of a generation checks every rank's header of the whole generation first.
+  void check_first(const ArgHeader& h) {
+    check_ = true;
+    header_ = h;
+    check_label_ = label_ + " (argument check)";
   }
 
   void begin(const std::vector<const DeviceBuffer*>& in) override {
     Communicator& comm = entered_comm();
     error_ = nullptr;
-    checked_ = world_options().check_arguments && checks_in_plugin(comm);
     try {
-      if (world_options().check_arguments && !checked_) check_headers(comm, header_, label_, check_label_);
+      // Note [Entered gradient buckets]: one blocking header exchange for the generation, not the
+      // plugin's checked all-reduce, whose messages may not overlap another checked call's.
+      if (check_ && world_options().check_arguments)
+        check_headers(comm, header_, "MeshTensor gradients", check_label_);
       f_.send = comm.staging(slot_, total_);
       f_.recv = comm.staging(slot_ + 1, total_);
       for (size_t i = 0; i < in.size(); ++i)  // packed back to back: one message per bucket
@@ -140,13 +153,7 @@ class EnteredBucket final : public HostOp {
       void* r = f_.recv->data();
       const uint64_t n = total_ / dtype_size(dtype_);
       const auto& api = comm.plugin().api();
-      const int size = comm.size();
-      f_.start(comm, [&](rvl_coll_request** q) -> rvl_coll_error* {
-        if (checked_) {
-          f_.headers = comm.header_staging(sizeof(ArgHeader) * static_cast<size_t>(size));
-          return api.all_reduce_checked(comm.handle(), &header_, sizeof header_, f_.headers->data(), s, r, n,
-                                        abi_dtype(dtype_), RVL_COLL_SUM, q);
-        }
+      f_.start(comm, [&](rvl_coll_request** q) {
         return api.all_reduce(comm.handle(), s, r, n, abi_dtype(dtype_), RVL_COLL_SUM, q);
       }, label_);
     } catch (...) {
@@ -176,10 +183,6 @@ class EnteredBucket final : public HostOp {
     if (!waited_) {
       try {
         f_.wait(label_);
-        if (checked_) {
-          Communicator& comm = entered_comm();
-          compare_headers(reinterpret_cast<const ArgHeader*>(f_.headers->data()), comm.size(), comm.rank(), label_);
-        }
       } catch (...) {
         error_ = std::current_exception();  // every other member rethrows it
         f_.release();
@@ -209,8 +212,8 @@ class EnteredBucket final : public HostOp {
   uint64_t total_ = 0;
   std::vector<Tensor> inputs_;  // until closed
   std::string label_ = "MeshTensor gradient bucket all_reduce", check_label_;
-  ArgHeader header_;
-  bool checked_ = false;  // Note [Checked all-reduces in the core]
+  ArgHeader header_;      // the generation's, when check_
+  bool check_ = false;
   bool begun_ = false, waited_ = false;
   size_t ended_ = 0;
   std::exception_ptr error_;
@@ -304,7 +307,11 @@ void begin_entered_buckets() {
   g_waiting.store(0, std::memory_order_relaxed);
   std::vector<std::shared_ptr<HostOp>> ops;
   std::vector<std::vector<Tensor>> inputs;
-  for (const auto& b : buckets) ops.push_back(b), inputs.push_back(b->close());
+  ArgHeader h;  // Note [Argument headers]: one for the generation, checked by its first bucket
+  h.kind = kReduceGradients;
+  h.signature = 14695981039346656037ull;
+  for (const auto& b : buckets) ops.push_back(b), inputs.push_back(b->close(h));
+  buckets.front()->check_first(h);
   try {
     begin_host_ops(ops, inputs);  // each bucket begins as its last cotangent is made
   } catch (...) {

@@ -6,9 +6,10 @@
 
 namespace ravel::distributed::detail {
 
-// The sum over the ranks of g, this rank's cotangent of an entered value (rank_enter's
-// derivative): a realized leaf whose all-reduce is one member of a bucket, begun with the
-// bucket's other members and waited for at the leaf's first reader. g: one device, float.
+// The sum over the ranks of g (rank_enter's derivative: this rank's cotangent of an entered value;
+// rank_combine's sum: this rank's partial): a realized leaf whose all-reduce is one member of a
+// bucket, begun with the bucket's other members and waited for at the leaf's first reader.
+// g: one device, float.
 Tensor bucketed_rank_sum(const Tensor& g);
 // Begins every bucket not yet begun, in the order they were made, their cotangents realized in
 // one scheduling pass. Every other rank collective calls it first, so every rank begins the same

@@ -64,6 +64,10 @@ const GlobalRule& combine_sum_rule() {
 
 Tensor rank_combine(const Tensor& x, ReduceOp op, const Tensor& ties) {
   if (world_size() == 1) return x;
+  // Note [Entered gradient buckets] (entered_buckets.cpp): a sum joins the waiting buckets, begun
+  // with them in one pass and waited for at its first reader.
+  if (op == ReduceOp::Sum && entered_buckets_enabled() && is_float(x.dtype()))
+    return attach_global(bucketed_rank_sum(x), x, combine_sum_rule());
   const Tensor y = distributed::all_reduce(x, op);
   if (op == ReduceOp::Sum) return attach_global(y, x, combine_sum_rule());
   // Max and min: this rank's share of the elements holding y (its ties over everyone's); the
