@@ -49,6 +49,7 @@ template <class Make>
 Tensor run_collective(const Tensor& t, const CollectiveKey& key, Make&& make) {
   distributed::detail::begin_entered_buckets();  // Note [Entered gradient buckets]: the same order on every rank
   auto op = cached_collective_op(key, std::forward<Make>(make));
+  if (Tensor y = run_collective_now(op, t); y.defined()) return y;  // the common case, in place
   HostOpLists lists = std::move(t_lists);
   lists.inputs.assign(1, t);
   if (lists.outputs.size() != 1) lists.outputs.assign(1, HostOutput{key.dtype, key.out_shape, key.device});
