@@ -190,6 +190,18 @@ BOOST_AUTO_TEST_CASE(a_jit_replays_the_buckets) {
   BOOST_TEST(dist::detail::entered_buckets_begun() - before == (dist::world_size() > 1 ? 3u : 0u));
 }
 
+// Ranks whose buckets differ (a program that diverged: here rank 1 sums a longer tensor) get the
+// argument check's typed error at the first reader, on every rank, and the world stays usable.
+BOOST_AUTO_TEST_CASE(mismatched_buckets_are_a_typed_error_on_every_rank) {
+  if (dist::world_size() == 1) return;  // nothing is bucketed
+  const int64_t n = dist::rank() == 1 ? 4 : 3;
+  const Tensor sum = dist::detail::bucketed_rank_sum(Tensor::ones({n}).to(kOne) * 1.0);
+  BOOST_CHECK_THROW(sum.to_vector<float>(), ravel::Error);
+  BOOST_CHECK_THROW(sum.to_vector<float>(), ravel::Error);  // again: never the unwritten bytes
+  const Tensor ok = dist::detail::bucketed_rank_sum(Tensor::ones({3}).to(kOne) * 2.0);
+  BOOST_TEST(ok.to_vector<float>() == std::vector<float>(3, 2.0f * dist::world_size()), boost::test_tools::per_element());
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace entered_buckets_test
