@@ -20,9 +20,9 @@
 //    host_op_deferred.cpp): one EnteredMember operation per sum, whose end waits for its
 //    bucket's all-reduce and copies its slice out.
 //  - Nothing communicates yet. begin_entered_buckets begins every waiting bucket with
-//    begin_host_ops: their cotangents realized in ONE scheduling pass (the backward graph once),
-//    bucket b's all-reduce started right after the kernel that made its last cotangent, while the
-//    kernels of the next buckets run (Note [Host operations begun as their inputs are made]).
+//    begin_host_ops: their inputs realized in ONE scheduling pass (the forward and backward
+//    graphs once), bucket b's all-reduce started right after the kernel that made its last
+//    input, while the kernels of the next buckets run (Note [Host operations begun as their inputs are made]).
 //    It runs at the first of: the first reader of any result (a kernel, a read-back, a Jit
 //    boundary, finalize: all go through the pending buffer), or any other rank collective (each
 //    calls it first). Both happen at the same point of the program on every rank, and the
@@ -92,12 +92,12 @@ uint64_t entered_fnv(uint64_t h, int64_t v) {
 Communicator& entered_comm() {
   Communicator* c = world_communicator();
   if (c == nullptr || c->handle() == nullptr)
-    throw CommunicationError("distributed: MeshTensor gradient bucket: the world was finalized (a Jit replayed a "
+    throw CommunicationError("distributed: MeshTensor bucket all_reduce: the world was finalized (a Jit replayed a "
                              "collective after distributed::finalize())", c ? c->rank() : 0, -1);
   return *c;
 }
 
-// One bucket: the all-reduce (sum) of its members' cotangents packed end to end. Begun by
+// One bucket: the all-reduce (sum) of its members' inputs packed end to end. Begun by
 // begin_host_ops (or a Jit replay); ended by its members (EnteredMember), the first of which waits.
 class EnteredBucket final : public HostOp {
  public:
@@ -113,13 +113,12 @@ class EnteredBucket final : public HostOp {
     return i;
   }
   uint64_t bytes() const { return total_; }
-  size_t members() const { return shapes_.size(); }
   const DType& dtype() const { return dtype_; }
   const Device& device() const { return device_; }
   // Registration is over: the label, once; the inputs go to the pass that begins it. The members'
   // dtype and shapes are added to `h`, the generation's header.
   std::vector<Tensor> close(ArgHeader& h) {
-    label_ = "MeshTensor gradient bucket all_reduce (" + std::to_string(shapes_.size()) + " tensors, " +
+    label_ = "MeshTensor bucket all_reduce (" + std::to_string(shapes_.size()) + " tensors, " +
              std::to_string(total_) + " bytes)";
     h.count += static_cast<int32_t>(shapes_.size());
     h.dims[0] += static_cast<int64_t>(total_);
@@ -211,7 +210,7 @@ class EnteredBucket final : public HostOp {
   std::vector<uint64_t> offsets_;
   uint64_t total_ = 0;
   std::vector<Tensor> inputs_;  // until closed
-  std::string label_ = "MeshTensor gradient bucket all_reduce", check_label_;
+  std::string label_ = "MeshTensor bucket all_reduce", check_label_;
   ArgHeader header_;      // the generation's, when check_
   bool check_ = false;
   bool begun_ = false, waited_ = false;
@@ -220,7 +219,7 @@ class EnteredBucket final : public HostOp {
   InFlight f_;
 };
 
-// One cotangent's sum: the end whose output is the pending result bucketed_rank_sum returns.
+// One member's sum: the end whose output is the pending result bucketed_rank_sum returns.
 class EnteredMember final : public HostOp {
  public:
   EnteredMember(std::shared_ptr<EnteredBucket> bucket, size_t index) : bucket_(std::move(bucket)), index_(index) {}
