@@ -57,6 +57,10 @@ struct Options {
   // Exchange a header (kind, dtype, shape) before each collective to catch mismatched calls
   // (replays of a Jit included).
   bool check_arguments = true;
+  // A global-view (MeshTensor) program's entered cotangents are all-reduced in buckets of up to
+  // this many bytes (DDP's first bucket's size), each begun as its cotangents are computed and
+  // waited for at its first reader (docs/distributed.md; RAVEL_DIST_ENTER_BUCKET_BYTES overrides).
+  size_t entered_bucket_bytes = size_t{1} << 20;
 };
 
 struct World {

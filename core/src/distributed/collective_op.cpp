@@ -46,6 +46,7 @@
 #include "runtime/capture.hpp"
 #include "runtime/device_buffer.hpp"
 #include "runtime/loaded_plugin.hpp"
+#include "tensor/internal.hpp"
 
 namespace ravel::detail {
 
@@ -202,6 +203,38 @@ class CollectiveOp final : public HostOp {
     f_.cancel();
   }
   bool progress() noexcept override { return f_.progress(); }
+
+  // Note [One eager collective, begun and ended in place]: begin and end on `in` (the input's own
+  // contiguous buffer), the result as a realized leaf; what begin_host_op and end_host_op do for
+  // one input outside a Jit capture, under one lock and without their argument lists.
+  Tensor run_now(std::shared_ptr<DeviceBuffer> in) {
+    thread_local std::vector<std::shared_ptr<DeviceBuffer>> held(1);
+    thread_local std::vector<const DeviceBuffer*> ins(1);
+    thread_local std::vector<DeviceBuffer*> outs(1);
+    held[0] = std::move(in);
+    ins[0] = held[0].get();
+    try {
+      hold_inputs(held);
+      begin(ins);  // gives up by itself if it throws
+    } catch (...) {
+      held[0].reset();
+      throw;
+    }
+    held[0].reset();  // the operation holds what it still reads (hold_inputs)
+    std::shared_ptr<DeviceBuffer> out = std::exchange(out_, nullptr);  // direct: made in begin
+    if (!out) {
+      try {
+        out = std::make_shared<DeviceBuffer>(plugin_, c_.device.index(), bytes_of(c_.out_shape, c_.dtype));
+      } catch (...) {
+        cancel();  // could not even allocate: the operation must not stay in flight
+        throw;
+      }
+    }
+    outs[0] = out.get();
+    end(outs);
+    outs[0] = nullptr;
+    return Tensor(make_buffer_node(c_.dtype, c_.out_shape, c_.device, std::move(out)));
+  }
 
  private:
   CollectiveCall c_;
@@ -363,6 +396,30 @@ bool host_addressable(const Device& device) {
 }
 
 std::shared_ptr<HostOp> make_collective_op(CollectiveCall call) { return std::make_shared<CollectiveOp>(std::move(call)); }
+
+// Note [One eager collective, begun and ended in place]
+// The generic eager path (begin_host_op, end_host_op: any number of inputs, views, constants,
+// a Jit recorder) cost a 4 KiB all-reduce about eight allocations of argument lists and views
+// (resolve() builds a StridedView, two vectors, each time it is asked: three times per call) and
+// three takings of the buffer lock: most of what the core still added to the plugin's time
+// (docs/distributed.md, "The small path's fixed cost"). The common case, one input that is its
+// own contiguous buffer (a leaf from upload or a kernel's realized result, as the Jit's inputs
+// are read in jit.cpp) outside a capture, takes this path instead: one lock, the buffer itself,
+// reused lists. Anything else (a view, a constant, a lazy input, a sharded one, a capture that
+// must record both phases) takes the generic path. The operation's steps and errors are the
+// same: begin checks the arguments on every call; a pending input buffer (a bucket's result)
+// ends its operation when begin reads it.
+Tensor run_collective_now(const std::shared_ptr<HostOp>& op, const Tensor& t) {
+  if (active_recorder() != nullptr) return {};
+  const NodePtr& n = t.node();
+  const NodeKind k = n->kind;
+  const bool own = k == NodeKind::Buffer || k == NodeKind::Copy || k == NodeKind::Alu || k == NodeKind::Reduce ||
+                   k == NodeKind::Transfer;
+  if (!own) return {};
+  std::lock_guard<std::recursive_mutex> lock(buffer_mutex());  // Note [Threads] in graph/node.hpp
+  if (!n->buffer) return {};
+  return static_cast<CollectiveOp&>(*op).run_now(n->buffer);  // make_collective_op makes only these
+}
 std::shared_ptr<HostOp> make_bucket_op(BucketCall call) { return std::make_shared<BucketOp>(std::move(call)); }
 
 }  // namespace ravel::detail

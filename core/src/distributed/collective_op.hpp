@@ -27,6 +27,10 @@ struct CollectiveCall {
   std::string what;  // for messages: "all_reduce (sum)"
 };
 std::shared_ptr<HostOp> make_collective_op(CollectiveCall call);
+// Note [One eager collective, begun and ended in place] (collective_op.cpp): `op` (from
+// make_collective_op) begun and ended on t's own buffer, the result a realized leaf; undefined,
+// with nothing done, where t is not a realized tensor with its own buffer or a Jit records.
+Tensor run_collective_now(const std::shared_ptr<HostOp>& op, const Tensor& t);
 
 // Note [Cached collective operations] (collective_op.cpp): an eager call's operation, made by
 // `make` only when no idle one of the same collective, shape, dtype and device exists.

@@ -6,6 +6,7 @@
 // (Note [World of one]).
 #include "distributed/collective_op.hpp"
 #include "distributed/collective_vjp.hpp"
+#include "distributed/entered_buckets.hpp"
 #include "distributed/world.hpp"
 #include "ravel/error.hpp"
 
@@ -46,7 +47,9 @@ thread_local HostOpLists t_lists;
 
 template <class Make>
 Tensor run_collective(const Tensor& t, const CollectiveKey& key, Make&& make) {
+  distributed::detail::begin_entered_buckets();  // Note [Entered gradient buckets]: the same order on every rank
   auto op = cached_collective_op(key, std::forward<Make>(make));
+  if (Tensor y = run_collective_now(op, t); y.defined()) return y;  // the common case, in place
   HostOpLists lists = std::move(t_lists);
   lists.inputs.assign(1, t);
   if (lists.outputs.size() != 1) lists.outputs.assign(1, HostOutput{key.dtype, key.out_shape, key.device});
@@ -149,6 +152,7 @@ Tensor broadcast(const Tensor& t, int root) {
 void barrier() {
   Communicator* comm = world_communicator();
   if (!comm) return;
+  distributed::detail::begin_entered_buckets();
   comm->run([&](rvl_coll_request** r) { return comm->plugin().api().barrier(comm->handle(), r); }, "barrier", nullptr);
 }
 

@@ -24,6 +24,7 @@
 #include <utility>
 
 #include "distributed/collective_op.hpp"
+#include "distributed/entered_buckets.hpp"
 #include "distributed/world.hpp"
 #include "ravel/autodiff.hpp"
 #include "ravel/error.hpp"
@@ -71,6 +72,7 @@ std::vector<Tensor> DataParallel::reduce_gradients(const std::vector<Tensor>& gr
   NoGradGuard no_grad;
   auto scaled = [&](const Tensor& g) { return scale == 1.0 ? g : (g * scale).cast(g.dtype()); };
   Communicator* comm = world_communicator();
+  if (comm) distributed::detail::begin_entered_buckets();  // Note [Entered gradient buckets]
   std::vector<Tensor> out(grads.size());
   if (!comm) {  // Note [World of one]
     for (size_t i = 0; i < grads.size(); ++i) out[i] = scaled(grads[i]);

@@ -3,6 +3,7 @@
 
 #include <memory>
 
+#include "distributed/entered_buckets.hpp"
 #include "tensor/custom_vjp.hpp"
 
 namespace ravel::distributed::detail {
@@ -53,14 +54,22 @@ Tensor attach_global(const Tensor& y, const Tensor& x, const GlobalRule& rule) {
   return ravel::detail::with_custom_vjp(y, {x}, rule);
 }
 
+const GlobalRule& combine_sum_rule() {
+  static const GlobalRule rule = global_rule(
+      "MeshTensor combine (sum)", [](const Tensor&, const Tensor&, const Tensor& g) { return rank_enter(g); });
+  return rule;
+}
+
 }  // namespace
 
 Tensor rank_combine(const Tensor& x, ReduceOp op, const Tensor& ties) {
   if (world_size() == 1) return x;
-  static const GlobalRule sum_rule = global_rule(
-      "MeshTensor combine (sum)", [](const Tensor&, const Tensor&, const Tensor& g) { return rank_enter(g); });
+  // Note [Entered gradient buckets] (entered_buckets.cpp): a sum joins the waiting buckets, begun
+  // with them in one pass and waited for at its first reader.
+  if (op == ReduceOp::Sum && entered_buckets_enabled() && is_float(x.dtype()))
+    return attach_global(bucketed_rank_sum(x), x, combine_sum_rule());
   const Tensor y = distributed::all_reduce(x, op);
-  if (op == ReduceOp::Sum) return attach_global(y, x, sum_rule);
+  if (op == ReduceOp::Sum) return attach_global(y, x, combine_sum_rule());
   // Max and min: this rank's share of the elements holding y (its ties over everyone's); the
   // local reduction's own rule then splits the share among this rank's ties.
   const Tensor count = ties.defined() ? ties.detach().cast(x.dtype()) : Tensor::ones_like(x);
@@ -74,8 +83,12 @@ Tensor rank_combine(const Tensor& x, ReduceOp op, const Tensor& ties) {
 
 Tensor rank_enter(const Tensor& x) {
   if (world_size() == 1) return x;
+  // Note [Entered gradient buckets] (entered_buckets.cpp): the sum over ranks joins a bucket whose
+  // all-reduce begins with the others' in one pass and is waited for at its first reader; it is
+  // combine's (sum) result, with combine's derivative.
   static const GlobalRule rule = global_rule("MeshTensor enter", [](const Tensor&, const Tensor&, const Tensor& g) {
-    return rank_combine(g, ReduceOp::Sum);
+    if (!entered_buckets_enabled() || !is_float(g.dtype())) return rank_combine(g, ReduceOp::Sum);
+    return attach_global(bucketed_rank_sum(g), g, combine_sum_rule());
   });
   return attach_global(x, x, rule);
 }
