@@ -73,7 +73,6 @@ std::vector<Tensor> sharded_gradients(const std::vector<Tensor>& xs,
     // Each parameter's sum on its own (Note [Summed in pieces]): it fuses into the update.
     const std::vector<std::vector<Tensor>> summed = combine_across_in_pieces(flat, pieces, ReduceOp::Sum);
     for (size_t m = 0; m < members.size(); ++m) {
-      const Tensor& x = xs[members[m]];
       std::vector<Tensor> parts;
       for (size_t k = 0; k < n; ++k) parts.push_back(summed[m][k]);
       out[members[m]] = make_multi(std::move(parts), l);
