@@ -17,6 +17,9 @@
 //    What in a piece depends on the row alone (layer norm's mean and rsqrt) is computed once per
 //    row before its sweep (Note [Row-uniform hoisting], row_uniform.hpp), and a block inside one
 //    row reads per-row and row-invariant inputs without segments (evaluator.cpp).
+//    When every piece is a register chain and every part a SUM in f32 over rows a multiple of 64
+//    long, the rows run one by one with no Evaluator instead (Note [Row chains in registers],
+//    row_chain_rows.cpp): everything above is planned, then handed to it.
 //  - Every other case (halves, integers, reduced axes outer or interleaved, an empty space, a
 //    tiled part) runs as passes (run_passes): each reduction a whole kernel into a scratch
 //    buffer of its acc_dtype, read by the later ones as a broadcast LOAD, then the epilogue.
