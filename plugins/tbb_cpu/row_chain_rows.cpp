@@ -6,8 +6,10 @@
 // buffers) ran it in half the time (1.39 against 2.6 ms, 2026-12-07): the cost was the
 // per-element work of the generic path, not memory. When every piece is a register chain
 // (Note [Register chains]: one chain of ADD, MUL, NEG, RECIP over runs of the row, single
-// values and per-row values) or, for a part, one LOAD of a run, a task here goes row by row and
-// runs all the pieces on the row while it is in L1: a part's values are summed from the
+// values and per-row values) or, for a part, one LOAD of a run, a task here goes row by row,
+// in batches of rows that fit L1 (16 KiB of x, at least one row): each piece runs over the
+// batch, its row-uniform values computed for the batch at once, before the next piece, so x is
+// read from memory once and then from L1. A part's values are summed from the
 // registers (Note [Chain sums in registers], register_chain.cpp) and never stored, the
 // row-uniform values come from run_row_values (Note [Row values without an evaluator]), and the
 // epilogue's chain writes the output row. No Evaluator, block slot or per-block plan: a piece's
@@ -39,7 +41,8 @@
 namespace tbbcpu {
 namespace {
 
-constexpr int64_t kFoldRun = 1024;  // elements per folded run (the Note)
+constexpr int64_t kFoldRun = 1024;      // elements per folded run (the Note)
+constexpr int64_t kBatchBytes = 16384;  // x per batch of rows (the Note)
 
 // Where an operand's values are for row r: Run: p + r * rstride (the row's first element);
 // One: p[r * rstride] (rstride 0: a constant); Prev: the previous step's value.
@@ -177,36 +180,42 @@ bool run_rows_in_registers(const Program& p, const RowsPlan& plan) {
   }
   float* const y = reinterpret_cast<float*>(out.data) + out.offset;
   const int tier = simd_tier();
+  // Rows per batch: every piece runs over a batch before the next, its row values computed for
+  // the batch at once; a batch's x (at most kBatchBytes, at least a row) stays in L1.
+  const int64_t batch = std::max<int64_t>(1, kBatchBytes / (R * static_cast<int64_t>(sizeof(float))));
   auto body = [&](int64_t r0, int64_t r1) {
     ChainStep st[kFusedMaxIns];
-    for (int64_t r = r0; r < r1; ++r)
+    for (int64_t b0 = r0; b0 < r1; b0 += batch)
       for (size_t i = 0; i < plan.pieces.size(); ++i) {
+        const int64_t b1 = std::min(r1, b0 + batch);
         const RowsPiece& pc = plan.pieces[i];
         for (size_t v = 0; v < pc.values.size(); ++v)
           run_row_values(pc.values[v]->data(), static_cast<int32_t>(pc.values[v]->size()), plan.part_data.data(),
-                         pc.value_out[v], r, r + 1);
+                         pc.value_out[v], b0, b1);
         const PiecePlan& q = pp[i];
         const auto n_steps = static_cast<int32_t>(q.steps.size());
+        for (int64_t r = b0; r < b1; ++r) {
         auto set_steps = [&](int64_t j) {
           for (int32_t k = 0; k < n_steps; ++k)
             st[k] = {q.steps[k].op, at_row(q.steps[k].a, r, j), at_row(q.steps[k].b, r, j)};
         };
-        if (!pc.acc) {  // the epilogue: the output row
-          set_steps(0);
-          run_register_chain(tier, st, n_steps, y + r * out.stride[0], R, 0);
-          continue;
-        }
-        float acc = 0.0f;
-        for (int64_t j = 0; j < R; j += kFoldRun) {
-          const int64_t len = std::min(kFoldRun, R - j);
-          if (n_steps == 0) {
-            acc = sum_run(acc, q.load.p + r * q.load.rstride + j, len);
-          } else {
-            set_steps(j);
-            acc = run_register_chain_sum(tier, st, n_steps, len, acc);
+          if (!pc.acc) {  // the epilogue: the output row
+            set_steps(0);
+            run_register_chain(tier, st, n_steps, y + r * out.stride[0], R, 0);
+            continue;
           }
+          float acc = 0.0f;
+          for (int64_t j = 0; j < R; j += kFoldRun) {
+            const int64_t len = std::min(kFoldRun, R - j);
+            if (n_steps == 0) {
+              acc = sum_run(acc, q.load.p + r * q.load.rstride + j, len);
+            } else {
+              set_steps(j);
+              acc = run_register_chain_sum(tier, st, n_steps, len, acc);
+            }
+          }
+          pc.acc[r] = acc;
         }
-        pc.acc[r] = acc;
       }
   };
   if (run_inline(work) || rows <= plan.per) {
