@@ -33,6 +33,7 @@
 #include "fused_loop.hpp"
 #include "kernel.hpp"
 #include "parallel.hpp"
+#include "register_chain.hpp"
 #include "row_chain_rows.hpp"
 #include "row_uniform.hpp"
 #include "row_values.hpp"
@@ -295,7 +296,8 @@ bool run_fused(const Program& p) {
   int64_t elem = 4;
   for (const View& v : p.inputs) elem = std::max<int64_t>(elem, rvl::dtype_size(v.dtype));
   const int64_t per = rows_per_task(rows, R, elem);
-  if (epilogue && std::all_of(parts.begin(), parts.end(), [](const Part& q) { return q.reduce_op == RVL_REDUCE_SUM; })) {
+  if (epilogue && p.rank == 2 && R % kChainGroup == 0 &&
+      std::all_of(parts.begin(), parts.end(), [](const Part& q) { return q.reduce_op == RVL_REDUCE_SUM; })) {
     RowsPlan rp;  // Note [Row chains in registers]
     rp.base = base, rp.rows = rows, rp.R = R, rp.per = per;
     for (const View& v : extra) rp.row_arrays.push_back(v.data), rp.row_dtypes.push_back(v.dtype);
