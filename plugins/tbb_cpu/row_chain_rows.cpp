@@ -163,6 +163,8 @@ bool run_rows_in_registers(const Program& p, const RowsPlan& plan) {
   if (off || !register_chain_enabled() || p.rank != 2 || p.reduce_axes != 2u) return false;
   const int64_t R = plan.R, rows = plan.rows;
   if (R < kChainGroup || R % kChainGroup != 0 || plan.pieces.empty() || plan.pieces.back().acc) return false;
+  for (int32_t dt : plan.part_dtypes)  // a part's results are stored as floats
+    if (!bits_f32(dt)) return false;
   const View& out = p.out;
   if (!bits_f32(out.dtype) || out.stride[1] != 1 || out.lo[0] != 0 || out.lo[1] != 0 || out.hi[0] != rows ||
       out.hi[1] != R)
