@@ -31,6 +31,11 @@ bool chain_op(int32_t op);
 // of kChainGroup (no group straddles two rows).
 int64_t run_register_chain(int tier, const ChainStep* st, int32_t n_steps, float* out, int64_t n, int64_t row_len);
 
+// Note [Chain sums in registers] (row_chain_rows.cpp): acc plus the sum of the chain's values over
+// [0, n), n a positive multiple of kChainGroup, folded from the registers in chain_sum.hpp's order,
+// so the bits of sum_wide_lanes(acc, values, n) without storing the values. No per-row operands.
+float run_register_chain_sum(int tier, const ChainStep* st, int32_t n_steps, int64_t n, float acc);
+
 // Whether the chains run (false under RAVEL_TBB_NO_REGISTER_CHAIN=1: measurements, tests).
 bool register_chain_enabled();
 

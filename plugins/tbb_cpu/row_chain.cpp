@@ -17,6 +17,9 @@
 //    What in a piece depends on the row alone (layer norm's mean and rsqrt) is computed once per
 //    row before its sweep (Note [Row-uniform hoisting], row_uniform.hpp), and a block inside one
 //    row reads per-row and row-invariant inputs without segments (evaluator.cpp).
+//    When every piece is a register chain and every part a SUM in f32 over rows a multiple of 64
+//    long, the rows run one by one with no Evaluator instead (Note [Row chains in registers],
+//    row_chain_rows.cpp): everything above is planned, then handed to it.
 //  - Every other case (halves, integers, reduced axes outer or interleaved, an empty space, a
 //    tiled part) runs as passes (run_passes): each reduction a whole kernel into a scratch
 //    buffer of its acc_dtype, read by the later ones as a broadcast LOAD, then the epilogue.
@@ -30,7 +33,10 @@
 #include "fused_loop.hpp"
 #include "kernel.hpp"
 #include "parallel.hpp"
+#include "register_chain.hpp"
+#include "row_chain_rows.hpp"
 #include "row_uniform.hpp"
+#include "row_values.hpp"
 #include "tuning_env.hpp"
 
 #include <ravel/backend.hpp>
@@ -287,6 +293,26 @@ bool run_fused(const Program& p) {
       value_slots.emplace_back(static_cast<size_t>(rows) + 1);
       extra.push_back(row_values(p, v.back().dtype, reinterpret_cast<std::byte*>(value_slots.back().data())));
     }
+  int64_t elem = 4;
+  for (const View& v : p.inputs) elem = std::max<int64_t>(elem, rvl::dtype_size(v.dtype));
+  const int64_t per = rows_per_task(rows, R, elem);
+  if (epilogue && p.rank == 2 && R % kChainGroup == 0 &&
+      std::all_of(parts.begin(), parts.end(), [](const Part& q) { return q.reduce_op == RVL_REDUCE_SUM; })) {
+    RowsPlan rp;  // Note [Row chains in registers]
+    rp.base = base, rp.rows = rows, rp.R = R, rp.per = per;
+    for (const View& v : extra) rp.row_arrays.push_back(v.data), rp.row_dtypes.push_back(v.dtype);
+    for (size_t k = 0; k < parts.size(); ++k) {
+      rp.part_data.push_back(reinterpret_cast<const std::byte*>(b.slots[k].data()));
+      rp.part_dtypes.push_back(parts[k].acc_dtype);
+    }
+    size_t value = 0;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+      RowsPiece pc{&pieces[i].code, i < parts.size() ? reinterpret_cast<float*>(b.slots[i].data()) : nullptr, {}, {}};
+      for (const auto& v : pieces[i].values) pc.values.push_back(&v), pc.value_out.push_back(extra[b.views.size() + value++].data);
+      rp.pieces.push_back(std::move(pc));
+    }
+    if (run_rows_in_registers(p, rp)) return true;
+  }
   std::vector<View> part_rows;  // the parts' values over the rows, for the value programs
   for (int32_t k = 0; k < static_cast<int32_t>(parts.size()); ++k) part_rows.push_back(rows_1d(b.views[k], rows));
 
@@ -296,12 +322,29 @@ bool run_fused(const Program& p) {
     size_t first_value, n_values, ev;
   };
   std::vector<Piece> plan;
-  std::vector<std::unique_ptr<Evaluator>> evs;
+  std::vector<std::unique_ptr<Evaluator>> evs;  // null: a value computed by run_row_values
+  std::vector<const std::vector<rvl_instruction>*> value_code;  // per entry of evs
+  std::vector<std::byte*> value_out;
+  std::vector<const std::byte*> part_data;
+  std::vector<int32_t> part_dtype;
+  for (size_t k = 0; k < parts.size(); ++k) {
+    part_data.push_back(reinterpret_cast<const std::byte*>(b.slots[k].data()));
+    part_dtype.push_back(parts[k].acc_dtype);
+  }
   int64_t work = 0;
   size_t value = 0;
   for (size_t i = 0; i < pieces.size(); ++i) {
     Piece pc{evs.size(), pieces[i].values.size(), 0};
     for (const auto& v : pieces[i].values) {
+      value_code.push_back(&v);
+      value_out.push_back(extra[b.views.size() + value].data);
+      if (row_values_fit(v.data(), static_cast<int32_t>(v.size()), part_dtype.data(),
+                         static_cast<int32_t>(part_dtype.size()))) {  // Note [Row values without an evaluator]
+        ++value;
+        evs.push_back(nullptr);
+        work += rows * static_cast<int64_t>(v.size());
+        continue;
+      }
       Program q;
       q.rank = 1;
       q.shape[0] = rows;
@@ -319,6 +362,7 @@ bool run_fused(const Program& p) {
       for (int d = p.rank - 1; d >= 0; --d) out.stride[d] = st, st *= p.shape[d];
     }
     pc.ev = evs.size();
+    value_code.push_back(nullptr), value_out.push_back(nullptr);
     // Linear: fold_rows reads the parts' values row by row.
     evs.push_back(std::make_unique<Evaluator>(over_space(p, extra, pieces[i].code, RVL_REDUCE_NONE, out),
                                               Evaluator::Order::Linear, first_block(pieces[i].code, rows, R, i < parts.size())));
@@ -326,11 +370,8 @@ bool run_fused(const Program& p) {
     plan.push_back(pc);
   }
   for (const auto& ev : evs)
-    if (ev->tiled()) return false;
+    if (ev && ev->tiled()) return false;
 
-  int64_t elem = 4;
-  for (const View& v : p.inputs) elem = std::max<int64_t>(elem, rvl::dtype_size(v.dtype));
-  const int64_t per = rows_per_task(rows, R, elem);
   const int64_t tasks = (rows + per - 1) / per;
   auto body = [&](int64_t t0, int64_t t1, std::vector<Scratch>& sc, std::vector<LseRow>& lse) {
     for (int64_t t = t0; t < t1; ++t) {
@@ -338,6 +379,11 @@ bool run_fused(const Program& p) {
       for (size_t i = 0; i < plan.size(); ++i) {
         // The row-uniform values this piece reads, for rows [r0, r1).
         for (size_t v = plan[i].first_value; v < plan[i].first_value + plan[i].n_values; ++v) {
+          if (!evs[v]) {
+            const std::vector<rvl_instruction>& c = *value_code[v];
+            run_row_values(c.data(), static_cast<int32_t>(c.size()), part_data.data(), value_out[v], r0, r1);
+            continue;
+          }
           const Evaluator& ve = *evs[v];
           for (int64_t s = r0; s < r1; s += ve.block()) {
             const int64_t e = std::min(r1, s + ve.block());
@@ -374,7 +420,7 @@ bool run_fused(const Program& p) {
   };
   auto scratches = [&] {
     std::vector<Scratch> sc;
-    for (const auto& ev : evs) sc.push_back(ev->make_scratch());
+    for (const auto& ev : evs) sc.push_back(ev ? ev->make_scratch() : Scratch{});
     return sc;
   };
   if (tasks <= 1 || run_inline(work)) {

@@ -114,10 +114,13 @@ BOOST_AUTO_TEST_CASE(layer_norm_against_double_loops) {
   // loops]) and register chains (Note [Register chains]); [40, 1000] rows that are no multiple
   // of the chunk or the 64-element group (row by row, the chain's tail in the chunk loop);
   // [33, 1031] rows longer than a block; [40000, 1] one-element rows; [0, 128] no rows (a
-  // success that writes nothing).
+  // success that writes nothing). Rows a multiple of 64 long in f32 run row by row in registers
+  // (Note [Row chains in registers]): [64, 4096] in four folded runs, [20, 1088] a run of 1,024
+  // and one of 64, [600, 64] one group per row, [3, 192] fewer rows than a task (inline).
   for (auto [r, c, axis] : std::vector<std::tuple<int64_t, int64_t, int>>{
            {64, 4096, 1}, {300, 257, 1}, {1000, 3, 1}, {37, 5, 0}, {1, 1, 1}, {2, 70001, 1}, {96, 1024, 1},
-           {40, 896, 1}, {40, 1000, 1}, {33, 1031, 1}, {40000, 1, 1}, {0, 128, 1}})
+           {40, 896, 1}, {40, 1000, 1}, {33, 1031, 1}, {40000, 1, 1}, {0, 128, 1}, {20, 1088, 1}, {600, 64, 1},
+           {3, 192, 1}})
     for (int32_t dt : {RVL_DTYPE_F32, RVL_DTYPE_F64})
       BOOST_TEST_CONTEXT(r << "x" << c << " axis " << axis << " dtype " << dt)
       run_layer_norm(LayerNorm(r, c, axis, dt));

@@ -101,20 +101,11 @@ Tensor row(const std::vector<float>& r) { return Tensor::from_vector<float>(r, {
 const std::vector<double> kW = {0.5, -1.0, 2.0, 0.25};  // a cotangent that is not all ones
 Tensor weights() { return Tensor::from_vector<float>({0.5f, -1.f, 2.f, 0.25f}, {1, 4}); }
 
-// Note [Online logsumexp] (core/src/tensor/reduce.cpp): on a device with the LOGSUMEXP reduction
-// (tbb_cpu and hip, unless RAVEL_MASK_OPS names LOGSUMEXP) softmax and log_softmax are x - lse with lse in f64,
-// which keeps f32 rounding for logits up to ~2^28 in magnitude but not at ±FLT_MAX, where f64's
-// spacing (2^75) swallows log 2. Those rows are checked there for finite values only; the
-// autodiff_numerics_fallback run (the max / exp-sum decomposition, exact up to FLT_MAX) checks
-// them fully. logsumexp's gradient and cross_entropy are exact on both paths.
-bool lse_path_beyond_range(const std::vector<float>& r) {
-  const char* e = std::getenv("RAVEL_TBB_NO_LOGSUMEXP");
-  const char* m = std::getenv("RAVEL_MASK_OPS");
-  if ((e && *e && *e != '0') || (m && std::strstr(m, "LOGSUMEXP"))) return false;
-  for (float v : r)
-    if (std::abs(v) > 0x1p28f) return true;
-  return false;
-}
+// softmax and log_softmax are the max / exp-sum decomposition on every device (Note [Softmax never
+// adds the max back] in core/src/tensor/reduce.cpp), exact up to ±FLT_MAX: the rows at ±FLT_MAX
+// are checked fully on every path (they were checked for finite values only while the LOGSUMEXP
+// reduction's x - lse served them, whose f64 lse swallowed log 2 at FLT_MAX). logsumexp's
+// gradient and cross_entropy are exact on both paths.
 }  // namespace
 
 BOOST_AUTO_TEST_CASE(logsumexp_gradient_is_softmax) {
@@ -136,10 +127,9 @@ BOOST_AUTO_TEST_CASE(softmax_and_log_softmax_gradients) {
     for (int i = 0; i < 4; ++i) wl[i] = kW[i] - s[i] * w1;    // d/dx sum(w log_softmax(x))
     auto gs = ravel::gradients((x.softmax(1) * weights()).sum(), {x})[0].to_vector<float>();
     auto gl = ravel::gradients((x.log_softmax(1) * weights()).sum(), {x})[0].to_vector<float>();
-    const bool finite_only = lse_path_beyond_range(r);
     for (int i = 0; i < 4; ++i) {
       BOOST_TEST(std::isfinite(gs[i]));
-      if (!finite_only) BOOST_TEST(std::abs(gs[i] - ws[i]) <= 1e-5 * (1 + std::abs(ws[i])));
+      BOOST_TEST(std::abs(gs[i] - ws[i]) <= 1e-5 * (1 + std::abs(ws[i])));
       BOOST_TEST(std::isfinite(gl[i]));
       BOOST_TEST(std::abs(gl[i] - wl[i]) <= 1e-5 * (1 + std::abs(wl[i])));
     }
@@ -175,9 +165,8 @@ BOOST_AUTO_TEST_CASE(log_softmax_accurate_at_large_logits) {
     std::vector<float> got = row(r).log_softmax(1).to_vector<float>();
     std::vector<double> want = log_softmax_d(r);
     for (size_t i = 0; i < r.size(); ++i) {
-      if (want[i] < -kFMax) continue;  // -FLT_MAX - FLT_MAX is -inf in f32
-      if (lse_path_beyond_range(r)) {
-        BOOST_TEST(std::isfinite(got[i]));
+      if (want[i] < -kFMax) {  // -FLT_MAX - FLT_MAX is -inf in f32
+        BOOST_TEST(got[i] == -std::numeric_limits<float>::infinity());
         continue;
       }
       BOOST_TEST_CONTEXT("logits " << r[0] << ".. entry " << i) {

@@ -1,7 +1,9 @@
 // A row chain's SUM fold (Note [Wide lanes for chain sums], plugins/tbb_cpu/chain_sum.hpp): the
 // same bits compiled for the baseline and for AVX2, the order it documents (lanes of 64 floats
 // or 32 doubles, a halving tree, then the rest), and a sum within the pairwise bound of a long
-// double loop, at lengths around the lanes; NaN and infinities propagate.
+// double loop, at lengths around the lanes; NaN and infinities propagate. And a register chain's
+// sum folded in registers (Note [Chain sums in registers], register_chain.cpp) against the
+// chain's stored values summed here, bit for bit, in every SIMD tier.
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
@@ -10,7 +12,11 @@
 #include <limits>
 #include <vector>
 
+#include "array_ops.hpp"
 #include "chain_sum.hpp"
+#include "register_chain.hpp"
+
+#include <ravel/backend.h>
 
 namespace {
 
@@ -87,6 +93,47 @@ BOOST_AUTO_TEST_CASE(nan_and_infinities_propagate) {
   BOOST_CHECK(std::isnan(baseline<float>(0.0f, v.data(), 300)));
   v.assign(300, 0.5f);
   BOOST_CHECK_EQUAL(baseline<float>(2.0f, v.data(), 300), 152.0f);  // acc is added, exactly here
+}
+
+// Random chains of every step form (a run, a single value, the value itself; NEG, RECIP), at
+// lengths of 1 to 64 groups, with a non-zero starting sum and a few infinities.
+BOOST_AUTO_TEST_CASE(chain_sums_in_registers_give_the_stored_values_sum_in_every_tier) {
+  using tbbcpu::ChainOperand;
+  uint64_t s = 73;
+  auto next = [&] { return s = s * 6364136223846793005ull + 1442695040888963407ull, s >> 33; };
+  auto value = [&] { return static_cast<float>(static_cast<int64_t>(next() % 2001) - 1000) / 128.0f; };
+  const int32_t ops[] = {RVL_OP_ADD, RVL_OP_MUL, RVL_OP_NEG, RVL_OP_RECIP};
+  int checked = 0;
+  for (int prog = 0; prog < 60; ++prog) {
+    const int64_t n = std::vector<int64_t>{64, 128, 192, 1024, 4096}[prog % 5];
+    std::vector<float> x(static_cast<size_t>(n)), y(static_cast<size_t>(n)), out(static_cast<size_t>(n));
+    for (float& v : x) v = value();
+    for (float& v : y) v = value();
+    if (prog % 7 == 3) x[static_cast<size_t>(n / 2)] = std::numeric_limits<float>::infinity();
+    const float c = value();
+    std::vector<tbbcpu::ChainStep> st;
+    const int n_steps = 1 + static_cast<int>(next() % 6);
+    for (int k = 0; k < n_steps; ++k) {
+      const int32_t op = ops[next() % 4];
+      const ChainOperand run_y{ChainOperand::Run, y.data(), 0}, one{ChainOperand::One, &c, 0},
+          prev{ChainOperand::Prev, nullptr, 0};
+      const ChainOperand a = k == 0 ? ChainOperand{ChainOperand::Run, x.data(), 0} : prev;
+      const uint64_t form = next() % 3;
+      const ChainOperand b = k == 0 || form == 0 ? run_y : form == 1 ? one : prev;
+      st.push_back({op, a, b});
+    }
+    const float acc = prog % 2 ? 0.0f : value();
+    for (int tier = tbbcpu::kSimdPortable; tier <= tbbcpu::simd_tier_supported(); ++tier) {
+      BOOST_REQUIRE_EQUAL(tbbcpu::run_register_chain(tier, st.data(), n_steps, out.data(), n, 0), n);
+      const float want = baseline<float>(acc, out.data(), n);
+      const float got = tbbcpu::run_register_chain_sum(tier, st.data(), n_steps, n, acc);
+      if (!same(got, want))
+        BOOST_ERROR("chain " << prog << " (" << n_steps << " steps, n " << n << ") tier " << tier << ": " << got
+                             << ", the stored values sum to " << want);
+      ++checked;
+    }
+  }
+  BOOST_CHECK_GE(checked, 60);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -2,7 +2,9 @@
 // RVL_REDUCE_LOGSUMEXP; Note [Online logsumexp] in core/src/tensor/reduce.cpp): values along
 // every axis against a two-pass reference evaluated here in double (never through Ravel), the
 // kernel counts (logsumexp 1, softmax and log_softmax 2 on tbb_cpu), special values, gradients
-// against central finite differences, and second derivatives against the closed form.
+// against central finite differences, and second derivatives against the closed form. softmax and
+// log_softmax are the decomposition on every device since decision 73 (Note [Softmax never adds
+// the max back]); the reduction serves logsumexp.
 //
 // The same executable runs a second time as core_online_logsumexp_fallback with
 // RAVEL_MASK_OPS=LOGSUMEXP, which makes every device (tbb_cpu here, hip:0 on the GPU machine) count
@@ -110,7 +112,7 @@ BOOST_AUTO_TEST_CASE(values_along_every_axis) {
       if (t == DType::F32)
         for (double& x : v) x = double(float(x));  // the reference sees exactly the f32 inputs
       Tensor x = make(v, t);
-      // f32: softmax and log_softmax keep f32 rounding at |x| <= 1e4 (x - lse is taken in f64);
+      // f32: softmax and log_softmax keep f32 rounding at |x| <= 1e4 (x - m is exact near the max);
       // logsumexp rounds its f32 result once (2 ulps, and the accumulation's few).
       // f64: x - lse has the absolute error of lse's last bit, ~|x| 2^-53.
       const double tol = t == DType::F32 ? 4 * std::ldexp(1.0, -24) : 1e-13 + 4 * scale * std::ldexp(1.0, -53);
@@ -170,6 +172,51 @@ BOOST_AUTO_TEST_CASE(special_values) {
   }
 }
 
+// Note [Softmax never adds the max back] (core/src/tensor/reduce.cpp): closed forms at the ends of
+// each dtype's range, where x - (m + log s) used to lose log s (the row [FLT_MAX, -FLT_MAX, 0,
+// FLT_MAX] gave 1, 0, 0, 1), on every path this executable runs (the reduction, the
+// decomposition, every fusion policy, with and without row epilogues).
+BOOST_AUTO_TEST_CASE(closed_forms_at_the_ends_of_the_range) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const double l2 = std::log(2.0), l3 = std::log(3.0), l4 = std::log(4.0);
+  for (DType t : {DType::F32, DType::F64}) {
+    const double M = t == DType::F32 ? double(std::numeric_limits<float>::max()) : std::numeric_limits<double>::max();
+    const double H = t == DType::F32 ? 1e30 : 1e300;  // huge, with -H - H still finite
+    struct Row {
+      std::vector<double> x, softmax, log_softmax;
+      double logsumexp;
+    };
+    const std::vector<Row> rows = {
+        {{M, -M, 0, M}, {0.5, 0, 0, 0.5}, {-l2, -inf, -M, -l2}, M},     // -M - M overflows: -inf
+        {{M, M, M, M}, {0.25, 0.25, 0.25, 0.25}, {-l4, -l4, -l4, -l4}, M},
+        {{-M, -M, -M, -M}, {0.25, 0.25, 0.25, 0.25}, {-l4, -l4, -l4, -l4}, -M},
+        {{H, H, H, -H}, {1 / 3.0, 1 / 3.0, 1 / 3.0, 0}, {-l3, -l3, -l3, -2 * H}, H},
+        {{-inf, 0, -inf, 0}, {0, 0.5, 0, 0.5}, {-inf, -l2, -inf, -l2}, l2},
+        {{inf, 0, 1, 2}, {nan, nan, nan, nan}, {nan, -inf, -inf, -inf}, inf},  // inf - inf; the shift is 0
+        {{nan, 0, 1, 2}, {nan, nan, nan, nan}, {nan, nan, nan, nan}, nan}};
+    std::vector<double> flat;
+    for (const Row& r : rows) flat.insert(flat.end(), r.x.begin(), r.x.end());
+    Tensor x = Tensor::from_vector<double>(flat, {int64_t(rows.size()), 4}).cast(t);
+    const std::vector<double> sm = get(x.softmax(1)), lsm = get(x.log_softmax(1)), lse = get(x.logsumexp({1}));
+    const double ulp = t == DType::F32 ? std::ldexp(1.0, -23) : std::ldexp(1.0, -52);
+    auto close = [&](double got, double want) {
+      if (std::isnan(want)) return std::isnan(got);
+      if (std::isinf(want) || want == 0) return got == want;
+      return std::abs(got - want) <= 2 * ulp * std::abs(want);
+    };
+    for (size_t i = 0; i < rows.size(); ++i)
+      BOOST_TEST_CONTEXT(ravel::dtype_name(t) << " row " << i) {
+        BOOST_TEST(close(lse[i], rows[i].logsumexp), "logsumexp " << lse[i] << ", expected " << rows[i].logsumexp);
+        for (size_t j = 0; j < 4; ++j) {
+          BOOST_TEST(close(sm[i * 4 + j], rows[i].softmax[j]),
+                     "softmax[" << j << "] " << sm[i * 4 + j] << ", expected " << rows[i].softmax[j]);
+          BOOST_TEST(close(lsm[i * 4 + j], rows[i].log_softmax[j]),
+                     "log_softmax[" << j << "] " << lsm[i * 4 + j] << ", expected " << rows[i].log_softmax[j]);
+        }
+      }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(kernel_counts) {
   // RAVEL_DEBUG=1 prints the same kernels; counted here through the realization statistics.
   Tensor x = (Tensor::rand({4096, 4096}, 7) * 20.0 - 10.0);
@@ -179,17 +226,15 @@ BOOST_AUTO_TEST_CASE(kernel_counts) {
   // The counts hold where producers fuse into reductions (reduce, full: the default); the
   // fusion-variant runs of this test check only the values under none and elementwise.
   if (ravel::fusion_options().policy < ravel::FusionPolicy::Reduce) {
-  } else if (fallback()) {  // the decomposition: max, then exp-sum, normalise, guards
-    BOOST_TEST(lse == 4);
-    // one chain (the max a stage, the sum, e / sum its epilogue); without chains: max, then the
-    // sum with e / sum as its epilogue; without either form, three kernels
+  } else {
+    // logsumexp: the reduction, or the decomposition (max, then exp-sum, log, guards)
+    BOOST_TEST(lse == (fallback() ? 4 : 1));
+    // softmax and log_softmax are the decomposition on every device (Note [Softmax never adds
+    // the max back]): one chain (the max a stage, the sum, e / sum its epilogue); without
+    // chains: max, then the sum with e / sum as its epilogue; without either form, three kernels
     BOOST_TEST(sm == (row_chain() ? 1 : row_epilogue() ? 2 : 3));
     BOOST_TEST(lsm == (row_chain() ? 1 : 5));
-  } else {
-    BOOST_TEST(lse == 1);
-    BOOST_TEST(sm == (row_epilogue() ? 1 : 2));
-    BOOST_TEST(lsm == (row_epilogue() ? 1 : 2));
-    BOOST_TEST(sm0 == (row_epilogue() ? 1 : 2));  // one kernel; tbb_cpu runs columns as two passes
+    BOOST_TEST(sm0 == (row_chain() ? 1 : row_epilogue() ? 2 : 3));  // columns: tbb_cpu's passes inside
   }
   // and the values of one row, against the reference
   std::vector<float> row = x.shrink({{5, 6}, {0, 4096}}).to_vector<float>();

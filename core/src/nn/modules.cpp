@@ -155,8 +155,8 @@ namespace {
 // forward's chain. softmax(x) is e / sum(e) with e = e^(x - max) (a MAX and SUM row chain with
 // its epilogue, one kernel where the device runs them), not e^((x - x_t) - loss): x - x_t is
 // rounded at the size of the loss, which costs a wrong, confident prediction's gradient ~1e-5
-// relative; nor Tensor::softmax, whose widened lse (m + log s in f64) is exact only for |x| up to
-// ~2^28 (the autodiff_numerics rows at +-FLT_MAX). The rule is built from tensor ops on x, so it
+// relative (Tensor::softmax is this same e / sum(e) since decision 73; its earlier x - lse form,
+// lse = m + log s in f64, was exact only for |x| up to ~2^28). The rule is built from tensor ops on x, so it
 // is differentiated again for higher orders (the max under stop_gradient: softmax does not
 // depend on the shift).
 // Earlier forms, and why not:

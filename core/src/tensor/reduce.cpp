@@ -101,18 +101,27 @@ Tensor shift_of(const Tensor& x, const Axes& axes) {
 // Note [Online logsumexp]
 // A device that implements RVL_REDUCE_LOGSUMEXP (ABI 1.4; its OpSet, Note [Capabilities] in
 // graph/ops.hpp) computes log sum e^x in one pass (running max and rescaled sum,
-// plugins/tbb_cpu/lse_reduce.cpp), so logsumexp is one kernel and softmax / log_softmax two: the
-// LSE reduction, then one elementwise kernel e^(x - lse) or x - lse. A device without it (a 1.0-1.3
+// plugins/tbb_cpu/lse_reduce.cpp), so logsumexp is one kernel. A device without it (a 1.0-1.3
 // plugin, or RAVEL_MASK_OPS=LOGSUMEXP) gets the reduction's row of the core's decompositions,
 // LseRow below: a max, then a sum of exponentials, lse = m + log s with m under stop_gradient
 // (Note [Shift without gradient]). Unlike the elementwise rows (decomposed when a
 // kernel is lowered, <ravel/decompose.hpp>) it is applied while the graph is built, because it
-// needs two kernels where the reduction is one. Accuracy: softmax and log_softmax subtract lse
-// from x, so lse must carry more bits than x: with the reduction, an f32 x widens (f32 values,
-// f64 result m + log s, where m is exact: ABI 1.4 allows this for LOGSUMEXP only, so the
-// exponentials stay f32) and x - lse is taken in f64, which keeps f32 rounding for |x| up to
-// ~2^28; the decomposition never forms m + log s for them (it normalises e^(x - m), or subtracts
-// m and log s in turn), which is exact up to FLT_MAX. logsumexp itself only rounds its result once, so it stays in x's dtype.
+// needs two kernels where the reduction is one. logsumexp only rounds its result once, so it
+// stays in x's dtype on both paths.
+//
+// Note [Softmax never adds the max back]
+// softmax and log_softmax are the decomposition on every device: e^(x - m) / sum e^(x - m) and
+// (x - m) - log sum e^(x - m), m the row's max. They were x - lse with lse = m + log s from the
+// reduction (widened to f64 for f32 x), which keeps f32 rounding only while f64's spacing at
+// |m| stays below log s's digits, |x| up to ~2^28: at FLT_MAX the spacing is 2^75, lse rounded
+// to m, and the row [FLT_MAX, -FLT_MAX, 0, FLT_MAX] gave 1, 0, 0, 1 (sum 2) where the answer is
+// 0.5, 0, 0, 0.5. The reduction returns lse alone, so no later kernel can recover log s: m must
+// be subtracted before the sum, which takes the max as its own reduction. On a device with
+// chains of row reductions (ABI 1.11: tbb_cpu, HIP, OpenCL, Level Zero under `full`) the max is
+// a stage of the sum's program and the normalisation its epilogue, one kernel that reads x
+// once from memory, as the one-kernel x - lse was; tbb_cpu measured it faster than that
+// (4096², docs/performance.md "helper lnorm2"). A device with the LOGSUMEXP reduction but no
+// chains pays two or three more kernels (docs/architecture.md decision 73).
 namespace {
 bool has_lse_reduce(const Tensor& x) { return engine().device_has_reduce(x.device(), ReduceOp::LogSumExp); }
 // Both paths refuse an empty selection, as the decomposition's max always did (the reduction
@@ -121,43 +130,31 @@ void check_nonempty(const Tensor& x, const Axes& axes, const char* op) {
   RAVEL_CHECK(reduced_count(x, axes, op) > 0, ValueError, op, " of an empty selection (shape ", shape_str(x.shape()),
               "): it needs at least one element");
 }
-// The LOGSUMEXP row: logsumexp, softmax and log_softmax of x over `axes` (kept as size 1) through
-// the reduction where the device has it, else through the decomposition, chosen once from the
-// device's OpSet. The decomposed softmax normalises e^(x - max) by its sum (three kernels, and
-// no inf guard: a row with +inf is NaN either way), log_softmax is (x - m) - log sum e^(x - m)
-// (never adds m back, so logits of ±1000 keep f32 accuracy).
+// The LOGSUMEXP row: logsumexp of x over `axes` (kept as size 1) through the reduction where the
+// device has it, else through the decomposition, chosen once from the device's OpSet; softmax and
+// log_softmax through the decomposition everywhere (Note [Softmax never adds the max back]). The
+// softmax normalises e^(x - max) by its sum (no inf guard: a row with +inf is NaN either way),
+// log_softmax is (x - m) - log sum e^(x - m) (never adds m back, so logits of ±1000 keep f32
+// accuracy, and ±FLT_MAX stays exact).
 class LseRow {
  public:
   LseRow(const Tensor& x, Axes axes, const char* op)
       : x_(x), axes_(std::move(axes)), mask_(axes_mask(axes_, x.ndim(), op)), reduce_(has_lse_reduce(x)) {}
   Tensor logsumexp() const {
-    if (reduce_) return lse(false);
+    if (reduce_) return make_reduce(ReduceOp::LogSumExp, x_, mask_);
     Tensor m = shift_of(x_, axes_);
     return x_.sub(m).exp().sum(axes_, true).log().add(m);
   }
   Tensor softmax() const {
-    if (reduce_) return centered().exp();
     Tensor e = x_.sub(x_.max(axes_, true).detach()).exp();
     return e.div(e.sum(axes_, true));
   }
   Tensor log_softmax() const {
-    if (reduce_) return centered();
     Tensor z = x_.sub(shift_of(x_, axes_));
     return z.sub(z.exp().sum(axes_, true).log());
   }
 
  private:
-  // The reduction with keepdim; `widen`: an f32 x reduced into f64 where the device has f64.
-  Tensor lse(bool widen) const {
-    if (widen && x_.dtype() == DType::F32 && engine().device_has_dtype(x_.device(), DType::F64))
-      return make_reduce_widening(ReduceOp::LogSumExp, x_, mask_, DType::F64);
-    return make_reduce(ReduceOp::LogSumExp, x_, mask_);
-  }
-  // x - lse, taken in the widened dtype (two kernels: the reduction, then this).
-  Tensor centered() const {
-    Tensor y = lse(true);
-    return x_.cast(y.dtype()).sub(y).cast(x_.dtype());
-  }
   const Tensor& x_;
   Axes axes_;
   uint32_t mask_;
