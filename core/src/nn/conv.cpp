@@ -60,6 +60,19 @@ ConvSetup conv_setup(const std::string& op, size_t k, const Tensor& x, const Ten
   return s;
 }
 
+// Note [Depthwise convolution as taps]
+// A depthwise convolution (one input and one output channel per group) is, per output element,
+// taps products of one input element and one weight: y = sum over t of w[:, t] * x's tap-t
+// view, the views read straight from the padded input (masked views: padding is a mask, not a
+// copy). All taps and the bias are one elementwise kernel (with an activation after it, that
+// too), which every device fuses. As a window contraction it was a batch of N * C GEMMs with
+// M = 1 and K = taps after a pad copy of the input: 1.5 + 2 ms against PyTorch's direct kernel's
+// 0.9 at 32x64x28x28 (docs/performance.md §8, helper cnnepi). Its gradients stay the window
+// contraction's (with_direct_gradients: dx the transposed convolution, itself depthwise and so
+// taps again, dw the grouped weight gradient). Up to kDirectTaps taps (the kernel's inputs: two
+// per tap, within the devices' limit of 32 with room for the bias and what follows).
+constexpr int64_t kDirectTaps = 9;
+
 // The GEMM form of a convolution of s.x [N, C, in...] (already checked) with w [O, C/G, k...]:
 // Note [Convolution as one GEMM].
 Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::optional<Tensor>& bias) {
@@ -112,6 +125,24 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   order.push_back(0);
   for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
   Tensor y;
+  if (implicit && og == 1 && cg == 1 && taps <= kDirectTaps) {
+    // Note [Depthwise convolution as taps]
+    Tensor acc;
+    Shape wshape(k + 2, 1);
+    wshape[1] = o;
+    const Tensor wt = w.reshape({o, taps});
+    const auto all = window::taps_in_order(geo);
+    for (size_t t = 0; t < all.size(); ++t) {
+      const int64_t ti = static_cast<int64_t>(t);
+      Tensor term = window::tap_view(xp, geo, all[t]) * wt.slice(1, ti, ti + 1, 1).reshape(wshape);
+      acc = acc.defined() ? acc + term : term;
+    }
+    if (bias) acc = acc + bias->reshape(wshape);
+    bool unit_stride = true;
+    for (int64_t st : s.stride) unit_stride &= st == 1;
+    if (!(unit_stride || phases_apply(s)) || !grad_enabled() || !is_float(xp.dtype())) return acc;
+    return with_direct_gradients(s, geo, w, bias, xp, acc, g);
+  }
   if (implicit) {
     // Note [Grouped implicit im2col]
     // The sum over (cg, k...) of the weight [1, G, Og, Cg, k..., 1...] times the grouped window

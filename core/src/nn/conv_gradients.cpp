@@ -174,7 +174,9 @@ Tensor with_direct_gradients(const ConvSetup& s, const window::Geometry& geo, co
     Tensor dx = unit_stride ? conv_transpose_any(setup.op + " (input gradient)", k, dy, in[1], std::nullopt, o)
                             : phase_input_gradient(setup, dy, in[1], groups, in[2].shape());
     if (groups > 1) {
-      std::vector<Tensor> grads{dx, grouped_weight_gradient(setup, geo, groups, dy, in[2]), Tensor()};
+      // The depthwise taps read xp as a masked view (Note [Depthwise convolution as taps]); the
+      // weight gradient's contraction reads unmasked views only, so it is copied here.
+      std::vector<Tensor> grads{dx, grouped_weight_gradient(setup, geo, groups, dy, in[2].contiguous()), Tensor()};
       if (in.size() > 3) grads.push_back(bias_gradient(k, dy));
       return grads;
     }
