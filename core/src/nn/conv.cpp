@@ -69,8 +69,12 @@ ConvSetup conv_setup(const std::string& op, size_t k, const Tensor& x, const Ten
 // M = 1 and K = taps after a pad copy of the input: 1.5 + 2 ms against PyTorch's direct kernel's
 // 0.9 at 32x64x28x28 (docs/performance.md §8, helper cnnepi). Its gradients stay the window
 // contraction's (with_direct_gradients: dx the transposed convolution, itself depthwise and so
-// taps again, dw the grouped weight gradient). Up to kDirectTaps taps (the kernel's inputs: two
-// per tap, within the devices' limit of 32 with room for the bias and what follows).
+// taps again, dw the grouped weight gradient). Up to kDirectTaps taps: two inputs per tap and
+// the bias, 19 for 3x3, within fusion.max_inputs (20, raised from 16 for this: decision 76) so
+// that all taps, the bias and an activation are one kernel; split in two, the partial sum's
+// write and read made it slower than the contraction. f32 with unit stride along the rows only:
+// that is the form tbb_cpu runs as rows in registers (Note [Tap sums]); other strides and
+// dtypes reach its generic evaluator, which the contraction beats.
 constexpr int64_t kDirectTaps = 9;
 
 // The GEMM form of a convolution of s.x [N, C, in...] (already checked) with w [O, C/G, k...]:
@@ -125,7 +129,7 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   order.push_back(0);
   for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
   Tensor y;
-  if (implicit && og == 1 && cg == 1 && taps <= kDirectTaps) {
+  if (implicit && og == 1 && cg == 1 && taps <= kDirectTaps && s.stride.back() == 1 && xp.dtype() == DType::F32) {
     // Note [Depthwise convolution as taps]
     Tensor acc;
     Shape wshape(k + 2, 1);
