@@ -6,17 +6,20 @@
 // followed by an activation. The block evaluator runs it one instruction at a time over blocks
 // that split the rows of 28 into segments: every masked LOAD copies each row's valid span into a
 // slot, every weight fills one; 5.4 ms for 8 taps at 32x64x28x28 (the contraction it replaced,
-// with its pad copy: 2.2). Here the sum runs row by row in registers: for each 16 lanes of an
-// output row, each tap is one masked load (lanes outside the view's valid span read as zero, as
-// the ABI's LOAD does, and are never addressed) and one multiply and add with the row's weight,
-// and the row is stored once. An activation after the sum (relu) runs over blocks of rows with
-// the array loops of its instructions. The adds happen in the program's order and the multiply
-// and add are not contracted, so the values are bitwise the block evaluator's.
+// with its pad copy: 2.2). Here it runs plane by plane (the last two axes: a channel's image),
+// the sum in registers: for each 16 lanes of an output row, each tap is one masked load (lanes
+// outside the view's valid span read as zero, as the ABI's LOAD does, and are never addressed),
+// one multiply by the tap's weight (broadcast once per plane) and one add; the row is stored
+// once. An activation after the sum (relu) runs over the plane with the array loops of its
+// instructions, in place in the output. The adds happen in the program's order and multiply
+// and add are not contracted, so the values are bitwise the block evaluator's (tests:
+// nn_conv_groups' relu_rides_in_the_convolution_kernel against fusion policy none).
 // Taken for f32 programs whose instructions are: LOADs, products of a row LOAD (stride 1 along
 // the innermost axis) and a per-row LOAD, one chain of ADDs of those products, plain row LOADs
-// and per-row LOADs (the bias), then a tail that reads only the chain's sum, CONSTs and itself;
-// with at least one masked row LOAD, rows of at most kMaxRow elements, the output f32 with
-// stride 1 along the row and no input's buffer.
+// and per-row LOADs (the bias), then a tail that reads only the chain's sum, CONSTs, LOADs
+// the chain does not read (copied plane by plane) and itself; with a masked row LOAD or at least
+// three products, rows of at most kMaxRow elements, the output f32 with stride 1 along the row
+// and no input's buffer, and at least two evaluator blocks (a smaller kernel runs inline).
 #include "evaluator.hpp"
 #include "parallel.hpp"
 
@@ -327,10 +330,14 @@ bool Evaluator::run_tap_sum() const {
     const View& v = in_[ins_[j].arg];
     if (v.empty || (v.stride[in] != 1 && v.stride[in] != 0) || v.data == out_.data) return false;
   }
-  for (const Term& t : terms)
+  int n_products = 0;
+  for (const Term& t : terms) {
+    n_products += t.row >= 0 && t.scalar >= 0;
     if (t.row >= 0)
       for (int d = 0; d < rank_; ++d) masked |= in_[t.row].lo[d] > 0 || in_[t.row].hi[d] < shape_[d];
-  if (!masked) return false;
+  }
+  // Dense rows with one or two products (an affine map: x * scale + shift) run well as they do.
+  if (!masked && n_products < 3) return false;
   const int32_t last = n_ins_ - 1;
   const bool has_tail = last != chain;
   if (has_tail && (role[last] != 5 || ins_[last].dtype != RVL_DTYPE_F32)) return false;
