@@ -60,7 +60,7 @@ void conv_rows(int reps, int64_t n, int64_t c, int64_t o, int64_t hw, bool input
 }
 
 // relu(conv2d(x, w, b)), 3x3, padding 1, groups g (g = c: depthwise): forward, then forward +
-// all three gradients (issue 24 §1: bias and activation in the convolution's kernel; the
+// all three gradients (bias and activation in the convolution's kernel; the
 // depthwise forward, Note [Depthwise convolution as taps]).
 void activation_rows(int reps, int64_t n, int64_t c, int64_t o, int64_t hw, int64_t g) {
   Tensor x = Tensor::randn({n, c, hw, hw}, 11), w = Tensor::randn({o, c / g, 3, 3}, 12) * 0.1f;

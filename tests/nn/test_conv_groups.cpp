@@ -272,7 +272,7 @@ BOOST_AUTO_TEST_CASE(depthwise_taps_with_relu_match_naive_loops) {
     });
 }
 
-// relu(conv2d + bias): the activation in the kernel that computes the convolution (issue 24 §1).
+// relu(conv2d + bias): the activation in the kernel that computes the convolution.
 // Ungrouped: the pad copy and the contraction, whose epilogue adds the bias and applies relu
 // (the result is NCHW in the contraction's own layout: Note [Leading axes as a broadcast batch]);
 // depthwise: one kernel (Note [Depthwise convolution as taps]). Values against the same

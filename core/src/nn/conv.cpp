@@ -154,7 +154,8 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
     // device's packer (Note [Implicit im2col]); the result [N, G, Og, out...] is [N, O, out...]:
     // NCHW itself, with N and G the contraction's batch axes (N a broadcast one: Note [Leading
     // axes as a broadcast batch]), so bias and activation run in its epilogue. Depthwise (Og =
-    // Cg = 1) is a batch of GEMMs with M = 1 and K = taps. Only a padded input is copied (the
+    // Cg = 1) where Note [Depthwise convolution as taps] does not apply is a batch of GEMMs
+    // with M = 1 and K = taps. Only a padded input is copied (the
     // packer reads unmasked views): ~1.3x the input at 14x14, pad 1, where an im2col matrix is
     // 9x. Before, groups copied the window into a [G, Cg * taps, N * P] im2col matrix, and the
     // result was [O, N, out...], returned permuted (an activation on it was a kernel of its own).

@@ -128,7 +128,12 @@ std::optional<ContractionPlan> match_contraction(const Node& reduce, int max_axe
   // as fused reductions (docs/performance.md §8). Over one summed axis the 1.0 form keeps it
   // (tbb_cpu runs N = 1 through its dot-product path, bitwise one lane of its GEMM kernel).
   if (p.m_axes.empty() && p.n_axes.empty() && p.r_axes.size() > 1) return std::nullopt;
-  if (multi) leading_axes_as_batch(p);
+  if (multi && (!p.m_axes.empty() || !p.n_axes.empty())) {
+    leading_axes_as_batch(p);
+    // Moved to the batch, nothing may be left of M and N: a batch of dot products stays the
+    // reduction it was refused as before (Note [Dot products are reductions]).
+    if (p.m_axes.empty() && p.n_axes.empty()) return std::nullopt;
+  }
   // Canonical order: m before n, so that C's [.., m, n] iteration follows the node's layout and
   // an epilogue can run over it (x * y is commutative; swapping the operands transposes C).
   if (!p.m_axes.empty() && !p.n_axes.empty() && p.m_axes.front() > p.n_axes.front()) {
