@@ -66,8 +66,9 @@ ConvSetup conv_setup(const std::string& op, size_t k, const Tensor& x, const Ten
 // view, the views read straight from the padded input (masked views: padding is a mask, not a
 // copy). All taps and the bias are one elementwise kernel (with an activation after it, that
 // too), which every device fuses. As a window contraction it was a batch of N * C GEMMs with
-// M = 1 and K = taps after a pad copy of the input: 1.5 + 2 ms against PyTorch's direct kernel's
-// 0.9 at 32x64x28x28 (docs/performance.md §8, helper cnnepi). Its gradients stay the window
+// M = 1 and K = taps after a pad copy of the input, then bias and relu kernels: 2.1 ms at
+// 32x64x28x28 against PyTorch's direct kernel's 0.9-1.3; as taps on tbb_cpu 1.2 ms
+// (docs/performance.md §8, helper cnnepi). Its gradients stay the window
 // contraction's (with_direct_gradients: dx the transposed convolution, itself depthwise and so
 // taps again, dw the grouped weight gradient). Up to kDirectTaps taps: two inputs per tap and
 // the bias, 19 for 3x3, within fusion.max_inputs (20, raised from 16 for this: decision 76) so
