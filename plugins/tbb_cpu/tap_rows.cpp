@@ -19,10 +19,13 @@
 // and per-row LOADs (the bias), then a tail that reads only the chain's sum, CONSTs, LOADs
 // the chain does not read (copied plane by plane) and itself; with a masked row LOAD or at least
 // three products, rows of at most kMaxRow elements, the output f32 with stride 1 along the row
-// and no input's buffer, and at least two evaluator blocks (a smaller kernel runs inline).
+// and no input's buffer, at least two evaluator blocks (a smaller kernel runs inline) and two
+// planes per thread (the planes are the tasks).
 #include "evaluator.hpp"
 #include "parallel.hpp"
 #include "tap_planes.hpp"
+
+#include <tbb/task_arena.h>
 
 #include <ravel/backend.hpp>
 
@@ -212,6 +215,9 @@ bool Evaluator::run_tap_sum() const {
   const int64_t per_plane = shape_[in - 1], plane_elems = per_plane * width;
   if (has_tail && plane_elems > (int64_t{1} << 14)) return false;
   const int64_t planes = total_ / std::max<int64_t>(plane_elems, 1);
+  // Planes are the tasks: a few large ones (a rank-2 program is one plane) would leave threads
+  // idle, where the block evaluator splits any kernel.
+  if (planes < 2 * std::max(1, tbb::this_task_arena::max_concurrency())) return false;
   const int outer = in - 1;  // axes [0, outer) index the plane
   const int n_terms = static_cast<int>(terms.size());
   auto row_stride = [&](const View& v) { return v.stride[in - 1]; };
