@@ -1,7 +1,7 @@
 // Convolution and pooling at the Fashion-MNIST CNN's shapes and at a ResNet-style 3x3 shape:
 // forward, and forward + backward (ravel::gradients), f32, medians of `reps` after one warm-up.
 // The same rows in PyTorch: bench/peers/torch_conv.py (docs/performance.md, "Convolution").
-//   bench_conv [reps] [--no-resnet]
+//   bench_conv [reps] [--no-resnet] [--activation]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -59,14 +59,48 @@ void conv_rows(int reps, int64_t n, int64_t c, int64_t o, int64_t hw, bool input
       flop * (input_grad ? 3 : 2));
 }
 
+// relu(conv2d(x, w, b)), 3x3, padding 1, groups g (g = c: depthwise): forward, then forward +
+// all three gradients (bias and activation in the convolution's kernel; the
+// depthwise forward, Note [Depthwise convolution as taps]).
+void activation_rows(int reps, int64_t n, int64_t c, int64_t o, int64_t hw, int64_t g) {
+  Tensor x = Tensor::randn({n, c, hw, hw}, 11), w = Tensor::randn({o, c / g, 3, 3}, 12) * 0.1f;
+  Tensor b = Tensor::randn({o}, 13) * 0.1f, cot = Tensor::randn({n, o, hw, hw}, 14);
+  ravel::realize({x, w, b, cot});
+  nn::ConvOptions opt;
+  opt.padding = {1};
+  opt.groups = g;
+  const double flop = 2.0 * n * o * hw * hw * (c / g) * 9 * 1e-9;
+  char name[96];
+  std::snprintf(name, sizeof name, "relu(conv2d) %lldx%lldx%lldx%lld -> %lld g%lld fwd", (long long)n, (long long)c,
+                (long long)hw, (long long)hw, (long long)o, (long long)g);
+  {
+    ravel::NoGradGuard no_grad;
+    row(name, median_ms(reps, [&] { nn::conv2d(x, w, b, opt).relu().realize(); }), flop);
+  }
+  std::snprintf(name, sizeof name, "relu(conv2d) %lldx%lldx%lldx%lld -> %lld g%lld fwd+bwd", (long long)n,
+                (long long)c, (long long)hw, (long long)hw, (long long)o, (long long)g);
+  row(name, median_ms(reps, [&] {
+        ravel::realize(ravel::gradients((nn::conv2d(x, w, b, opt).relu() * cot).sum(), {x, w, b}));
+      }),
+      flop * 3);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 10;
-  bool resnet = true;
+  bool resnet = true, activation_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--no-resnet") == 0) resnet = false;
+    else if (std::strcmp(argv[i], "--activation") == 0) activation_only = true;
     else reps = std::atoi(argv[i]);
+  }
+  if (activation_only) {  // the relu(conv2d) rows only
+    activation_rows(reps, 32, 64, 64, 28, 1);
+    activation_rows(reps, 32, 64, 64, 28, 64);
+    activation_rows(reps, 128, 1, 32, 28, 1);
+    activation_rows(reps, 128, 32, 64, 14, 1);
+    return 0;
   }
   // The Fashion-MNIST CNN's two convolutions (the first needs no input gradient).
   conv_rows(reps, 128, 1, 32, 28, false);

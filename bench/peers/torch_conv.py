@@ -1,6 +1,6 @@
 """PyTorch side of bench/conv.cpp: the same rows (f32, medians of `reps` after one warm-up), with
 torch.set_num_threads(nproc) as docs/performance.md's other peers.
-    python3 bench/peers/torch_conv.py [reps] [--no-resnet]"""
+    python3 bench/peers/torch_conv.py [reps] [--no-resnet] [--activation]"""
 import os
 import statistics
 import sys
@@ -45,6 +45,25 @@ def conv_rows(reps, n, c, o, hw, input_grad):
         flop * (3 if input_grad else 2))
 
 
+def activation_rows(reps, n, c, o, hw, g):
+    x = torch.randn(n, c, hw, hw, requires_grad=True)
+    w = (torch.randn(o, c // g, 3, 3) * 0.1).requires_grad_()
+    b = (torch.randn(o) * 0.1).requires_grad_()
+    cot = torch.randn(n, o, hw, hw)
+    flop = 2.0 * n * o * hw * hw * (c // g) * 9 * 1e-9
+    f = lambda: F.relu(F.conv2d(x, w, b, padding=1, groups=g))
+    with torch.no_grad():
+        row(f"relu(conv2d) {n}x{c}x{hw}x{hw} -> {o} g{g} fwd", median_ms(reps, f), flop)
+    row(f"relu(conv2d) {n}x{c}x{hw}x{hw} -> {o} g{g} fwd+bwd",
+        median_ms(reps, lambda: torch.autograd.grad((f() * cot).sum(), [x, w, b])), flop * 3)
+
+
+if "--activation" in sys.argv:
+    activation_rows(REPS, 32, 64, 64, 28, 1)
+    activation_rows(REPS, 32, 64, 64, 28, 64)
+    activation_rows(REPS, 128, 1, 32, 28, 1)
+    activation_rows(REPS, 128, 32, 64, 14, 1)
+    sys.exit(0)
 conv_rows(REPS, 128, 1, 32, 28, False)
 conv_rows(REPS, 128, 32, 64, 14, True)
 x = torch.randn(128, 32, 28, 28, requires_grad=True)

@@ -159,6 +159,7 @@ class Evaluator {
   void run_tiled() const;
   bool run_permute_copy() const;  // permute_copy.cpp: false when the program is not a plain copy
   bool run_pad_copy() const;  // pad_copy.cpp: false when the program is not a copy of a masked view
+  bool run_tap_sum() const;   // tap_rows.cpp: false (nothing done) unless a sum of taps (Note [Tap sums])
   bool run_interleaved() const;  // interleave_rows.cpp: false (nothing done) when it does not apply
   void choose_tiling(View* const* views, int n_views);
   void move_short_innermost_axis(const Program& p, View* const* views, int n_views, Order order);  // Note [Short innermost axes]

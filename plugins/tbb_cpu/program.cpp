@@ -70,6 +70,7 @@ void for_range(const Evaluator& ev, int64_t begin, int64_t end, int64_t grain, i
 void Evaluator::run_elementwise() const {
   const int64_t nblocks = (total_ + block_ - 1) / block_;
   if (nblocks > 1 && run_pad_copy()) return;  // Note [Padding copies]
+  if (nblocks > 1 && run_tap_sum()) return;  // Note [Tap sums]
   if (nblocks > 1 && run_interleaved()) return;  // Note [Interleaved rows]
   if (tile_axis_ >= 0 && nblocks > 1) {
     if (run_permute_copy()) return;  // Note [Permuting copies]

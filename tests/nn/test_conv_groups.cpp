@@ -9,6 +9,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "conv_reference.hpp"
@@ -223,4 +224,99 @@ BOOST_AUTO_TEST_CASE(strided_conv_gradients_match_naive_loops) {
         expect_close("dx", g[0].to_vector<double>(), want.dx, tol);
         expect_close("dw", g[1].to_vector<double>(), want.dw, tol);
       });
+}
+
+// Note [Depthwise convolution as taps] (core) and Note [Tap sums] (tbb_cpu): relu(depthwise conv
+// + bias) in f32 is one elementwise kernel over masked views, run as rows in registers; its
+// gradient's relu' kernel recomputes the taps and reads the cotangent (the tap sums' tail with a
+// LOAD of its own). Sizes over one evaluator block (tbb_cpu takes its tap sums only then).
+// Against the naive loops: borders on every side, odd sizes, rows longer than
+// one and two 16-lane vectors, stride 2 along the rows (the taps path) and along both axes (the
+// contraction), dilation 2, asymmetric padding, 2x2 and 1x1 kernels, a channel multiplier of 1
+// with padding 0 (no mask: the generic evaluator).
+BOOST_AUTO_TEST_CASE(depthwise_taps_with_relu_match_naive_loops) {
+  const std::vector<Case> cases = {
+      {2, 16, 16, 16, {7, 9}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},     // odd sizes
+      {1, 8, 8, 8, {6, 37}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},        // rows of 37: three vectors
+      {1, 16, 16, 16, {4, 18}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},     // a tap across the vector edge
+      {2, 8, 8, 8, {9, 11}, {3, 3}, {2, 1}, {1, 1}, {{1, 1}, {1, 1}}},        // stride 2 along the rows only
+      {2, 8, 8, 8, {9, 11}, {3, 3}, {2, 2}, {1, 1}, {{1, 1}, {1, 1}}},        // stride 2: the contraction
+      {1, 8, 8, 8, {10, 12}, {3, 3}, {1, 1}, {2, 2}, {{2, 2}, {2, 2}}},       // dilation 2
+      {1, 16, 16, 16, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {{2, 0}, {0, 2}}},      // asymmetric padding
+      {2, 8, 8, 8, {8, 8}, {2, 2}, {1, 1}, {1, 1}, {{1, 0}, {0, 1}}},         // 2x2: four taps
+      {1, 16, 16, 16, {4, 5}, {1, 1}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},      // 1x1 with padding
+      {2, 8, 8, 8, {6, 7}, {3, 3}, {1, 1}, {1, 1}, {{0, 0}, {0, 0}}},         // no padding, no mask
+      {8, 96, 96, 96, {1, 1}, {3, 3}, {1, 1}, {1, 1}, {{1, 1}, {1, 1}}},      // a 1x1 image: all border
+  };
+  uint64_t seed = 1400;
+  for (const Case& k : cases)
+    guarded(describe(k), [&] {
+      conv_ref::Conv p{k.n, k.c, k.o, k.groups, k.in, k.kernel, k.stride, k.dilation, k.pad};
+      Tensor x = Tensor::randn(cat({k.n, k.c}, k.in), seed++);
+      Tensor w = Tensor::randn(cat({k.o, 1}, k.kernel), seed++);
+      Tensor b = Tensor::randn({k.o}, seed++) * 0.5f;
+      Tensor r = Tensor::randn(cat({k.n, k.o}, p.out()), seed++);
+      ravel::realize({x, w, b, r});
+      auto xv = x.to_vector<double>(), wv = w.to_vector<double>(), bv = b.to_vector<double>(), rv = r.to_vector<double>();
+      std::vector<double> z = conv_ref::conv(p, xv, wv, &bv), y = z, masked = rv;
+      for (size_t i = 0; i < z.size(); ++i) {
+        y[i] = z[i] > 0 ? z[i] : 0.0;
+        masked[i] = z[i] > 0 ? rv[i] : 0.0;
+      }
+      expect_close("relu(y)", conv(k, x, w, b).relu().to_vector<double>(), y, 1e-4);
+      auto g = ravel::gradients((conv(k, x, w, b).relu() * r).sum(), {x, w, b});
+      Grads want = naive_gradients(p, xv, wv, masked);
+      expect_close("dx", g[0].to_vector<double>(), want.dx, 1e-4);
+      expect_close("dw", g[1].to_vector<double>(), want.dw, 1e-4);
+      expect_close("db", g[2].to_vector<double>(), want.db, 1e-4);
+    });
+}
+
+// relu(conv2d + bias): the activation in the kernel that computes the convolution.
+// Ungrouped: the pad copy and the contraction, whose epilogue adds the bias and applies relu
+// (the result is NCHW in the contraction's own layout: Note [Leading axes as a broadcast batch]);
+// depthwise: one kernel (Note [Depthwise convolution as taps]). Values against the same
+// convolution realized before its relu (the unfused path), bit for bit, and the depthwise one
+// against every op in a kernel of its own.
+BOOST_AUTO_TEST_CASE(relu_rides_in_the_convolution_kernel) {
+  struct Shape4 {
+    int64_t c, o, groups, kernels;
+  };
+  for (const Shape4 s : {Shape4{8, 16, 1, 2}, Shape4{8, 8, 8, 1}})
+    guarded("groups " + std::to_string(s.groups), [&] {
+      Tensor x = Tensor::randn({4, s.c, 12, 20}, 1500), w = Tensor::randn({s.o, s.c / s.groups, 3, 3}, 1501);
+      Tensor b = Tensor::randn({s.o}, 1502);
+      ravel::realize({x, w, b});
+      nn::ConvOptions o;
+      o.padding = {1};
+      o.groups = s.groups;
+      ravel::NoGradGuard no_grad;
+      Tensor fused = nn::conv2d(x, w, b, o).relu();
+      fused.realize();
+      const ravel::KernelStats st = ravel::last_realization_stats();
+      // nn_conv_groups_im2col: tbb_cpu states only the 1.0 contraction, so conv copies im2col
+      // matrices and returns the GEMM's result permuted (its relu is a kernel of its own).
+      const bool window = std::getenv("RAVEL_TBB_NO_WINDOW_GEMM") == nullptr;
+      if (window) {
+        BOOST_TEST(st.kernels() == s.kernels);
+        BOOST_TEST(st.contractions == (s.groups == 1 ? 1 : 0));
+      }
+      Tensor pre = nn::conv2d(x, w, b, o);
+      pre.realize();
+      BOOST_TEST(fused.to_vector<float>() == pre.relu().to_vector<float>(), boost::test_tools::per_element());
+      if (s.groups == 1 || !window) return;
+      // Every product and add a kernel of its own (the block evaluator's loops): the tap sums
+      // add in the program's order without contracting into FMA, so the bits are the same.
+      ravel::FusionOptions none;
+      none.policy = ravel::FusionPolicy::None;
+      ravel::set_fusion_options(none);
+      // Fresh inputs with the same values: the same expression would be the same (realized) node.
+      auto copy = [](const Tensor& t) { return Tensor::from_vector(t.to_vector<float>(), t.shape()); };
+      Tensor apart = nn::conv2d(copy(x), copy(w), copy(b), o).relu();
+      apart.realize();
+      const int64_t kernels = ravel::last_realization_stats().kernels();
+      ravel::set_fusion_options(ravel::FusionOptions{});
+      BOOST_TEST(kernels > 9);
+      BOOST_TEST(fused.to_vector<float>() == apart.to_vector<float>(), boost::test_tools::per_element());
+    });
 }

@@ -25,7 +25,7 @@ std::ostream& operator<<(std::ostream& os, FusionPolicy p);
 struct FusionOptions {
   FusionPolicy policy = FusionPolicy::Full;
   int max_instructions = 128;  // per kernel program (an op that would exceed it starts a new kernel)
-  int max_inputs = 16;         // distinct input views per kernel program
+  int max_inputs = 20;         // distinct input views per kernel program (decision 76: a 3x3 depthwise conv + bias reads 19)
   // An elementwise value used by several kernels is recomputed inside each (instead of being
   // written to memory once and read back) when its inlined size is at most this many
   // instructions and the work recomputation adds, (uses - 1) x its size, is at most this too;

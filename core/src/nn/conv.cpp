@@ -17,7 +17,7 @@ using window::list_str;
 namespace {
 
 using detail::conv_internal::ConvSetup;
-using detail::conv_internal::grouped_columns;
+using detail::conv_internal::nchw_columns;
 using detail::conv_internal::phases_apply;
 using detail::conv_internal::Widths;
 using detail::conv_internal::with_direct_gradients;
@@ -59,6 +59,24 @@ ConvSetup conv_setup(const std::string& op, size_t k, const Tensor& x, const Ten
   }
   return s;
 }
+
+// Note [Depthwise convolution as taps]
+// A depthwise convolution (one input and one output channel per group) is, per output element,
+// taps products of one input element and one weight: y = sum over t of w[:, t] * x's tap-t
+// view, the views read straight from the padded input (masked views: padding is a mask, not a
+// copy). All taps and the bias are one elementwise kernel (with an activation after it, that
+// too), which every device fuses. As a window contraction it was a batch of N * C GEMMs with
+// M = 1 and K = taps after a pad copy of the input, then bias and relu kernels: 2.1 ms at
+// 32x64x28x28 against PyTorch's direct kernel's 0.9-1.3; as taps on tbb_cpu 1.2 ms
+// (docs/performance.md §8, helper cnnepi). Its gradients stay the window
+// contraction's (with_direct_gradients: dx the transposed convolution, itself depthwise and so
+// taps again, dw the grouped weight gradient). Up to kDirectTaps taps: two inputs per tap and
+// the bias, 19 for 3x3, within fusion.max_inputs (20, raised from 16 for this: decision 76) so
+// that all taps, the bias and an activation are one kernel; split in two, the partial sum's
+// write and read made it slower than the contraction. f32 with unit stride along the rows only:
+// that is the form tbb_cpu runs as rows in registers (Note [Tap sums]); other strides and
+// dtypes reach its generic evaluator, which the contraction beats.
+constexpr int64_t kDirectTaps = 9;
 
 // The GEMM form of a convolution of s.x [N, C, in...] (already checked) with w [O, C/G, k...]:
 // Note [Convolution as one GEMM].
@@ -112,67 +130,80 @@ Tensor convolve(const ConvSetup& s, const Tensor& w, int64_t groups, const std::
   order.push_back(0);
   for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
   Tensor y;
-  if (implicit && g > 1) {
-    // Note [Grouped implicit im2col]
-    // Groups are the contraction's batch axis: the sum over (cg, k...) of the weight
-    // [G, Og, Cg, k...] times the grouped window view [G, 1, Cg, k..., N, out...] (rank 8 for
-    // 2-D, RVL_MAX_RANK), read in place by the packer like the ungrouped form; the result
-    // [G, Og, N, out...] is [O, N, out...] in memory. Depthwise (Og = Cg = 1) is a batch of
-    // GEMMs with M = 1 and K = taps. Before, groups copied the window into a [G, Cg * taps,
-    // N * P] im2col matrix for a batched GEMM, and its gradient went through col2im.
-    xp = xp.contiguous();
-    Tensor cols = grouped_columns(xp, geo, g);
-    Shape full{g, og};
-    full.insert(full.end(), cols.shape().begin() + 2, cols.shape().end());
-    Shape wshape{g, og, cg};
-    wshape.insert(wshape.end(), s.kernel.begin(), s.kernel.end());
-    wshape.insert(wshape.end(), k + 1, 1);
-    std::vector<int64_t> summed;
-    for (size_t i = 0; i <= k; ++i) summed.push_back(static_cast<int64_t>(2 + i));
-    Shape onp{o, n};
-    onp.insert(onp.end(), geo.out.begin(), geo.out.end());
-    y = w.reshape(wshape).expand(full).mul(cols.expand(full)).sum(Axes(summed));  // [G, Og, N, out...]
-    if (bias) {  // in the contraction's own layout: its epilogue (Note [Epilogue fusion])
-      Shape bshape(k + 3, 1);
-      bshape[0] = g;
-      bshape[1] = og;
-      y = y + bias->reshape(bshape);
+  if (implicit && og == 1 && cg == 1 && taps <= kDirectTaps && s.stride.back() == 1 && xp.dtype() == DType::F32) {
+    // Note [Depthwise convolution as taps]
+    Tensor acc;
+    Shape wshape(k + 2, 1);
+    wshape[1] = o;
+    const Tensor wt = w.reshape({o, taps});
+    const auto all = window::taps_in_order(geo);
+    for (size_t t = 0; t < all.size(); ++t) {
+      const int64_t ti = static_cast<int64_t>(t);
+      Tensor term = window::tap_view(xp, geo, all[t]) * wt.slice(1, ti, ti + 1, 1).reshape(wshape);
+      acc = acc.defined() ? acc + term : term;
     }
-    y = y.reshape(onp);  // [O, N, out...]
-    std::vector<int64_t> to_nchw{1, 0};
-    for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
+    if (bias) acc = acc + bias->reshape(wshape);
     bool unit_stride = true;
     for (int64_t st : s.stride) unit_stride &= st == 1;
-    if (!(unit_stride || phases_apply(s)) || !grad_enabled() || !is_float(xp.dtype())) return y.permute(to_nchw);
-    return with_direct_gradients(s, geo, w, bias, xp, y.permute(to_nchw), g);
+    if (!(unit_stride || phases_apply(s)) || !grad_enabled() || !is_float(xp.dtype())) return acc;
+    return with_direct_gradients(s, geo, w, bias, xp, acc, g);
   }
   if (implicit) {
-    // The sum over (c, k...) of the weight times the window view [C, k..., N, out...], which
-    // the device's GEMM packer reads in place. Only a padded input is copied (the packer reads
-    // unmasked views): ~1.3x the input at 14x14, pad 1, where the im2col matrix is 9x.
+    // Note [Grouped implicit im2col]
+    // The sum over (cg, k...) of the weight [1, G, Og, Cg, k..., 1...] times the grouped window
+    // view [N, G, 1, Cg, k..., out...] (rank 8 for 2-D, RVL_MAX_RANK), read in place by the
+    // device's packer (Note [Implicit im2col]); the result [N, G, Og, out...] is [N, O, out...]:
+    // NCHW itself, with N and G the contraction's batch axes (N a broadcast one: Note [Leading
+    // axes as a broadcast batch]), so bias and activation run in its epilogue. Depthwise (Og =
+    // Cg = 1) where Note [Depthwise convolution as taps] does not apply is a batch of GEMMs
+    // with M = 1 and K = taps. Only a padded input is copied (the
+    // packer reads unmasked views): ~1.3x the input at 14x14, pad 1, where an im2col matrix is
+    // 9x. Before, groups copied the window into a [G, Cg * taps, N * P] im2col matrix, and the
+    // result was [O, N, out...], returned permuted (an activation on it was a kernel of its own).
     xp = xp.contiguous();  // no copy when neither padded nor viewed
-    Tensor wv = window::view(xp, geo);
-    for (int64_t& a : order) a = a == 0 ? 0 : a - 1;
-    order.erase(order.begin());
-    Tensor cols = wv.permute(order).unsqueeze(0);  // [1, C, k..., N, out...]
-    Shape full{o};
-    full.insert(full.end(), cols.shape().begin() + 1, cols.shape().end());
-    Shape wshape(w.shape().begin(), w.shape().end());  // [O, C, k...] + (1 + k) unit axes
-    wshape.insert(wshape.end(), k + 1, 1);
+    Tensor cols = nchw_columns(xp, geo, g);  // [N, G, 1, Cg, k..., out...]
+    Shape nop{n, o};
+    nop.insert(nop.end(), geo.out.begin(), geo.out.end());
     std::vector<int64_t> summed;
-    for (size_t i = 0; i <= k; ++i) summed.push_back(static_cast<int64_t>(1 + i));
-    y = w.reshape(wshape).expand(full).mul(cols.expand(full)).sum(Axes(summed));  // [O, N, out...]
-    if (bias) {
-      Shape bshape(k + 2, 1);
-      bshape[0] = o;
-      y = y + bias->reshape(bshape);  // in the GEMM's layout: its epilogue (Note [Epilogue fusion])
+    for (size_t i = 0; i <= k; ++i) summed.push_back(static_cast<int64_t>(3 + i));
+    if (g == 1 || og == 1) {
+      // One channel axis (O, or G = O): the sum's own result is [N, O, out...], so the bias and
+      // what follows read it with no reshape in between and fuse into one epilogue kernel (an
+      // elementwise node read through a reshape gets a buffer of its own: it is not inlined).
+      Shape flat{n, g, cg};
+      flat.insert(flat.end(), cols.shape().begin() + 4, cols.shape().end());
+      cols = cols.reshape(flat);  // [N, G, Cg, k..., out...]
+      Shape full{n, o, cg};
+      full.insert(full.end(), flat.begin() + 3, flat.end());
+      Shape wshape{1, o, cg};
+      wshape.insert(wshape.end(), s.kernel.begin(), s.kernel.end());
+      wshape.insert(wshape.end(), k, 1);
+      for (int64_t& a : summed) --a;
+      y = w.reshape(wshape).expand(full).mul(cols.expand(full)).sum(Axes(summed));  // [N, O, out...]
+      if (bias) {  // the contraction's epilogue (Note [Epilogue fusion])
+        Shape bshape(k + 2, 1);
+        bshape[1] = o;
+        y = y + bias->reshape(bshape);
+      }
+    } else {
+      Shape full{n, g, og};
+      full.insert(full.end(), cols.shape().begin() + 3, cols.shape().end());
+      Shape wshape{1, g, og, cg};
+      wshape.insert(wshape.end(), s.kernel.begin(), s.kernel.end());
+      wshape.insert(wshape.end(), k, 1);
+      y = w.reshape(wshape).expand(full).mul(cols.expand(full)).sum(Axes(summed));  // [N, G, Og, out...]
+      if (bias) {  // in the contraction's own layout: its epilogue (an activation is not)
+        Shape bshape(k + 3, 1);
+        bshape[1] = g;
+        bshape[2] = og;
+        y = y + bias->reshape(bshape);
+      }
+      y = y.reshape(nop);
     }
-    std::vector<int64_t> to_nchw{1, 0};
-    for (size_t i = 0; i < k; ++i) to_nchw.push_back(static_cast<int64_t>(2 + i));
     bool unit_stride = true;
     for (int64_t st : s.stride) unit_stride &= st == 1;
-    if (!(unit_stride || phases_apply(s)) || !grad_enabled() || !is_float(xp.dtype())) return y.permute(to_nchw);
-    return with_direct_gradients(s, geo, w, bias, xp, y.permute(to_nchw), 1);
+    if (!(unit_stride || phases_apply(s)) || !grad_enabled() || !is_float(xp.dtype())) return y;
+    return with_direct_gradients(s, geo, w, bias, xp, y, g);
   }
   if (g == 1) {  // no group axis: [N, C, out..., k...] -> [C, k..., N, out...] (rank 8 for 3-D)
     for (int64_t& a : order) a = a == 0 ? 0 : a - 1;

@@ -123,6 +123,17 @@ Tensor grouped_columns(const Tensor& xp, const window::Geometry& geo, int64_t g)
   return win.reshape(split).permute(order).unsqueeze(1);
 }
 
+Tensor nchw_columns(const Tensor& xp, const window::Geometry& geo, int64_t g) {
+  const size_t k = geo.rank();
+  Tensor win = window::view(xp, geo);  // [N, C, out..., k...]
+  Shape split{win.shape()[0], g, win.shape()[1] / g};
+  split.insert(split.end(), win.shape().begin() + 2, win.shape().end());
+  std::vector<int64_t> order{0, 1, 2};
+  for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + k + i));
+  for (size_t i = 0; i < k; ++i) order.push_back(static_cast<int64_t>(3 + i));
+  return win.reshape(split).permute(order).unsqueeze(2);
+}
+
 bool phases_apply(const ConvSetup& s) {
   for (size_t i = 0; i < s.k; ++i)
     if (s.stride[i] > 1 && s.dilation[i] != 1) return false;
@@ -163,7 +174,9 @@ Tensor with_direct_gradients(const ConvSetup& s, const window::Geometry& geo, co
     Tensor dx = unit_stride ? conv_transpose_any(setup.op + " (input gradient)", k, dy, in[1], std::nullopt, o)
                             : phase_input_gradient(setup, dy, in[1], groups, in[2].shape());
     if (groups > 1) {
-      std::vector<Tensor> grads{dx, grouped_weight_gradient(setup, geo, groups, dy, in[2]), Tensor()};
+      // The depthwise taps read xp as a masked view (Note [Depthwise convolution as taps]); the
+      // weight gradient's contraction reads unmasked views only, so it is copied here.
+      std::vector<Tensor> grads{dx, grouped_weight_gradient(setup, geo, groups, dy, in[2].contiguous()), Tensor()};
       if (in.size() > 3) grads.push_back(bias_gradient(k, dy));
       return grads;
     }

@@ -35,6 +35,9 @@ Tensor conv_transpose_any(const std::string& op, size_t k, const Tensor& x, cons
 // [G, 1, Cg, k..., N, out...] (Note [Grouped implicit im2col]).
 Tensor grouped_columns(const Tensor& xp, const window::Geometry& geo, int64_t g);
 
+// The same laid out for the NCHW contraction: [N, G, 1, Cg, k..., out...] (conv.cpp's forward).
+Tensor nchw_columns(const Tensor& xp, const window::Geometry& geo, int64_t g);
+
 // Whether the strided input gradient by phases applies: dilation 1 on every axis with stride > 1.
 bool phases_apply(const ConvSetup& s);
 

@@ -2,6 +2,8 @@
 
 #include "schedule/kernel_builder.hpp"
 
+#include <algorithm>
+
 namespace ravel::detail {
 
 namespace {
@@ -38,6 +40,33 @@ std::vector<ContractionRun> contraction_runs(const Shape& s, const std::vector<i
     runs.push_back({s[a], st});
   }
   return runs;
+}
+
+// Note [Leading axes as a broadcast batch]
+// A convolution's result is [N, O, out...]: N is an axis of the input's window only (an N axis
+// by the rule above), O one of the weight's (M), out... the window's again. In that order the
+// groups interleave (n, m, n) and C could not see N as one stride, so conv computed [O, N,
+// out...] and returned the permuted view: an activation applied to it read the contraction
+// through a permutation, which no epilogue can, and ran as a kernel of its own (relu(conv2d)
+// 2 ms at 32x64x28x28, docs/performance.md §8). So M or N axes in front of the output are made
+// batch axes, with stride 0 in the operand that does not vary along them (a broadcast batch,
+// which the contraction's operand views express as they are), as long as they precede a batch
+// axis or an axis of the other group that a later axis of their own group follows: exactly the
+// cases the order check below would refuse. Then C is [batch..., m, n] in the node's own layout,
+// the result is NCHW, and bias + relu are the contraction's epilogue (Note [Epilogue fusion]).
+void leading_axes_as_batch(ContractionPlan& p) {
+  for (;;) {
+    const bool m_first = !p.m_axes.empty() && (p.n_axes.empty() || p.m_axes.front() < p.n_axes.front());
+    std::vector<int64_t>& x = m_first ? p.m_axes : p.n_axes;
+    const std::vector<int64_t>& y = m_first ? p.n_axes : p.m_axes;
+    if (x.empty()) return;
+    const int64_t d = x.front();
+    const bool before_batch = !p.batch.empty() && p.batch.back() > d;
+    const bool split = !y.empty() && x.back() > y.front();
+    if (!before_batch && !split) return;
+    x.erase(x.begin());
+    p.batch.insert(std::upper_bound(p.batch.begin(), p.batch.end(), d), d);
+  }
 }
 
 }  // namespace
@@ -99,6 +128,12 @@ std::optional<ContractionPlan> match_contraction(const Node& reduce, int max_axe
   // as fused reductions (docs/performance.md §8). Over one summed axis the 1.0 form keeps it
   // (tbb_cpu runs N = 1 through its dot-product path, bitwise one lane of its GEMM kernel).
   if (p.m_axes.empty() && p.n_axes.empty() && p.r_axes.size() > 1) return std::nullopt;
+  if (multi && (!p.m_axes.empty() || !p.n_axes.empty())) {
+    leading_axes_as_batch(p);
+    // Moved to the batch, nothing may be left of M and N: a batch of dot products stays the
+    // reduction it was refused as before (Note [Dot products are reductions]).
+    if (p.m_axes.empty() && p.n_axes.empty()) return std::nullopt;
+  }
   // Canonical order: m before n, so that C's [.., m, n] iteration follows the node's layout and
   // an epilogue can run over it (x * y is commutative; swapping the operands transposes C).
   if (!p.m_axes.empty() && !p.n_axes.empty() && p.m_axes.front() > p.n_axes.front()) {

@@ -16,7 +16,7 @@ struct ContractionPlan {
   std::vector<int64_t> r_axes;  // summed (K)
   std::vector<int64_t> m_axes;  // varying in x only (M; empty: extent 1)
   std::vector<int64_t> n_axes;  // varying in y only (N; empty: extent 1)
-  std::vector<int64_t> batch;   // varying in both or neither
+  std::vector<int64_t> batch;   // varying in both or neither, or leading (Note [Leading axes as a broadcast batch])
 };
 
 // A plan if `reduce` is a sum of an unrealized two-operand Mul whose operands are unpadded views

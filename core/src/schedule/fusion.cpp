@@ -112,7 +112,8 @@ void plan_epilogues(const std::vector<NodePtr>& order, const std::unordered_set<
     for (const auto* g : {&p.batch, &p.m_axes, &p.n_axes})
       for (int64_t d : *g)
         if (b->shape[d] != 1) expect.push_back(d);
-    if (p.m_axes.empty() || p.n_axes.empty() || axes != expect) continue;
+    // One of M and N may be empty (extent 1: a depthwise convolution's M = Og = 1), not both.
+    if ((p.m_axes.empty() && p.n_axes.empty()) || axes != expect) continue;
     // The epilogue runs over [batch..., m, n]; the kernel's own shape and the view it reads the
     // contraction through may differ from that by size-1 axes only (same layout).
     auto squeezed = [](const Shape& sh) {
