@@ -9,6 +9,7 @@
 #include "ravel/jit.hpp"
 #include "ravel/mesh_tensor.hpp"
 #include "ravel/ravel.hpp"
+#include "mesh_support.hpp"
 #include "test_support.hpp"
 
 namespace entered_buckets_test {  // named: the suite is a unity build
@@ -18,22 +19,9 @@ using dist::MeshTensor;
 using ravel::Device;
 using ravel::Tensor;
 
-const Device kOne{"tbb_cpu", 0};
-
-std::vector<Device> local_devices() {
-  std::vector<Device> out;
-  for (const auto& d : ravel::Runtime::get().devices())
-    if (d.device.backend() == "tbb_cpu" && out.size() < 2) out.push_back(d.device);
-  return out;
-}
-
-double diff(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape()) return INFINITY;
-  const auto va = a.to(kOne).to_vector<double>(), vb = b.to(kOne).to_vector<double>();
-  double worst = 0;
-  for (size_t i = 0; i < va.size(); ++i) worst = std::max(worst, std::abs(va[i] - vb[i]));
-  return worst;
-}
+using mesh_support::diff;
+using mesh_support::kOne;
+using mesh_support::local_devices;
 
 // Restores the default (Options' bucket size, buckets on) however a test ends.
 struct BucketSetting {

@@ -10,6 +10,7 @@
 #include "ravel/jit.hpp"
 #include "ravel/mesh_tensor.hpp"
 #include "ravel/ravel.hpp"
+#include "mesh_support.hpp"
 #include "test_support.hpp"
 
 namespace mesh_tensor_test {  // named: the suite is a unity build
@@ -20,23 +21,9 @@ using ravel::Device;
 using ravel::Shape;
 using ravel::Tensor;
 
-const Device kOne{"tbb_cpu", 0};
-
-std::vector<Device> local_devices() {
-  std::vector<Device> out;
-  for (const auto& d : ravel::Runtime::get().devices())
-    if (d.device.backend() == "tbb_cpu" && out.size() < 2) out.push_back(d.device);
-  return out;
-}
-
-// The largest difference between two tensors of the same shape (infinity when shapes differ).
-double diff(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape()) return INFINITY;
-  const auto va = a.to(kOne).to_vector<double>(), vb = b.to(kOne).to_vector<double>();
-  double worst = 0;
-  for (size_t i = 0; i < va.size(); ++i) worst = std::max(worst, std::abs(va[i] - vb[i]));
-  return worst;
-}
+using mesh_support::diff;
+using mesh_support::kOne;
+using mesh_support::local_devices;
 
 // This rank's block of `whole` along `axis` (the reference for a split part).
 // numpy.array_split: the first n % R ranks take one row more.
