@@ -190,6 +190,19 @@ BOOST_AUTO_TEST_CASE(mismatched_buckets_are_a_typed_error_on_every_rank) {
   BOOST_TEST(ok.to_vector<float>() == std::vector<float>(3, 2.0f * dist::world_size()), boost::test_tools::per_element());
 }
 
+// RAVEL_DIST_ENTER_BUCKET_BYTES: a positive decimal number of bytes; anything else is a
+// ConfigError naming the variable and the value (never a silent zero or a wrapped negative).
+BOOST_AUTO_TEST_CASE(the_bucket_size_variable_is_checked) {
+  BOOST_TEST(dist::detail::bucket_bytes_from_environment("4096") == 4096u);
+  for (const char* bad : {"", "0", "-5", "abc", "12kb", "1e6", " 64", "99999999999999999999999"})
+    BOOST_CHECK_EXCEPTION(dist::detail::bucket_bytes_from_environment(bad), ravel::ConfigError,
+                          [&](const ravel::ConfigError& e) {
+                            const std::string m = e.what();
+                            return m.find(std::string("RAVEL_DIST_ENTER_BUCKET_BYTES=") + bad) != std::string::npos &&
+                                   m.find("is not a positive number of bytes") != std::string::npos;
+                          });
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 }  // namespace entered_buckets_test

@@ -54,6 +54,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_set>
 #include <utility>
 
@@ -270,13 +271,26 @@ bool reads_waiting(const Tensor& g, Waiting& w) {
 size_t bucket_cap() {
   static const size_t env = [] {
     const char* v = std::getenv("RAVEL_DIST_ENTER_BUCKET_BYTES");
-    return v ? static_cast<size_t>(std::strtoull(v, nullptr, 10)) : size_t{0};
+    return v ? bucket_bytes_from_environment(v) : size_t{0};
   }();
   if (const size_t o = g_cap_override.load(std::memory_order_relaxed)) return o;
   return env ? env : world_options().entered_bucket_bytes;
 }
 
 }  // namespace
+
+size_t bucket_bytes_from_environment(const std::string& v) {
+  size_t used = 0;
+  unsigned long long x = 0;
+  try {
+    x = v.empty() || v[0] < '0' || v[0] > '9' ? 0 : std::stoull(v, &used);  // no sign, no blank
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  RAVEL_CHECK(used == v.size() && x > 0, ConfigError, "RAVEL_DIST_ENTER_BUCKET_BYTES=", v,
+              " is not a positive number of bytes");
+  return static_cast<size_t>(x);
+}
 
 bool entered_buckets_enabled() {
   static const bool env = [] {

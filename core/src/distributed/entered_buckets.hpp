@@ -2,6 +2,8 @@
 // [Entered gradient buckets] in entered_buckets.cpp).
 #pragma once
 
+#include <string>
+
 #include "ravel/tensor.hpp"
 
 namespace ravel::distributed::detail {
@@ -22,5 +24,8 @@ bool entered_buckets_enabled();
 // environment's), overriding both; and how many buckets this process has begun (replays included).
 void set_entered_buckets(bool on, size_t bucket_bytes = 0);
 size_t entered_buckets_begun();
+// RAVEL_DIST_ENTER_BUCKET_BYTES's value: a positive decimal number of bytes, else a ConfigError
+// naming the variable.
+size_t bucket_bytes_from_environment(const std::string& value);
 
 }  // namespace ravel::distributed::detail
