@@ -252,7 +252,8 @@ std::atomic<size_t> g_waiting{0};
 // Whether g's value reads a result still waiting (its graph: sources and view parents).
 bool reads_waiting(const Tensor& g, Waiting& w) {
   if (w.results.empty()) return false;
-  std::vector<NodePtr> stack{g.node()};
+  std::vector<NodePtr> stack;
+  stack.push_back(g.node());  // not `stack{g.node()}`: GCC 12 warns (-Wfree-nonheap-object) on that form here
   while (!stack.empty()) {
     NodePtr n = std::move(stack.back());
     stack.pop_back();
