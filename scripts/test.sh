@@ -8,9 +8,17 @@ cd "$(dirname "$0")/.."
 jobs="$(nproc)"
 
 start=$(date +%s)
-stage() { echo "== [$(( $(date +%s) - start )) s] $*"; }
+# Each stage's start with the wall time and the CPU time of every finished command so far (user +
+# system, from `times`): a stage whose CPU time grows by less than twice its wall time on CI's two
+# cores left one idle, which is where running things side by side would pay (docs/testing.md).
+# (`times` writes to a file: in a pipe or $(...) it would run in a subshell, which has no children.)
+times_file="$(mktemp)"
+trap 'rm -f "$times_file"' EXIT
+cpu_s() { times >"$times_file"; awk 'NR == 2 { t = 0; for (i = 1; i <= 2; ++i) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] } printf "%.0f", t }' "$times_file"; }
+stage() { echo "== [$(( $(date +%s) - start )) s, $(cpu_s) CPU-s] $*"; }
 stage "Release build and tests (build/): the README's build command, exactly as written there"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"$(nproc)"
+stage "Release tests (CTest)"
 ctest --test-dir build --output-on-failure -j"$jobs"
 
 if [ -x scripts/check-sdk.sh ]; then
@@ -57,6 +65,7 @@ stage "ASan + UBSan build and tests (build-asan/)"
 cmake -S . -B build-asan -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-O1 -g1" -DCMAKE_CXX_FLAGS="-O1 -g1" \
   -DRAVEL_SANITIZE=ON -DRAVEL_BUILD_BENCH=OFF -DRAVEL_HIP_PLATFORM=OFF -DRAVEL_LEVEL_ZERO=OFF -DRAVEL_OPENCL=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
+stage "ASan + UBSan tests (CTest)"
 # Leaks are checked too; tests/lsan.supp lists the plugins' deliberate never-freed singletons.
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \

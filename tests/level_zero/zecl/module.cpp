@@ -1,18 +1,9 @@
 // zecl: modules (SPIR-V -> SPIR 1.2 bitcode -> PoCL) and kernels.
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <spirv/unified1/spirv.hpp11>
 
-#include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "zecl.hpp"
-
-extern char** environ;
 
 namespace zecl {
 
@@ -60,36 +51,6 @@ bool parse_spirv(const uint32_t* w, size_t n, Kernels& out, bool& uses_fp64, std
     i += wc;
   }
   if (out.empty()) return err = "the module has no kernel entry point", false;
-  return true;
-}
-
-int run_tool(const std::vector<std::string>& argv) {
-  std::vector<char*> a;
-  for (const std::string& s : argv) a.push_back(const_cast<char*>(s.c_str()));
-  a.push_back(nullptr);
-  pid_t pid;
-  if (posix_spawnp(&pid, a[0], nullptr, nullptr, a.data(), environ) != 0) return -1;
-  int st = 0;
-  if (waitpid(pid, &st, 0) < 0) return -1;
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-// SPIR-V -> SPIR 1.2 bitcode (PoCL 3.1 has no SPIR-V front end).
-bool translate(const void* spirv, size_t bytes, std::string& bitcode, std::string& err) {
-  char dir[] = "/tmp/zecl-XXXXXX";
-  if (!mkdtemp(dir)) return err = "mkdtemp failed", false;
-  const std::string spv = std::string(dir) + "/m.spv", bc = std::string(dir) + "/m.bc";
-  std::ofstream(spv, std::ios::binary).write(static_cast<const char*>(spirv), std::streamsize(bytes));
-  const char* tool = std::getenv("ZECL_LLVM_SPIRV");
-  const int rc = run_tool({tool && *tool ? tool : "llvm-spirv-14", "-r", spv, "-o", bc});
-  std::stringstream ss;
-  ss << std::ifstream(bc, std::ios::binary).rdbuf();
-  bitcode = ss.str();
-  unlink(spv.c_str());
-  unlink(bc.c_str());
-  rmdir(dir);
-  if (rc != 0 || bitcode.empty())
-    return err = "llvm-spirv -r rejected the module (exit " + std::to_string(rc) + ")", false;
   return true;
 }
 

@@ -96,6 +96,12 @@ uintptr_t allocation_base(const void* p);
 // synchronisation point); returns the first failure.
 ze_result_t flush_all();
 
+// SPIR-V -> SPIR 1.2 bitcode for PoCL 3.1, which has no SPIR-V front end (translate.cpp).
+bool translate(const void* spirv, size_t bytes, std::string& bitcode, std::string& err);
+// The same in process through the translator's library, where the build found it
+// (translate_in_process.cpp); false with `err` set when the module is rejected.
+bool translate_in_process(const void* spirv, size_t bytes, std::string& bitcode, std::string& err);
+
 }  // namespace zecl
 
 struct _ze_module_handle_t {
