@@ -108,7 +108,8 @@ LanesMode lanes_mode() {
 // A replay by device works on per-slot arrays, each slot on a cache line of its own: the bound
 // buffers, the made flags and the counts of reads left, plus each lane's statistics (Note [Lanes
 // share no cache line]). Made afresh at every replay they were three allocations of a cache line
-// per slot (~190 slots in the 2-device makemore step), zeroed, and freed again, part of the ~1 us
+// per slot (a slot per buffer the step touches: 57 kernels' results, 10 state parts, inputs and
+// constants in the 2-device makemore step), zeroed, and freed again, part of the ~1 us
 // the lanes' set-up cost against 0.13 in order (docs/performance.md §6, helper mk2dev2). A
 // capture keeps them from one replay to the next and resets their values: a Jit replays one call
 // at a time (Jit::operator() refuses a second), every replay ends with all lanes returned (also
