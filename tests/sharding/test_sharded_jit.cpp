@@ -205,8 +205,10 @@ BOOST_AUTO_TEST_CASE(a_failing_kernel_in_a_replay_by_device_is_a_device_error, *
   for (int i = 0; i < 24; ++i) t.push_back(i % 3);
   Tensor y = Tensor::from_vector<int64_t>(t, {24}).shard(devices, 0);
   int failures = 0;
+  std::vector<std::vector<double>> before;
   for (int call = 0; call < 40 && failures == 0; ++call) {
-    const std::vector<double> before = params[0]->to_vector<double>();
+    before.clear();
+    for (Tensor* p : params) before.push_back(p->to_vector<double>());
     try {
       jitted({x, y})[0].item<double>();
     } catch (const ravel::DeviceError& e) {
@@ -215,11 +217,34 @@ BOOST_AUTO_TEST_CASE(a_failing_kernel_in_a_replay_by_device_is_a_device_error, *
       // The fault must come in a replay, not the capture (about 110 kernels; each replay about 100):
       // if the capture grows past RAVEL_TBB_TEST_FAULT, raise it in tests/sharding/CMakeLists.txt.
       BOOST_TEST(call >= 1);
-      BOOST_TEST(params[0]->to_vector<double>() == before, boost::test_tools::per_element());
+      for (size_t j = 0; j < params.size(); ++j)
+        BOOST_TEST(params[j]->to_vector<double>() == before[j], boost::test_tools::per_element());
     }
   }
   BOOST_TEST_REQUIRE(failures == 1);
-  BOOST_TEST(std::isfinite(jitted({x, y})[0].item<double>()));
+  // The replays after the failure (Note [Lane scratch]: the same flags, counts and slots, reset)
+  // give the step's values: two steps from the parameters the failed call left, against the same
+  // steps run eagerly on one device from those values.
+  ravel::nn::MLP ref({6, 16, 3}, ravel::nn::Activation::Tanh, 5);
+  std::vector<Tensor*> ref_params = ref.parameters();
+  for (size_t j = 0; j < ref_params.size(); ++j)
+    ref_params[j]->assign(Tensor::from_vector(before[j], ref_params[j]->shape()).cast(ref_params[j]->dtype()));
+  ravel::nn::SGD ref_opt(ref_params, 0.2);
+  const Tensor x1 = data({24, 6}, 1), y1 = Tensor::from_vector<int64_t>(t, {24});
+  for (int call = 0; call < 2; ++call) {
+    const double got = jitted({x, y})[0].item<double>();
+    Tensor loss = ravel::nn::cross_entropy(ref(x1), y1);
+    ref_opt.zero_grad();
+    loss.backward();
+    ref_opt.step({loss});
+    ref_opt.zero_grad();
+    BOOST_TEST(std::isfinite(got));
+    BOOST_TEST(std::fabs(got - loss.item<double>()) <= 1e-5, "call " << call << " after the failure");
+  }
+  for (size_t j = 0; j < params.size(); ++j) {
+    const std::vector<double> got = params[j]->to_vector<double>(), want = ref_params[j]->to_vector<double>();
+    for (size_t i = 0; i < want.size(); ++i) BOOST_TEST(std::fabs(got[i] - want[i]) <= 1e-5);
+  }
 }
 
 // Note [Constant kernels]: a closed-over tensor on the first device, used with a batch split over
@@ -397,4 +422,77 @@ BOOST_AUTO_TEST_CASE(the_lane_choice_is_measured_again_after_a_while) {
   LaneChoice close;
   replay(close, 2 * k, 1.0, 0.95);
   BOOST_TEST(replay(close, 100, 1.0, 0.95) == 0);
+}
+
+namespace {
+
+// A step over an MLP whose replays go through the same lane scratch and signature (Note [Lane
+// scratch], Note [Signature of the last call]) while the calls change around them: steps 0-2 on
+// 24 rows, step 3 after the user assigned new values to a parameter (the capture's state is
+// rebound, not re-captured), steps 4-5 on 16 rows (another capture), steps 6-8 on 24 rows again
+// (captured again: a new layout clears the captures, Note [Sharded Jit], and replayed). On one
+// device without a Jit it is the reference.
+Trained changing_calls(const std::vector<Device>& devices, bool jit) {
+  ravel::nn::MLP mlp({6, 16, 3}, ravel::nn::Activation::Tanh, 5);
+  std::vector<Tensor*> params = mlp.parameters();
+  auto place = [&](const Tensor& t) { return devices.size() > 1 ? t.replicate(devices) : t; };
+  for (Tensor* p : params) p->assign(place(*p));
+  ravel::nn::SGD opt(params, 0.2);
+  auto step = [&](const std::vector<Tensor>& in) {
+    Tensor loss = ravel::nn::cross_entropy(mlp(in[0]), in[1]);
+    opt.zero_grad();
+    loss.backward();
+    opt.step({loss});
+    opt.zero_grad();
+    return std::vector<Tensor>{loss};
+  };
+  ravel::Jit jitted(step, params);
+  Trained out;
+  for (int s = 0; s < 9; ++s) {
+    const int64_t rows = s == 4 || s == 5 ? 16 : 24;
+    if (s == 3) params[1]->assign(place(data(params[1]->shape(), 9)));  // the user rebinds a parameter
+    Tensor x = data({rows, 6}, s);
+    std::vector<int64_t> t;
+    for (int64_t i = 0; i < rows; ++i) t.push_back((i * 5 + s) % 3);
+    Tensor y = Tensor::from_vector<int64_t>(t, {rows});
+    if (devices.size() > 1) x = x.shard(devices, 0), y = y.shard(devices, 0);
+    out.losses.push_back((jit ? jitted({x, y})[0] : step({x, y})[0]).item<double>());
+  }
+  if (jit) {  // step 3 is a replay; 16 rows split otherwise (other bounds) clear the captures: 4 and 6 capture
+    BOOST_TEST(jitted.captures() == 3);
+    BOOST_TEST(jitted.replays() == 6);
+  }
+  for (Tensor* p : params) out.params.push_back(p->to_vector<double>());
+  return out;
+}
+
+}  // namespace
+
+// Note [Lane scratch] and Note [Signature of the last call]: what a replay by device keeps for
+// the next (its flags, counts of reads and buffer slots; the last call's signature) gives the
+// eager one-device values after a parameter the user rebound and across captures for another
+// batch size and back; and the same bits as the replay in order.
+BOOST_AUTO_TEST_CASE(replays_by_device_stay_right_across_rebinding_and_recapture) {
+  const Trained eager = changing_calls(mesh(1), false);
+  for (size_t n : {2u, 4u}) {
+    BOOST_TEST_CONTEXT(n << " devices") {
+      Trained in_order, by_device;
+      {
+        LanesEnv off("0");
+        in_order = changing_calls(mesh(n), true);
+      }
+      {
+        LanesEnv on("1");
+        by_device = changing_calls(mesh(n), true);
+      }
+      for (size_t s = 0; s < eager.losses.size(); ++s)
+        BOOST_TEST(std::fabs(by_device.losses[s] - eager.losses[s]) <= 1e-5, "step " << s);
+      for (size_t p = 0; p < eager.params.size(); ++p)
+        for (size_t i = 0; i < eager.params[p].size(); ++i)
+          BOOST_TEST(std::fabs(by_device.params[p][i] - eager.params[p][i]) <= 1e-5);
+      BOOST_TEST(by_device.losses == in_order.losses, boost::test_tools::per_element());
+      for (size_t p = 0; p < in_order.params.size(); ++p)
+        BOOST_TEST(by_device.params[p] == in_order.params[p], boost::test_tools::per_element());
+    }
+  }
 }

@@ -65,6 +65,14 @@ class SlotFlags {
     }
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
   }
+  // Every slot pending again, nothing stopped: flags kept from one replay to the next (Note
+  // [Lane scratch] in runtime/jit_replay.cpp). Only while no lane runs.
+  void reset() {
+    for (auto& f : flags_) f.made.store(kPending, std::memory_order_relaxed);
+    stopped_.store(false, std::memory_order_relaxed);
+    sleepers_.store(0, std::memory_order_relaxed);
+  }
+  size_t size() const { return flags_.size(); }
   // Wakes every waiter and makes every later wait throw LaneStopped.
   void stop() {
     stopped_.store(true, std::memory_order_release);

@@ -113,6 +113,8 @@ struct LaneChoice {
   }
 };
 
+struct LaneScratch;  // jit_replay.cpp
+
 struct Capture {
   std::vector<Meta> inputs, state_in;  // the signature
   std::vector<Slot> slots;
@@ -129,7 +131,13 @@ struct Capture {
   // every replay), and the slots some step writes (the others are bound before a replay starts).
   std::vector<std::vector<int32_t>> step_reads;
   std::vector<uint8_t> made_here;
+  // Each lane's steps in capture order (Note [Lane scratch]): a lane walks its own list instead
+  // of every step of every lane.
+  std::vector<std::vector<int32_t>> lane_steps;
   mutable LaneChoice lane_choice;             // Note [Choosing lanes]
+  // Note [Lane scratch]: what a replay by device fills and empties, kept from one replay to the
+  // next (a Jit replays one call at a time); made at the first replay by device.
+  mutable std::shared_ptr<LaneScratch> lane_scratch;
 };
 
 // Removes the steps whose results no kept step reads, walking back from the slots in `kept`

@@ -1,8 +1,10 @@
 // Replaying a ravel::Jit capture: in order, or one lane per device (Note [Replay by device]).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "ravel/error.hpp"
@@ -13,13 +15,23 @@
 
 namespace ravel::detail::jit_capture {
 
-namespace {
-
 // A slot's buffer in a replay by device, on a cache line of its own (Note [Lanes share no cache
 // line]): the slots of the devices' kernels alternate in capture order.
 struct alignas(64) LaneBuffer {
   std::shared_ptr<DeviceBuffer> p;
 };
+// Note [Lanes share no cache line]: what one lane writes per kernel (a slot's count of reads
+// left, its flag, the lane's statistics) sits on a cache line no other lane writes, so the
+// lanes' cores do not pass lines back and forth for neighbouring slots.
+struct alignas(64) ReadsLeft {
+  std::atomic<int32_t> n{0};
+};
+struct alignas(64) LaneStats {
+  KernelStats s;
+};
+
+namespace {
+
 using Buffers = std::vector<std::shared_ptr<DeviceBuffer>>;
 std::shared_ptr<DeviceBuffer>& at(Buffers& b, int32_t s) { return b[s]; }
 std::shared_ptr<DeviceBuffer>& at(std::vector<LaneBuffer>& b, int32_t s) { return b[s].p; }
@@ -91,6 +103,27 @@ LanesMode lanes_mode() {
 }
 
 }  // namespace
+
+// Note [Lane scratch]
+// A replay by device works on per-slot arrays, each slot on a cache line of its own: the bound
+// buffers, the made flags and the counts of reads left, plus each lane's statistics (Note [Lanes
+// share no cache line]). Made afresh at every replay they were three allocations of a cache line
+// per slot (a slot per buffer the step touches: 57 kernels' results, 10 state parts, inputs and
+// constants in the 2-device makemore step), zeroed, and freed again, part of the ~1 us
+// the lanes' set-up cost against 0.13 in order (docs/performance.md §6, helper mk2dev2). A
+// capture keeps them from one replay to the next and resets their values: a Jit replays one call
+// at a time (Jit::operator() refuses a second), every replay ends with all lanes returned (also
+// when one fails: DeviceLanes::run waits for the others), and the buffers go back to the caller
+// at the end of every replay, so nothing of one replay is seen by the next but the reset values.
+// The lanes also walk only their own steps (Capture::lane_steps, made by plan_lanes).
+struct LaneScratch {
+  explicit LaneScratch(const Capture& c)
+      : bufs(c.slots.size()), made(c.slots.size()), reads_left(c.slots.size()), lane_stats(static_cast<size_t>(c.lanes)) {}
+  std::vector<LaneBuffer> bufs;
+  SlotFlags made;
+  std::vector<ReadsLeft> reads_left;
+  std::vector<LaneStats> lane_stats;
+};
 
 // Note [Unread kernels]
 // A capture records every kernel the call ran, also those whose results only the host read
@@ -198,6 +231,9 @@ void plan_lanes(Capture& c) {
     c.step_reads.push_back(step.reads());
     for (int32_t w : step.writes()) c.made_here[w] = 1;
   }
+  c.lane_steps.assign(static_cast<size_t>(std::max(c.lanes, 1)), {});
+  for (size_t i = 0; i < c.steps.size(); ++i) c.lane_steps[static_cast<size_t>(c.lane_of[i])].push_back(static_cast<int32_t>(i));
+  c.lane_scratch.reset();  // sized for the slots and lanes above (Note [Lane scratch])
 }
 
 void replay_in_order(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>>& bufs, KernelStats& stats) {
@@ -242,7 +278,9 @@ void replayed(const Capture& c, bool by_device, double seconds) {
 void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer>>& bound, KernelStats& stats,
                       DeviceLanes& lanes) {
   const size_t n = static_cast<size_t>(c.lanes);
-  std::vector<LaneBuffer> bufs(bound.size());
+  if (!c.lane_scratch) c.lane_scratch = std::make_shared<LaneScratch>(c);  // Note [Lane scratch]
+  LaneScratch& scratch = *c.lane_scratch;
+  std::vector<LaneBuffer>& bufs = scratch.bufs;
   for (size_t s = 0; s < bound.size(); ++s) bufs[s].p = std::move(bound[s]);
   struct MoveBack {  // the caller reads outputs and state from `bound`, also after a failure
     std::vector<LaneBuffer>& from;
@@ -252,22 +290,15 @@ void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer
     }
   } move_back{bufs, bound};
   // A slot is waited for only if a step of this replay makes it; the others are bound already.
-  SlotFlags made(c.slots.size());
+  SlotFlags& made = scratch.made;
+  made.reset();
   for (size_t s = 0; s < c.slots.size(); ++s)
     if (!c.made_here[s]) made.set_made(s);
-  // Note [Lanes share no cache line]: what one lane writes per kernel (a slot's count of reads
-  // left, its flag, the lane's statistics) sits on a cache line no other lane writes, so the
-  // lanes' cores do not pass lines back and forth for neighbouring slots.
-  struct alignas(64) ReadsLeft {
-    std::atomic<int32_t> n;
-  };
-  struct alignas(64) LaneStats {
-    KernelStats s;
-  };
-  std::vector<ReadsLeft> reads_left(c.slots.size());
+  std::vector<ReadsLeft>& reads_left = scratch.reads_left;
   for (size_t s = 0; s < c.slots.size(); ++s)
     reads_left[s].n.store(c.reads_before_release[s], std::memory_order_relaxed);
-  std::vector<LaneStats> lane_stats(n);
+  std::vector<LaneStats>& lane_stats = scratch.lane_stats;
+  for (LaneStats& s : lane_stats) s.s = KernelStats{};
 
   // Every release goes through here: the lane that ends the last read frees the buffer.
   auto read_done = [&](int32_t s) {
@@ -280,10 +311,10 @@ void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer
   // on every device (the ABI's n-sided barrier), so the other lanes only wait where they read it.
   std::vector<HostOp*> in_flight;  // lane 0's begun host operations, cancelled if the replay fails
   ReplayClock clock(c, true);       // Note [Replay profile]
-  const std::function<void(size_t)> lane = [&](size_t k) {
+  const auto lane_body = [&](size_t k) {
     if (clock.on()) clock.lane_start(k);
-    for (size_t i = 0; i < c.steps.size(); ++i) {
-      if (static_cast<size_t>(c.lane_of[i]) != k) continue;
+    for (const int32_t step_index : c.lane_steps[k]) {
+      const size_t i = static_cast<size_t>(step_index);
       const Step& step = c.steps[i];
       const std::vector<int32_t>& reads = c.step_reads[i];
       const double wait_from = clock.on() ? clock.now_us() : 0;
@@ -307,7 +338,8 @@ void replay_by_device(const Capture& c, std::vector<std::shared_ptr<DeviceBuffer
     }
     if (clock.on()) clock.lane_end(k);
   };
-  const std::function<void()> stop_all = [&] { made.stop(); };
+  const std::function<void(size_t)> lane = [&lane_body](size_t k) { lane_body(k); };  // one pointer: no allocation
+  const std::function<void()> stop_all = [&made] { made.stop(); };
   try {
     lanes.run(n, lane, stop_all);
   } catch (...) {

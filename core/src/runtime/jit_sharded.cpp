@@ -21,13 +21,26 @@ void append_number(std::string& s, int64_t v) {
 
 size_t part_count(const Layout& l) { return l.devices.empty() ? 1 : l.devices.size(); }
 
-// The tensor `t` was split from (Note [Inputs split inside the step]), or an undefined one.
-Tensor split_source(const Tensor& t, const Layout& l) {
+// The tensor `t` (a bundle) was split from (Note [Inputs split inside the step]), or an
+// undefined one.
+Tensor split_source(const Tensor& t) {
   const NodePtr& source = t.node()->shard_source;  // set by Tensor::shard only
-  if (!source || l.axis < 0 || l.partial) return {};
+  if (!source || t.node()->shard_axis < 0 || t.node()->shard_partial >= 0) return {};
   for (const NodePtr& p : t.node()->srcs)
     if (p->buffer) return {};  // realized: bound by its buffer, nothing to run again
   return Tensor(source);
+}
+
+// Whether `t` is laid out as `l` (layout_or_none(t) == l), read off its node without copying
+// the devices and bounds (Note [Signature of the last call]).
+bool laid_out_as(const Tensor& t, const Layout& l) {
+  if (!is_multi(t)) return l.devices.empty();
+  const Node& n = *t.node();
+  if (n.srcs.size() != l.devices.size() || n.shard_axis != l.axis || n.shard_bounds != l.bounds) return false;
+  if (n.shard_partial != (l.partial ? static_cast<int>(*l.partial) : -1)) return false;
+  for (size_t k = 0; k < l.devices.size(); ++k)
+    if (!(n.srcs[k]->device == l.devices[k])) return false;
+  return true;
 }
 
 Tensor rebuilt(const std::vector<Tensor>& flat, size_t& k, const Layout& l) {
@@ -113,44 +126,66 @@ std::vector<Tensor> ShardedJit::traced(const std::vector<Tensor>& flat_args) {
   return flat;
 }
 
+// Note [Signature of the last call]
+// What the inner Jit cannot see of a call, how its parts form bundles, is a string key of the
+// outputs' layouts (out_layouts_), made from every part's dtype, shape and device and every
+// input's layout. A training loop calls with the same kinds of inputs every step, so the key is
+// built only when something differs from the last call: each input's layout and whether it is
+// split inside the step (compared on the nodes, without copying a Layout), and each part's
+// dtype, shape and device. Building it every call (a dozen device names and numbers appended,
+// two Layout copies per input, a map look-up by string) was part of the ~1.3 us the sharded
+// Jit's preparation cost per 2-device makemore step (docs/performance.md §6, helper mk2dev2).
 std::vector<Tensor> ShardedJit::call(const std::vector<Tensor>& inputs) {
-  std::vector<Layout> layouts;
-  std::vector<uint8_t> sourced;
+  bool same = last_out_layouts_ != nullptr && inputs.size() == in_layouts_.size();
+  std::vector<uint8_t> sourced(inputs.size(), 0);
   std::vector<Tensor> flat;
+  flat.reserve(flat_metas_.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     RAVEL_CHECK(inputs[i].defined(), ValueError, "Jit: input ", i, " is an undefined tensor");
-    layouts.push_back(layout_or_none(inputs[i]));
-    Tensor source = is_multi(inputs[i]) ? split_source(inputs[i], layouts.back()) : Tensor();
-    sourced.push_back(source.defined() ? 1 : 0);
+    same = same && laid_out_as(inputs[i], in_layouts_[i]);
+    Tensor source = is_multi(inputs[i]) ? split_source(inputs[i]) : Tensor();
+    sourced[i] = source.defined() ? 1 : 0;
     if (source.defined()) {
       flat.push_back(std::move(source));
       continue;
     }
     for (const Tensor& p : parts_of(inputs[i])) flat.push_back(p);
   }
-  // The parts' own signature is the inner Jit's; what it cannot see is how they form bundles.
-  // Built by appending (every call builds it: a stream per number cost microseconds of the
-  // 2-device makemore step's ~200, docs/performance.md §6, 2026-12-07).
-  std::string sig;
-  for (const Tensor& p : flat) {
-    sig += dtype_name(p.dtype());
-    sig += ':';
-    for (int64_t d : p.shape()) append_number(sig, d), sig += ',';
-    sig += p.device().str();
-    sig += ';';
+  same = same && sourced == in_sourced_ && flat.size() == flat_metas_.size();
+  for (size_t i = 0; same && i < flat.size(); ++i) {
+    const Node& n = *flat[i].node();
+    same = n.dtype == flat_metas_[i].dtype && n.shape == flat_metas_[i].shape && n.device == flat_metas_[i].device;
   }
-  for (size_t i = 0; i < layouts.size(); ++i) {
-    const Layout& l = layouts[i];
-    sig += sourced[i] ? '/' : '|';
-    append_number(sig, l.axis);
-    if (l.partial) sig += 'p', append_number(sig, static_cast<int64_t>(*l.partial));
-    for (const Device& d : l.devices) sig += d.str(), sig += ',';
-    for (int64_t b : l.bounds) append_number(sig, b), sig += ',';
+  if (!same) {
+    std::vector<Layout> layouts;
+    for (const Tensor& t : inputs) layouts.push_back(layout_or_none(t));
+    // The parts' own signature is the inner Jit's; what it cannot see is how they form bundles.
+    // Built by appending (a stream per number cost microseconds of the 2-device makemore
+    // step's ~200, docs/performance.md §6, 2026-12-07).
+    std::string sig;
+    for (const Tensor& p : flat) {
+      sig += dtype_name(p.dtype());
+      sig += ':';
+      for (int64_t d : p.shape()) append_number(sig, d), sig += ',';
+      sig += p.device().str();
+      sig += ';';
+    }
+    for (size_t i = 0; i < layouts.size(); ++i) {
+      const Layout& l = layouts[i];
+      sig += sourced[i] ? '/' : '|';
+      append_number(sig, l.axis);
+      if (l.partial) sig += 'p', append_number(sig, static_cast<int64_t>(*l.partial));
+      for (const Device& d : l.devices) sig += d.str(), sig += ',';
+      for (int64_t b : l.bounds) append_number(sig, b), sig += ',';
+    }
+    if (layouts != in_layouts_ || sourced != in_sourced_) inner_->clear();  // another layout is another signature
+    in_layouts_ = std::move(layouts);
+    in_sourced_ = std::move(sourced);
+    signature_ = std::move(sig);
+    flat_metas_.clear();
+    for (const Tensor& p : flat) flat_metas_.push_back(PartMeta{p.dtype(), p.shape(), p.device()});
+    last_out_layouts_ = nullptr;  // set once this signature's call has returned
   }
-  if (layouts != in_layouts_ || sourced != in_sourced_) inner_->clear();  // another layout is another signature
-  in_layouts_ = std::move(layouts);
-  in_sourced_ = std::move(sourced);
-  signature_ = sig;
   state_to_parts("when the step was called");
   std::vector<Tensor> flat_out;
   try {
@@ -160,9 +195,10 @@ std::vector<Tensor> ShardedJit::call(const std::vector<Tensor>& inputs) {
     throw;
   }
   state_from_parts();
+  if (!last_out_layouts_) last_out_layouts_ = &out_layouts_.at(signature_);  // a map's values stay put
   std::vector<Tensor> outs;
   size_t k = 0;
-  for (const Layout& l : out_layouts_.at(signature_)) outs.push_back(rebuilt(flat_out, k, l));
+  for (const Layout& l : *last_out_layouts_) outs.push_back(rebuilt(flat_out, k, l));
   return outs;
 }
 

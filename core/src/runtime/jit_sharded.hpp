@@ -59,6 +59,15 @@ class ShardedJit {
   // The outputs' layouts of each capture, by the signature of its parts and layouts.
   std::map<std::string, std::vector<Layout>> out_layouts_;
   std::string signature_;
+  // Note [Signature of the last call]: each part's dtype, shape and device at the last call, and
+  // the outputs' layouts of its signature (null until a call with it has returned).
+  struct PartMeta {
+    DType dtype;
+    Shape shape;
+    Device device;
+  };
+  std::vector<PartMeta> flat_metas_;
+  const std::vector<Layout>* last_out_layouts_ = nullptr;
   std::unique_ptr<Jit> inner_;
 };
 

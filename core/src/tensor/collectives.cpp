@@ -350,11 +350,14 @@ namespace {
 
 void check_mesh(const std::vector<Device>& devices, const char* op) {
   RAVEL_CHECK(!devices.empty(), DeviceError, op, ": expected at least one device in the mesh, got none");
-  std::set<std::string> seen;
-  for (const auto& d : devices) {
+  // Pairwise: a mesh is a few devices, and shard_batch checks one at every step of a training
+  // loop (a set of their names cost allocations per device and call).
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const Device& d = devices[i];
     engine().check_device(d);  // unknown devices fail here, naming the available ones
-    RAVEL_CHECK(seen.insert(d.str()).second, DeviceError, op, ": device ", d.str(),
-                " appears twice in the mesh (expected distinct devices)");
+    for (size_t j = 0; j < i; ++j)
+      RAVEL_CHECK(!(devices[j] == d), DeviceError, op, ": device ", d.str(),
+                  " appears twice in the mesh (expected distinct devices)");
   }
 }
 
