@@ -42,8 +42,53 @@ def run_classifier_step(model, opt, x, y):
     proto.run(args, step, lambda loss: loss == loss and loss > 0)
 
 
-with torch.no_grad():
+# Half rows (configs/bench/half-vs-f32.json): "matmul_bf16" is matmul with bf16 inputs and result,
+# as ravel-bench's own half rows; PyTorch 1.13's CPU has no f16 matmul ("addmm_impl_cpu_ not
+# implemented for 'Half'"), so an f16 row that PyTorch refuses is reported unavailable below.
+HALF = {"_bf16": torch.bfloat16, "_f16": torch.float16}
+DT = torch.float32
+for _suffix, _dt in HALF.items():
+    if W.endswith(_suffix):
+        W, DT = W[: -len(_suffix)], _dt
+        if W not in ("matmul", "elementwise", "muladd", "sum_axis0", "sum_axis1"):
+            proto.unavailable(args, f"the PyTorch peer has no {_suffix[1:]} workload {W}")
+# Half results are checked as ravel-bench checks its own: against double, with one rounding.
+HALF_RTOL = {torch.float32: 0.0, torch.bfloat16: 1 / 256, torch.float16: 1 / 2048}[DT]
+
+
+def h(t):
+    """t in the row's dtype; a matmul's inputs as multiples of 1/8 (ravel-bench's, exact in halves)."""
+    if DT is torch.float32:
+        return t
     if W == "matmul":
+        t = (t * 8).round() / 8
+    return t.to(DT)
+
+
+def run_half(fn, want_fn, atol):
+    try:
+        fn()
+    except RuntimeError as e:  # an op PyTorch's CPU backend does not implement in this dtype
+        proto.unavailable(args, f"PyTorch {torch.__version__} CPU: {e}")
+    rows = 4 if W == "matmul" else None  # a matmul is checked on its first rows (want_fn's)
+    proto.run(args, fn, lambda r: close(r[:rows].float(), want_fn(), atol=atol + 4 * HALF_RTOL, rtol=1e-3 + HALF_RTOL))
+
+
+with torch.no_grad():
+    if DT is not torch.float32 or W == "muladd":
+        if W == "matmul":
+            a, b = h(u(S[0], S[1])), h(u(S[1], S[2]))
+            run_half(lambda: a @ b, lambda: a[:4].double() @ b.double(), 1e-5 * S[1])
+        elif W == "elementwise":
+            a, b, c = h(u(S[0])), h(u(S[0])), h(u(S[0]))
+            run_half(lambda: torch.exp(a) * b + c, lambda: torch.exp(a.double()) * b.double() + c.double(), 1e-4)
+        elif W == "muladd":
+            a, b, c = h(u(S[0])), h(u(S[0])), h(u(S[0]))
+            run_half(lambda: a * b + c, lambda: a.double() * b.double() + c.double(), 1e-6)
+        else:
+            x, ax = h(u(S[0], S[1])), 0 if W == "sum_axis0" else 1
+            run_half(lambda: x.sum(dim=ax), lambda: x.double().sum(dim=ax), 1e-3)
+    elif W == "matmul":
         a, b = u(S[0], S[1]), u(S[1], S[2])
         proto.run(args, lambda: a @ b, lambda r: close(r[:4], a[:4].double() @ b.double(), atol=1e-5 * S[1]))
     elif W == "elementwise":
@@ -131,5 +176,5 @@ elif W == "cnn_step":
     opt = torch.optim.Adam(model.parameters(), lr=2e-3)
     x, y = torch.randn(B, 1, 28, 28), torch.randint(0, 10, (B,))
     run_classifier_step(model, opt, x, y)
-elif W not in ("matmul", "elementwise", "softmax", "sum_axis0", "sum_axis1", "transpose"):
+elif W not in ("matmul", "elementwise", "muladd", "softmax", "sum_axis0", "sum_axis1", "transpose"):
     proto.unavailable(args, f"the PyTorch peer has no workload {W}")

@@ -3,6 +3,7 @@
 #include "dtype_ops.hpp"
 #include "fold.hpp"
 #include "half_convert.hpp"
+#include "tuning_env.hpp"
 
 #include <ravel/half.hpp>
 
@@ -92,6 +93,50 @@ __attribute__((target("avx512f,avx512bw"))) float fold_avx512(float acc, const u
   return finish<ROP>(F16, acc, l, v, i, n);
 }
 
+// Note [Two rows per fold]
+// Each lane of fold_avx512 is one chain of dependent adds (16 values per add, in the lane order
+// that keeps the bits): on AMD Zen 4 (2026-12-07) a bf16 `x.sum(1)` row ran at that chain's
+// latency, below memory speed, and no faster than the f32 row that moves twice the bytes
+// (docs/performance.md §11, "Zen 4"). The lanes' order cannot change, but two rows are two
+// outputs: folded in one loop they are two independent chains, so the adds overlap. Each row's
+// lanes, tree and tail are exactly fold_half's (tests: tbb_half_fold_*).
+template <int ROP, bool F16>
+__attribute__((target("avx512f,avx512bw"))) void fold2_avx512(float* acc0, const uint16_t* v0, float* acc1,
+                                                              const uint16_t* v1, int64_t n) {
+  if (n < 32) {
+    *acc0 = fold_avx512<ROP, F16>(*acc0, v0, n);
+    *acc1 = fold_avx512<ROP, F16>(*acc1, v1, n);
+    return;
+  }
+  __m512 l0 = widen16<F16>(v0), l1 = widen16<F16>(v1);
+  __m512 c0 = _mm512_sub_ps(l0, l0), c1 = _mm512_sub_ps(l1, l1);
+  int64_t i = 16;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 x0 = widen16<F16>(v0 + i), x1 = widen16<F16>(v1 + i);
+    if constexpr (ROP == RVL_REDUCE_SUM) {
+      l0 = _mm512_add_ps(l0, x0), l1 = _mm512_add_ps(l1, x1);
+    } else if constexpr (ROP == RVL_REDUCE_MAX) {
+      l0 = _mm512_max_ps(x0, l0), l1 = _mm512_max_ps(x1, l1);
+      c0 = _mm512_add_ps(c0, _mm512_sub_ps(x0, x0)), c1 = _mm512_add_ps(c1, _mm512_sub_ps(x1, x1));
+    } else {
+      l0 = _mm512_mul_ps(l0, x0), l1 = _mm512_mul_ps(l1, x1);
+    }
+  }
+  alignas(64) float l[16];
+  if (ROP == RVL_REDUCE_MAX && _mm512_cmp_ps_mask(c0, c0, _CMP_UNORD_Q) != 0) {
+    *acc0 = fold_linear_half<ROP>(F16, *acc0, v0, n);
+  } else {
+    _mm512_store_ps(l, l0);
+    *acc0 = finish<ROP>(F16, *acc0, l, v0, i, n);
+  }
+  if (ROP == RVL_REDUCE_MAX && _mm512_cmp_ps_mask(c1, c1, _CMP_UNORD_Q) != 0) {
+    *acc1 = fold_linear_half<ROP>(F16, *acc1, v1, n);
+  } else {
+    _mm512_store_ps(l, l1);
+    *acc1 = finish<ROP>(F16, *acc1, l, v1, i, n);
+  }
+}
+
 // s_max (dtype_ops.hpp) in lanes: a's NaN, else b's NaN, else a < b ? b : a.
 __attribute__((target("avx512f"), always_inline)) inline __m512 max512(__m512 a, __m512 b) {
   const __mmask16 take_b = _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ) |
@@ -148,6 +193,44 @@ __attribute__((target("avx2,f16c"))) float fold_avx2(float acc, const uint16_t* 
   return finish<ROP>(F16, acc, l, v, i, n);
 }
 
+// fold_avx2's end: MAX's refold when a NaN or infinity was seen, else the lanes' tree and tail.
+template <int ROP, bool F16>
+__attribute__((target("avx2,f16c"), always_inline)) inline float finish_avx2(float acc, const uint16_t* v, int64_t i,
+                                                                             int64_t n, __m256 lo, __m256 hi,
+                                                                             __m256 clo, __m256 chi) {
+  if constexpr (ROP == RVL_REDUCE_MAX) {
+    const __m256 c = _mm256_add_ps(clo, chi);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(c, c, _CMP_UNORD_Q)) != 0) return fold_linear_half<ROP>(F16, acc, v, n);
+  }
+  alignas(32) float l[16];
+  _mm256_store_ps(l, lo);
+  _mm256_store_ps(l + 8, hi);
+  return finish<ROP>(F16, acc, l, v, i, n);
+}
+
+// Note [Two rows per fold] at AVX2: the same 16 lanes per row as fold_avx2 (two 8-lane halves).
+template <int ROP, bool F16>
+__attribute__((target("avx2,f16c"))) void fold2_avx2(float* acc0, const uint16_t* v0, float* acc1,
+                                                     const uint16_t* v1, int64_t n) {
+  if (n < 32) {
+    *acc0 = fold_avx2<ROP, F16>(*acc0, v0, n);
+    *acc1 = fold_avx2<ROP, F16>(*acc1, v1, n);
+    return;
+  }
+  __m256 lo0 = widen8<F16>(v0), hi0 = widen8<F16>(v0 + 8), lo1 = widen8<F16>(v1), hi1 = widen8<F16>(v1 + 8);
+  __m256 clo0 = _mm256_sub_ps(lo0, lo0), chi0 = _mm256_sub_ps(hi0, hi0);
+  __m256 clo1 = _mm256_sub_ps(lo1, lo1), chi1 = _mm256_sub_ps(hi1, hi1);
+  int64_t i = 16;
+  for (; i + 16 <= n; i += 16) {
+    lo0 = step8<ROP>(lo0, widen8<F16>(v0 + i), clo0);
+    hi0 = step8<ROP>(hi0, widen8<F16>(v0 + i + 8), chi0);
+    lo1 = step8<ROP>(lo1, widen8<F16>(v1 + i), clo1);
+    hi1 = step8<ROP>(hi1, widen8<F16>(v1 + i + 8), chi1);
+  }
+  *acc0 = finish_avx2<ROP, F16>(*acc0, v0, i, n, lo0, hi0, clo0, chi0);
+  *acc1 = finish_avx2<ROP, F16>(*acc1, v1, i, n, lo1, hi1, clo1, chi1);
+}
+
 __attribute__((target("avx2"), always_inline)) inline __m256 max256(__m256 a, __m256 b) {
   const __m256 take_b = _mm256_or_ps(_mm256_cmp_ps(a, b, _CMP_LT_OQ),
                                      _mm256_and_ps(_mm256_cmp_ps(b, b, _CMP_UNORD_Q), _mm256_cmp_ps(a, a, _CMP_ORD_Q)));
@@ -177,6 +260,17 @@ float fold_half_op(bool f16, float acc, const uint16_t* v, int64_t n) {
 }
 
 template <int ROP>
+void fold_half2_op(bool f16, float* acc0, const uint16_t* v0, float* acc1, const uint16_t* v1, int64_t n) {
+#ifdef RVL_TBB_HAVE_X86
+  const int level = half_convert_level();
+  if (level >= 2) return f16 ? fold2_avx512<ROP, true>(acc0, v0, acc1, v1, n) : fold2_avx512<ROP, false>(acc0, v0, acc1, v1, n);
+  if (level == 1) return f16 ? fold2_avx2<ROP, true>(acc0, v0, acc1, v1, n) : fold2_avx2<ROP, false>(acc0, v0, acc1, v1, n);
+#endif
+  *acc0 = fold_plain<ROP>(f16, *acc0, v0, n);
+  *acc1 = fold_plain<ROP>(f16, *acc1, v1, n);
+}
+
+template <int ROP>
 void fold_half_into_op(bool f16, float* acc, const uint16_t* v, int64_t n) {
   int64_t i = 0;
 #ifdef RVL_TBB_HAVE_X86
@@ -195,6 +289,21 @@ float fold_half(int32_t rop, int32_t half_dtype, float acc, const uint16_t* v, i
     case RVL_REDUCE_SUM: return fold_half_op<RVL_REDUCE_SUM>(f16, acc, v, n);
     case RVL_REDUCE_MAX: return fold_half_op<RVL_REDUCE_MAX>(f16, acc, v, n);
     default: return fold_half_op<RVL_REDUCE_PROD>(f16, acc, v, n);
+  }
+}
+
+bool two_row_folds() {
+  static const bool on = tuning_int("RAVEL_TBB_NO_TWO_ROW_FOLD", 0, 0, 1) == 0;
+  return on;
+}
+
+void fold_half2(int32_t rop, int32_t half_dtype, float* acc0, const uint16_t* v0, float* acc1, const uint16_t* v1,
+                int64_t n) {
+  const bool f16 = half_dtype == RVL_DTYPE_F16;
+  switch (rop) {
+    case RVL_REDUCE_SUM: return fold_half2_op<RVL_REDUCE_SUM>(f16, acc0, v0, acc1, v1, n);
+    case RVL_REDUCE_MAX: return fold_half2_op<RVL_REDUCE_MAX>(f16, acc0, v0, acc1, v1, n);
+    default: return fold_half2_op<RVL_REDUCE_PROD>(f16, acc0, v0, acc1, v1, n);
   }
 }
 

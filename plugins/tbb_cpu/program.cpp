@@ -209,11 +209,30 @@ void Evaluator::run_reduce() const {
   if (outputs_ >= 256 || R <= 4 * block_) {
     // Many outputs (or short reductions): each task owns whole outputs, so no combining.
     const int64_t grain = std::max<int64_t>(1, block_ / R);
+    // Note [Two rows per fold] (half_fold.cpp): a half input read as stored (LOAD of a dense
+    // input, then the CAST the fold widens), rows a whole number of blocks long: two rows at a
+    // time, each folded block by block as below (the same blocks, so the same bits).
+    const int32_t arg = ins_[0].arg;
+    const bool two_rows = DT == RVL_DTYPE_F32 && fold_half_ != 0 && n_ins_ == 2 && ins_[0].op == RVL_OP_LOAD &&
+                          dense_[arg] && inv_[0] < 0 && !per_row_[arg] && tile_axis_ < 0 && R % block_ == 0 &&
+                          two_row_folds();
     for_range(*this, 0, outputs_, grain, total_ * n_ins_, [&](const auto& r, Scratch& sc) {
       int64_t o = r.begin(), left = R;
+      if constexpr (DT == RVL_DTYPE_F32) {
+        if (two_rows) {
+          const View& v = in_[arg];
+          const auto* x = reinterpret_cast<const uint16_t*>(v.data) + v.offset;
+          for (; o + 2 <= r.end(); o += 2) {
+            float a0 = identity, a1 = identity;
+            for (int64_t s = o * R; s < (o + 1) * R; s += block_)
+              fold_half2(ROP, fold_half_, &a0, x + s, &a1, x + s + R, block_);
+            put(o, a0), put(o + 1, a1);
+          }
+        }
+      }
       T acc = identity;
       const int64_t end = r.end() * R;
-      for (int64_t s = r.begin() * R; s < end; s += block_) {
+      for (int64_t s = o * R; s < end; s += block_) {
         const int64_t e = std::min(end, s + block_);
         const auto* v = static_cast<const std::byte*>(fold_eval(s, e, sc));
         for (int64_t p = 0; p < e - s;) {

@@ -64,7 +64,7 @@ BOOST_AUTO_TEST_CASE(every_workload_matches_the_naive_computation_under_every_po
       // The half rows (matmul_bf16, elementwise_f16, ...) take their f32 workload's size.
       const std::string base = w.name.substr(0, w.name.find("_bf16") != std::string::npos ? w.name.find("_bf16")
                                                                                          : w.name.find("_f16"));
-      Size s = base == "matmul" ? Size{9, 17, 5} : base == "mlp" ? Size{3} : base == "elementwise" ? Size{1000}
+      Size s = base == "matmul" ? Size{9, 17, 5} : base == "mlp" ? Size{3} : (base == "elementwise" || base == "muladd") ? Size{1000}
              : base == "conv2d" ? Size{2, 3, 4, 6, 3} : base == "max_pool2d" ? Size{2, 3, 8} : base == "cnn_step" ? Size{4}
              : Size{7, 13};
       BOOST_TEST_CONTEXT(w.name << " " << size_str(s) << " under " << p) {

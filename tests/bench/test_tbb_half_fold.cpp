@@ -1,6 +1,6 @@
 // The oneTBB plugin's half folds (plugins/tbb_cpu/half_fold.cpp, Note [Widening in the fold]):
-// fold_half must give the bits fold.hpp's f32 fold gives over the same values widened first (the
-// path a half reduction took before), and fold_half_into those of the element-wise combine,
+// fold_half (and fold_half2, two rows at once) must give the bits fold.hpp's f32 fold gives over
+// the same values widened first (the path a half reduction took before), and fold_half_into those of the element-wise combine,
 // for SUM, MAX and PROD, f16 and bf16, every length up to 100 and a few around the evaluator's
 // blocks, at misaligned starts, with NaN, infinities, subnormals and signed zeros mixed in (and runs of
 // signed zeros alone, where a max's operand order shows). The
@@ -77,6 +77,19 @@ void check_lengths(int32_t dt, const char* name) {
           if (!same(got, want) && bad++ < 5)
             BOOST_ERROR(name << " fold n=" << n << " misalign=" << misalign << " specials=" << specials << ": "
                              << got << ", want " << want);
+        }
+        // Two rows at once (Note [Two rows per fold]): each the reference's bits, the second row
+        // with other specials than the first (a NaN in one row must not refold the other).
+        {
+          const std::vector<uint16_t> w = values(dt, n + 1, seed, (specials + 1) % 3);
+          const float a0 = ROP == RVL_REDUCE_PROD ? 1.0f : ROP == RVL_REDUCE_MAX ? -INFINITY : 0.0f;
+          const float b0 = widen(dt, w[0]);
+          float x = a0, y = b0;
+          tbbcpu::fold_half2(ROP, dt, &x, p, &y, w.data() + 1, n);
+          const float wx = reference<ROP>(dt, a0, p, n), wy = reference<ROP>(dt, b0, w.data() + 1, n);
+          if ((!same(x, wx) || !same(y, wy)) && bad++ < 5)
+            BOOST_ERROR(name << " fold2 n=" << n << " misalign=" << misalign << " specials=" << specials << ": " << x
+                             << ", " << y << ", want " << wx << ", " << wy);
         }
         // Element-wise into accumulators (x.sum(0)'s rows).
         std::vector<float> acc(static_cast<size_t>(n) + 1), want(static_cast<size_t>(n) + 1);

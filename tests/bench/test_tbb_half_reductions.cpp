@@ -5,7 +5,7 @@
 // order), and each sum must lie within an order-independent bound of a sum in double. Layouts:
 // rows (many outputs), one long row (the reduced range split across threads), columns (sum(0):
 // rows of outputs, also with few outputs), a strided and a transposed view, lengths around the
-// 16-lane and 1,024-element blocks. CMake runs it also with RAVEL_TBB_SIMD=portable and avx2 and
+// 16-lane and 1,024-element blocks, rows of whole blocks (two rows per fold) and an offset view. CMake runs it also with RAVEL_TBB_SIMD=portable and avx2 and
 // with forced parallelism.
 #include <boost/test/unit_test.hpp>
 
@@ -86,7 +86,10 @@ BOOST_AUTO_TEST_CASE(half_reductions_equal_the_f32_reduction_of_the_widened_valu
   struct Shape2 {
     int64_t rows, cols;
   };
-  const Shape2 shapes[] = {{64, 4096}, {300, 33}, {7, 1025}, {2, 70001}, {1, 100000}, {5000, 3}, {129, 1000}, {40, 17}};
+  const Shape2 shapes[] = {{64, 4096}, {300, 33}, {7, 1025}, {2, 70001}, {1, 100000}, {5000, 3}, {129, 1000}, {40, 17},
+                           // Note [Two rows per fold]: rows a whole number of blocks long, an odd
+                           // count (the last row alone), a pair only, one row only.
+                           {9, 2048}, {2, 1024}, {1, 4096}, {33, 1024}};
   for (DType t : {DType::BF16, DType::F16}) {
     const std::string tn = t == DType::BF16 ? "bf16 " : "f16 ";
     uint64_t seed = 3;
@@ -109,6 +112,10 @@ BOOST_AUTO_TEST_CASE(half_reductions_equal_the_f32_reduction_of_the_widened_valu
         // transpose (the reduced axis strided).
         check(tn + "strided sum(1)" + sz + sp, t, x.slice(1, 0, std::nullopt, 2).sum(1), xf.slice(1, 0, std::nullopt, 2).sum(1));
         check(tn + "transposed sum(1)" + sz + sp, t, x.transpose().sum(1), xf.transpose().sum(1));
+        // Dense rows at an offset (the view's first row dropped): the two-row fold reads the
+        // input from its offset.
+        if (s.rows > 1)
+          check(tn + "offset sum(1)" + sz + sp, t, x.slice(0, 1, std::nullopt, 1).sum(1), xf.slice(0, 1, std::nullopt, 1).sum(1));
         // The half computed in the same kernel (LOAD f32, CAST to the half, CAST back, fold): the
         // fold widens a slot, not a loaded array (the values are exact in the half, so equal).
         check(tn + "sum(1) of a cast" + sz + sp, t, xf.cast(t).sum(1), xf.sum(1));

@@ -347,6 +347,8 @@ const std::vector<WorkloadInfo>& workload_catalog() {
       {"matmul", "C = A @ B, f32 [m,k] @ [k,n]", 3, "m, k, n", {{256, 256, 256}, {512, 512, 512}}, true, ""},
       {"elementwise", "d = exp(a) * b + c over n f32 elements (one fused kernel under elementwise and above)", 1, "n",
        {{1 << 20}, {1 << 24}}, false, ""},
+      {"muladd", "d = a * b + c over n f32 elements: elementwise's memory-bound twin (no exp, so the time is the "
+                 "16n bytes, not the arithmetic)", 1, "n", {{1 << 24}}, false, ""},
       {"softmax", "softmax along the rows of an f32 [rows, cols] matrix", 2, "rows, cols", {{1024, 1024}}, false, ""},
       {"log_softmax", "log_softmax along the rows of an f32 [rows, cols] matrix", 2, "rows, cols", {{1024, 1024}}, false,
        ""},
@@ -382,6 +384,8 @@ const std::vector<WorkloadInfo>& workload_catalog() {
       {"matmul_f16", "matmul with f16 A, B and C (f32 accumulation)", 3, "m, k, n", {{512, 512, 512}}, true, ""},
       {"elementwise_bf16", "elementwise with bf16 a, b, c and d", 1, "n", {{1 << 24}}, false, ""},
       {"elementwise_f16", "elementwise with f16 a, b, c and d", 1, "n", {{1 << 24}}, false, ""},
+      {"muladd_bf16", "muladd with bf16 a, b, c and d", 1, "n", {{1 << 24}}, false, ""},
+      {"muladd_f16", "muladd with f16 a, b, c and d", 1, "n", {{1 << 24}}, false, ""},
       {"sum_axis1_bf16", "sum_axis1 of a bf16 matrix (f32 accumulation, bf16 result)", 2, "rows, cols", {{2048, 2048}}, false, ""},
       {"sum_axis1_f16", "sum_axis1 of an f16 matrix (f32 accumulation, f16 result)", 2, "rows, cols", {{2048, 2048}}, false, ""},
       {"sum_axis0_bf16", "sum_axis0 of a bf16 matrix (f32 accumulation, bf16 result)", 2, "rows, cols", {{2048, 2048}}, false, ""},
@@ -421,6 +425,7 @@ Work work_of(const std::string& full_name, const Size& s) {
   auto d = [&](size_t i) { return static_cast<double>(s[i]); };
   if (name == "matmul") return {2 * d(0) * d(1) * d(2), 4 * (d(0) * d(1) + d(1) * d(2) + d(0) * d(2))};
   if (name == "elementwise") return {3 * d(0), 16 * d(0)};
+  if (name == "muladd") return {2 * d(0), 16 * d(0)};
   if (name == "softmax" || name == "log_softmax") return {5 * d(0) * d(1), 8 * d(0) * d(1)};
   if (name == "layer_norm") return {8 * d(0) * d(1), 8 * d(0) * d(1) + 8 * d(1)};
   if (name == "cross_entropy") return {4 * d(0) * d(1), 4 * d(0) * d(1) + 8 * d(0)};
@@ -505,6 +510,14 @@ std::unique_ptr<Instance> make_instance(const std::string& full_name, const Size
         elementwise_naive([](const V& in, size_t i) { return std::exp(in[0][i]) * in[1][i] + in[2][i]; }),
         1e-5 + 4 * round_rel, 1e-5 + round_rel,
         size_t(n), size_t(n));
+  }
+  if (name == "muladd") {
+    int64_t n = s[0];
+    return std::make_unique<ExprInstance>(
+        std::vector<Tensor>{input({n}, 1), input({n}, 2), input({n}, 3)},
+        [](const std::vector<Tensor>& t) { return t[0] * t[1] + t[2]; },
+        elementwise_naive([](const V& in, size_t i) { return in[0][i] * in[1][i] + in[2][i]; }),
+        1e-6 + 2 * round_rel, 1e-6 + round_rel, size_t(n), size_t(n));
   }
   int64_t r = s[0], c = s.size() > 1 ? s[1] : 1;
   if (name == "softmax")
