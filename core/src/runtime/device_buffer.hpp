@@ -43,6 +43,11 @@ class DeviceBuffer {
   // failed: every later access rethrows its error instead of reading what was never written).
   void set_pending(std::shared_ptr<DeferredEnd> pending) { pending_ = std::move(pending); }
   bool pending() const { return pending_ != nullptr; }
+  // A Const node's one-element buffer (realize_const): its value is the node's, fixed for its
+  // lifetime, and every graph that interns the same constant shares it (Note [Constants shared
+  // by interning] in runtime/jit.cpp).
+  void mark_const_value() { const_value_ = true; }
+  bool const_value() const { return const_value_; }
 
  private:
   std::shared_ptr<LoadedPlugin> plugin_;
@@ -50,6 +55,7 @@ class DeviceBuffer {
   uint64_t bytes_;
   rvl_buffer* buffer_ = nullptr;
   std::shared_ptr<DeferredEnd> pending_;
+  bool const_value_ = false;
 };
 
 }  // namespace ravel::detail
