@@ -29,7 +29,11 @@
 // local devices per rank, while the caller kept last step's reference loss: 2026-12-07, helper
 // "bucket2"). A Const's value is fixed for the node's lifetime and is part of every kernel's key
 // that reads it; read without padding it is a literal in the kernel. So its buffer is always the
-// capture's own constant, never an external one, as the literal is.
+// capture's own constant, never an external one, as the literal is. What made that unsafe
+// before: a leaf realized from a Const (a scalar assigned with Tensor::assign, a parameter made
+// from a constant) shared its buffer, so an assigned closed-over scalar was read from a Const's
+// buffer; such a leaf now gets a buffer of its own (realized_leaf, tensor/assign.cpp), which is
+// never marked, so assigning it again is seen as before.
 #include "ravel/jit.hpp"
 
 #include <atomic>
