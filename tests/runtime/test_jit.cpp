@@ -231,6 +231,50 @@ BOOST_AUTO_TEST_CASE(assigning_a_closed_over_tensor_recaptures) {
   BOOST_TEST(f.captures() == 2);
 }
 
+// A closed-over tensor assigned a constant and then another: its leaf has a buffer of its own,
+// not the interned constant's (which a capture never counts as held outside it), so the second
+// assign is seen and the function runs again.
+BOOST_AUTO_TEST_CASE(assigning_constants_to_a_closed_over_tensor_recaptures) {
+  Tensor s = Tensor::from_vector<float>({1}, {});
+  s.assign(Tensor::full({}, 2.0));
+  int ran = 0;
+  ravel::Jit f([&](const std::vector<Tensor>& in) {
+    ++ran;
+    return std::vector<Tensor>{in[0] * s};
+  });
+  const Tensor x = Tensor::from_vector<float>({10, 20}, {2});
+  BOOST_TEST(f({x})[0].to_vector<float>() == (std::vector<float>{20, 40}), boost::test_tools::per_element());
+  BOOST_TEST(f({x})[0].to_vector<float>() == (std::vector<float>{20, 40}), boost::test_tools::per_element());
+  BOOST_TEST(ran == 1);
+  s.assign(Tensor::full({}, 3.0));
+  BOOST_TEST(f({x})[0].to_vector<float>() == (std::vector<float>{30, 60}), boost::test_tools::per_element());
+  BOOST_TEST(ran == 2);
+}
+
+// Note [Constants shared by interning] (core/src/runtime/jit.cpp): a padded Const (the mask of a
+// pad with a value) is read from a one-element buffer that every graph interning the same
+// constant shares. A graph of the caller's that used the same constant, alive while the step was
+// captured and gone by the next call, is not a closed-over tensor that was assigned: the step
+// replays (it was captured again at every call before).
+BOOST_AUTO_TEST_CASE(a_constant_shared_with_a_graph_that_died_does_not_recapture) {
+  int ran = 0;
+  ravel::Jit f([&](const std::vector<Tensor>& in) {
+    ++ran;
+    return std::vector<Tensor>{in[0].pad({{1, 1}}, 7.0) * 2.0};
+  });
+  for (int call = 0; call < 4; ++call) {
+    // The same interned constants (the mask's `true`, 7), in a graph that dies with this iteration.
+    const Tensor unrelated = Tensor::from_vector<float>({5}, {1}).pad({{1, 0}}, 7.0) + 1.0;
+    const Tensor x = Tensor::from_vector<float>({float(call), 1}, {2});
+    BOOST_TEST(f({x})[0].to_vector<float>() == (std::vector<float>{14, 2.0f * call, 2, 14}),
+               boost::test_tools::per_element());
+    BOOST_TEST(unrelated.to_vector<float>() == (std::vector<float>{8, 6}), boost::test_tools::per_element());
+  }
+  BOOST_TEST(ran == 1);
+  BOOST_TEST(f.captures() == 1);
+  BOOST_TEST(f.replays() == 3);
+}
+
 // Note [Constant kernels]: a kernel that reads only constants of the capture (a closed-over
 // tensor, a value made inside the function from nothing) runs once, at the capture; its result
 // is kept, so replays launch only what depends on the inputs. The values stay those of the

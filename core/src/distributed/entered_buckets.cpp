@@ -24,8 +24,9 @@
 //    graphs once), bucket b's all-reduce started right after the kernel that made its last
 //    input, while the kernels of the next buckets run (Note [Host operations begun as their inputs are made]).
 //    It runs at the first of: the first reader of any result (a kernel, a read-back, a Jit
-//    boundary, finalize: all go through the pending buffer), or any other rank collective (each
-//    calls it first). Both happen at the same point of the program on every rank, and the
+//    boundary, finalize: all go through the pending buffer), Tensor::realize of a result (which
+//    begins them and does not wait: Note [Realize starts, the reader waits] in
+//    runtime/host_op_deferred.cpp), or any other rank collective (each calls it first). Both happen at the same point of the program on every rank, and the
 //    buckets begin in the order they were made, so every rank begins the same collectives in the
 //    same order; a max/min combine's derivative (an all-reduce inside autodiff) begins the
 //    buckets registered so far before its own.
@@ -44,8 +45,8 @@
 //    starts again at each begin).
 // The result keeps combine's derivative (rank_enter of the cotangent), so second derivatives hold.
 // RAVEL_DIST_ENTER_BUCKETS=0 restores one eager all-reduce per sum (before decision 75).
-// Known limit: a result never read and no collective after it leaves its bucket waiting (its
-// inputs' graph held) until the next Jit call or distributed::finalize begins it.
+// Known limit: a result never read nor realized, and no collective after it, leaves its bucket
+// waiting (its inputs' graph held) until the next Jit call or distributed::finalize begins it.
 #include "distributed/entered_buckets.hpp"
 
 #include <atomic>
@@ -174,6 +175,12 @@ class EnteredBucket final : public HostOp {
     begun_ = false;
   }
   bool progress() noexcept override { return f_.progress(); }
+  // A member realized (Note [Realize starts, the reader waits]): every waiting bucket begins, in
+  // the order they were made, as at a first reader; nothing waits.
+  void start() {
+    if (!begun_ && !error_) begin_entered_buckets();
+    if (error_) std::rethrow_exception(error_);
+  }
 
   // Member i's end: the bucket's wait (the first member's), then its slice into `out`.
   void end_member(size_t i, DeviceBuffer* out) {
@@ -231,6 +238,7 @@ class EnteredMember final : public HostOp {
   void end(const std::vector<DeviceBuffer*>& out) override { bucket_->end_member(index_, out.at(0)); }
   void cancel() noexcept override {}  // the bucket is cancelled by whoever began it
   bool progress() noexcept override { return bucket_->progress(); }
+  void start() override { bucket_->start(); }
 
  private:
   std::shared_ptr<EnteredBucket> bucket_;

@@ -16,6 +16,8 @@ namespace ravel::detail {
 // their first reader] in runtime/host_op.cpp); ends it, or rethrows the error its end gave.
 struct DeferredEnd;
 void end_deferred(std::shared_ptr<DeferredEnd> pending);  // by value: it clears the pointer it was read from
+// Starts it without ending it (HostOp::start), or rethrows the error its end gave.
+void start_deferred(const std::shared_ptr<DeferredEnd>& pending);
 
 class DeviceBuffer {
  public:
@@ -43,6 +45,15 @@ class DeviceBuffer {
   // failed: every later access rethrows its error instead of reading what was never written).
   void set_pending(std::shared_ptr<DeferredEnd> pending) { pending_ = std::move(pending); }
   bool pending() const { return pending_ != nullptr; }
+  // Tensor::realize of this buffer's tensor: the deferred end's operation is started, not ended.
+  void start_pending() const {
+    if (pending_) start_deferred(pending_);
+  }
+  // A Const node's one-element buffer (realize_const): its value is the node's, fixed for its
+  // lifetime, and every graph that interns the same constant shares it (Note [Constants shared
+  // by interning] in runtime/jit.cpp).
+  void mark_const_value() { const_value_ = true; }
+  bool const_value() const { return const_value_; }
 
  private:
   std::shared_ptr<LoadedPlugin> plugin_;
@@ -50,6 +61,7 @@ class DeviceBuffer {
   uint64_t bytes_;
   rvl_buffer* buffer_ = nullptr;
   std::shared_ptr<DeferredEnd> pending_;
+  bool const_value_ = false;
 };
 
 }  // namespace ravel::detail

@@ -53,6 +53,12 @@ class RuntimeEngine final : public Engine {
   }
   void realize(const std::vector<NodePtr>& targets) override {
     std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
+    // Note [Realize starts, the reader waits] (host_op_deferred.cpp): a target that is a pending
+    // result of a host operation is started here; its end still waits for the first reader.
+    for (const auto& t : targets) {
+      const Node& base = t->kind == NodeKind::View ? *t->srcs[0] : *t;
+      if (base.buffer && base.buffer->pending()) base.buffer->start_pending();
+    }
     realize_nodes(Runtime::get(), targets);
   }
 };

@@ -40,6 +40,7 @@ void realize_const(const Runtime& rt, Node& n) {
     case DType::BF16: { uint16_t v = rvl::bf16_bits_from(n.value.f); std::memcpy(bytes, &v, 2); break; }
   }
   n.buffer->write(bytes, dtype_size(n.dtype));
+  n.buffer->mark_const_value();
 }
 
 namespace {

@@ -52,6 +52,11 @@ class HostOp {
   // the library, so callers poll one operation per kernel. Must not throw; a failure is for
   // `end` to report.
   virtual bool progress() noexcept { return false; }
+  // Called when a pending output of this operation (end_host_op_at_first_read) is realized but
+  // not read (Tensor::realize, ravel::realize): a chance to start, without waiting, what its end
+  // would otherwise start at the first reader (Note [Realize starts, the reader waits] in
+  // runtime/host_op_deferred.cpp). The default does nothing (an operation begun already).
+  virtual void start() {}
   // An operation that wrote its outputs already in `begin` (a collective a plugin runs on its own
   // devices, Note [Plugin all-reduce] in runtime/plugin_collective.hpp: it must read its inputs
   // while they are alive, and writes fresh buffers of its own) hands them over here, once, in

@@ -24,6 +24,14 @@
 //     it never saw (or miss one), so Jit::operator() ends every pending operation first, and a
 //     capture ends the ones its function left pending (returned unread) before it closes.
 //     distributed::finalize ends them too, so no request is left in the library at exit.
+//   - Note [Realize starts, the reader waits]: Tensor::realize of a pending result is not a read
+//     (nothing reaches the bytes), so it does not end the operation: the wait stays at the first
+//     reader, where the overlap wants it. It *starts* it (HostOp::start): an operation whose
+//     begin was itself deferred (a global view's buckets, Note [Entered gradient buckets]) begins
+//     there, so a program that realizes its gradients and then does other work (or waits for
+//     other ranks outside Ravel) has its all-reduces in flight meanwhile, instead of begun only
+//     at the first read or the next collective. Realizing is then one more point where the
+//     program begins collectives, as reads are: every rank must reach it in the same order.
 //   - While operations are pending, every kernel of a realization gives the oldest one a
 //     progress call (Note [Progress between kernels] in host_op.cpp): libnbc moves a large
 //     bucket's all-reduce only inside MPI calls.
@@ -85,6 +93,24 @@ void end_deferred(std::shared_ptr<DeferredEnd> d) {
     throw;
   }
   if (KernelRecorder* rec = active_recorder()) rec->host_op_ended(d->op, held, d->devices);
+}
+
+void start_deferred(const std::shared_ptr<DeferredEnd>& d) {
+  std::lock_guard<std::recursive_mutex> lock(buffer_mutex());
+  if (d->error) std::rethrow_exception(d->error);
+  if (d->ended) return;
+  try {
+    d->op->start();
+  } catch (...) {
+    // Could not start (the argument check failed, a peer is lost): the operation has given up, as
+    // after a failed end. Listed no more (a later Jit call or finalize must not end it again and
+    // throw this error there), and every later access rethrows it.
+    d->error = std::current_exception();
+    d->ended = true;
+    unlist(d.get());
+    const std::vector<std::shared_ptr<DeviceBuffer>> held = std::move(d->outputs);  // the buffers keep d
+    throw;
+  }
 }
 
 std::vector<Tensor> end_host_op_at_first_read(const std::shared_ptr<HostOp>& op, const std::vector<HostOutput>& outputs) {

@@ -18,6 +18,22 @@
 // Host operations (collectives over ranks; Note [Host operations] in runtime/host_op.hpp) are
 // steps too, one per phase: a begin reads its inputs' slots, an end writes fresh Result slots.
 // A replay that fails cancels every operation it began and did not end.
+//
+// Note [Constants shared by interning]
+// A Const node is interned by its value, dtype and device, so one `true` on tbb_cpu:0 (the mask
+// of every `join` of a split tensor onto that device, `Tensor::pad` with a value) is shared by
+// every graph alive that uses it; read through padding it has a one-element buffer. Whether
+// that buffer is held outside a capture therefore says nothing about a tensor the function closed
+// over: counted as one (`external`), it was "assigned" as soon as an unrelated graph holding the
+// same constant died, and the step was captured again at every call (a global-view step over two
+// local devices per rank, while the caller kept last step's reference loss: 2026-12-07, helper
+// "bucket2"). A Const's value is fixed for the node's lifetime and is part of every kernel's key
+// that reads it; read without padding it is a literal in the kernel. So its buffer is always the
+// capture's own constant, never an external one, as the literal is. What made that unsafe
+// before: a leaf realized from a Const (a scalar assigned with Tensor::assign, a parameter made
+// from a constant) shared its buffer, so an assigned closed-over scalar was read from a Const's
+// buffer; such a leaf now gets a buffer of its own (realized_leaf, tensor/assign.cpp), which is
+// never marked, so assigning it again is seen as before.
 #include "ravel/jit.hpp"
 
 #include <atomic>
@@ -324,8 +340,9 @@ std::vector<Tensor> Jit::Impl::capture(const std::vector<Tensor>& in) {
     Slot& slot = rec.slots[s];
     if (slot.kind == Slot::Kind::Constant && !slot.constant) {  // a folded result has its own
       // Held outside the capture now (besides the recorder's reference): a tensor the function
-      // closed over. When the capture becomes its only holder, that tensor was assigned.
-      slot.external = rec.held[s].use_count() > 1;
+      // closed over. When the capture becomes its only holder, that tensor was assigned. Not a
+      // Const's buffer (Note [Constants shared by interning]).
+      slot.external = rec.held[s].use_count() > 1 && !rec.held[s]->const_value();
       slot.constant = rec.held[s];
     }
     if (slot.kind == Slot::Kind::Result && !kept[s] && last[s] >= 0)  // < 0: its kernel was dropped

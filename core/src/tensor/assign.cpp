@@ -1,4 +1,5 @@
 // Tensor::assign (optimizer updates and state) and the realized leaves it makes.
+#include "graph/engine.hpp"
 #include "tensor/internal.hpp"
 #include "tensor/sharded.hpp"
 
@@ -13,6 +14,16 @@ NodePtr realized_leaf(const Tensor& t) {
   std::lock_guard<std::recursive_mutex> lock(buffer_mutex());  // Note [Threads] in graph/node.hpp
   c.realize();  // a Const target gets its one-element buffer here too
   const NodePtr& base = resolve(c.node()).base;
+  if (base->kind == NodeKind::Const) {
+    // Note [Constants shared by interning] (runtime/jit.cpp): an interned Const's one-element
+    // buffer is shared by every graph using the same constant, so a Jit never takes it for a
+    // tensor the caller holds. A leaf (an assigned scalar, a parameter made from a constant) is
+    // such a tensor, and may be assigned again: it gets a buffer of its own.
+    unsigned char value[8] = {};
+    const uint64_t bytes = dtype_size(t.dtype());
+    engine().download(*base->buffer, value, bytes);
+    return make_buffer_node(t.dtype(), t.shape(), t.device(), engine().upload(t.device(), value, bytes));
+  }
   // A contiguous view onto a bigger base (a shrink of leading rows) starts at element 0 and
   // has the same layout, so the shared buffer is right; its extra tail is never read.
   return make_buffer_node(t.dtype(), t.shape(), t.device(), base->buffer);
