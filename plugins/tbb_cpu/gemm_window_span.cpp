@@ -1,23 +1,28 @@
 // Note [Vectors across runs and images]
 // Note [B rows in place] (gemm_window_rows.cpp) reads each run of B's columns (a convolution's
 // output row, 14 long at 128x32x14x14) as its own 16-lane vector: 14 of 16 lanes used, and a
-// 14x14 image's 196 columns took 14 vectors (87.5% of the multiply-adds useful). Packing B
-// would fill the lanes but copies every element. Here a vector is 16 *consecutive* columns of
-// the flattened (batch, n) axis wherever they lie: its lanes are at most two pieces, each a
-// stride-1 stretch of B (a run, or the end of one image and the start of the next), loaded by
-// two masked loads merged into one register, at b_lo + bk[k] and b_hi + bk[k] (row k's offset is
-// the same for every image: only the image's base moves). 196 columns are 12.25 vectors, and
-// across images none is wasted: 128 images of 196 are 1568 full vectors (the per-image tiles:
-// 1792). This needs A to be the same for every batch entry (stride 0 along the batch: the
-// weight, Note [Leading axes as a broadcast batch] in the core), so that one tile of C can span
-// images; its rows are packed once per thread (Note [Packed A across batches]) and K is one
-// panel (no C round trip for a 32-deep second panel). C is written the same way (two masked
-// stores where a vector crosses an image) when the epilogue only stores; otherwise into a tile
-// whose rows the epilogue then reads piece by piece, one piece per image.
-// Taken by gemm_pack_window.cpp where the 8-row rows kernel would run and every vector has at
-// most two pieces (runs of >= 15, or even offsets into runs of 14 ...: checked, not assumed);
-// RAVEL_TBB_WINDOW_SPAN=0 keeps the per-run vectors (A/B in one binary). Per-element sums are
-// in k order from zero with one FMA each, as the rows kernel's. docs/performance.md §8.
+// 14x14 image's 196 columns took 14 vectors. Packing B would fill the lanes but copies every
+// element. Here a vector is 16 *consecutive* columns of the flattened (batch, n) axis wherever
+// they lie: its lanes are at most two pieces, each a stride-1 stretch of B (a run, or the end of
+// one image and the start of the next), read at b_lo + bk[k] and b_hi + bk[k] (row k's offset is
+// the same for every image: only the image's base moves) and merged by a blend. 128 images of
+// 196 columns are 1568 full vectors (one row per vector: 1792). One tile of C then spans images,
+// which needs A to be the same for every batch entry (stride 0 along the batch: the weight, Note
+// [Leading axes as a broadcast batch] in the core); A's 8-row slivers are packed once per thread
+// (Note [Packed A across batches]) and K is one panel (no C round trip for a 32-deep second
+// panel). C is written the same way (two masked stores where a vector crosses an image) when the
+// epilogue only stores; otherwise into a tile laid out as C, one piece per image, over which the
+// epilogue (bias, relu) runs once per whole image rather than once per row of 196.
+// Note [Whole loads on Zen 4]: both loads are plain 64-byte loads where all 16 lanes lie inside
+// B's view for every k (all but the last vectors of B), masked loads at the edges; the lanes
+// outside a piece are blended away (or stored nowhere), so what they read does not matter.
+// Measured (128x32x14x14 -> 64, Zen 4, contraction alone): 5.5-5.9 ms against the rows path's
+// 6.3-6.6 with bias + relu, and the same (5.5) with no epilogue: the FMAs saved are spent on the
+// second load per vector, the gain is the epilogue's. Taken by gemm_pack_window.cpp where the
+// 8-row rows kernel would run and every vector has at most two pieces (rows of >= 15, or even
+// offsets into rows of 14: checked over all vectors, not assumed); RAVEL_TBB_WINDOW_SPAN=0 keeps
+// the rows path (A/B in one binary). Each C element is summed in k order from zero with one FMA
+// per step, as the rows kernel's. docs/performance.md §8 (helper conv3).
 #include "gemm_window_span.hpp"
 
 #include "gemm_blocked.hpp"
