@@ -19,10 +19,10 @@
 // Measured (128x32x14x14 -> 64, Zen 4, contraction alone): 5.5-5.9 ms against the rows path's
 // 6.3-6.6 with bias + relu, and the same (5.5) with no epilogue: the FMAs saved are spent on the
 // second load per vector, the gain is the epilogue's. Taken by gemm_pack_window.cpp where the
-// 8-row rows kernel would run and every vector has at most two pieces (rows of >= 15, or even
-// offsets into rows of 14: checked over all vectors, not assumed); RAVEL_TBB_WINDOW_SPAN=0 keeps
-// the rows path (A/B in one binary). Each C element is summed in k order from zero with one FMA
-// per step, as the rows kernel's. docs/performance.md §8 (helper conv3).
+// 8-row rows kernel would run with 64 <= K <= 2048 and every vector has at most two pieces (rows
+// of >= 15, or even offsets into rows of 14: checked over all vectors, not assumed);
+// RAVEL_TBB_WINDOW_SPAN=0 keeps the rows path (A/B in one binary). Each C element is summed in k
+// order from zero with one FMA per step, as the rows kernel's. docs/performance.md §8 (conv3).
 #include "gemm_window_span.hpp"
 
 #include "gemm_blocked.hpp"
@@ -135,7 +135,9 @@ bool run_window_span(const Contraction& c, const Evaluator& ep, const WindowSpan
 #else
   if (!span_enabled() || c.dtype != RVL_DTYPE_F32 || !gemm::isa_is_avx512()) return false;
   const int64_t M = c.m, N = c.n, K = c.k, br = c.batch_rank;
-  if (M % 8 != 0 || K <= 0 || K > 2048 || M * K * 4 > (256 << 10)) return false;
+  // K >= 64: with few k per column (the CNN's first conv, K = 9) the kernel is bound by writing C,
+  // and the rows path's per-image tiles (C tile in L1) measured faster (1.7 against 2.3 ms).
+  if (M % 8 != 0 || K < 64 || K > 2048 || M * K * 4 > (256 << 10)) return false;
   for (int d = 0; d < br; ++d)
     if (c.a.stride[d] != 0 && c.batch_shape[d] > 1) return false;  // A differs between batch entries
   int64_t batches = 1;
