@@ -22,7 +22,8 @@
 // 8-row rows kernel would run with 64 <= K <= 2048 and every vector has at most two pieces (rows
 // of >= 15, or even offsets into rows of 14: checked over all vectors, not assumed);
 // RAVEL_TBB_WINDOW_SPAN=0 keeps the rows path (A/B in one binary). Each C element is summed in k
-// order from zero with one FMA per step, as the rows kernel's. docs/performance.md §8 (conv3).
+// order from zero with one FMA per step over all of K (the rows path: per panel of 256, panels
+// added, so for K > 256 the last bits may differ). docs/performance.md §8 (conv3).
 #include "gemm_window_span.hpp"
 
 #include "gemm_blocked.hpp"
