@@ -14,6 +14,7 @@
 #include "gemm_pack_window.hpp"
 #include "gemm_window_dot.hpp"
 #include "gemm_window_rows.hpp"
+#include "gemm_window_span.hpp"
 #include "tuning_env.hpp"
 #include "short_copy.hpp"
 
@@ -124,6 +125,8 @@ void window_gemm_float(const Contraction& c, const Evaluator& ep, const WindowTa
     if (c.n >= 12 * runs && rows_in_place() && (c.m == 1 || 3 * ((c.m + 7) / 8 * 8) <= 4 * c.m)) {
       rows = c.m == 1 ? gemm::select_rows1_kernel_f32() : gemm::select_rows_kernel_f32();  // Note [One row in place]
       if (rows) kern = {8, 32, gemm::select_kernel_f32_for_shape(8, 32).fn};
+      // Note [Vectors across runs and images] (gemm_window_span.cpp): full 16-lane vectors.
+      if (rows && c.m != 1 && run_window_span(c, ep, {t.am, t.ak, t.bk, t.bn, t.bn_run})) return;
     }
   }
   const int64_t MR = kern.mr, NR = kern.nr, M = c.m, N = c.n, K = c.k;
