@@ -11,11 +11,16 @@ start=$(date +%s)
 # Each stage's start with the wall time and the CPU time of every finished command so far (user +
 # system, from `times`): a stage whose CPU time grows by less than twice its wall time on CI's two
 # cores left one idle, which is where running things side by side would pay (docs/testing.md).
-# (`times` writes to a file: in a pipe or $(...) it would run in a subshell, which has no children.)
+# (`times` runs in this shell and writes to a file: in a pipe or $(...) it would run in a subshell,
+# which has no children.)
 times_file="$(mktemp)"
 trap 'rm -f "$times_file"' EXIT
-cpu_s() { times >"$times_file"; awk 'NR == 2 { t = 0; for (i = 1; i <= 2; ++i) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] } printf "%.0f", t }' "$times_file"; }
-stage() { echo "== [$(( $(date +%s) - start )) s, $(cpu_s) CPU-s] $*"; }
+stage() {
+  times >"$times_file"
+  local cpu
+  cpu="$(awk 'NR == 2 { t = 0; for (i = 1; i <= 2; ++i) { split($i, p, /[ms]/); t += p[1] * 60 + p[2] } printf "%.0f", t }' "$times_file")"
+  echo "== [$(( $(date +%s) - start )) s, $cpu CPU-s] $*"
+}
 stage "Release build and tests (build/): the README's build command, exactly as written there"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j"$(nproc)"
 stage "Release tests (CTest)"

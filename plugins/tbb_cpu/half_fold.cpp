@@ -173,26 +173,6 @@ __attribute__((target("avx2,f16c"), always_inline)) inline __m256 step8(__m256 l
   return _mm256_mul_ps(lane, x);
 }
 
-template <int ROP, bool F16>
-__attribute__((target("avx2,f16c"))) float fold_avx2(float acc, const uint16_t* v, int64_t n) {
-  if (n < 32) return fold_linear_half<ROP>(F16, acc, v, n);
-  __m256 lo = widen8<F16>(v), hi = widen8<F16>(v + 8);  // lanes 0-7 and 8-15
-  __m256 chk_lo = _mm256_sub_ps(lo, lo), chk_hi = _mm256_sub_ps(hi, hi);
-  int64_t i = 16;
-  for (; i + 16 <= n; i += 16) {
-    lo = step8<ROP>(lo, widen8<F16>(v + i), chk_lo);
-    hi = step8<ROP>(hi, widen8<F16>(v + i + 8), chk_hi);
-  }
-  if constexpr (ROP == RVL_REDUCE_MAX) {
-    const __m256 c = _mm256_add_ps(chk_lo, chk_hi);
-    if (_mm256_movemask_ps(_mm256_cmp_ps(c, c, _CMP_UNORD_Q)) != 0) return fold_linear_half<ROP>(F16, acc, v, n);
-  }
-  alignas(32) float l[16];
-  _mm256_store_ps(l, lo);
-  _mm256_store_ps(l + 8, hi);
-  return finish<ROP>(F16, acc, l, v, i, n);
-}
-
 // fold_avx2's end: MAX's refold when a NaN or infinity was seen, else the lanes' tree and tail.
 template <int ROP, bool F16>
 __attribute__((target("avx2,f16c"), always_inline)) inline float finish_avx2(float acc, const uint16_t* v, int64_t i,
@@ -206,6 +186,19 @@ __attribute__((target("avx2,f16c"), always_inline)) inline float finish_avx2(flo
   _mm256_store_ps(l, lo);
   _mm256_store_ps(l + 8, hi);
   return finish<ROP>(F16, acc, l, v, i, n);
+}
+
+template <int ROP, bool F16>
+__attribute__((target("avx2,f16c"))) float fold_avx2(float acc, const uint16_t* v, int64_t n) {
+  if (n < 32) return fold_linear_half<ROP>(F16, acc, v, n);
+  __m256 lo = widen8<F16>(v), hi = widen8<F16>(v + 8);  // lanes 0-7 and 8-15
+  __m256 chk_lo = _mm256_sub_ps(lo, lo), chk_hi = _mm256_sub_ps(hi, hi);
+  int64_t i = 16;
+  for (; i + 16 <= n; i += 16) {
+    lo = step8<ROP>(lo, widen8<F16>(v + i), chk_lo);
+    hi = step8<ROP>(hi, widen8<F16>(v + i + 8), chk_hi);
+  }
+  return finish_avx2<ROP, F16>(acc, v, i, n, lo, hi, chk_lo, chk_hi);
 }
 
 // Note [Two rows per fold] at AVX2: the same 16 lanes per row as fold_avx2 (two 8-lane halves).

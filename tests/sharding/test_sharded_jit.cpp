@@ -24,13 +24,10 @@ struct LanesEnv {
   ~LanesEnv() { unsetenv("RAVEL_JIT_LANES"); }
 };
 
-Trained train(const std::vector<Device>& devices, bool jit, int steps) {
-  ravel::nn::MLP mlp({6, 16, 3}, ravel::nn::Activation::Tanh, 5);
-  std::vector<Tensor*> params = mlp.parameters();
-  if (devices.size() > 1)
-    for (Tensor* p : params) p->assign(p->replicate(devices));
-  ravel::nn::SGD opt(params, 0.2);
-  auto step = [&](const std::vector<Tensor>& in) {
+// One SGD step on the MLP's cross-entropy, returning the loss: the function every test here
+// hands to the Jit.
+auto sgd_step(ravel::nn::MLP& mlp, ravel::nn::SGD& opt) {
+  return [&mlp, &opt](const std::vector<Tensor>& in) {
     Tensor loss = ravel::nn::cross_entropy(mlp(in[0]), in[1]);
     opt.zero_grad();
     loss.backward();
@@ -38,6 +35,15 @@ Trained train(const std::vector<Device>& devices, bool jit, int steps) {
     opt.zero_grad();
     return std::vector<Tensor>{loss};
   };
+}
+
+Trained train(const std::vector<Device>& devices, bool jit, int steps) {
+  ravel::nn::MLP mlp({6, 16, 3}, ravel::nn::Activation::Tanh, 5);
+  std::vector<Tensor*> params = mlp.parameters();
+  if (devices.size() > 1)
+    for (Tensor* p : params) p->assign(p->replicate(devices));
+  ravel::nn::SGD opt(params, 0.2);
+  auto step = sgd_step(mlp, opt);
   ravel::Jit jitted(step, params);
   Trained out;
   for (int s = 0; s < steps; ++s) {
@@ -438,14 +444,7 @@ Trained changing_calls(const std::vector<Device>& devices, bool jit) {
   auto place = [&](const Tensor& t) { return devices.size() > 1 ? t.replicate(devices) : t; };
   for (Tensor* p : params) p->assign(place(*p));
   ravel::nn::SGD opt(params, 0.2);
-  auto step = [&](const std::vector<Tensor>& in) {
-    Tensor loss = ravel::nn::cross_entropy(mlp(in[0]), in[1]);
-    opt.zero_grad();
-    loss.backward();
-    opt.step({loss});
-    opt.zero_grad();
-    return std::vector<Tensor>{loss};
-  };
+  auto step = sgd_step(mlp, opt);
   ravel::Jit jitted(step, params);
   Trained out;
   for (int s = 0; s < 9; ++s) {
