@@ -15,8 +15,8 @@ set(_ravel_test_costs
   sdk_conformance_tbb_cpu_parallel 4  sdk_conformance_tbb_cpu_decomposed 4
   sdk_conformance_tbb_cpu_avx2_simd 4  sdk_conformance_tbb_cpu 4  sdk_conformance_tbb_cpu_portable_simd 4)
 # Test names are scoped to the directory that made them (set_tests_properties cannot reach a
-# subdirectory's tests before CMake 3.28), so each directory holding one of them ends with
-# `cmake_language(DEFER CALL ravel_test_costs_here)`.
+# subdirectory's tests before CMake 3.28), so each directory holding one of them starts with
+# `cmake_language(DEFER CALL ravel_test_costs_here)`, which runs at that directory's end.
 function(ravel_test_costs_here)
   set(costs ${_ravel_test_costs})
   while(costs)
