@@ -10,13 +10,21 @@
 # (taskset), which makes oneTBB run every task on the thread that submitted it; the test's
 # 8 threads are still preempted against each other, and TSan checks the core's locking by
 # happens-before, not by timing, so nothing it can see is lost.
+#
+#   scripts/check-tsan.sh [BUILD_DIR] [--build-only | --run-only]
+# scripts/test.sh builds in the background while other stages run (--build-only), then runs
+# (--run-only, which still builds anything missing: a no-op when the build is complete).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B="${1:-build-tsan}"
+mode="${2:-}"
 jobs="$(nproc)"
-cmake -S . -B "$B" -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-O1 -g1" -DCMAKE_CXX_FLAGS="-O1 -g1" \
-  -DRAVEL_TSAN=ON -DRAVEL_BUILD_BENCH=OFF -DRAVEL_HIP_PLATFORM=OFF -DRAVEL_LEVEL_ZERO=OFF >/dev/null
+if [ "$mode" != --run-only ] || [ ! -f "$B/CMakeCache.txt" ]; then
+  cmake -S . -B "$B" -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-O1 -g1" -DCMAKE_CXX_FLAGS="-O1 -g1" \
+    -DRAVEL_TSAN=ON -DRAVEL_BUILD_BENCH=OFF -DRAVEL_HIP_PLATFORM=OFF -DRAVEL_LEVEL_ZERO=OFF >/dev/null
+fi
 cmake --build "$B" -j"$jobs" --target runtime_threads ravel_backend_tbb_cpu multidevice_abi sharding
+[ "$mode" = --build-only ] && exit 0
 # tests/tsan.supp: intercepted libc calls made by libtbb itself (uninstrumented; see there).
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tests/tsan.supp"
 for cache in 1 0; do
