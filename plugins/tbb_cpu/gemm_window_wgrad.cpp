@@ -1,0 +1,210 @@
+// Note [Weight gradients with B broadcast in place]
+// A convolution's weight gradient dw[o, (c, kh, kw)] = sum over k = (n, oh, ow) of
+// dy[n, o, oh, ow] * xp[n, c, oh*s + kh*d, ow*s + kw*d] is a GEMM with a small C (M x N = 64 x 288
+// at 128x32x14x14 -> 64) and a huge K (N * OH * OW = 25,088) whose operands both run along k:
+// neither has a stride-1 axis along m or n. The packed path (gemm_pack_window.cpp, Note [Split K
+// for weight gradients]) therefore transposed A by a scalar gather per element and gathered each
+// B row of the packed panel (K x N: 7.2 M elements here, 4.5x A's) 16 lanes at a time, before
+// its micro-kernel ran; the dot form (gemm_window_dot.cpp) streams both operands from L2 and
+// pays a lane sum per (m, n) and part.
+// Here C is computed transposed, C^T[n][m], with the vectors along m: per k, MV vectors of A
+// (16 * MV consecutive m, from A packed [k][m] per panel: the small operand, 1/4.5 of B's
+// elements) times one B element per column n, read in place and broadcast into the multiply-add
+// ({1to16}), so B is never packed: per k, NB broadcasts of b[j] + bk[k] (the columns' offsets in
+// registers, one k offset shared by all of them; any stride, dilation or group layout is only
+// another offset table). A block holds NB x MV accumulators (6 x 4, 12 x 2, 8 x 3, 12 x 1:
+// <= 24) and issues MV + NB loads per NB * MV multiply-adds. A panel of KC k's packs A once
+// (64 x 256 floats: L2) and runs every block over it, adding into the block's C^T tile in memory
+// (one load and store per accumulator per panel); B's part for a panel is a few rows of every
+// input channel of one image (~40 KiB), in L1 while the blocks pass over it.
+// K is cut into `parts` that depend on K only (never on the threads); each part sums into its
+// own C^T, the parts are added in part order, and the epilogue runs over C's rows: the result
+// does not depend on the threads. Each element is summed in k order within a part.
+// Taken for f32 on AVX-512 with K >= 2048 and K >= 8 * max(M, N) (a weight gradient: the
+// forwards and input gradients have K = C x taps), after the dot form declines.
+// RAVEL_TBB_WINDOW_WGRAD=0 gives back the packed path (A/B in one binary; docs/performance.md §8,
+// helper "convwg").
+#include "gemm_window_wgrad.hpp"
+
+#include "gemm_blocked.hpp"
+#include "gemm_kernels.hpp"
+#include "gemm_pack_window.hpp"
+#include "tuning_env.hpp"
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define RVL_WINDOW_WGRAD_X86 1
+#endif
+
+namespace tbbcpu {
+namespace {
+
+#ifdef RVL_WINDOW_WGRAD_X86
+#pragma GCC push_options
+#pragma GCC target("avx512f")
+// ct[j * ldc + v * 16 + l] (+)= sum over k < kc of ap[k * 16 * MV + v * 16 + l] * b[j][bk[k]].
+template <int MV, int NB>
+void bcast_block(int64_t kc, const float* ap, const float* const* b, const int64_t* bk, float* ct, int64_t ldc,
+                 bool accumulate) {
+  __m512 acc[NB][MV];
+#pragma GCC unroll 16
+  for (int j = 0; j < NB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v)
+      acc[j][v] = accumulate ? _mm512_loadu_ps(ct + j * ldc + v * 16) : _mm512_setzero_ps();
+  const float* bj[NB];
+#pragma GCC unroll 16
+  for (int j = 0; j < NB; ++j) bj[j] = b[j];
+  for (int64_t k = 0; k < kc; ++k, ap += 16 * MV) {
+    const int64_t o = bk[k];
+    __m512 av[MV];
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v) av[v] = _mm512_loadu_ps(ap + v * 16);
+#pragma GCC unroll 16
+    for (int j = 0; j < NB; ++j) {
+      const __m512 bv = _mm512_set1_ps(bj[j][o]);
+#pragma GCC unroll 4
+      for (int v = 0; v < MV; ++v) acc[j][v] = _mm512_fmadd_ps(av[v], bv, acc[j][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int j = 0; j < NB; ++j)
+#pragma GCC unroll 4
+    for (int v = 0; v < MV; ++v) _mm512_storeu_ps(ct + j * ldc + v * 16, acc[j][v]);
+}
+#pragma GCC pop_options
+#endif
+
+using BlockFn = void (*)(int64_t, const float*, const float* const*, const int64_t*, float*, int64_t, bool);
+
+struct Shape {
+  int mv, nb;
+  BlockFn fn;
+};
+
+// MV vectors along m (as many as M fills, at most 4) and NB columns: <= 24 accumulators, so that
+// with the MV A vectors they stay in the 32 registers.
+Shape block_shape(int64_t m) {
+#ifdef RVL_WINDOW_WGRAD_X86
+  if (m > 48) return {4, 6, &bcast_block<4, 6>};
+  if (m > 32) return {3, 8, &bcast_block<3, 8>};
+  if (m > 16) return {2, 12, &bcast_block<2, 12>};
+  return {1, 12, &bcast_block<1, 12>};
+#else
+  (void)m;
+  return {0, 0, nullptr};
+#endif
+}
+
+bool enabled() {
+  static const bool on = tuning_choice("RAVEL_TBB_WINDOW_WGRAD", "1", {"0", "1"}) == "1";
+  return on;
+}
+
+constexpr int64_t kPanel = 256;  // k's per packed A panel (64 x 256 floats: 64 KiB)
+
+// Per-thread buffers of one part: its packed A panel and the panel's k offsets in A and B.
+struct WgradLocal {
+  std::vector<float> ap;
+  std::vector<int64_t> ak, bk;
+  Scratch sc;
+};
+
+}  // namespace
+
+bool run_window_wgrad(const Contraction& c, const Evaluator& ep) {
+  const Contraction::Group& g = c.k_group;
+  const int64_t M = c.m, N = c.n, K = c.k;
+  if (c.dtype != RVL_DTYPE_F32 || g.rank < 1 || !gemm::isa_is_avx512() || !enabled()) return false;
+  if (M == 0 || N == 0 || K < 2048 || K < 8 * std::max(M, N)) return false;
+  const Shape bs = block_shape(M);
+  if (!bs.fn) return false;
+  // k = (run, e): the group's innermost axis is a run of L elements at strides sa (A) and sb (B).
+  const int d = g.rank - 1;
+  const int64_t L = g.shape[d], sa = g.stride[0][d], sb = g.stride[1][d];
+  if (L == 0) return false;
+  Contraction::Group outer = g;
+  outer.rank = d;
+  const int64_t runs = K / L;
+  const int br = c.batch_rank;
+  const std::vector<int64_t> ra = window_offsets(outer, 0, runs, 0), rb = window_offsets(outer, 1, runs, 0);
+  const std::vector<int64_t> am = window_offsets(c.m_group, 0, M, c.a.stride[br]);
+  const std::vector<int64_t> bn = window_offsets(c.n_group, 0, N, c.b.stride[br + 1]);
+  const int64_t W = 16 * bs.mv;                      // an m sliver: MV vectors
+  const int64_t slivers = (M + W - 1) / W, Mp = slivers * W;
+  const int64_t Np = (N + bs.nb - 1) / bs.nb * bs.nb;  // columns past N repeat column N - 1, dropped
+  // Parts of K: a count from K alone (Note: the result must not depend on the threads), each a
+  // whole number of panels.
+  const int64_t panels = (K + kPanel - 1) / kPanel;
+  const int64_t part_panels = std::min(panels, std::max<int64_t>(4, (panels + 31) / 32));
+  const int64_t parts = (panels + part_panels - 1) / part_panels, per_part = part_panels * kPanel;
+  int64_t batches = 1;
+  for (int i = 0; i < br; ++i) batches *= c.batch_shape[i];
+  const float* A = reinterpret_cast<const float*>(c.a.data);
+  const float* B = reinterpret_cast<const float*>(c.b.data);
+  std::vector<float> partial(static_cast<size_t>(batches * parts * Np * Mp));
+  tbb::enumerable_thread_specific<WgradLocal> locals([&] {
+    return WgradLocal{std::vector<float>(static_cast<size_t>(slivers * kPanel * W)),
+                      std::vector<int64_t>(kPanel), std::vector<int64_t>(kPanel), ep.make_scratch()};
+  });
+  tbb::parallel_for(int64_t{0}, batches * parts, [&](int64_t task) {
+    const int64_t batch = task / parts, part = task % parts;
+    const int64_t k0 = std::min(K, part * per_part), k1 = std::min(K, k0 + per_part);
+    int64_t oa, ob, oc;
+    gemm_batch_offsets(c, batch, oa, ob, oc);
+    WgradLocal& lo = locals.local();
+    float* ct = partial.data() + task * Np * Mp;
+    const float* bcol[16];
+    for (int64_t p0 = k0; p0 < k1; p0 += kPanel) {
+      const int64_t kc = std::min(kPanel, k1 - p0);
+      for (int64_t k = 0, r = p0 / L, e = p0 % L; k < kc; ++k) {  // the panel's offsets
+        lo.ak[k] = ra[r] + e * sa;
+        lo.bk[k] = rb[r] + e * sb;
+        if (++e == L) e = 0, ++r;
+      }
+      // A packed [sliver][k][W]; rows past M are zeros (their sums are dropped).
+      for (int64_t s = 0; s < slivers; ++s) {
+        float* dst = lo.ap.data() + s * kc * W;
+        const int64_t h = std::min(W, M - s * W);
+        for (int64_t i = 0; i < h; ++i) {
+          const float* row = A + oa + am[s * W + i];
+          for (int64_t k = 0; k < kc; ++k) dst[k * W + i] = row[lo.ak[k]];
+        }
+        for (int64_t k = 0; k < kc && h < W; ++k) std::fill(dst + k * W + h, dst + (k + 1) * W, 0.0f);
+      }
+      for (int64_t n0 = 0; n0 < Np; n0 += bs.nb) {
+        for (int j = 0; j < bs.nb; ++j) bcol[j] = B + ob + bn[std::min(N - 1, n0 + j)];
+        for (int64_t s = 0; s < slivers; ++s)
+          bs.fn(kc, lo.ap.data() + s * kc * W, bcol, lo.bk.data(), ct + n0 * Mp + s * W, Mp, p0 > k0);
+      }
+    }
+    if (k0 == k1) std::fill(ct, ct + Np * Mp, 0.0f);
+  });
+  tbb::parallel_for(int64_t{0}, batches * M, [&](int64_t row) {  // parts in order, then the epilogue
+    const int64_t batch = row / M, m = row % M;
+    const float* sum = partial.data() + batch * parts * Np * Mp + m;
+    WgradLocal& lo = locals.local();
+    std::vector<float>& out = lo.ap;  // C's row m, gathered from the columns of C^T
+    if (static_cast<int64_t>(out.size()) < N) out.resize(static_cast<size_t>(N));
+    for (int64_t j = 0; j < N; ++j) {
+      float v = sum[j * Mp];
+      for (int64_t p = 1; p < parts; ++p) v += sum[p * Np * Mp + j * Mp];
+      out[j] = v;
+    }
+    const int64_t start = row * N;
+    for (int64_t s = start; s < start + N; s += ep.block()) {
+      const int64_t e = std::min(start + N, s + ep.block());
+      ep.store(s, e, ep.eval(s, e, lo.sc, out.data() + (s - start)), lo.sc);
+    }
+  });
+  return true;
+}
+
+}  // namespace tbbcpu
