@@ -79,6 +79,52 @@ void bcast_block(int64_t kc, const float* ap, const float* const* b, const int64
 #pragma GCC unroll 4
     for (int v = 0; v < MV; ++v) _mm512_storeu_ps(ct + j * ldc + v * 16, acc[j][v]);
 }
+
+// dst[e * W + i] = rows[i][ak[e]] for 16 rows and 16 k's that are consecutive in A (ak[e] =
+// ak[0] + e): 16 loads, a 16 x 16 transpose in registers, 16 stores, instead of 256 scalar reads
+// through the offset table (Note [A packed by transposes]).
+// The unmasked unpack and shuffle intrinsics pass _mm512_undefined_ps() (-Wuninitialized from
+// GCC 12's header): the masked forms with every lane selected are the same instructions.
+inline __m512 lo_ps(__m512 a, __m512 b) { return _mm512_mask_unpacklo_ps(a, 0xFFFF, a, b); }
+inline __m512 hi_ps(__m512 a, __m512 b) { return _mm512_mask_unpackhi_ps(a, 0xFFFF, a, b); }
+inline __m512 lo_pd(__m512 a, __m512 b) {
+  const __m512d x = _mm512_castps_pd(a);
+  return _mm512_castpd_ps(_mm512_mask_unpacklo_pd(x, 0xFF, x, _mm512_castps_pd(b)));
+}
+inline __m512 hi_pd(__m512 a, __m512 b) {
+  const __m512d x = _mm512_castps_pd(a);
+  return _mm512_castpd_ps(_mm512_mask_unpackhi_pd(x, 0xFF, x, _mm512_castps_pd(b)));
+}
+template <int IMM>
+inline __m512 lanes(__m512 a, __m512 b) { return _mm512_mask_shuffle_f32x4(a, 0xFFFF, a, b, IMM); }
+
+void transpose_rows16(const float* const* rows, int64_t a0, float* dst, int64_t W) {
+  __m512 r[16], t[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(rows[i] + a0);
+#pragma GCC unroll 8
+  for (int i = 0; i < 16; i += 2) {  // per 128-bit lane L: [r_i[4L], r_i+1[4L], r_i[4L+1], r_i+1[4L+1]], ...
+    t[i] = lo_ps(r[i], r[i + 1]);
+    t[i + 1] = hi_ps(r[i], r[i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {  // u[g][c], lane L: column 4L + c of rows 4g .. 4g + 3
+    r[4 * g + 0] = lo_pd(t[4 * g], t[4 * g + 2]);
+    r[4 * g + 1] = hi_pd(t[4 * g], t[4 * g + 2]);
+    r[4 * g + 2] = lo_pd(t[4 * g + 1], t[4 * g + 3]);
+    r[4 * g + 3] = hi_pd(t[4 * g + 1], t[4 * g + 3]);
+  }
+#pragma GCC unroll 4
+  for (int c = 0; c < 4; ++c) {  // column 4L + c = lane L of u[0][c], u[1][c], u[2][c], u[3][c]
+    constexpr int even = _MM_SHUFFLE(2, 0, 2, 0), odd = _MM_SHUFFLE(3, 1, 3, 1);
+    const __m512 v01 = lanes<even>(r[c], r[4 + c]), w01 = lanes<odd>(r[c], r[4 + c]);
+    const __m512 v23 = lanes<even>(r[8 + c], r[12 + c]), w23 = lanes<odd>(r[8 + c], r[12 + c]);
+    _mm512_storeu_ps(dst + (0 + c) * W, lanes<even>(v01, v23));
+    _mm512_storeu_ps(dst + (8 + c) * W, lanes<odd>(v01, v23));
+    _mm512_storeu_ps(dst + (4 + c) * W, lanes<even>(w01, w23));
+    _mm512_storeu_ps(dst + (12 + c) * W, lanes<odd>(w01, w23));
+  }
+}
 #pragma GCC pop_options
 #endif
 
@@ -116,6 +162,37 @@ struct WgradLocal {
   std::vector<int64_t> ak, bk;
   Scratch sc;
 };
+
+// Note [A packed by transposes]
+// A panel of A packed [sliver][k][W] (rows past M zero: their sums are dropped). A's rows run
+// along k (a cotangent dy[n, o, oh, ow] is contiguous over a whole image's positions), so where
+// 16 rows are whole and 16 k's consecutive in A they are moved by transpose_rows16; the rest (the
+// panel's tail, a run that breaks, the last sliver's partial group) element by element.
+void pack_a(const float* A, const int64_t* am, int64_t M, int64_t W, int64_t slivers, const int64_t* ak, int64_t kc,
+            float* ap) {
+  for (int64_t s = 0; s < slivers; ++s) {
+    float* dst = ap + s * kc * W;
+    for (int64_t g = 0; g < W; g += 16) {
+      const int64_t m0 = s * W + g, h = std::clamp<int64_t>(M - m0, 0, 16);
+      const float* rows[16];
+      for (int64_t i = 0; i < h; ++i) rows[i] = A + am[m0 + i];
+      int64_t k = 0;
+#ifdef RVL_WINDOW_WGRAD_X86
+      if (h == 16) {
+        while (k + 16 <= kc) {
+          bool consecutive = true;
+          for (int e = 1; e < 16 && consecutive; ++e) consecutive = ak[k + e] == ak[k] + e;
+          if (!consecutive) break;
+          transpose_rows16(rows, ak[k], dst + k * W + g, W);
+          k += 16;
+        }
+      }
+#endif
+      for (int64_t i = 0; i < 16; ++i)
+        for (int64_t kk = k; kk < kc; ++kk) dst[kk * W + g + i] = i < h ? rows[i][ak[kk]] : 0.0f;
+    }
+  }
+}
 
 }  // namespace
 
@@ -169,16 +246,7 @@ bool run_window_wgrad(const Contraction& c, const Evaluator& ep) {
         lo.bk[k] = rb[r] + e * sb;
         if (++e == L) e = 0, ++r;
       }
-      // A packed [sliver][k][W]; rows past M are zeros (their sums are dropped).
-      for (int64_t s = 0; s < slivers; ++s) {
-        float* dst = lo.ap.data() + s * kc * W;
-        const int64_t h = std::min(W, M - s * W);
-        for (int64_t i = 0; i < h; ++i) {
-          const float* row = A + oa + am[s * W + i];
-          for (int64_t k = 0; k < kc; ++k) dst[k * W + i] = row[lo.ak[k]];
-        }
-        for (int64_t k = 0; k < kc && h < W; ++k) std::fill(dst + k * W + h, dst + (k + 1) * W, 0.0f);
-      }
+      pack_a(A + oa, am.data(), M, W, slivers, lo.ak.data(), kc, lo.ap.data());
       for (int64_t n0 = 0; n0 < Np; n0 += bs.nb) {
         for (int j = 0; j < bs.nb; ++j) bcol[j] = B + ob + bn[std::min(N - 1, n0 + j)];
         for (int64_t s = 0; s < slivers; ++s)
@@ -187,17 +255,25 @@ bool run_window_wgrad(const Contraction& c, const Evaluator& ep) {
     }
     if (k0 == k1) std::fill(ct, ct + Np * Mp, 0.0f);
   });
-  tbb::parallel_for(int64_t{0}, batches * M, [&](int64_t row) {  // parts in order, then the epilogue
+  // The parts added in part order (each element's own order, whatever the threads), in place in
+  // part 0's C^T; then C's rows gathered from its columns and the epilogue run over them.
+  const int64_t per_batch = Np * Mp, chunk = 4096;
+  const int64_t chunks = (per_batch + chunk - 1) / chunk;
+  tbb::parallel_for(int64_t{0}, batches * chunks, [&](int64_t task) {
+    const int64_t batch = task / chunks, i0 = (task % chunks) * chunk, i1 = std::min(per_batch, i0 + chunk);
+    float* sum = partial.data() + batch * parts * per_batch;
+    for (int64_t p = 1; p < parts; ++p) {
+      const float* add = sum + p * per_batch;
+      for (int64_t i = i0; i < i1; ++i) sum[i] += add[i];
+    }
+  });
+  tbb::parallel_for(int64_t{0}, batches * M, [&](int64_t row) {
     const int64_t batch = row / M, m = row % M;
-    const float* sum = partial.data() + batch * parts * Np * Mp + m;
+    const float* sum = partial.data() + batch * parts * per_batch + m;
     WgradLocal& lo = locals.local();
     std::vector<float>& out = lo.ap;  // C's row m, gathered from the columns of C^T
     if (static_cast<int64_t>(out.size()) < N) out.resize(static_cast<size_t>(N));
-    for (int64_t j = 0; j < N; ++j) {
-      float v = sum[j * Mp];
-      for (int64_t p = 1; p < parts; ++p) v += sum[p * Np * Mp + j * Mp];
-      out[j] = v;
-    }
+    for (int64_t j = 0; j < N; ++j) out[j] = sum[j * Mp];
     const int64_t start = row * N;
     for (int64_t s = start; s < start + N; s += ep.block()) {
       const int64_t e = std::min(start + N, s + ep.block());
