@@ -90,9 +90,9 @@ BOOST_AUTO_TEST_CASE(weight_gradients_with_long_k_match_naive_loops) {
       {23, 5, 40, 1, 13, 11, 1, 0, 1, 1, false, false, false},  // M 40 (3 vectors, 8 rows unused), N 45, K 2691
       {1, 8, 20, 1, 60, 60, 1, 1, 1, 1, true, false, false},    // batch 1: M 20 (2 vectors), K 3600
       {16, 4, 16, 1, 30, 30, 1, 1, 2, 2, false, true, false},   // stride 2, dilation 2: M 16 (1 vector), N 36
-      {16, 8, 32, 2, 14, 14, 1, 1, 1, 1, true, true, false},    // groups 2: a batch of two, M 16, N 36
+      {32, 8, 48, 2, 12, 10, 1, 1, 1, 1, true, true, false},    // groups 2: a batch of two, M 24, N 36, rows of 10
       {12, 3, 72, 1, 14, 14, 1, 1, 1, 1, true, false, false},   // M 72: a second sliver of 8 rows
-      {11, 6, 24, 1, 16, 15, 0, 0, 1, 1, true, true, true},     // no padding: x and r read through views
+      {12, 6, 24, 1, 16, 15, 0, 0, 1, 1, true, true, true},     // no padding: x and r read through views
   };
   uint64_t seed = 2400;
   for (const Case& k : cases)
