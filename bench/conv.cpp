@@ -1,7 +1,7 @@
 // Convolution and pooling at the Fashion-MNIST CNN's shapes and at a ResNet-style 3x3 shape:
 // forward, and forward + backward (ravel::gradients), f32, medians of `reps` after one warm-up.
 // The same rows in PyTorch: bench/peers/torch_conv.py (docs/performance.md, "Convolution").
-//   bench_conv [reps] [--no-resnet] [--activation]   (--activation: the relu(conv2d) rows and a dw-only row)
+//   bench_conv [reps] [--no-resnet] [--activation]   (--activation: the relu(conv2d) rows and a dw-only row; --dw: that row alone)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -105,11 +105,16 @@ void weight_gradient_row(int reps, int64_t n, int64_t c, int64_t o, int64_t hw) 
 
 int main(int argc, char** argv) {
   int reps = 10;
-  bool resnet = true, activation_only = false;
+  bool resnet = true, activation_only = false, dw_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--no-resnet") == 0) resnet = false;
     else if (std::strcmp(argv[i], "--activation") == 0) activation_only = true;
+    else if (std::strcmp(argv[i], "--dw") == 0) dw_only = true;
     else reps = std::atoi(argv[i]);
+  }
+  if (dw_only) {  // the weight gradient row alone (for profiles)
+    weight_gradient_row(reps, 128, 32, 64, 14);
+    return 0;
   }
   if (activation_only) {  // the relu(conv2d) rows only
     activation_rows(reps, 32, 64, 64, 28, 1);

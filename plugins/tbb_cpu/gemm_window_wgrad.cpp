@@ -176,20 +176,21 @@ void pack_a(const float* A, const int64_t* am, int64_t M, int64_t W, int64_t sli
       const int64_t m0 = s * W + g, h = std::clamp<int64_t>(M - m0, 0, 16);
       const float* rows[16];
       for (int64_t i = 0; i < h; ++i) rows[i] = A + am[m0 + i];
+      auto scalar = [&](int64_t k0, int64_t k1) {
+        for (int64_t i = 0; i < 16; ++i)
+          for (int64_t k = k0; k < k1; ++k) dst[k * W + g + i] = i < h ? rows[i][ak[k]] : 0.0f;
+      };
       int64_t k = 0;
 #ifdef RVL_WINDOW_WGRAD_X86
-      if (h == 16) {
-        while (k + 16 <= kc) {
-          bool consecutive = true;
-          for (int e = 1; e < 16 && consecutive; ++e) consecutive = ak[k + e] == ak[k] + e;
-          if (!consecutive) break;
-          transpose_rows16(rows, ak[k], dst + k * W + g, W);
-          k += 16;
-        }
+      while (h == 16 && k + 16 <= kc) {  // up to a break in A's k's element by element, then again by 16
+        int64_t e = 1;
+        while (e < 16 && ak[k + e] == ak[k] + e) ++e;
+        if (e == 16) transpose_rows16(rows, ak[k], dst + k * W + g, W);
+        else scalar(k, k + e);
+        k += e;
       }
 #endif
-      for (int64_t i = 0; i < 16; ++i)
-        for (int64_t kk = k; kk < kc; ++kk) dst[kk * W + g + i] = i < h ? rows[i][ak[kk]] : 0.0f;
+      scalar(k, kc);
     }
   }
 }
@@ -226,7 +227,9 @@ bool run_window_wgrad(const Contraction& c, const Evaluator& ep) {
   for (int i = 0; i < br; ++i) batches *= c.batch_shape[i];
   const float* A = reinterpret_cast<const float*>(c.a.data);
   const float* B = reinterpret_cast<const float*>(c.b.data);
-  std::vector<float> partial(static_cast<size_t>(batches * parts * Np * Mp));
+  // Left uninitialised: a part's first panel writes all of its C^T (an empty part is zeroed).
+  const std::unique_ptr<float[]> partial_buffer(new float[static_cast<size_t>(batches * parts * Np * Mp)]);
+  float* const partial = partial_buffer.get();
   tbb::enumerable_thread_specific<WgradLocal> locals([&] {
     return WgradLocal{std::vector<float>(static_cast<size_t>(slivers * kPanel * W)),
                       std::vector<int64_t>(kPanel), std::vector<int64_t>(kPanel), ep.make_scratch()};
@@ -237,7 +240,7 @@ bool run_window_wgrad(const Contraction& c, const Evaluator& ep) {
     int64_t oa, ob, oc;
     gemm_batch_offsets(c, batch, oa, ob, oc);
     WgradLocal& lo = locals.local();
-    float* ct = partial.data() + task * Np * Mp;
+    float* ct = partial + task * Np * Mp;
     const float* bcol[16];
     for (int64_t p0 = k0; p0 < k1; p0 += kPanel) {
       const int64_t kc = std::min(kPanel, k1 - p0);
@@ -261,7 +264,7 @@ bool run_window_wgrad(const Contraction& c, const Evaluator& ep) {
   const int64_t chunks = (per_batch + chunk - 1) / chunk;
   tbb::parallel_for(int64_t{0}, batches * chunks, [&](int64_t task) {
     const int64_t batch = task / chunks, i0 = (task % chunks) * chunk, i1 = std::min(per_batch, i0 + chunk);
-    float* sum = partial.data() + batch * parts * per_batch;
+    float* sum = partial + batch * parts * per_batch;
     for (int64_t p = 1; p < parts; ++p) {
       const float* add = sum + p * per_batch;
       for (int64_t i = i0; i < i1; ++i) sum[i] += add[i];
@@ -269,7 +272,7 @@ bool run_window_wgrad(const Contraction& c, const Evaluator& ep) {
   });
   tbb::parallel_for(int64_t{0}, batches * M, [&](int64_t row) {
     const int64_t batch = row / M, m = row % M;
-    const float* sum = partial.data() + batch * parts * per_batch + m;
+    const float* sum = partial + batch * parts * per_batch + m;
     WgradLocal& lo = locals.local();
     std::vector<float>& out = lo.ap;  // C's row m, gathered from the columns of C^T
     if (static_cast<int64_t>(out.size()) < N) out.resize(static_cast<size_t>(N));
