@@ -1,7 +1,7 @@
 // Convolution and pooling at the Fashion-MNIST CNN's shapes and at a ResNet-style 3x3 shape:
 // forward, and forward + backward (ravel::gradients), f32, medians of `reps` after one warm-up.
 // The same rows in PyTorch: bench/peers/torch_conv.py (docs/performance.md, "Convolution").
-//   bench_conv [reps] [--no-resnet] [--activation]   (--activation: the relu(conv2d) rows and a dw-only row; --dw: that row alone)
+//   bench_conv [reps] [--no-resnet] [--activation]   (--activation: the relu(conv2d) rows and a dw-only row; --dw: dw rows alone)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -112,8 +112,9 @@ int main(int argc, char** argv) {
     else if (std::strcmp(argv[i], "--dw") == 0) dw_only = true;
     else reps = std::atoi(argv[i]);
   }
-  if (dw_only) {  // the weight gradient row alone (for profiles)
+  if (dw_only) {  // the weight gradient rows alone (for profiles)
     weight_gradient_row(reps, 128, 32, 64, 14);
+    weight_gradient_row(reps, 32, 64, 64, 28);
     return 0;
   }
   if (activation_only) {  // the relu(conv2d) rows only

@@ -70,6 +70,7 @@ def weight_gradient_row(reps, n, c, o, hw):
 
 if "--dw" in sys.argv:
     weight_gradient_row(REPS, 128, 32, 64, 14)
+    weight_gradient_row(REPS, 32, 64, 64, 28)
     sys.exit(0)
 if "--activation" in sys.argv:
     activation_rows(REPS, 32, 64, 64, 28, 1)
