@@ -13,13 +13,15 @@
 // ({1to16}), so B is never packed: per k, NB broadcasts of b[j] + bk[k] (the columns' offsets in
 // registers, one k offset shared by all of them; any stride, dilation or group layout is only
 // another offset table). A block holds NB x MV accumulators (6 x 4, 12 x 2, 8 x 3, 12 x 1:
-// <= 24) and issues MV + NB loads per NB * MV multiply-adds. A panel of KC k's packs A once
-// (64 x 256 floats: L2) and runs every block over it, adding into the block's C^T tile in memory
-// (one load and store per accumulator per panel); B's part for a panel is a few rows of every
-// input channel of one image (~40 KiB), in L1 while the blocks pass over it.
-// K is cut into `parts` that depend on K only (never on the threads); each part sums into its
-// own C^T, the parts are added in part order, and the epilogue runs over C's rows: the result
-// does not depend on the threads. Each element is summed in k order within a part.
+// <= 24) and issues MV + NB loads per NB * MV multiply-adds (6 x 4: 10 per 24). A panel of
+// kPanel k's packs A once (Note [A packed by transposes]; 64 x 128 floats, in L1) and runs every
+// block over it, adding into the block's C^T tile in memory (one load and store per accumulator
+// per panel); B's part for a panel is a few rows of every input channel of one image.
+// K is cut into parts (>= kMinPart k's, at most 32) whose count depends on K only, never on the
+// threads; each part sums into its own C^T, the parts are added in part order, and the epilogue
+// runs over C's rows: the result does not depend on the threads. Each element is summed in k
+// order within a part. perf (dw of 128x32x14x14 -> 64): the kernel's samples sit on A's loads
+// (a 64 KiB panel in L2 at 256 k's; 128 measured 4% faster), packing ~8% of the kernel's time.
 // Taken for f32 on AVX-512 with K >= 2048 and K >= 8 * max(M, N) (a weight gradient: the
 // forwards and input gradients have K = C x taps), after the dot form declines.
 // RAVEL_TBB_WINDOW_WGRAD=0 gives back the packed path (A/B in one binary; docs/performance.md §8,
