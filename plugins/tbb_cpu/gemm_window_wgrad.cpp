@@ -22,8 +22,8 @@
 // runs over C's rows: the result does not depend on the threads. Each element is summed in k
 // order within a part. perf (dw of 128x32x14x14 -> 64): the kernel's samples sit on A's loads
 // (a 64 KiB panel in L2 at 256 k's; 128 measured 4% faster), packing ~8% of the kernel's time.
-// Taken for f32 on AVX-512 with K >= 2048 and K >= 8 * max(M, N) (a weight gradient: the
-// forwards and input gradients have K = C x taps), after the dot form declines.
+// Taken for f32 on AVX-512 with M >= 8, C^T <= 4 MiB, K >= 2048 and K >= 8 * max(M, N) (a weight
+// gradient: the forwards and input gradients have K = C x taps), after the dot form declines.
 // RAVEL_TBB_WINDOW_WGRAD=0 gives back the packed path (A/B in one binary; docs/performance.md §8,
 // helper "convwg").
 #include "gemm_window_wgrad.hpp"
@@ -160,6 +160,8 @@ bool enabled() {
 // slower, 64 and 32 slower still (the C^T tile's load and store per panel).
 constexpr int64_t kPanel = 128;
 constexpr int64_t kMinPart = 1024;  // k's per part at least; at most 32 parts
+constexpr int64_t kMaxCt = int64_t{1} << 20;        // floats in one C^T (4 MiB)
+constexpr int64_t kMaxPartials = int64_t{16} << 20;  // floats in all parts' C^T together (64 MiB)
 
 // Per-thread buffers of one part: its packed A panel and the panel's k offsets in A and B.
 struct WgradLocal {
@@ -206,9 +208,16 @@ bool run_window_wgrad(const Contraction& c, const Evaluator& ep) {
   const Contraction::Group& g = c.k_group;
   const int64_t M = c.m, N = c.n, K = c.k;
   if (c.dtype != RVL_DTYPE_F32 || g.rank < 1 || !gemm::isa_is_avx512() || !enabled()) return false;
-  if (M == 0 || N == 0 || K < 2048 || K < 8 * std::max(M, N)) return false;
+  // M < 8 would leave most of a vector's lanes idle (a depthwise gradient: M = 1).
+  if (M < 8 || N == 0 || K < 2048 || K < 8 * std::max(M, N)) return false;
   const Shape bs = block_shape(M);
   if (!bs.fn) return false;
+  const int64_t W = 16 * bs.mv;                        // an m sliver: MV vectors
+  const int64_t slivers = (M + W - 1) / W, Mp = slivers * W;
+  const int64_t Np = (N + bs.nb - 1) / bs.nb * bs.nb;  // columns past N repeat column N - 1, dropped
+  // A C^T over 4 MiB (M x N = 512 x 4608 at 512 channels) would not stay in L2 between panels:
+  // the packed path keeps those.
+  if (Np * Mp > kMaxCt) return false;
   // k = (run, e): the group's innermost axis is a run of L elements at strides sa (A) and sb (B).
   const int d = g.rank - 1;
   const int64_t L = g.shape[d], sa = g.stride[0][d], sb = g.stride[1][d];
@@ -220,16 +229,16 @@ bool run_window_wgrad(const Contraction& c, const Evaluator& ep) {
   const std::vector<int64_t> ra = window_offsets(outer, 0, runs, 0), rb = window_offsets(outer, 1, runs, 0);
   const std::vector<int64_t> am = window_offsets(c.m_group, 0, M, c.a.stride[br]);
   const std::vector<int64_t> bn = window_offsets(c.n_group, 0, N, c.b.stride[br + 1]);
-  const int64_t W = 16 * bs.mv;                      // an m sliver: MV vectors
-  const int64_t slivers = (M + W - 1) / W, Mp = slivers * W;
-  const int64_t Np = (N + bs.nb - 1) / bs.nb * bs.nb;  // columns past N repeat column N - 1, dropped
-  // Parts of K: a count from K alone (Note: the result must not depend on the threads), each a
-  // whole number of panels.
+  // Parts of K: a count from the shape alone (the result must not depend on the threads), each
+  // a whole number of panels.
   const int64_t panels = (K + kPanel - 1) / kPanel;
-  const int64_t part_panels = std::min(panels, std::max<int64_t>(kMinPart / kPanel, (panels + 31) / 32));
-  const int64_t parts = (panels + part_panels - 1) / part_panels, per_part = part_panels * kPanel;
   int64_t batches = 1;
   for (int i = 0; i < br; ++i) batches *= c.batch_shape[i];
+  // The parts' C^T together stay under 64 MiB (fewer, longer parts where C is large).
+  const int64_t max_parts = std::clamp<int64_t>(kMaxPartials / (batches * Np * Mp), 1, 32);
+  const int64_t part_panels =
+      std::min(panels, std::max({kMinPart / kPanel, (panels + max_parts - 1) / max_parts, int64_t{1}}));
+  const int64_t parts = (panels + part_panels - 1) / part_panels, per_part = part_panels * kPanel;
   const float* A = reinterpret_cast<const float*>(c.a.data);
   const float* B = reinterpret_cast<const float*>(c.b.data);
   // Left uninitialised: a part's first panel writes all of its C^T (an empty part is zeroed).
