@@ -119,7 +119,8 @@ BOOST_AUTO_TEST_CASE(weight_gradients_with_long_k_match_naive_loops) {
       if (k.bias) wrt.push_back(b);
       auto g = ravel::gradients((y * r).sum(), wrt);
       ravel::realize(g);
-      const Naive want = naive(k, x.to_vector<double>(), w.to_vector<double>(), b.to_vector<double>(), r.to_vector<double>());
+      const Naive want =
+          naive(k, x.to_vector<double>(), w.to_vector<double>(), b.to_vector<double>(), r.to_vector<double>());
       check("dw", g[0].to_vector<double>(), want.dw, want.adw);
       if (k.bias) check("db", g[1].to_vector<double>(), want.db, want.adb);
     });
