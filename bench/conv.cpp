@@ -1,13 +1,14 @@
 // Convolution and pooling at the Fashion-MNIST CNN's shapes and at a ResNet-style 3x3 shape:
 // forward, and forward + backward (ravel::gradients), f32, medians of `reps` after one warm-up.
 // The same rows in PyTorch: bench/peers/torch_conv.py (docs/performance.md, "Convolution").
-//   bench_conv [reps] [--no-resnet] [--activation]
+//   bench_conv [reps] [--no-resnet] [--activation]   (--activation: the relu(conv2d) rows and a dw-only row; --dw: dw rows alone)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -85,21 +86,43 @@ void activation_rows(int reps, int64_t n, int64_t c, int64_t o, int64_t hw, int6
       flop * 3);
 }
 
+// The weight gradient alone: gradients(sum(conv2d(x, w) * cot), {w}) (the forward is not needed:
+// the padded input's copy and the window contraction with K = n x OH x OW), 3x3, padding 1.
+void weight_gradient_row(int reps, int64_t n, int64_t c, int64_t o, int64_t hw) {
+  Tensor x = Tensor::randn({n, c, hw, hw}, 21), w = Tensor::randn({o, c, 3, 3}, 22) * 0.1f;
+  Tensor cot = Tensor::randn({n, o, hw, hw}, 23);
+  ravel::realize({x, w, cot});
+  nn::ConvOptions opt;
+  opt.padding = {1};
+  char name[96];
+  std::snprintf(name, sizeof name, "conv2d %lldx%lldx%lldx%lld -> %lld, 3x3 dw only", (long long)n, (long long)c,
+                (long long)hw, (long long)hw, (long long)o);
+  row(name, median_ms(reps, [&] { ravel::gradients((nn::conv2d(x, w, std::nullopt, opt) * cot).sum(), {w})[0].realize(); }),
+      2.0 * n * o * hw * hw * c * 9 * 1e-9);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 10;
-  bool resnet = true, activation_only = false;
+  bool resnet = true, activation_only = false, dw_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--no-resnet") == 0) resnet = false;
     else if (std::strcmp(argv[i], "--activation") == 0) activation_only = true;
+    else if (std::strcmp(argv[i], "--dw") == 0) dw_only = true;
     else reps = std::atoi(argv[i]);
+  }
+  if (dw_only) {  // the weight gradient rows alone (for profiles)
+    weight_gradient_row(reps, 128, 32, 64, 14);
+    weight_gradient_row(reps, 32, 64, 64, 28);
+    return 0;
   }
   if (activation_only) {  // the relu(conv2d) rows only
     activation_rows(reps, 32, 64, 64, 28, 1);
     activation_rows(reps, 32, 64, 64, 28, 64);
     activation_rows(reps, 128, 1, 32, 28, 1);
     activation_rows(reps, 128, 32, 64, 14, 1);
+    weight_gradient_row(reps, 128, 32, 64, 14);
     return 0;
   }
   // The Fashion-MNIST CNN's two convolutions (the first needs no input gradient).

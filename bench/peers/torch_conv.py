@@ -1,6 +1,6 @@
 """PyTorch side of bench/conv.cpp: the same rows (f32, medians of `reps` after one warm-up), with
 torch.set_num_threads(nproc) as docs/performance.md's other peers.
-    python3 bench/peers/torch_conv.py [reps] [--no-resnet] [--activation]"""
+    python3 bench/peers/torch_conv.py [reps] [--no-resnet] [--activation] [--dw]"""
 import os
 import statistics
 import sys
@@ -58,11 +58,26 @@ def activation_rows(reps, n, c, o, hw, g):
         median_ms(reps, lambda: torch.autograd.grad((f() * cot).sum(), [x, w, b])), flop * 3)
 
 
+def weight_gradient_row(reps, n, c, o, hw):
+    # dw alone, as Ravel's row computes it (no forward): aten's convolution_backward, dw only.
+    x = torch.randn(n, c, hw, hw)
+    w = torch.randn(o, c, 3, 3) * 0.1
+    cot = torch.randn(n, o, hw, hw)
+    f = lambda: torch.ops.aten.convolution_backward(cot, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1,
+                                                    [False, True, False])
+    row(f"conv2d {n}x{c}x{hw}x{hw} -> {o}, 3x3 dw only", median_ms(reps, f), 2.0 * n * o * hw * hw * c * 9 * 1e-9)
+
+
+if "--dw" in sys.argv:
+    weight_gradient_row(REPS, 128, 32, 64, 14)
+    weight_gradient_row(REPS, 32, 64, 64, 28)
+    sys.exit(0)
 if "--activation" in sys.argv:
     activation_rows(REPS, 32, 64, 64, 28, 1)
     activation_rows(REPS, 32, 64, 64, 28, 64)
     activation_rows(REPS, 128, 1, 32, 28, 1)
     activation_rows(REPS, 128, 32, 64, 14, 1)
+    weight_gradient_row(REPS, 128, 32, 64, 14)
     sys.exit(0)
 conv_rows(REPS, 128, 1, 32, 28, False)
 conv_rows(REPS, 128, 32, 64, 14, True)

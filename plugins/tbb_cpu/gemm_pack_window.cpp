@@ -15,6 +15,7 @@
 #include "gemm_window_dot.hpp"
 #include "gemm_window_rows.hpp"
 #include "gemm_window_span.hpp"
+#include "gemm_window_wgrad.hpp"
 #include "tuning_env.hpp"
 #include "short_copy.hpp"
 
@@ -357,6 +358,7 @@ void window_gemm_plain(const Contraction& c, const Evaluator& ep, const WindowTa
 void run_window_contraction(const Contraction& c, const Evaluator& ep) {
   if (window_batches(c) == 0 || c.m == 0 || c.n == 0) return;
   if (run_window_dot(c, ep)) return;  // Note [Weight gradients as dot products over k runs]
+  if (run_window_wgrad(c, ep)) return;  // Note [Weight gradients with B broadcast in place]
   const WindowTables t(c);
   dispatch_dtype(c.dtype, [&](auto tag) {
     constexpr int DT = decltype(tag)::value;
