@@ -1,8 +1,10 @@
 // all_reduce_checked (optional, collectives.h 1.1), when the plugin has it: agreeing headers give
 // the all-reduce and every rank's header in rank order; headers that differ across ranks, with
 // counts that differ too, leave the output untouched and complete OK with every header delivered,
-// and a later call still works (no message of the mismatch was left unmatched); equal headers
+// and a later call still works (no message of the mismatch was left unmatched, none of a later
+// call taken by the mismatched one, even with a rank late); equal headers
 // with different counts are INVALID_ARGUMENT. f32 sums of small integers: exact in any order.
+#include <algorithm>
 #include <cstring>
 
 #include "cases.hpp"
@@ -57,6 +59,60 @@ void checked_call(Runner& run, const std::string& what, const std::vector<int64_
   run.pass();
 }
 
+// The last rank starts a mismatched call (1,100 elements against its 1,200: remainders of 528
+// and 928 bytes after the first message) and, before waiting for it, receives a message from
+// every other rank, sent once that rank finished the mismatch and started an agreeing call of
+// `next` elements: so the agreeing call's messages reach the last rank while its mismatched call
+// is still unfinished. They must complete the agreeing call, not the mismatched one's receives
+// (a plugin that posts a later call's receives early must keep the calls apart).
+void late_mismatch(Runner& run, int64_t next) {
+  const rvl_collectives_api* api = run.plugin.api();
+  const bool last = run.rank == run.size - 1;
+  const std::string c =
+      "all_reduce_checked agreeing on " + std::to_string(next) + " elements after a mismatch the last rank waited late";
+  const int64_t n = last ? 1200 : 1100;
+  std::vector<float> send(static_cast<size_t>(std::max(n, next))), recv(send.size() + 1, -7.0f);
+  for (size_t i = 0; i < send.size(); ++i) send[i] = value(run.rank, static_cast<int64_t>(i));
+  std::vector<uint8_t> got(kHeaderBytes * static_cast<size_t>(run.size), 0);
+  const std::vector<uint8_t> mismatched = header_of(6, n), agreeing = header_of(7, next);
+  auto start = [&](const std::vector<uint8_t>& h, int64_t count, rvl_coll_request** q) {
+    return run.plugin.take(api->all_reduce_checked(run.comm, h.data(), kHeaderBytes, got.data(), send.data(),
+                                                   recv.data(), count, RVL_DTYPE_F32, RVL_COLL_SUM, q));
+  };
+  auto wait = [&](rvl_coll_request* q) {
+    Status s = run.plugin.take(api->request_wait(q, kTimeoutMs));
+    if (s.code != RVL_COLL_STATUS_TIMEOUT) api->request_free(q);  // a timed-out one is left (not reused)
+    return s;
+  };
+  uint8_t go = 1;
+  rvl_coll_request* a = nullptr;
+  rvl_coll_request* b = nullptr;
+  Status s = start(mismatched, n, &a);
+  if (!last) {
+    rvl_coll_request* g = nullptr;
+    if (s.ok()) s = wait(a);
+    if (s.ok()) s = start(agreeing, next, &b);
+    if (s.ok()) s = run.plugin.take(api->send(run.comm, &go, 1, RVL_DTYPE_U8, run.size - 1, 9, &g));
+    if (s.ok()) s = wait(g);
+  } else {
+    for (int p = 0; p < run.size - 1 && s.ok(); ++p) {
+      rvl_coll_request* g = nullptr;
+      s = run.plugin.take(api->recv(run.comm, &go, 1, RVL_DTYPE_U8, p, 9, &g));
+      if (s.ok()) s = wait(g);
+    }
+    if (s.ok()) s = wait(a);
+    if (s.ok()) s = start(agreeing, next, &b);
+  }
+  if (s.ok()) s = wait(b);
+  if (!s.ok()) return run.fail(c, std::string("status ") + status_name(s.code) + " (" + s.message + ")");
+  for (int64_t i = 0; i < next; ++i) {
+    float want = 0.0f;
+    for (int r = 0; r < run.size; ++r) want += value(r, i);
+    if (recv[static_cast<size_t>(i)] != want) return run.fail(c, "element " + std::to_string(i) + " is not the sum");
+  }
+  run.pass();
+}
+
 }  // namespace
 
 void run_checked_cases(Runner& run) {
@@ -83,6 +139,9 @@ void run_checked_cases(Runner& run) {
     auto [c, h] = same(1024, 3);
     checked_call(run, "agreeing after a mismatch", c, h, true, RVL_COLL_STATUS_OK);
   }
+  // A mismatch the last rank waits for late, then an agreeing call of its count, and of the others'.
+  late_mismatch(run, 1200);
+  late_mismatch(run, 1100);
   // Equal headers, different counts: INVALID_ARGUMENT on every rank; then the world still works.
   std::vector<int64_t> counts(size, 1024);
   counts[size - 1] = 1000;
