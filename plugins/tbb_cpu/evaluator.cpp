@@ -329,7 +329,8 @@ Evaluator::Evaluator(const Program& p, Order order, int64_t first_block)
   // Note [Fused loops]: short chunks for kernels streaming from memory, long ones for a row
   // chain's sweeps over rows in cache (RAVEL_TBB_FUSED_CHUNK: tuning, 32, 64 or 128).
   static const int64_t chunk_env = tuning_int("RAVEL_TBB_FUSED_CHUNK", 0, 0, 128);
-  fused_chunk_ = chunk_env > 0 ? chunk_env : plain ? 32 : order == Order::Linear ? 128 : 64;
+  // Half programs (Note [Half programs as one fused loop]): 128, measured faster than 32 there.
+  fused_chunk_ = chunk_env > 0 ? chunk_env : fused_ && half_program ? 128 : plain ? 32 : order == Order::Linear ? 128 : 64;
   if (tile_axis_ < 0) block_ = std::max<int64_t>(1, std::min(block_, (total_ + 15) / 16 * 16));
   if (reduce_op_ == RVL_REDUCE_NONE) {
     const rvl_instruction& last = ins_[n_ins_ - 1];
