@@ -7,6 +7,7 @@
 #include "dtype_ops.hpp"
 #include "fused_loop.hpp"
 #include "half_fused.hpp"
+#include "register_chain.hpp"
 #include "slot_plan.hpp"
 
 #include <ravel/backend.hpp>
@@ -283,11 +284,18 @@ Evaluator::Evaluator(const Program& p, Order order, int64_t first_block)
   // ones and epilogues, not reductions nor a row chain's parts.
   const bool halves = half_fused_loop_enabled() && reduce_op_ == RVL_REDUCE_NONE && order != Order::Linear;
   bool fits = total_ >= fused_loop_min_elements() && fused_loop_enabled() && fused_loop_fits(ins_, n_ins_, halves);
-  bool half_program = false;
+  bool half_program = false, f16 = false, chain_ops = true;
   for (int j = 0; j < n_ins_ && fits; ++j) {
-    fits = ins_[j].op != RVL_OP_LOAD || in_[ins_[j].arg].dtype == ins_[j].dtype;
-    half_program = half_program || ins_[j].dtype != RVL_DTYPE_F32;
+    const rvl_instruction& I = ins_[j];
+    fits = I.op != RVL_OP_LOAD || in_[I.arg].dtype == I.dtype;
+    half_program = half_program || I.dtype != RVL_DTYPE_F32;
+    f16 = f16 || I.dtype == RVL_DTYPE_F16;
+    if (I.dtype == RVL_DTYPE_F32 && I.op != RVL_OP_CAST && rvl::op_is_arithmetic(I.op)) chain_ops = chain_ops && chain_op(I.op);
   }
+  // A bf16 program of ADD/MUL/NEG/RECIP (`a * b + c`) keeps its folded passes (Note [Casts folded
+  // into their readers]): its f32 twin is a register chain, which halves do not have, and the
+  // passes measured 5-8% faster than the 6-step chunk loop (docs/performance.md §11, decision 83).
+  if (half_program && !f16 && chain_ops) fits = false;
   if (fits && plain && tile_axis_ < 0 && first_block == 0) block_ = choose_block(n_slots_, false, kFusedBlock);
   // A small kernel is one short block: its scratch (and CONST fills) shrink to it. The
   // blocks a reduction folds are the same either way (one block holds every output's range).
