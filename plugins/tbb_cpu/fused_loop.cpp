@@ -63,9 +63,6 @@ using array_detail::scalar;
 using array_detail::supported;
 constexpr int kF = RVL_DTYPE_F32;
 constexpr int64_t kMaxChunk = 128;
-// The conversion steps of half programs (Note [Half programs as one fused loop]): codes below
-// every rvl_op. A widening step reads 16-bit values at its source, a narrowing one writes them.
-constexpr int32_t kWidenF16 = -1, kWidenBf16 = -2, kNarrowF16 = -3, kNarrowBf16 = -4;
 
 // The ops a fused loop runs: the f32 rows of the op table with a result of their sources' dtype.
 #define RVL_FUSED_OPS(X) X(NEG) X(RECIP) X(SQRT) X(EXP2) X(LOG2) X(SIN) X(TRUNC) X(ADD) X(MUL) X(MAX) X(MOD) X(IDIV)
@@ -137,23 +134,6 @@ template <int64_t C, int K = 0>
   }
 }
 
-// A conversion step over len elements of the chunk at i0 (Note [Half programs as one fused
-// loop]); a, d: 16-bit values where the step reads or writes halves. n == C: the unrolled form.
-template <int64_t C, int TIER>
-[[gnu::always_inline]] inline void convert(int32_t op, float* d, int64_t ds, const float* a, int64_t as, int64_t i0,
-                                           int64_t n) {
-  const auto* ha = reinterpret_cast<const uint16_t*>(a) + i0 * as;
-  auto* hd = reinterpret_cast<uint16_t*>(d) + i0 * ds;
-  float* fd = d + i0 * ds;
-  const float* fa = a + i0 * as;
-  switch (op) {
-    case kWidenBf16: n == C ? widen_bf16_chunk(fd, ha, C) : widen_bf16_chunk(fd, ha, n); break;
-    case kWidenF16: n == C ? widen_f16_chunk<TIER>(fd, ha, C) : widen_f16_chunk<TIER>(fd, ha, n); break;
-    case kNarrowBf16: n == C ? narrow_bf16_chunk(hd, fa, C) : narrow_bf16_chunk(hd, fa, n); break;
-    default: n == C ? narrow_f16_chunk<TIER>(hd, fa, C) : narrow_f16_chunk<TIER>(hd, fa, n); break;
-  }
-}
-
 // One computed instruction of the chunk loop: the chunk at offset i0 of a source is a + i0 * as
 // (as: 1 for a run of values, 0 for a chunk register), or, when rows says so (1: a, 2: b), the
 // source is the per-row value a[(i0 / row_len) * as] (as: the rows' stride).
@@ -179,14 +159,14 @@ template <int64_t C, bool ROWS, int TIER>
       (void)row_len;
       for (int32_t k = 0; k < n_steps; ++k) {
         const Step& s = st[k];
-        if (s.op < 0) convert<C, TIER>(s.op, s.d, s.ds, s.a, s.as, i0, len);
+        if (s.op < 0) convert_step<C, TIER>(s.op, s.d, s.ds, s.a, s.as, i0, len);
         else apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
       }
     } else {
       const int64_t row = i0 / row_len;
       for (int32_t k = 0; k < n_steps; ++k) {
         const Step& s = st[k];
-        if (s.op < 0) convert<C, TIER>(s.op, s.d, s.ds, s.a, s.as, i0, len);
+        if (s.op < 0) convert_step<C, TIER>(s.op, s.d, s.ds, s.a, s.as, i0, len);
         else if (s.rows == 0) apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
         else if (s.rows == 1) apply<C, 1>(s.op, s.d + i0 * s.ds, s.a + row * s.as, s.b + i0 * s.bs, len);
         else apply<C, 2>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + row * s.bs, len);

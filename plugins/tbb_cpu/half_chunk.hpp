@@ -120,5 +120,26 @@ template <int TIER>
   narrow_f16_plain(d, s, n);
 }
 
+// The conversion steps of a fused loop (fused_loop.cpp): codes below every rvl_op. A widening
+// step reads 16-bit values at its source, a narrowing one writes them.
+constexpr int32_t kWidenF16 = -1, kWidenBf16 = -2, kNarrowF16 = -3, kNarrowBf16 = -4;
+
+// A conversion step over len elements of the chunk at i0 (Note [Half programs as one fused
+// loop]); a, d: 16-bit values where the step reads or writes halves. n == C: the unrolled form.
+template <int64_t C, int TIER>
+[[gnu::always_inline]] inline void convert_step(int32_t op, float* d, int64_t ds, const float* a, int64_t as, int64_t i0,
+                                           int64_t n) {
+  const auto* ha = reinterpret_cast<const uint16_t*>(a) + i0 * as;
+  auto* hd = reinterpret_cast<uint16_t*>(d) + i0 * ds;
+  float* fd = d + i0 * ds;
+  const float* fa = a + i0 * as;
+  switch (op) {
+    case kWidenBf16: n == C ? widen_bf16_chunk(fd, ha, C) : widen_bf16_chunk(fd, ha, n); break;
+    case kWidenF16: n == C ? widen_f16_chunk<TIER>(fd, ha, C) : widen_f16_chunk<TIER>(fd, ha, n); break;
+    case kNarrowBf16: n == C ? narrow_bf16_chunk(hd, fa, C) : narrow_bf16_chunk(hd, fa, n); break;
+    default: n == C ? narrow_f16_chunk<TIER>(hd, fa, C) : narrow_f16_chunk<TIER>(hd, fa, n); break;
+  }
+}
+
 }  // namespace
 }  // namespace tbbcpu
