@@ -7,6 +7,7 @@
 #include "dtype_ops.hpp"
 #include "fused_loop.hpp"
 #include "half_fused.hpp"
+#include "register_chain.hpp"
 #include "slot_plan.hpp"
 
 #include <ravel/backend.hpp>
@@ -279,9 +280,22 @@ Evaluator::Evaluator(const Program& p, Order order, int64_t first_block)
   // Note [Fused loops in the evaluator]: a plain elementwise kernel that runs as a fused loop
   // writes no slot per instruction, so its blocks are longer (fewer per-block costs).
   // Small kernels keep the passes (fused_loop_min_elements).
-  bool fits = total_ >= fused_loop_min_elements() && fused_loop_enabled() && fused_loop_fits(ins_, n_ins_);
-  for (int j = 0; j < n_ins_ && fits; ++j)
-    fits = ins_[j].op != RVL_OP_LOAD || in_[ins_[j].arg].dtype == RVL_DTYPE_F32;
+  // Half programs (Note [Half programs as one fused loop], half_chunk.hpp): plain elementwise
+  // ones and epilogues, not reductions nor a row chain's parts.
+  const bool halves = half_fused_loop_enabled() && reduce_op_ == RVL_REDUCE_NONE && order != Order::Linear;
+  bool fits = total_ >= fused_loop_min_elements() && fused_loop_enabled() && fused_loop_fits(ins_, n_ins_, halves);
+  bool half_program = false, f16 = false, chain_ops = true;
+  for (int j = 0; j < n_ins_ && fits; ++j) {
+    const rvl_instruction& I = ins_[j];
+    fits = I.op != RVL_OP_LOAD || in_[I.arg].dtype == I.dtype;
+    half_program = half_program || I.dtype != RVL_DTYPE_F32;
+    f16 = f16 || I.dtype == RVL_DTYPE_F16;
+    if (I.dtype == RVL_DTYPE_F32 && I.op != RVL_OP_CAST && rvl::op_is_arithmetic(I.op)) chain_ops = chain_ops && chain_op(I.op);
+  }
+  // A bf16 program of ADD/MUL/NEG/RECIP (`a * b + c`) keeps its folded passes (Note [Casts folded
+  // into their readers]): its f32 twin is a register chain, which halves do not have, and the
+  // passes measured 5-8% faster than the 6-step chunk loop (docs/performance.md §11, decision 83).
+  if (half_program && !f16 && chain_ops) fits = false;
   if (fits && plain && tile_axis_ < 0 && first_block == 0) block_ = choose_block(n_slots_, false, kFusedBlock);
   // A small kernel is one short block: its scratch (and CONST fills) shrink to it. The
   // blocks a reduction folds are the same either way (one block holds every output's range).
@@ -312,7 +326,8 @@ Evaluator::Evaluator(const Program& p, Order order, int64_t first_block)
                       : nullptr;
   }
   plan_half_folds();
-  fused_ = fits && !half_folds_ && tile_axis_ < 0;
+  // A half program keeps its folds for the blocks compute_fused leaves to the passes.
+  fused_ = fits && (half_program || !half_folds_) && tile_axis_ < 0;
   if (reduce_op_ == RVL_REDUCE_SUM || reduce_op_ == RVL_REDUCE_MAX || reduce_op_ == RVL_REDUCE_PROD) {
     const rvl_instruction& L = ins_[n_ins_ - 1];  // Note [Widening in the fold]
     if (out_.dtype == RVL_DTYPE_F32 && L.op == RVL_OP_CAST && L.dtype == RVL_DTYPE_F32 &&
@@ -322,7 +337,8 @@ Evaluator::Evaluator(const Program& p, Order order, int64_t first_block)
   // Note [Fused loops]: short chunks for kernels streaming from memory, long ones for a row
   // chain's sweeps over rows in cache (RAVEL_TBB_FUSED_CHUNK: tuning, 32, 64 or 128).
   static const int64_t chunk_env = tuning_int("RAVEL_TBB_FUSED_CHUNK", 0, 0, 128);
-  fused_chunk_ = chunk_env > 0 ? chunk_env : plain ? 32 : order == Order::Linear ? 128 : 64;
+  // Half programs (Note [Half programs as one fused loop]): 128, measured faster than 32 there.
+  fused_chunk_ = chunk_env > 0 ? chunk_env : fused_ && half_program ? 128 : plain ? 32 : order == Order::Linear ? 128 : 64;
   if (tile_axis_ < 0) block_ = std::max<int64_t>(1, std::min(block_, (total_ + 15) / 16 * 16));
   if (reduce_op_ == RVL_REDUCE_NONE) {
     const rvl_instruction& last = ins_[n_ins_ - 1];
@@ -714,7 +730,8 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
 }
 
 // Note [Fused loops in the evaluator]
-// An all-f32 program (fused_loop_fits) runs each block as one fused loop (Note [Fused loops],
+// An all-f32 program (fused_loop_fits), or a half one (Note [Half programs as one fused loop]),
+// runs each block as one fused loop (Note [Fused loops],
 // fused_loop.cpp) when every input of the block is readable in place: a dense input at the
 // block, a row-invariant input from its slot or its row, a one-value-per-row input in a block
 // inside one row as its one value, CONSTs from their slots, ACC as given. Any other block (one
@@ -725,7 +742,12 @@ const void* Evaluator::compute(int64_t s, int64_t e, Scratch& sc, const void* ac
 const void* Evaluator::compute_fused(int64_t s, int64_t e, Scratch& sc, const void* acc) const {
   const int64_t row = shape_[rank_ - 1];
   const auto slot_at = [&](int64_t k) { return reinterpret_cast<float*>(&sc.slots[static_cast<size_t>(k) * block_]); };
-  float* out = direct_ok_ && out_dense_ ? reinterpret_cast<float*>(out_address(s)) : slot_at(slot_[n_ins_ - 1]);
+  // Element i of an input, f32 or (Note [Half programs as one fused loop]) f16/bf16 as 16-bit values.
+  const auto at = [](const View& v, int64_t i) {
+    return reinterpret_cast<const float*>(v.data + (v.offset + i) * static_cast<int64_t>(rvl::dtype_size(v.dtype)));
+  };
+  const int64_t out_size = static_cast<int64_t>(rvl::dtype_size(ins_[n_ins_ - 1].dtype));
+  std::byte* out = direct_ok_ && out_dense_ ? out_address(s) : reinterpret_cast<std::byte*>(slot_at(slot_[n_ins_ - 1]));
   // A block of several rows with one-value-per-row inputs runs row by row (Note [Several rows
   // per block], row_chain.cpp), each row with its own values.
   bool by_row = any_per_row_ && s / row != (e - 1) / row;
@@ -744,16 +766,15 @@ const void* Evaluator::compute_fused(int64_t s, int64_t e, Scratch& sc, const vo
         val[j] = {static_cast<const float*>(acc) + (a - s), false, false, 0};
       } else if (I.op == RVL_OP_LOAD) {
         const View& v = in_[I.arg];
-        const float* base = reinterpret_cast<const float*>(v.data) + v.offset;
         if (inv_[j] >= 0 && a % row == 0 && b - a <= block_) val[j] = {slot_at(n_slots_ + inv_[j]), false, false, 0};
-        else if (inv_[j] >= 0 && in_one_row && v.stride[rank_ - 1] == 1) val[j] = {base + a % row, false, false, 0};
-        else if (per_row_[I.arg] && in_one_row) val[j] = {base + (a / shape_[1]) * v.stride[0], true, false, 0};
-        else if (per_row_[I.arg] && rows_mode) val[j] = {base + (a / shape_[1]) * v.stride[0], false, true, v.stride[0]};
-        else if (dense_[I.arg]) val[j] = {base + a, false, false, 0};
+        else if (inv_[j] >= 0 && in_one_row && v.stride[rank_ - 1] == 1) val[j] = {at(v, a % row), false, false, 0};
+        else if (per_row_[I.arg] && in_one_row) val[j] = {at(v, (a / shape_[1]) * v.stride[0]), true, false, 0};
+        else if (per_row_[I.arg] && rows_mode) val[j] = {at(v, (a / shape_[1]) * v.stride[0]), false, true, v.stride[0]};
+        else if (dense_[I.arg]) val[j] = {at(v, a), false, false, 0};
         else return nullptr;  // the passes below (any output written so far is written again)
       }
     }
-    if (!run_fused_loop(simd_tier(), fused_chunk_, ins_, n_ins_, val, out + (a - s), b - a, rows_mode ? row : 0)) {
+    if (!run_fused_loop(simd_tier(), fused_chunk_, ins_, n_ins_, val, out + (a - s) * out_size, b - a, rows_mode ? row : 0)) {
       by_row = true, rows_mode = false;  // a per-row value computed from per-row ones: row by row
       continue;
     }

@@ -45,9 +45,11 @@
 
 #include "array_ops.hpp"
 #include "array_scalar.hpp"
+#include "half_chunk.hpp"
 #include "register_chain.hpp"
 #include "tuning_env.hpp"
 
+#include <ravel/backend.hpp>
 #include <ravel/op_table.hpp>
 
 #include <algorithm>
@@ -148,7 +150,8 @@ struct Step {
 
 // ROWS: some step reads a per-row value (row_len > 0). A separate loop, so that the plain one
 // stays as it was (with the per-row tests in it, `exp(a)*b+c` 16M measured ~6% slower).
-template <int64_t C, bool ROWS>
+// TIER: the clone's SimdTier (the f16 conversions' instructions).
+template <int64_t C, bool ROWS, int TIER>
 [[gnu::always_inline]] inline void run_steps(const Step* st, int32_t n_steps, int64_t n, int64_t row_len) {
   for (int64_t i0 = 0; i0 < n; i0 += C) {
     const int64_t len = std::min(C, n - i0);
@@ -156,13 +159,15 @@ template <int64_t C, bool ROWS>
       (void)row_len;
       for (int32_t k = 0; k < n_steps; ++k) {
         const Step& s = st[k];
-        apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
+        if (s.op < 0) convert_step<C, TIER>(s.op, s.d, s.ds, s.a, s.as, i0, len);
+        else apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
       }
     } else {
       const int64_t row = i0 / row_len;
       for (int32_t k = 0; k < n_steps; ++k) {
         const Step& s = st[k];
-        if (s.rows == 0) apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
+        if (s.op < 0) convert_step<C, TIER>(s.op, s.d, s.ds, s.a, s.as, i0, len);
+        else if (s.rows == 0) apply<C>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + i0 * s.bs, len);
         else if (s.rows == 1) apply<C, 1>(s.op, s.d + i0 * s.ds, s.a + row * s.as, s.b + i0 * s.bs, len);
         else apply<C, 2>(s.op, s.d + i0 * s.ds, s.a + i0 * s.as, s.b + row * s.bs, len);
       }
@@ -170,27 +175,28 @@ template <int64_t C, bool ROWS>
   }
 }
 // The chunk lengths a caller may ask for (fused_loop.hpp).
-#define RVL_FUSED_BY_CHUNK_(call) \
-  switch (chunk) {                \
-    case 32: call(32); break;     \
-    case 128: call(128); break;   \
-    default: call(64); break;     \
+#define RVL_FUSED_BY_CHUNK_(call, t) \
+  switch (chunk) {                   \
+    case 32: call(32, t); break;     \
+    case 128: call(128, t); break;   \
+    default: call(64, t); break;     \
   }
-#define RVL_FUSED_RUN_(c)                                   \
-  if (row_len > 0) run_steps<c, true>(st, n_steps, n, row_len); \
-  else run_steps<c, false>(st, n_steps, n, row_len)
+#define RVL_FUSED_RUN_(c, t)                                        \
+  if (row_len > 0) run_steps<c, true, t>(st, n_steps, n, row_len); \
+  else run_steps<c, false, t>(st, n_steps, n, row_len)
 void run_steps_portable(int64_t chunk, const Step* st, int32_t n_steps, int64_t n,
                                                   int64_t row_len) {
-  RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_)
+  RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_, kSimdPortable)
 }
 #if defined(__x86_64__) || defined(__i386__)
-__attribute__((target("avx2"))) void run_steps_avx2(int64_t chunk, const Step* st, int32_t n_steps, int64_t n,
-                                                  int64_t row_len) {
-  RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_)
+// f16c: the f16 conversion steps (run_fused_loop picks this clone for them only with F16C).
+__attribute__((target("avx2,f16c"))) void run_steps_avx2(int64_t chunk, const Step* st, int32_t n_steps, int64_t n,
+                                                        int64_t row_len) {
+  RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_, kSimdAvx2)
 }
 __attribute__((target(RVL_TBB_AVX512_TARGET))) void run_steps_avx512(int64_t chunk, const Step* st, int32_t n_steps,
                                                                      int64_t n, int64_t row_len) {
-  RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_)
+  RVL_FUSED_BY_CHUNK_(RVL_FUSED_RUN_, kSimdAvx512)
 }
 #endif
 #undef RVL_FUSED_RUN_
@@ -198,13 +204,52 @@ __attribute__((target(RVL_TBB_AVX512_TARGET))) void run_steps_avx512(int64_t chu
 
 void apply_one(int32_t op, float* d, const float* a, const float* b) { apply<1>(op, d, a, b, 1); }
 
+// The CAST at ins[j] of a half program (fused_loop_fits): sets `st`'s op and, for a widening
+// step, its source (a half input's run) and returns true for a step to run; or, for a single
+// value, converts it once (a widened value into one[j]; a rounded output value written over
+// out[0, n)) and returns false.
+bool plan_conversion(const rvl_instruction* ins, int32_t j, FusedValue* val, float* one, void* out, int64_t n,
+                     Step& st) {
+  const rvl_instruction& I = ins[j];
+  const int32_t a = I.src[0];
+  if (I.dtype == kF) {  // widening: exact
+    const bool f16 = ins[a].dtype == RVL_DTYPE_F16;
+    if (val[a].one) {
+      const uint16_t h = *reinterpret_cast<const uint16_t*>(val[a].p);
+      one[j] = f16 ? rvl::f32_from_f16_bits(h) : rvl::f32_from_bf16_bits(h);
+      val[j] = {&one[j], true, false, 0};
+      return false;
+    }
+    st = Step{f16 ? kWidenF16 : kWidenBf16, 0, nullptr, 0, val[a].p, 1, nullptr, 0};
+    return true;
+  }
+  const bool f16 = I.dtype == RVL_DTYPE_F16;  // narrowing, the last instruction
+  if (val[a].one) {
+    uint16_t h;
+    f16 ? narrow_f16_plain(&h, val[a].p, 1) : narrow_bf16_chunk(&h, val[a].p, 1);
+    std::fill(static_cast<uint16_t*>(out), static_cast<uint16_t*>(out) + n, h);
+    return false;
+  }
+  st = Step{f16 ? kNarrowF16 : kNarrowBf16, 0, nullptr, 0, nullptr, 0, nullptr, 0};
+  return true;
+}
+
 }  // namespace
 
-bool fused_loop_fits(const rvl_instruction* ins, int32_t n_ins) {
+bool fused_loop_fits(const rvl_instruction* ins, int32_t n_ins, bool halves) {
   if (n_ins < 1 || n_ins > kFusedMaxIns) return false;
   int32_t computed = 0;
   for (int32_t j = 0; j < n_ins; ++j) {
     const rvl_instruction& I = ins[j];
+    if (halves && I.op == RVL_OP_LOAD && rvl::dtype_is_half(I.dtype)) continue;
+    if (halves && I.op == RVL_OP_CAST && I.src[0] >= 0 && I.src[0] < j) {  // Note [Half programs as one fused loop]
+      const rvl_instruction& S = ins[I.src[0]];
+      const bool widen = I.dtype == kF && S.op == RVL_OP_LOAD && rvl::dtype_is_half(S.dtype);
+      const bool narrow = rvl::dtype_is_half(I.dtype) && S.dtype == kF && j == n_ins - 1;
+      if (!widen && !narrow) return false;
+      ++computed;
+      continue;
+    }
     if (I.dtype != kF) return false;
     if (I.op == RVL_OP_LOAD || I.op == RVL_OP_CONST || I.op == RVL_OP_ACC) continue;
     if (!fused_op(I.op)) return false;
@@ -216,9 +261,15 @@ bool fused_loop_fits(const rvl_instruction* ins, int32_t n_ins) {
   return computed >= 2 && last != RVL_OP_LOAD && last != RVL_OP_CONST && last != RVL_OP_ACC;
 }
 
-bool run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t n_ins, FusedValue* val, float* out,
+bool run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t n_ins, FusedValue* val, void* out,
                     int64_t n, int64_t row_len) {
   chunk = chunk == 32 || chunk == 128 ? chunk : 64;
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool f16c = __builtin_cpu_supports("f16c");
+  if (tier == kSimdAvx2 && !f16c)  // the AVX2 clone converts f16 with F16C
+    for (int32_t j = 0; j < n_ins; ++j)
+      if (ins[j].dtype == RVL_DTYPE_F16) tier = kSimdPortable;
+#endif
   if (row_len > 0) {  // a value computed from single values alone, one of them per-row: not here
     bool single[kFusedMaxIns];
     for (int32_t j = 0; j < n_ins; ++j) {
@@ -275,6 +326,21 @@ bool run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t
   for (int32_t j = 0; j < n_ins; ++j) {
     const rvl_instruction& I = ins[j];
     if (I.op == RVL_OP_LOAD || I.op == RVL_OP_CONST || I.op == RVL_OP_ACC) continue;
+    if (I.op == RVL_OP_CAST) {  // Note [Half programs as one fused loop]
+      chain_ok = false;
+      if (!plan_conversion(ins, j, val, one, out, n, steps[n_steps])) continue;
+      Step& s = steps[n_steps++];
+      if (I.dtype != kF) source(I.src[0], &s.a, &s.as);  // the f32 value a narrowing step rounds
+      if (j == n_ins - 1) {
+        s.d = static_cast<float*>(out), s.ds = 1;
+      } else {
+        s.d = regs(n_regs++), s.ds = 0;
+        val[j] = {s.d, false, false, 0};
+        in_reg[j] = true;
+      }
+      step_of[j] = n_steps - 1;
+      continue;
+    }
     const int arity = rvl::op_info(I.op).arity;
     const int32_t a = I.src[0], b = arity == 2 ? I.src[1] : I.src[0];
     if (val[a].one && val[b].one) {  // computed once (Note [One value per block])
@@ -295,7 +361,7 @@ bool run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t
     source(a, &s.a, &s.as);
     source(b, &s.b, &s.bs);
     if (j == n_ins - 1) {
-      s.d = out, s.ds = 1;
+      s.d = static_cast<float*>(out), s.ds = 1;
     } else {
       s.d = regs(n_regs++), s.ds = 0;
       val[j] = {s.d, false, false, 0};
@@ -303,11 +369,11 @@ bool run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t
     }
   }
   if (n_steps == 0 || steps[n_steps - 1].d != out) {  // the last value is a single value
-    std::fill(out, out + n, *val[n_ins - 1].p);
-    return true;
+    if (ins[n_ins - 1].dtype == kF) std::fill(static_cast<float*>(out), static_cast<float*>(out) + n, *val[n_ins - 1].p);
+    return true;  // (a rounded single value: plan_conversion wrote it)
   }
   if (chain_ok) {  // the whole groups in registers, the tail (within one row) in chunks
-    const int64_t done = run_register_chain(tier, chain, n_steps, out, n, row_len);
+    const int64_t done = run_register_chain(tier, chain, n_steps, static_cast<float*>(out), n, row_len);
     if (done == n) return true;
     for (int32_t k = 0; k < n_steps; ++k) {
       Step& t = steps[k];
@@ -339,6 +405,14 @@ bool fused_loop_enabled() {
   static const bool on = [] {
     const char* e = std::getenv("RAVEL_TBB_NO_FUSED_LOOP");
     return !(e && std::strcmp(e, "1") == 0);
+  }();
+  return on;
+}
+
+bool half_fused_loop_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("RAVEL_TBB_NO_HALF_FUSED_LOOP");
+    return fused_loop_enabled() && !(e && std::strcmp(e, "1") == 0);
   }();
   return on;
 }

@@ -9,8 +9,10 @@
 // ops with each operand read as bf16 or f32 and the result written as f32 or bf16, in each
 // instruction-set tier (Note [Array loops per ISA]). Widening is exact and the rounding is
 // half_convert.cpp's, so each element gets the same bits as the unfused passes (tests:
-// tbb_array_tiers). f16 keeps its passes (its conversions are F16C instructions, not integer
-// arithmetic that vectorises inside any loop).
+// tbb_array_tiers). f16 keeps its passes here (its conversions are F16C instructions, not integer
+// arithmetic that vectorises inside any loop); a whole half program that fits runs as one fused
+// loop instead (Note [Half programs as one fused loop], half_chunk.hpp), and these loops serve
+// the blocks that one leaves to the passes and the programs it does not take.
 #pragma once
 
 #include <cstdint>
