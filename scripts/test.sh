@@ -126,12 +126,20 @@ else
 fi
 have_cuda || echo "-- NVIDIA flavour (scripts/gpu-check.sh's build): skipped, no CUDA toolkit (nvcc) on this machine"
 
-stage "ThreadSanitizer: the threading tests (build-tsan/, scripts/check-tsan.sh)"
-./scripts/check-tsan.sh build-tsan --run-only
-
-stage "ASan + UBSan tests (build-asan/, CTest)"
+# The ThreadSanitizer run is pinned to one CPU (scripts/check-tsan.sh says why), so it runs beside
+# the ASan + UBSan tests, which fill both cores; its output is printed when both have finished.
+stage "ThreadSanitizer threading tests (build-tsan/, one CPU) beside the ASan + UBSan tests (build-asan/, CTest)"
+tsan_log="$PWD/build-tsan/check-tsan.log"
+./scripts/check-tsan.sh build-tsan --run-only >"$tsan_log" 2>&1 &
+tsan=$!
 # Leaks are checked too; tests/lsan.supp lists the plugins' deliberate never-freed singletons.
+asan_status=0
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-  ctest --test-dir build-asan --output-on-failure -j"$jobs"
+  ctest --test-dir build-asan --output-on-failure -j"$jobs" || asan_status=$?
+tsan_status=0
+wait "$tsan" || tsan_status=$?
+cat "$tsan_log"
+[ "$tsan_status" -eq 0 ] || { echo "ThreadSanitizer run FAILED"; exit 1; }
+[ "$asan_status" -eq 0 ] || { echo "ASan + UBSan tests FAILED"; exit 1; }
 stage "all checks passed"
