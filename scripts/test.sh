@@ -115,14 +115,8 @@ if [ -n "$background" ]; then
   stage "waiting for the background builds"
   wait_background
 else
-  stage "ThreadSanitizer build (build-tsan/)"
-  ./scripts/check-tsan.sh build-tsan --build-only
-  stage "ASan + UBSan build (build-asan/)"
-  asan_build
-  if have_cuda; then
-    stage "NVIDIA flavour, configured as scripts/gpu-check.sh does; its HIP plugins built (build-nvidia/)"
-    nvidia_build
-  fi
+  stage "sanitizer and NVIDIA builds (RAVEL_CI_SERIAL=1: in order, in the foreground)"
+  background_builds
 fi
 have_cuda || echo "-- NVIDIA flavour (scripts/gpu-check.sh's build): skipped, no CUDA toolkit (nvcc) on this machine"
 

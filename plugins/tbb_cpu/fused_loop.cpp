@@ -323,6 +323,16 @@ bool run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t
     }
     *p = regs(spread[q]), *step = 0;
   };
+  // A step's destination: the output for the program's last instruction, else a chunk register.
+  auto destination = [&](Step& s, int32_t j) {
+    if (j == n_ins - 1) {
+      s.d = static_cast<float*>(out), s.ds = 1;
+    } else {
+      s.d = regs(n_regs++), s.ds = 0;
+      val[j] = {s.d, false, false, 0};
+      in_reg[j] = true;
+    }
+  };
   for (int32_t j = 0; j < n_ins; ++j) {
     const rvl_instruction& I = ins[j];
     if (I.op == RVL_OP_LOAD || I.op == RVL_OP_CONST || I.op == RVL_OP_ACC) continue;
@@ -331,13 +341,7 @@ bool run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t
       if (!plan_conversion(ins, j, val, one, out, n, steps[n_steps])) continue;
       Step& s = steps[n_steps++];
       if (I.dtype != kF) source(I.src[0], &s.a, &s.as);  // the f32 value a narrowing step rounds
-      if (j == n_ins - 1) {
-        s.d = static_cast<float*>(out), s.ds = 1;
-      } else {
-        s.d = regs(n_regs++), s.ds = 0;
-        val[j] = {s.d, false, false, 0};
-        in_reg[j] = true;
-      }
+      destination(s, j);
       step_of[j] = n_steps - 1;
       continue;
     }
@@ -360,13 +364,7 @@ bool run_fused_loop(int tier, int64_t chunk, const rvl_instruction* ins, int32_t
     s.rows = row_len > 0 && val[a].rows ? 1 : row_len > 0 && val[b].rows ? 2 : 0;
     source(a, &s.a, &s.as);
     source(b, &s.b, &s.bs);
-    if (j == n_ins - 1) {
-      s.d = static_cast<float*>(out), s.ds = 1;
-    } else {
-      s.d = regs(n_regs++), s.ds = 0;
-      val[j] = {s.d, false, false, 0};
-      in_reg[j] = true;
-    }
+    destination(s, j);
   }
   if (n_steps == 0 || steps[n_steps - 1].d != out) {  // the last value is a single value
     if (ins[n_ins - 1].dtype == kF) std::fill(static_cast<float*>(out), static_cast<float*>(out) + n, *val[n_ins - 1].p);
