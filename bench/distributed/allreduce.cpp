@@ -40,7 +40,7 @@ int main(int argc, char** argv) try {
       if (r >= 2) us.push_back(t);  // two warm-up rounds
     }
     std::sort(us.begin(), us.end());
-    if (dist::rank() == 0) std::printf("%s %lld %.1f\n", label, static_cast<long long>(bytes), us[us.size() / 2]);
+    if (dist::rank() == 0) std::printf("%s %lld %.2f\n", label, static_cast<long long>(bytes), us[us.size() / 2]);
   }
   return 0;
 } catch (const std::exception& e) {

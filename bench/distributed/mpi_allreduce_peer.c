@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
         if (r >= 2) us[r - 2] = t;
       }
       qsort(us, reps, sizeof(double), cmp);
-      if (rank == 0) printf("%s %ld %.1f\n", nb == 2 ? "mpi-p2p" : nb ? "mpi-nb" : "mpi", bytes, us[reps / 2]);
+      if (rank == 0) printf("%s %ld %.2f\n", nb == 2 ? "mpi-p2p" : nb ? "mpi-nb" : "mpi", bytes, us[reps / 2]);
     }
     free(peer);
     free(in);

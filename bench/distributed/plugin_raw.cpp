@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
       if (r >= 2) us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(us.begin(), us.end());
-    if (rank == 0) std::printf("%s %ld %.1f\n", checked ? "plugin-checked" : "plugin", bytes, us[us.size() / 2]);
+    if (rank == 0) std::printf("%s %ld %.2f\n", checked ? "plugin-checked" : "plugin", bytes, us[us.size() / 2]);
   }
   p.take(api->comm_destroy(w));
   return 0;

@@ -182,7 +182,9 @@ std::vector<NodePtr> diff_inputs(const Node& n) {
     case NodeKind::View:
       if (n.move == MoveOp::Custom) return n.custom_inputs;
       return n.move == MoveOp::StopGradient ? std::vector<NodePtr>{} : std::vector<NodePtr>{n.parent};
-    case NodeKind::Buffer: case NodeKind::Const: return {};
+    case NodeKind::Buffer:  // a collective's result may carry its rule (Note [A derivative on the result's own node])
+      return n.custom_rule ? n.custom_inputs : std::vector<NodePtr>{};
+    case NodeKind::Const: return {};
   }
   return {};
 }
@@ -195,7 +197,8 @@ std::vector<Tensor> vjp_rule(const NodePtr& n, const Tensor& g) {
     case NodeKind::Transfer: return {g.to(n->srcs[0]->device)};  // the gradient goes back
     case NodeKind::Multi: return split_cotangent(n, g);  // Note [Sharded gradients]
     case NodeKind::View: return movement_rule(n, g);
-    case NodeKind::Buffer: case NodeKind::Const: return {};
+    case NodeKind::Buffer: return n->custom_rule ? apply_custom_vjp(n, g) : std::vector<Tensor>{};
+    case NodeKind::Const: return {};
   }
   return {};
 }

@@ -50,7 +50,9 @@ Tensor& Tensor::requires_grad_(bool on) {
     node_ = make_multi(std::move(parts), layout_of(*this)).node();
     return *this;
   }
-  if (node_->kind != NodeKind::Buffer) node_ = realized_leaf(*this);
+  // A Buffer node with a rule is a collective's result, not a leaf (Note [A derivative on the
+  // result's own node]): like any computed tensor it becomes a new leaf on its data.
+  if (node_->kind != NodeKind::Buffer || node_->custom_rule) node_ = realized_leaf(*this);
   node_->requires_grad = on;
   return *this;
 }

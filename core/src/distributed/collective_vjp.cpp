@@ -6,6 +6,7 @@
 #include "tensor/custom_vjp.hpp"
 
 #include <memory>
+#include <utility>
 
 namespace ravel::distributed::detail {
 
@@ -46,8 +47,9 @@ Rule make_rule(const char* name, std::function<Tensor(const Tensor& x, const Ten
 // common ones are made once per process, not per call: a rule, its name and two std::functions
 // were about a fifth of the core's allocations per 4 KiB all-reduce (docs/distributed.md, "The
 // small path's fixed cost, 2026-12-07").
-Tensor attach(const Tensor& y, const Tensor& x, const Rule& rule) {
+Tensor attach(Tensor y, const Tensor& x, const Rule& rule, bool fresh) {
   if (!differentiable(x)) return y;
+  if (fresh) return ravel::detail::with_custom_vjp_on_result(std::move(y), x, rule);
   return ravel::detail::with_custom_vjp(y, {x}, rule);
 }
 
@@ -85,38 +87,38 @@ Tensor fold_vjp(ReduceOp op, const Tensor& x, const Tensor& y, const Tensor& g_s
 
 }  // namespace
 
-Tensor with_all_reduce_vjp(const Tensor& y, const Tensor& x, ReduceOp op) {
-  return attach(y, x, per_op(op, [](ReduceOp o) {
+Tensor with_all_reduce_vjp(Tensor y, const Tensor& x, ReduceOp op, bool fresh) {
+  return attach(std::move(y), x, per_op(op, [](ReduceOp o) {
     return make_rule("distributed::all_reduce", [o](const Tensor& in, const Tensor& out, const Tensor& g) {
       return fold_vjp(o, in, out, distributed::all_reduce(g, ReduceOp::Sum));
     });
-  }));
+  }), fresh);
 }
 
-Tensor with_all_gather_vjp(const Tensor& y, const Tensor& x) {
+Tensor with_all_gather_vjp(Tensor y, const Tensor& x, bool fresh) {
   static const Rule rule = make_rule("distributed::all_gather", [](const Tensor& in, const Tensor&, const Tensor& g) {
     return distributed::reduce_scatter(g, ReduceOp::Sum).reshape(in.shape());
   });
-  return attach(y, x, rule);
+  return attach(std::move(y), x, rule, fresh);
 }
 
-Tensor with_reduce_scatter_vjp(const Tensor& y, const Tensor& x, ReduceOp op) {
-  return attach(y, x, per_op(op, [](ReduceOp o) {
+Tensor with_reduce_scatter_vjp(Tensor y, const Tensor& x, ReduceOp op, bool fresh) {
+  return attach(std::move(y), x, per_op(op, [](ReduceOp o) {
     return make_rule("distributed::reduce_scatter", [o](const Tensor& in, const Tensor& out, const Tensor& g) {
       // Block r of the result lives on rank r only: gathering the cotangents gives every rank the
       // sum over ranks of the whole result's cotangent, and gathering y the whole fold.
       const Tensor g_sum = distributed::all_gather(g);
       return fold_vjp(o, in, o == ReduceOp::Sum ? Tensor() : distributed::all_gather(out), g_sum);
     });
-  }));
+  }), fresh);
 }
 
-Tensor with_broadcast_vjp(const Tensor& y, const Tensor& x, int root) {
+Tensor with_broadcast_vjp(Tensor y, const Tensor& x, int root, bool fresh) {
   if (!differentiable(x)) return y;
-  return attach(y, x, make_rule("distributed::broadcast", [root](const Tensor&, const Tensor&, const Tensor& g) {
+  return attach(std::move(y), x, make_rule("distributed::broadcast", [root](const Tensor&, const Tensor&, const Tensor& g) {
     const Tensor g_sum = distributed::all_reduce(g, ReduceOp::Sum);  // on every rank: it is a collective
     return rank() == root ? g_sum : Tensor();            // undefined: no gradient
-  }));
+  }), fresh);
 }
 
 }  // namespace ravel::distributed::detail

@@ -45,11 +45,18 @@ struct HostOpLists {
 };
 thread_local HostOpLists t_lists;
 
+// The result, and whether it is a fresh node only this call holds (the in-place path's), which
+// then carries its derivative itself (Note [A derivative on the result's own node]).
+struct Ran {
+  Tensor y;
+  bool fresh = false;
+};
+
 template <class Make>
-Tensor run_collective(const Tensor& t, const CollectiveKey& key, Make&& make) {
+Ran run_collective(const Tensor& t, const CollectiveKey& key, Make&& make) {
   distributed::detail::begin_entered_buckets();  // Note [Entered gradient buckets]: the same order on every rank
   auto op = cached_collective_op(key, std::forward<Make>(make));
-  if (Tensor y = run_collective_now(op, t); y.defined()) return y;  // the common case, in place
+  if (Tensor y = run_collective_now(op, t); y.defined()) return {std::move(y), true};  // the common case, in place
   HostOpLists lists = std::move(t_lists);
   lists.inputs.assign(1, t);
   if (lists.outputs.size() != 1) lists.outputs.assign(1, HostOutput{key.dtype, key.out_shape, key.device});
@@ -63,7 +70,7 @@ Tensor run_collective(const Tensor& t, const CollectiveKey& key, Make&& make) {
     begin_host_op(op, lists.inputs);
     Tensor y = std::move(end_host_op(op, lists.outputs)[0]);
     put_back();
-    return y;
+    return {std::move(y), false};
   } catch (...) {
     put_back();
     throw;
@@ -90,11 +97,12 @@ Tensor all_reduce(const Tensor& t, ReduceOp op) {
   if (!comm) return t;
   const Device device = t.device();
   const CollectiveKey key{kAllReduce, abi_op(op), -1, t.dtype(), t.shape(), t.shape(), device};
-  return distributed::detail::with_all_reduce_vjp(run_collective(t, key, [&] {
+  Ran r = run_collective(t, key, [&] {
     CollectiveCall c = call_of(kAllReduce, t, std::string("all_reduce (") + op_name(op) + ")");
     c.op = abi_op(op);
     return c;
-  }), t, op);
+  });
+  return distributed::detail::with_all_reduce_vjp(std::move(r.y), t, op, r.fresh);
 }
 
 Tensor all_gather(const Tensor& t) {
@@ -106,11 +114,12 @@ Tensor all_gather(const Tensor& t) {
   out_shape[0] *= comm->size();
   const Device device = t.device();
   const CollectiveKey key{kAllGather, RVL_COLL_SUM, -1, t.dtype(), t.shape(), out_shape, device};
-  return distributed::detail::with_all_gather_vjp(run_collective(t, key, [&] {
+  Ran r = run_collective(t, key, [&] {
     CollectiveCall c = call_of(kAllGather, t, "all_gather");
     c.out_shape = out_shape;
     return c;
-  }), t);
+  });
+  return distributed::detail::with_all_gather_vjp(std::move(r.y), t, r.fresh);
 }
 
 Tensor reduce_scatter(const Tensor& t, ReduceOp op) {
@@ -125,12 +134,13 @@ Tensor reduce_scatter(const Tensor& t, ReduceOp op) {
   out_shape[0] /= size;
   const Device device = t.device();
   const CollectiveKey key{kReduceScatter, abi_op(op), -1, t.dtype(), t.shape(), out_shape, device};
-  return distributed::detail::with_reduce_scatter_vjp(run_collective(t, key, [&] {
+  Ran r = run_collective(t, key, [&] {
     CollectiveCall c = call_of(kReduceScatter, t, std::string("reduce_scatter (") + op_name(op) + ")");
     c.op = abi_op(op);
     c.out_shape = out_shape;
     return c;
-  }), t, op);
+  });
+  return distributed::detail::with_reduce_scatter_vjp(std::move(r.y), t, op, r.fresh);
 }
 
 Tensor broadcast(const Tensor& t, int root) {
@@ -142,11 +152,12 @@ Tensor broadcast(const Tensor& t, int root) {
   if (!comm) return t;
   const Device device = t.device();
   const CollectiveKey key{kBroadcast, RVL_COLL_SUM, root, t.dtype(), t.shape(), t.shape(), device};
-  return distributed::detail::with_broadcast_vjp(run_collective(t, key, [&] {
+  Ran r = run_collective(t, key, [&] {
     CollectiveCall c = call_of(kBroadcast, t, "broadcast from rank " + std::to_string(root));
     c.root = root;
     return c;
-  }), t, root);
+  });
+  return distributed::detail::with_broadcast_vjp(std::move(r.y), t, root, r.fresh);
 }
 
 void barrier() {

@@ -2,7 +2,7 @@
 //
 // A Tensor is a handle to a Node. Nodes are immutable once made, except for `buffer`, which
 // realization fills in. Kinds:
-//   Buffer  data uploaded from the host; always has `buffer`
+//   Buffer  data uploaded from the host or a host operation's result; always has `buffer`
 //   Const   a scalar (shape []), e.g. the 2 in x * 2; broadcast with a View
 //   View    srcs[0] (the *base*, never itself a View) seen through `view`, the composition of
 //           all movement ops since the base. `parent` is the node the last movement op was
@@ -79,7 +79,9 @@ class Node {
   bool marked_chain = false;
   bool requires_grad = false;    // Buffer leaves only (Tensor::requires_grad_)
   NodePtr grad;                  // Buffer leaves only: the gradient backward() accumulated
-  // MoveOp::Custom only: the nodes the gradient flows to, and the rule that computes it.
+  // MoveOp::Custom, or a Buffer node that is a collective's result (Note [A derivative on the
+  // result's own node] in tensor/custom_vjp.hpp): the nodes the gradient flows to, and the rule
+  // that computes it.
   std::vector<NodePtr> custom_inputs;
   std::shared_ptr<const CustomRule> custom_rule;
   Scalar value;                  // Const only

@@ -121,7 +121,12 @@ int64_t kernel_count(const Capture& c) {  // host operations are not kernels
   return n;
 }
 
-bool is_leaf(const Tensor& t) { return t.node()->kind == NodeKind::Buffer && t.node()->buffer; }
+// A Buffer node with a derivative rule (Note [A derivative on the result's own node]) is a
+// computed result: as an input it takes a new leaf on its buffer, as the alias it replaced did.
+bool is_leaf(const Tensor& t) {
+  const Node& n = *t.node();
+  return n.kind == NodeKind::Buffer && n.buffer && !n.custom_rule;
+}
 const std::shared_ptr<DeviceBuffer>& buffer_of_leaf(const Tensor& t) { return t.node()->buffer; }
 
 std::vector<Meta> metas(const std::vector<Tensor>& in) {

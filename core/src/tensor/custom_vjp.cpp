@@ -21,6 +21,19 @@ Tensor with_custom_vjp(const Tensor& y, const std::vector<Tensor>& inputs, std::
   return Tensor(make_unique_node(std::move(proto)));
 }
 
+// Note [A derivative on the result's own node] (custom_vjp.hpp).
+Tensor with_custom_vjp_on_result(Tensor y, const Tensor& input, std::shared_ptr<const CustomRule> rule) {
+  check_defined(y, rule->name.c_str());
+  if (!grad_mode_enabled()) return y;
+  Node& n = *y.node();
+  if (n.kind != NodeKind::Buffer || n.custom_rule || y.node().use_count() != 1 || is_multi(input))
+    return with_custom_vjp(y, {input}, std::move(rule));
+  check_defined(input, rule->name.c_str());
+  n.custom_inputs.assign(1, input.node());
+  n.custom_rule = std::move(rule);
+  return y;
+}
+
 // Note [Sharded custom derivatives]
 // An elementwise rule (tanh, sigmoid, relu: the output's element depends on the inputs' elements
 // at the same index) holds part by part, so each part gets the rule on its own slices. Any other

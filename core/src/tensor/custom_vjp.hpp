@@ -62,6 +62,22 @@ struct CustomRule {
 // Under a NoGradGuard y is returned as it is: nothing will differentiate it.
 Tensor with_custom_vjp(const Tensor& y, const std::vector<Tensor>& inputs, std::shared_ptr<const CustomRule> rule);
 
+// Note [A derivative on the result's own node]
+// with_custom_vjp's alias is a second node per result: for an eager collective on a small tensor
+// (a 4 KiB all-reduce takes ~1 us of core time in all) making, registering and freeing it and
+// realizing through it was a fifth of the core's time per call (docs/distributed.md, "The
+// core's per-call cost"). A result that is a fresh Buffer node nobody else has seen yet (a
+// collective run in place, collective_op.cpp) can carry the rule itself: its custom_inputs and
+// custom_rule are set before the node is shared, so nodes stay immutable once others can see
+// them. Autodiff reads a Buffer node's rule as it reads a Custom alias's (diff_inputs,
+// vjp_rule); such a node is not a leaf for requires_grad_ or a Jit's inputs (each takes a new
+// leaf on the same buffer, as it did for the alias). The derivative is kept whatever the input
+// is: gradients() may be asked for any tensor, a plain uploaded one included, so dropping the
+// rule for "untraced" inputs would turn those gradients into silent zeros.
+// y with `rule` as its derivative with respect to `input`, set on y's node where y is such a
+// fresh Buffer node held only by `y`; otherwise (or under a NoGradGuard) as with_custom_vjp.
+Tensor with_custom_vjp_on_result(Tensor y, const Tensor& input, std::shared_ptr<const CustomRule> rule);
+
 // The rule's result for alias `n` and cotangent `g`, checked: one entry per input, each
 // undefined or shaped like its input (ravel::ShapeError / ValueError naming the rule otherwise).
 std::vector<Tensor> apply_custom_vjp(const NodePtr& n, const Tensor& g);
