@@ -129,8 +129,17 @@ class CollectiveOp final : public HostOp {
       try {
         const rvl_backend_api& dev = plugin_->api();
         const int32_t index = c_.device.index();
-        plugin_->check(dev.synchronize(index), "synchronize");  // kernels writing the input are over
-        plugin_->check(dev.buffer_address(in[0]->handle(), &s), "buffer_address");
+        static const std::string synchronize = "synchronize", buffer_address = "buffer_address";  // once
+        plugin_->check(dev.synchronize(index), synchronize);  // kernels writing the input are over
+        // Note [Cached collective operations]: the last input's address while that buffer lives
+        // (a buffer's address does not change; the weak pointer tells a new buffer at the same
+        // memory from the old one).
+        if (const std::shared_ptr<DeviceBuffer> last = last_in_.lock(); last && last.get() == in[0]) {
+          s = last_in_address_;
+        } else {
+          plugin_->check(dev.buffer_address(in[0]->handle(), &s), buffer_address);
+          if (!f_.direct.empty() && f_.direct[0].get() == in[0]) last_in_ = f_.direct[0], last_in_address_ = s;
+        }
         // Note [Cached collective operations]: the last result's buffer again once nothing else
         // holds it (its tensor was dropped); the plugin writes every byte of it. Not while a Jit
         // records: it counts the buffers its function keeps alive, and this one would count.
@@ -140,7 +149,7 @@ class CollectiveOp final : public HostOp {
           r = spare_address_;  // its address does not change
         } else {
           out_ = std::make_shared<DeviceBuffer>(plugin_, index, out_bytes);
-          plugin_->check(dev.buffer_address(out_->handle(), &r), "buffer_address");
+          plugin_->check(dev.buffer_address(out_->handle(), &r), buffer_address);
         }
         if (!recording && out_bytes <= kReusedOutputBytes) spare_out_ = out_, spare_address_ = r;
         else spare_out_.reset();
@@ -246,6 +255,8 @@ class CollectiveOp final : public HostOp {
   std::shared_ptr<DeviceBuffer> out_;     // direct: made in begin, until take_outputs
   std::shared_ptr<DeviceBuffer> spare_out_;  // the last result's, if small (Note [Cached collective operations])
   void* spare_address_ = nullptr;            // ...and its host address
+  std::weak_ptr<DeviceBuffer> last_in_;      // direct: the last input's buffer...
+  void* last_in_address_ = nullptr;          // ...and its host address
   static constexpr uint64_t kReusedOutputBytes = 64 << 10;
   InFlight f_;
 };

@@ -1,5 +1,6 @@
 #include "graph/node.hpp"
 
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <unordered_map>
@@ -14,10 +15,12 @@ namespace ravel::detail {
 
 namespace {
 
-std::mutex g_mutex;
+std::mutex g_mutex;  // the table's
 std::unordered_multimap<size_t, std::weak_ptr<Node>> g_table;
-uint64_t g_next_id = 1;
-size_t g_live = 0;
+// Counters need no lock: a Buffer node or a unique alias (an eager collective's result) is then
+// made and freed without taking g_mutex (docs/distributed.md, "The core's per-call cost").
+std::atomic<uint64_t> g_next_id{1};
+std::atomic<size_t> g_live{0};
 
 inline void mix(size_t& h, size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
 
@@ -84,10 +87,7 @@ Node::~Node() {
       }
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(g_mutex);
-    --g_live;
-  }
+  g_live.fetch_sub(1, std::memory_order_relaxed);
   if (parent) srcs.push_back(std::move(parent));  // view chains can be deep too
   for (auto& c : custom_inputs) srcs.push_back(std::move(c));
   if (grad) srcs.push_back(std::move(grad));
@@ -119,8 +119,8 @@ NodePtr intern(Node&& proto) {
     if (existing) seen.push_back(std::move(existing));
   }
   auto node = std::make_shared<Node>(std::move(proto));
-  node->id = g_next_id++;
-  ++g_live;
+  node->id = g_next_id.fetch_add(1, std::memory_order_relaxed);
+  g_live.fetch_add(1, std::memory_order_relaxed);
   g_table.emplace(node->hash, node);
   return node;
 }
@@ -128,9 +128,8 @@ NodePtr intern(Node&& proto) {
 NodePtr make_unique_node(Node&& proto) {
   auto node = std::make_shared<Node>(std::move(proto));
   node->interned = false;
-  std::lock_guard<std::mutex> lock(g_mutex);
-  node->id = g_next_id++;
-  ++g_live;
+  node->id = g_next_id.fetch_add(1, std::memory_order_relaxed);
+  g_live.fetch_add(1, std::memory_order_relaxed);
   return node;
 }
 
@@ -142,9 +141,8 @@ NodePtr make_buffer_node(DType dtype, Shape shape, Device device, std::shared_pt
   node->shape = std::move(shape);
   node->device = std::move(device);
   node->buffer = std::move(buffer);
-  std::lock_guard<std::mutex> lock(g_mutex);
-  node->id = g_next_id++;
-  ++g_live;
+  node->id = g_next_id.fetch_add(1, std::memory_order_relaxed);
+  g_live.fetch_add(1, std::memory_order_relaxed);
   return node;
 }
 
@@ -162,9 +160,6 @@ std::recursive_mutex& buffer_mutex() {
   return *m;
 }
 
-size_t live_node_count() {
-  std::lock_guard<std::mutex> lock(g_mutex);
-  return g_live;
-}
+size_t live_node_count() { return g_live.load(std::memory_order_relaxed); }
 
 }  // namespace ravel::detail

@@ -1,6 +1,7 @@
 #include "ravel/runtime.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 
@@ -17,8 +18,23 @@ namespace ravel {
 using detail::LoadedPlugin;
 
 namespace {
+// Note [The current runtime without a lock]
+// Runtime::get is called several times per eager operation (each realization, each collective's
+// plugin lookup); its lock was a few percent of a 4 KiB all-reduce's core time (docs/distributed.md,
+// "The core's per-call cost"). The runtime is made once and replaced only by reset, so get reads
+// an atomic copy of the pointer and takes the lock only to make the first one. A reference
+// returned before a reset was already left dangling by the reset, with or without the lock. At
+// exit the runtime stays current while it is destroyed (as the unique_ptr alone had it), then
+// none is, and a later get makes a new one, as before.
 std::mutex g_runtime_mutex;
-std::unique_ptr<Runtime> g_runtime;
+std::atomic<Runtime*> g_current{nullptr};
+struct RuntimeSlot {
+  std::unique_ptr<Runtime> runtime;
+  ~RuntimeSlot() {
+    delete runtime.release();  // g_current still names it while it is destroyed
+    g_current.store(nullptr, std::memory_order_release);
+  }
+} g_runtime;
 
 bool is_plugin_file(const std::filesystem::path& p) {
   std::string f = p.filename().string();
@@ -33,16 +49,19 @@ void log_skip(const PluginRecord& r, bool log) {
 }  // namespace
 
 Runtime& Runtime::get() {
+  if (Runtime* r = g_current.load(std::memory_order_acquire)) return *r;
   std::lock_guard<std::mutex> lock(g_runtime_mutex);
-  if (!g_runtime) g_runtime = std::make_unique<Runtime>(RuntimeOptions{});
-  return *g_runtime;
+  if (!g_runtime.runtime) g_runtime.runtime = std::make_unique<Runtime>(RuntimeOptions{});
+  g_current.store(g_runtime.runtime.get(), std::memory_order_release);
+  return *g_runtime.runtime;
 }
 
 Runtime& Runtime::reset(const RuntimeOptions& options) {
   auto fresh = std::make_unique<Runtime>(options);
   std::lock_guard<std::mutex> lock(g_runtime_mutex);
-  g_runtime = std::move(fresh);
-  return *g_runtime;
+  g_current.store(fresh.get(), std::memory_order_release);
+  g_runtime.runtime = std::move(fresh);
+  return *g_runtime.runtime;
 }
 
 Runtime::Runtime(const RuntimeOptions& options)
