@@ -137,6 +137,28 @@ BOOST_AUTO_TEST_CASE(all_gather_reduce_scatter_and_broadcast_every_dtype) {
   dist::barrier();
 }
 
+// An eager all-reduce reuses its idle operation for the next call of the same shape (Note [Cached
+// collective operations]) and the last input's address while that buffer lives: two live inputs
+// taken in turn must each be the one read.
+BOOST_AUTO_TEST_CASE(a_reused_operation_reads_each_calls_own_input) {
+  const int size = dist::world_size(), me = dist::rank();
+  const Shape shape{257};
+  const Tensor a = input(me, shape, DType::F32, false), b = input(me + 1, shape, DType::F32, false);
+  for (int round = 0; round < 3; ++round) {
+    for (int which = 0; which < 2; ++which) {
+      BOOST_TEST_CONTEXT("round " << round << ", input " << which) {
+        const std::vector<float> got = dist::all_reduce(which == 0 ? a : b).to_vector<float>();
+        BOOST_REQUIRE_EQUAL(got.size(), size_t{257});
+        for (int64_t i = 0; i < 257; ++i) {
+          int64_t want = 0;
+          for (int r = 0; r < size; ++r) want += value(r + which, i, false);
+          BOOST_TEST(got[i] == float(want));
+        }
+      }
+    }
+  }
+}
+
 BOOST_AUTO_TEST_CASE(mismatched_arguments_are_the_same_typed_error_on_every_rank) {
   const int size = dist::world_size(), me = dist::rank();
   if (size == 1) return;  // one rank cannot disagree with itself

@@ -5,6 +5,7 @@
 // a world of one and under mpirun -np 2 and -np 4 (tests/distributed/CMakeLists.txt).
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "ravel/autodiff.hpp"
 #include "ravel/distributed.hpp"
@@ -120,6 +121,73 @@ BOOST_AUTO_TEST_CASE(broadcast_sends_the_cotangents_to_the_root_only) {
   const Tensor x = t(xs(me));
   const std::vector<Tensor> g = ravel::gradients((dist::broadcast(x, root) * t(ws(me))).sum(), {x});
   expect_near(g[0], me == root ? sum_of_ws(size) : std::vector<double>(kN, 0.0));
+}
+
+// An eager collective on a tensor with its own buffer (an upload, a kernel's realized result)
+// sets its derivative on its result's own node; on any other input (a traced argument, a view)
+// it takes an alias (Note [A derivative on the result's own node], core/src/tensor/custom_vjp.hpp).
+// Every path gives the same closed form, through gradients() and through backward().
+BOOST_AUTO_TEST_CASE(every_eager_path_carries_the_all_reduce_derivative) {
+  const int size = dist::world_size(), me = dist::rank();
+  const Tensor w = t(ws(me));
+  const std::function<Tensor(const Tensor&)> ar = [](const Tensor& x) { return dist::all_reduce(x); };
+  BOOST_TEST_CONTEXT("an uploaded leaf") { expect_near(grad_of(ar, t(xs(me)), w), sum_of_ws(size)); }
+  BOOST_TEST_CONTEXT("a kernel's realized result") {
+    const Tensor x = t(xs(me));
+    const Tensor computed = (x * 2.0).realize();
+    expect_near(ravel::gradients((dist::all_reduce(computed) * w).sum(), {x})[0], [&] {
+      std::vector<double> v = sum_of_ws(size);
+      for (double& e : v) e *= 2.0;
+      return v;
+    }());
+  }
+  BOOST_TEST_CONTEXT("a traced argument") {
+    const ravel::UnaryFn loss = [&](const Tensor& x) { return (dist::all_reduce(x) * w).sum(); };
+    expect_near(ravel::grad(loss)(t(xs(me))), sum_of_ws(size));
+  }
+  BOOST_TEST_CONTEXT("a view") {
+    const Tensor x = t(xs(me, 2 * kN));
+    const Tensor g = ravel::gradients((dist::all_reduce(x.slice(0, 0, kN)) * w).sum(), {x})[0];
+    std::vector<double> want = sum_of_ws(size);
+    want.resize(2 * kN, 0.0);
+    expect_near(g, want);
+  }
+  BOOST_TEST_CONTEXT("backward() into a leaf that requires grad") {
+    Tensor x = t(xs(me));
+    x.requires_grad_();
+    (dist::all_reduce(x) * w).sum().backward();
+    BOOST_REQUIRE(x.grad().defined());
+    expect_near(x.grad(), sum_of_ws(size));
+  }
+}
+
+// Under a NoGradGuard the result carries no derivative on either path, as with_custom_vjp's: the
+// loss then does not depend on x through it, and x's gradient is zeros (in a world of one
+// all_reduce returns x itself, so the loss is x's).
+BOOST_AUTO_TEST_CASE(a_result_made_without_grad_carries_no_derivative) {
+  const int size = dist::world_size(), me = dist::rank();
+  const Tensor x = t(xs(me));
+  Tensor y;
+  {
+    ravel::NoGradGuard no_grad;
+    y = dist::all_reduce(x);
+  }
+  expect_near(ravel::gradients((y * t(ws(me))).sum(), {x})[0], size == 1 ? ws(me) : std::vector<double>(kN, 0.0));
+}
+
+// requires_grad_() on a collective's result makes a new leaf on its data, as on any computed
+// tensor: backward() stops there and x gets nothing. (In a world of one all_reduce returns x
+// itself, which is then that leaf.)
+BOOST_AUTO_TEST_CASE(a_result_made_a_leaf_stops_the_gradient) {
+  const int size = dist::world_size(), me = dist::rank();
+  Tensor x = t(xs(me));
+  x.requires_grad_();
+  Tensor y = dist::all_reduce(x);
+  y.requires_grad_();
+  (y * t(ws(me))).sum().backward();
+  BOOST_REQUIRE(y.grad().defined());
+  expect_near(y.grad(), ws(me));
+  BOOST_TEST(x.grad().defined() == (size == 1));
 }
 
 // Second order: L_r = c_r sum(y^2), y = all_reduce(x). The gradient is 2 C y on every rank
