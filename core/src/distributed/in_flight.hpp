@@ -62,10 +62,14 @@ class InFlight {
 
  private:
   // The buffers as one keep-alive for the communicator, the same object from call to call (Note
-  // [Fixed cost per call]); a new one only after a time-out parked the last.
+  // [Fixed cost per call]); a new one only after a time-out parked the last. The direct buffers
+  // move into it (nothing reads them after the wait; release empties both), the staging ones
+  // are shared (the result is still read from `recv` after the wait).
   std::shared_ptr<void> kept() {
     if (!keep_ || keep_.use_count() > 1) keep_ = std::make_shared<InFlightBuffers>();
-    keep_->send = send, keep_->recv = recv, keep_->headers = headers, keep_->direct = direct;
+    keep_->send = send, keep_->recv = recv, keep_->headers = headers;
+    keep_->direct.clear();
+    keep_->direct.swap(direct);
     return keep_;
   }
   Communicator* comm_ = nullptr;

@@ -46,6 +46,9 @@ class Engine {
   virtual void download(const DeviceBuffer& buffer, void* dst, uint64_t bytes) = 0;
   // Ensures every target (or, for a View, its base) has a buffer: schedules and runs kernels.
   virtual void realize(const std::vector<NodePtr>& targets) = 0;
+  // realize({target}) without making the list (Tensor::realize of a one-device tensor, once per
+  // eager collective in a loop: docs/distributed.md, "The core's per-call cost").
+  virtual void realize_one(const NodePtr& target) { realize(std::vector<NodePtr>{target}); }
   // RAVEL_DEBUG as the runtime read it (0 when unset): the tensor layer prints shardings.
   virtual int debug_level() = 0;
   // The parts (single-device tensors of one shape and dtype, on distinct devices) all-reduced by

@@ -17,7 +17,7 @@ const Tensor& Tensor::realize() const {
   // One device: the node itself, without the argument list and parts_of's list of parts (two
   // allocations that were a tenth of an eager 4 KiB all-reduce's core time: docs/distributed.md,
   // "The core's per-call cost").
-  if (!is_multi(*this)) engine().realize({node_});
+  if (!is_multi(*this)) engine().realize_one(node_);
   else ravel::realize({*this});
   return *this;
 }
