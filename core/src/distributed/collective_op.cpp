@@ -134,10 +134,11 @@ class CollectiveOp final : public HostOp {
         // Note [Cached collective operations]: the last input's address while that buffer lives
         // (a buffer's address does not change; the weak pointer tells a new buffer at the same
         // memory from the old one).
+        rvl_buffer* const in_handle = in[0]->handle();  // ends a pending operation writing it
         if (const std::shared_ptr<DeviceBuffer> last = last_in_.lock(); last && last.get() == in[0]) {
           s = last_in_address_;
         } else {
-          plugin_->check(dev.buffer_address(in[0]->handle(), &s), buffer_address);
+          plugin_->check(dev.buffer_address(in_handle, &s), buffer_address);
           if (!f_.direct.empty() && f_.direct[0].get() == in[0]) last_in_ = f_.direct[0], last_in_address_ = s;
         }
         // Note [Cached collective operations]: the last result's buffer again once nothing else
