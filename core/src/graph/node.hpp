@@ -1,7 +1,8 @@
 // Node — one vertex of the lazy graph.
 //
 // A Tensor is a handle to a Node. Nodes are immutable once made, except for `buffer`, which
-// realization fills in. Kinds:
+// realization fills in (and a collective's result, given its derivative rule before anyone else
+// holds it: Note [A derivative on the result's own node] in tensor/custom_vjp.hpp). Kinds:
 //   Buffer  data uploaded from the host or a host operation's result; always has `buffer`
 //   Const   a scalar (shape []), e.g. the 2 in x * 2; broadcast with a View
 //   View    srcs[0] (the *base*, never itself a View) seen through `view`, the composition of
