@@ -70,13 +70,17 @@ constexpr int kGroup = 2;  // vectors per kernel call (3 measured the same)
 // broadcasts per 8 NV multiply-adds.
 // Whole: every lane of both loads lies inside B's view (Note [Whole loads on Zen 4]): plain loads
 // and a blend; else masked loads.
-template <int NV, bool Whole>
+// Select (Note [Selects instead of blends]): the whole loads' lanes merged by a bitwise select
+// with a vector mask instead of a blend with a mask register.
+template <int NV, bool Whole, bool Select>
 void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int64_t* bk) {
   __mmask16 lo[NV], hi[NV];
+  __m512i sel[NV];  // lane all ones where the lane comes from q (hi's lanes)
   const float *p[NV], *q[NV];
 #pragma GCC unroll 4
   for (int j = 0; j < NV; ++j) {
     lo[j] = static_cast<__mmask16>(v[j].bm_lo), hi[j] = static_cast<__mmask16>(v[j].bm_hi);
+    sel[j] = _mm512_maskz_set1_epi32(hi[j], -1);
     p[j] = v[j].b_lo, q[j] = v[j].b_hi;
   }
   __m512 acc[8][NV];
@@ -93,7 +97,11 @@ void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int6
         // The empty asm keeps GCC from folding the blend back into a masked load.
         __m512 xp = _mm512_loadu_ps(p[j] + o), xq = _mm512_loadu_ps(q[j] + o);
         asm("" : "+v"(xp), "+v"(xq));
-        x[j] = _mm512_mask_blend_ps(hi[j], xp, xq);
+        if constexpr (Select)  // sel ? xq : xp bit by bit, written over xp (0xB8: B ? C : A; no copy of sel)
+          x[j] = _mm512_castsi512_ps(
+              _mm512_ternarylogic_epi32(_mm512_castps_si512(xp), sel[j], _mm512_castps_si512(xq), 0xB8));
+        else
+          x[j] = _mm512_mask_blend_ps(hi[j], xp, xq);
       } else {
         x[j] = _mm512_mask_loadu_ps(_mm512_maskz_loadu_ps(lo[j], p[j] + o), hi[j], q[j] + o);
       }
@@ -120,6 +128,18 @@ void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int6
 
 bool span_enabled() {
   static const bool on = tuning_choice("RAVEL_TBB_WINDOW_SPAN", "1", {"0", "1"}) == "1";
+  return on;
+}
+
+// Note [Selects instead of blends]
+// GCC kept the two vectors' blend masks in general registers and moved them into mask registers
+// (kmovw) on every k: on Intel the kmovw and the merge-masked move both issue on port 5, beside
+// the 512-bit FMAs on ports 0 and 5, so a k of 16 FMAs took 20 of those slots (perf annotate of
+// 128x32x14x14 -> 64, Intel Xeon). A bitwise select (vpternlogd) with the mask as a vector
+// register, made once per call, is one slot and needs no kmovw: 18 slots. Exact (a select moves
+// bits). RAVEL_TBB_SPAN_SELECT=0 gives back the blend. docs/performance.md §8 (convfwd).
+bool select_enabled() {
+  static const bool on = tuning_choice("RAVEL_TBB_SPAN_SELECT", "1", {"0", "1"}) == "1";
   return on;
 }
 
@@ -163,6 +183,7 @@ bool run_window_span(const Contraction& c, const Evaluator& ep, const WindowSpan
   const View& o = e.out;
   const bool direct = e.n_ins == 1 && e.ins[0].op == RVL_OP_ACC && o.dtype == RVL_DTYPE_F32 &&
                       o.stride[br + 1] == 1 && o.stride[br] >= N && o.data != c.a.data && o.data != c.b.data;
+  const bool select = select_enabled();
   const int threads = std::max(1, tbb::this_task_arena::max_concurrency());
   // Tiles of NC columns (whole vector pairs): >= 4 per thread, at most 1024 columns (M x NC of C
   // in L2; 128x32x14x14 -> 64: 1024 columns measured 2-5% faster than 384, 10-25% than 96-256).
@@ -255,8 +276,9 @@ bool run_window_span(const Contraction& c, const Evaluator& ep, const WindowSpan
         g[j].c_lo += s * 8 * g[j].ld_lo, g[j].c_hi += s * 8 * g[j].ld_hi;
         whole = whole && g[j].whole;
       }
-      if (whole) span_kernel_avx512<kGroup, true>(K, L.pa.get() + s * K * 8, g, t.bk.data());
-      else span_kernel_avx512<kGroup, false>(K, L.pa.get() + s * K * 8, g, t.bk.data());
+      if (whole && select) span_kernel_avx512<kGroup, true, true>(K, L.pa.get() + s * K * 8, g, t.bk.data());
+      else if (whole) span_kernel_avx512<kGroup, true, false>(K, L.pa.get() + s * K * 8, g, t.bk.data());
+      else span_kernel_avx512<kGroup, false, false>(K, L.pa.get() + s * K * 8, g, t.bk.data());
     };
     // Vector groups outside, slivers inside: the group's B rows stay in L1 while A's slivers (M x K,
     // <= 256 KiB, in L2) pass over them (slivers outside measured 2-10% slower).
