@@ -2,7 +2,7 @@
 // forward, and forward + backward (ravel::gradients), f32, medians of `reps` after one warm-up.
 // The same rows in PyTorch: bench/peers/torch_conv.py (docs/performance.md, "Convolution").
 //   bench_conv [reps] [--no-resnet] [--activation]   (--activation: the relu(conv2d) rows and a dw-only row; --dw: dw rows alone;
-//   --row14: relu(conv2d) 128x32x14x14 -> 64 fwd and fwd + bwd and its dw-only row alone, for profiles)
+//   --row14: the 128x32x14x14 -> 64 rows alone, conv2d and relu(conv2d) fwd and fwd + bwd and dw only, for profiles)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -115,6 +115,7 @@ int main(int argc, char** argv) {
     else reps = std::atoi(argv[i]);
   }
   if (row14) {  // the 14x14 rows alone (for profiles)
+    conv_rows(reps, 128, 32, 64, 14, true);
     activation_rows(reps, 128, 32, 64, 14, 1);
     weight_gradient_row(reps, 128, 32, 64, 14);
     return 0;

@@ -69,6 +69,7 @@ def weight_gradient_row(reps, n, c, o, hw):
 
 
 if "--row14" in sys.argv:
+    conv_rows(REPS, 128, 32, 64, 14, True)
     activation_rows(REPS, 128, 32, 64, 14, 1)
     weight_gradient_row(REPS, 128, 32, 64, 14)
     sys.exit(0)
