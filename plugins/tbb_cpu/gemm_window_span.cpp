@@ -26,6 +26,7 @@
 // added, so for K > 256 the last bits may differ). docs/performance.md §8 (conv3).
 #include "gemm_window_span.hpp"
 
+#include "gemm_bias_relu.hpp"
 #include "gemm_blocked.hpp"
 #include "gemm_kernels.hpp"
 #include "tuning_env.hpp"
@@ -72,8 +73,10 @@ constexpr int kGroup = 2;  // vectors per kernel call (3 measured the same)
 // and a blend; else masked loads.
 // Select (Note [Selects instead of blends]): the whole loads' lanes merged by a bitwise select
 // with a vector mask instead of a blend with a mask register.
+// bias (8 values, or null) and relu: Note [Bias and relu in registers] (gemm_bias_relu.cpp).
 template <int NV, bool Whole, bool Select>
-void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int64_t* bk) {
+void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int64_t* bk, const float* bias,
+                        bool bias_first, bool relu) {
   __mmask16 lo[NV], hi[NV];
   __m512i sel[NV];  // lane all ones where the lane comes from q (hi's lanes)
   const float *p[NV], *q[NV];
@@ -111,6 +114,19 @@ void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int6
       const __m512 ai = _mm512_set1_ps(a[i]);
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(ai, x[j], acc[i][j]);
+    }
+  }
+  if (bias || relu) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      const __m512 b = bias ? _mm512_set1_ps(bias[i]) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        __m512 y = acc[i][j];
+        if (bias) y = bias_first ? _mm512_add_ps(b, y) : _mm512_add_ps(y, b);
+        if (relu) y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_NLE_UQ), y);
+        acc[i][j] = y;
+      }
     }
   }
 #pragma GCC unroll 4
@@ -178,11 +194,14 @@ bool run_window_span(const Contraction& c, const Evaluator& ep, const WindowSpan
     while (at < end && pieces <= 2) at += piece(at, end), ++pieces;
     if (pieces > 2) return false;
   }
-  // The epilogue only stores, with C's columns contiguous within an image: C written in place.
+  // The epilogue only stores, or adds a bias and applies relu in registers (Note [Bias and relu
+  // in registers]), with C's columns contiguous within an image: C written in place.
   const Program& e = c.epilogue;
   const View& o = e.out;
-  const bool direct = e.n_ins == 1 && e.ins[0].op == RVL_OP_ACC && o.dtype == RVL_DTYPE_F32 &&
+  const BiasRelu er = match_bias_relu(c);
+  const bool direct = ((e.n_ins == 1 && e.ins[0].op == RVL_OP_ACC) || er.on) && o.dtype == RVL_DTYPE_F32 &&
                       o.stride[br + 1] == 1 && o.stride[br] >= N && o.data != c.a.data && o.data != c.b.data;
+  const bool in_kernel = direct && er.on;  // the kernel applies er
   const bool select = select_enabled();
   const int threads = std::max(1, tbb::this_task_arena::max_concurrency());
   // Tiles of NC columns (whole vector pairs): >= 4 per thread, at most 1024 columns (M x NC of C
@@ -276,9 +295,12 @@ bool run_window_span(const Contraction& c, const Evaluator& ep, const WindowSpan
         g[j].c_lo += s * 8 * g[j].ld_lo, g[j].c_hi += s * 8 * g[j].ld_hi;
         whole = whole && g[j].whole;
       }
-      if (whole && select) span_kernel_avx512<kGroup, true, true>(K, L.pa.get() + s * K * 8, g, t.bk.data());
-      else if (whole) span_kernel_avx512<kGroup, true, false>(K, L.pa.get() + s * K * 8, g, t.bk.data());
-      else span_kernel_avx512<kGroup, false, false>(K, L.pa.get() + s * K * 8, g, t.bk.data());
+      const float* a = L.pa.get() + s * K * 8;
+      const float* bias = in_kernel && !er.bias.empty() ? er.bias.data() + s * 8 : nullptr;
+      const bool relu = in_kernel && er.relu;
+      if (whole && select) span_kernel_avx512<kGroup, true, true>(K, a, g, t.bk.data(), bias, er.bias_first, relu);
+      else if (whole) span_kernel_avx512<kGroup, true, false>(K, a, g, t.bk.data(), bias, er.bias_first, relu);
+      else span_kernel_avx512<kGroup, false, false>(K, a, g, t.bk.data(), bias, er.bias_first, relu);
     };
     // Vector groups outside, slivers inside: the group's B rows stay in L1 while A's slivers (M x K,
     // <= 256 KiB, in L2) pass over them (slivers outside measured 2-10% slower).
