@@ -10,7 +10,10 @@
 // v > 0 and for NaN) and a zero-masked move. Bit for bit the passes' result: v for v > 0 and for
 // NaN (payload kept), +0.0 for v <= 0 (-0.0 included, as WHERE picks the constant +0.0).
 // Accepted: v = ACC, ADD(ACC, bias) or ADD(bias, ACC), optionally followed by that relu, every
-// instruction used, the bias a LOAD of f32 that varies along M only and has no mask.
+// instruction used, the bias a LOAD of f32 that varies along M only and has no mask. In a forward
+// and backward the forward's epilogue is relu's derivative times the cotangent r instead,
+// WHERE(CMPNE(y, 0), r, 0) over y = relu(v): y != 0 exactly where relu kept v (v > 0 or NaN),
+// so the kernel stores r's bits there (a zero-masked load) and +0.0 elsewhere, again bit for bit.
 // RAVEL_TBB_BIAS_RELU=0 keeps the tile and the passes.
 #include "gemm_bias_relu.hpp"
 
@@ -21,6 +24,8 @@
 namespace tbbcpu {
 
 namespace {
+
+constexpr int32_t kMaxIns = 16;  // the longest form: the select tail after bias and relu (14)
 
 bool enabled() {
   static const bool on = tuning_choice("RAVEL_TBB_BIAS_RELU", "1", {"0", "1"}) == "1";
@@ -37,9 +42,9 @@ BiasRelu match_bias_relu(const Contraction& c) {
   BiasRelu r;
   const Program& e = c.epilogue;
   const int32_t n = e.n_ins, br = c.batch_rank;
-  if (!enabled() || c.dtype != RVL_DTYPE_F32 || n < 2 || n > 9) return r;
+  if (!enabled() || c.dtype != RVL_DTYPE_F32 || n < 2 || n > kMaxIns) return r;
   const rvl_instruction* ins = e.ins;
-  bool used[9] = {};
+  bool used[kMaxIns] = {};
   int32_t acc = -1;
   for (int32_t j = 0; j < n; ++j)
     if (ins[j].op == RVL_OP_ACC) {
@@ -66,7 +71,27 @@ BiasRelu match_bias_relu(const Contraction& c) {
     v = j;
     break;
   }
-  const int32_t last = n - 1;
+  int32_t last = n - 1;
+  // The select tail WHERE(CMPNE(y, 0), r, 0) (CMPNE's operands in either order), y the relu below.
+  if (n >= 5) {
+    const rvl_instruction& S = ins[last];
+    if (S.op == RVL_OP_WHERE && S.dtype == RVL_DTYPE_F32 && S.src[0] >= 0 && S.src[1] >= 0 && S.src[2] >= 0 &&
+        ins[S.src[0]].op == RVL_OP_CMPNE && ins[S.src[1]].op == RVL_OP_LOAD && is_zero_const(ins[S.src[2]])) {
+      const rvl_instruction& N = ins[S.src[0]];
+      const int32_t y = N.src[0] >= 0 && is_zero_const(ins[N.src[0]]) ? N.src[1] : N.src[0];
+      const int32_t z = y == N.src[0] ? N.src[1] : N.src[0];
+      const View& rv = e.inputs[static_cast<size_t>(ins[S.src[1]].arg)];
+      if (y < 0 || y >= S.src[0] || z < 0 || !is_zero_const(ins[z]) || ins[S.src[1]].dtype != RVL_DTYPE_F32 ||
+          rv.empty || rv.dtype != RVL_DTYPE_F32 || rv.stride[br + 1] != 1 || rv.data == e.out.data)
+        return r;
+      for (int32_t d = 0; d < e.rank; ++d)
+        if (rv.lo[d] != 0 || rv.hi[d] != e.shape[d]) return r;
+      used[last] = used[S.src[0]] = used[S.src[1]] = used[S.src[2]] = used[z] = true;
+      r.select = true;
+      r.r = rv;
+      last = y;
+    }
+  }
   if (last != v) {  // WHERE(OR(CMPLT(0, v), CMPNE(v, v)), v, 0), the OR's operands in either order
     const rvl_instruction& W = ins[last];
     if (W.op != RVL_OP_WHERE || W.dtype != RVL_DTYPE_F32 || W.src[1] != v || W.src[2] < 0 || !is_zero_const(ins[W.src[2]]))
@@ -92,8 +117,9 @@ BiasRelu match_bias_relu(const Contraction& c) {
     used[o] = used[last] = used[W.src[2]] = true;
     r.relu = true;
   }
+  if (r.select && !r.relu) return BiasRelu{};
   for (int32_t j = 0; j < n; ++j)
-    if (!used[j]) return r;
+    if (!used[j]) return BiasRelu{};
   r.on = r.relu || !r.bias.empty();
   return r;
 }

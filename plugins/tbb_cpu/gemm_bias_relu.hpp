@@ -13,6 +13,10 @@ struct BiasRelu {
   bool bias_first = false;  // ADD(bias, ACC) rather than ADD(ACC, bias): the add's operand order
   bool relu = false;
   std::vector<float> bias;  // per row m of C; empty: no bias
+  // relu's derivative times a cotangent: C = (relu(v) != 0) ? r : 0, r read through `r` (f32,
+  // unmasked, stride 1 along N). Only after relu.
+  bool select = false;
+  View r;
 };
 
 // The epilogue of `c` (an f32 contraction) as a BiasRelu; on = false for any other epilogue,

@@ -56,6 +56,8 @@ struct SpanVec {
   float* c_lo;
   float* c_hi;
   int64_t ld_lo, ld_hi;  // C's row strides at c_lo and c_hi
+  const float* r_lo;     // the select's r at C's (b, n) (Note [Bias and relu in registers]), or null
+  const float* r_hi;
   uint32_t bm_lo, bm_hi, cm_lo, cm_hi;
   bool whole;  // 16 floats from b_lo + bk[k] and from b_hi + bk[k] lie inside B's view for every k
 };
@@ -73,10 +75,16 @@ constexpr int kGroup = 2;  // vectors per kernel call (3 measured the same)
 // and a blend; else masked loads.
 // Select (Note [Selects instead of blends]): the whole loads' lanes merged by a bitwise select
 // with a vector mask instead of a blend with a mask register.
-// bias (8 values, or null) and relu: Note [Bias and relu in registers] (gemm_bias_relu.cpp).
+// What the kernel applies before the store: Note [Bias and relu in registers] (gemm_bias_relu.cpp).
+struct InKernel {
+  const float* bias = nullptr;  // 8 values (the sliver's rows), or null
+  bool bias_first = false, relu = false;
+  bool select = false;  // store r where relu keeps v, else +0.0 (r's rows rld apart)
+  int64_t rld = 0;
+};
+
 template <int NV, bool Whole, bool Select>
-void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int64_t* bk, const float* bias,
-                        bool bias_first, bool relu) {
+void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int64_t* bk, const InKernel& ek) {
   __mmask16 lo[NV], hi[NV];
   __m512i sel[NV];  // lane all ones where the lane comes from q (hi's lanes)
   const float *p[NV], *q[NV];
@@ -116,15 +124,29 @@ void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int6
       for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(ai, x[j], acc[i][j]);
     }
   }
-  if (bias || relu) {
+  if (ek.select) {  // relu's derivative times r: r's bits where relu keeps v, +0.0 elsewhere
+    for (int i = 0; i < 8; ++i) {
+      const __m512 b = ek.bias ? _mm512_set1_ps(ek.bias[i]) : _mm512_setzero_ps();
+      for (int j = 0; j < NV; ++j) {
+        __m512 y = acc[i][j];
+        if (ek.bias) y = ek.bias_first ? _mm512_add_ps(b, y) : _mm512_add_ps(y, b);
+        const __mmask16 keep = _mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_NLE_UQ);
+        const __mmask16 cl = static_cast<__mmask16>(v[j].cm_lo), ch = static_cast<__mmask16>(v[j].cm_hi);
+        _mm512_mask_storeu_ps(v[j].c_lo + i * v[j].ld_lo, cl, _mm512_maskz_loadu_ps(keep & cl, v[j].r_lo + i * ek.rld));
+        _mm512_mask_storeu_ps(v[j].c_hi + i * v[j].ld_hi, ch, _mm512_maskz_loadu_ps(keep & ch, v[j].r_hi + i * ek.rld));
+      }
+    }
+    return;
+  }
+  if (ek.bias || ek.relu) {
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) {
-      const __m512 b = bias ? _mm512_set1_ps(bias[i]) : _mm512_setzero_ps();
+      const __m512 b = ek.bias ? _mm512_set1_ps(ek.bias[i]) : _mm512_setzero_ps();
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) {
         __m512 y = acc[i][j];
-        if (bias) y = bias_first ? _mm512_add_ps(b, y) : _mm512_add_ps(y, b);
-        if (relu) y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_NLE_UQ), y);
+        if (ek.bias) y = ek.bias_first ? _mm512_add_ps(b, y) : _mm512_add_ps(y, b);
+        if (ek.relu) y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_NLE_UQ), y);
         acc[i][j] = y;
       }
     }
@@ -201,7 +223,21 @@ bool run_window_span(const Contraction& c, const Evaluator& ep, const WindowSpan
   const BiasRelu er = match_bias_relu(c);
   const bool direct = ((e.n_ins == 1 && e.ins[0].op == RVL_OP_ACC) || er.on) && o.dtype == RVL_DTYPE_F32 &&
                       o.stride[br + 1] == 1 && o.stride[br] >= N && o.data != c.a.data && o.data != c.b.data;
-  const bool in_kernel = direct && er.on;  // the kernel applies er
+  InKernel ek0;  // what the kernel applies (direct only)
+  std::vector<int64_t> orr;  // the select's r: each image's offset
+  if (direct && er.on) {
+    ek0.bias = er.bias.empty() ? nullptr : er.bias.data();
+    ek0.bias_first = er.bias_first, ek0.relu = er.relu, ek0.select = er.select, ek0.rld = er.r.stride[br];
+    if (er.select) {
+      orr.resize(static_cast<size_t>(batches));
+      for (int64_t b = 0; b < batches; ++b) {
+        int64_t off = er.r.offset;
+        for (int64_t d = br - 1, q = b; d >= 0; --d) off += (q % c.batch_shape[d]) * er.r.stride[d], q /= c.batch_shape[d];
+        orr[static_cast<size_t>(b)] = off;
+      }
+    }
+  }
+  const float* R = ek0.select ? reinterpret_cast<const float*>(er.r.data) : nullptr;
   const bool select = select_enabled();
   const int threads = std::max(1, tbb::this_task_arena::max_concurrency());
   // Tiles of NC columns (whole vector pairs): >= 4 per thread, at most 1024 columns (M x NC of C
@@ -280,9 +316,11 @@ bool run_window_span(const Contraction& c, const Evaluator& ep, const WindowSpan
       c_at(b0, n0, s.c_lo, s.ld_lo);
       s.cm_lo = lanes(0, wc);
       s.c_hi = s.c_lo, s.ld_hi = s.ld_lo, s.cm_hi = 0;
+      s.r_lo = s.r_hi = R ? R + orr[b0] + n0 : nullptr;
       if (j + wc < end) {
         c_at(b0 + 1, 0, s.c_hi, s.ld_hi);
         s.c_hi -= wc, s.cm_hi = lanes(wc, end - j);
+        if (R) s.r_hi = R + orr[b0 + 1] - wc;
       }
     }
     for (int64_t q = nv; q % kGroup; ++q)  // null partners: nothing read or written
@@ -296,11 +334,13 @@ bool run_window_span(const Contraction& c, const Evaluator& ep, const WindowSpan
         whole = whole && g[j].whole;
       }
       const float* a = L.pa.get() + s * K * 8;
-      const float* bias = in_kernel && !er.bias.empty() ? er.bias.data() + s * 8 : nullptr;
-      const bool relu = in_kernel && er.relu;
-      if (whole && select) span_kernel_avx512<kGroup, true, true>(K, a, g, t.bk.data(), bias, er.bias_first, relu);
-      else if (whole) span_kernel_avx512<kGroup, true, false>(K, a, g, t.bk.data(), bias, er.bias_first, relu);
-      else span_kernel_avx512<kGroup, false, false>(K, a, g, t.bk.data(), bias, er.bias_first, relu);
+      InKernel ek = ek0;
+      if (ek.bias) ek.bias += s * 8;
+      for (int j = 0; j < kGroup && ek.select; ++j)
+        g[j].r_lo += s * 8 * ek.rld, g[j].r_hi += s * 8 * ek.rld;
+      if (whole && select) span_kernel_avx512<kGroup, true, true>(K, a, g, t.bk.data(), ek);
+      else if (whole) span_kernel_avx512<kGroup, true, false>(K, a, g, t.bk.data(), ek);
+      else span_kernel_avx512<kGroup, false, false>(K, a, g, t.bk.data(), ek);
     };
     // Vector groups outside, slivers inside: the group's B rows stay in L1 while A's slivers (M x K,
     // <= 256 KiB, in L2) pass over them (slivers outside measured 2-10% slower).
