@@ -10,7 +10,7 @@
 // v > 0 and for NaN) and a zero-masked move. Bit for bit the passes' result: v for v > 0 and for
 // NaN (payload kept), +0.0 for v <= 0 (-0.0 included, as WHERE picks the constant +0.0).
 // Accepted: v = ACC, ADD(ACC, bias) or ADD(bias, ACC), optionally followed by that relu, every
-// instruction used, the bias a LOAD of f32 that varies along M only and has no mask. In a forward
+// instruction used, the bias a LOAD of f32 that varies along M only and has no mask, or a CONST. In a forward
 // and backward the forward's epilogue is relu's derivative times the cotangent r instead,
 // WHERE(CMPNE(y, 0), r, 0) over y = relu(v): y != 0 exactly where relu kept v (v > 0 or NaN),
 // so the kernel stores r's bits there (a zero-masked load) and +0.0 elsewhere, again bit for bit.
@@ -58,7 +58,15 @@ BiasRelu match_bias_relu(const Contraction& c) {
     const rvl_instruction& I = ins[j];
     if (I.op != RVL_OP_ADD || I.dtype != RVL_DTYPE_F32 || (I.src[0] != acc && I.src[1] != acc)) continue;
     const int32_t l = I.src[0] == acc ? I.src[1] : I.src[0];
-    if (l < 0 || l >= n || ins[l].op != RVL_OP_LOAD || ins[l].dtype != RVL_DTYPE_F32) return r;
+    if (l < 0 || l >= n || ins[l].dtype != RVL_DTYPE_F32) return r;
+    if (ins[l].op == RVL_OP_CONST) {  // one bias for every row (a bias of zeros folded to a constant)
+      r.bias.assign(static_cast<size_t>(c.m), static_cast<float>(ins[l].value.f));
+      r.bias_first = I.src[0] == l;
+      used[j] = used[l] = true;
+      v = j;
+      break;
+    }
+    if (ins[l].op != RVL_OP_LOAD) return r;
     const View& b = e.inputs[static_cast<size_t>(ins[l].arg)];
     if (b.empty || b.dtype != RVL_DTYPE_F32) return r;
     for (int32_t d = 0; d < e.rank; ++d)

@@ -112,3 +112,26 @@ BOOST_AUTO_TEST_CASE(bias_and_relu_in_the_kernel_keep_nan_and_zero_signs) {
   BOOST_TEST(nans == 9 * k.o);  // the 3 x 3 outputs around the NaN, in every channel
   BOOST_TEST(zeros > 0);
 }
+
+// A bias that is one constant (Tensor::full, or zeros: the epilogue reads a CONST, not a LOAD)
+// takes the same in-kernel path; values against the naive loops, with and without relu.
+BOOST_AUTO_TEST_CASE(a_constant_bias_in_the_kernel) {
+  for (const bool relu : {false, true})
+    for (const double bias : {0.0, -0.5}) {
+      const Case k{3, 8, 16, 1, 14, 14, 1, 1, 1, 1, 1, true, relu};
+      guarded(describe(k) + " bias " + std::to_string(bias), [&] {
+        Tensor x = Tensor::randn({k.n, k.c, k.h, k.w}, 2800), w = Tensor::randn({k.o, k.c, 3, 3}, 2801);
+        ravel::realize({x, w});
+        Tensor b = Tensor::full({k.o}, bias);
+        nn::ConvOptions opt;
+        opt.padding = {1, 1};
+        ravel::NoGradGuard no_grad;
+        Tensor y = nn::conv2d(x, w, b, opt);
+        if (relu) y = y.relu();
+        y.realize();  // the epilogue in the contraction, not in to_vector's cast
+        const std::vector<double> r(static_cast<size_t>(k.n * k.o * out_h(k) * out_w(k)), 0.0);
+        const Naive want = naive(k, x.to_vector<double>(), w.to_vector<double>(), std::vector<double>(k.o, bias), r);
+        check("y", y.to_vector<double>(), want.y, want.ay);
+      });
+    }
+}
