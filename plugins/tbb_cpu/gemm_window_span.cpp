@@ -11,8 +11,9 @@
 // [Leading axes as a broadcast batch] in the core); A's 8-row slivers are packed once per thread
 // (Note [Packed A across batches]) and K is one panel (no C round trip for a 32-deep second
 // panel). C is written the same way (two masked stores where a vector crosses an image) when the
-// epilogue only stores; otherwise into a tile laid out as C, one piece per image, over which the
-// epilogue (bias, relu) runs once per whole image rather than once per row of 196.
+// epilogue only stores or is a bias and relu the kernel applies itself (Note [Bias and relu in
+// registers], gemm_bias_relu.cpp); otherwise into a tile laid out as C, one piece per image, over
+// which the epilogue runs once per whole image rather than once per row of 196.
 // Note [Whole loads on Zen 4]: both loads are plain 64-byte loads where all 16 lanes lie inside
 // B's view for every k (all but the last vectors of B), masked loads at the edges; the lanes
 // outside a piece are blended away (or stored nowhere), so what they read does not matter.
