@@ -1,7 +1,8 @@
 // Convolution and pooling at the Fashion-MNIST CNN's shapes and at a ResNet-style 3x3 shape:
 // forward, and forward + backward (ravel::gradients), f32, medians of `reps` after one warm-up.
 // The same rows in PyTorch: bench/peers/torch_conv.py (docs/performance.md, "Convolution").
-//   bench_conv [reps] [--no-resnet] [--activation]   (--activation: the relu(conv2d) rows and a dw-only row; --dw: dw rows alone)
+//   bench_conv [reps] [--no-resnet] [--activation]   (--activation: the relu(conv2d) rows and a dw-only row; --dw: dw rows alone;
+//   --row14: the 128x32x14x14 -> 64 rows alone, conv2d and relu(conv2d) fwd and fwd + bwd and dw only, for profiles)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -105,12 +106,19 @@ void weight_gradient_row(int reps, int64_t n, int64_t c, int64_t o, int64_t hw) 
 
 int main(int argc, char** argv) {
   int reps = 10;
-  bool resnet = true, activation_only = false, dw_only = false;
+  bool resnet = true, activation_only = false, dw_only = false, row14 = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--no-resnet") == 0) resnet = false;
     else if (std::strcmp(argv[i], "--activation") == 0) activation_only = true;
     else if (std::strcmp(argv[i], "--dw") == 0) dw_only = true;
+    else if (std::strcmp(argv[i], "--row14") == 0) row14 = true;
     else reps = std::atoi(argv[i]);
+  }
+  if (row14) {  // the 14x14 rows alone (for profiles)
+    conv_rows(reps, 128, 32, 64, 14, true);
+    activation_rows(reps, 128, 32, 64, 14, 1);
+    weight_gradient_row(reps, 128, 32, 64, 14);
+    return 0;
   }
   if (dw_only) {  // the weight gradient rows alone (for profiles)
     weight_gradient_row(reps, 128, 32, 64, 14);

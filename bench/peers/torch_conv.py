@@ -1,6 +1,6 @@
 """PyTorch side of bench/conv.cpp: the same rows (f32, medians of `reps` after one warm-up), with
 torch.set_num_threads(nproc) as docs/performance.md's other peers.
-    python3 bench/peers/torch_conv.py [reps] [--no-resnet] [--activation] [--dw]"""
+    python3 bench/peers/torch_conv.py [reps] [--no-resnet] [--activation] [--dw] [--row14]"""
 import os
 import statistics
 import sys
@@ -68,6 +68,11 @@ def weight_gradient_row(reps, n, c, o, hw):
     row(f"conv2d {n}x{c}x{hw}x{hw} -> {o}, 3x3 dw only", median_ms(reps, f), 2.0 * n * o * hw * hw * c * 9 * 1e-9)
 
 
+if "--row14" in sys.argv:
+    conv_rows(REPS, 128, 32, 64, 14, True)
+    activation_rows(REPS, 128, 32, 64, 14, 1)
+    weight_gradient_row(REPS, 128, 32, 64, 14)
+    sys.exit(0)
 if "--dw" in sys.argv:
     weight_gradient_row(REPS, 128, 32, 64, 14)
     weight_gradient_row(REPS, 32, 64, 64, 28)

@@ -11,8 +11,9 @@
 // [Leading axes as a broadcast batch] in the core); A's 8-row slivers are packed once per thread
 // (Note [Packed A across batches]) and K is one panel (no C round trip for a 32-deep second
 // panel). C is written the same way (two masked stores where a vector crosses an image) when the
-// epilogue only stores; otherwise into a tile laid out as C, one piece per image, over which the
-// epilogue (bias, relu) runs once per whole image rather than once per row of 196.
+// epilogue only stores or is a bias and relu the kernel applies itself (Note [Bias and relu in
+// registers], gemm_bias_relu.cpp); otherwise into a tile laid out as C, one piece per image, over
+// which the epilogue runs once per whole image rather than once per row of 196.
 // Note [Whole loads on Zen 4]: both loads are plain 64-byte loads where all 16 lanes lie inside
 // B's view for every k (all but the last vectors of B), masked loads at the edges; the lanes
 // outside a piece are blended away (or stored nowhere), so what they read does not matter.
@@ -26,6 +27,7 @@
 // added, so for K > 256 the last bits may differ). docs/performance.md §8 (conv3).
 #include "gemm_window_span.hpp"
 
+#include "gemm_bias_relu.hpp"
 #include "gemm_blocked.hpp"
 #include "gemm_kernels.hpp"
 #include "tuning_env.hpp"
@@ -55,6 +57,8 @@ struct SpanVec {
   float* c_lo;
   float* c_hi;
   int64_t ld_lo, ld_hi;  // C's row strides at c_lo and c_hi
+  const float* r_lo;     // the select's r at C's (b, n) (Note [Bias and relu in registers]), or null
+  const float* r_hi;
   uint32_t bm_lo, bm_hi, cm_lo, cm_hi;
   bool whole;  // 16 floats from b_lo + bk[k] and from b_hi + bk[k] lie inside B's view for every k
 };
@@ -70,13 +74,25 @@ constexpr int kGroup = 2;  // vectors per kernel call (3 measured the same)
 // broadcasts per 8 NV multiply-adds.
 // Whole: every lane of both loads lies inside B's view (Note [Whole loads on Zen 4]): plain loads
 // and a blend; else masked loads.
-template <int NV, bool Whole>
-void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int64_t* bk) {
+// Select (Note [Selects instead of blends]): the whole loads' lanes merged by a bitwise select
+// with a vector mask instead of a blend with a mask register.
+// What the kernel applies before the store: Note [Bias and relu in registers] (gemm_bias_relu.cpp).
+struct InKernel {
+  const float* bias = nullptr;  // 8 values (the sliver's rows), or null
+  bool bias_first = false, relu = false;
+  bool select = false;  // store r where relu keeps v, else +0.0 (r's rows rld apart)
+  int64_t rld = 0;
+};
+
+template <int NV, bool Whole, bool Select>
+void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int64_t* bk, const InKernel& ek) {
   __mmask16 lo[NV], hi[NV];
+  __m512i sel[NV];  // lane all ones where the lane comes from q (hi's lanes)
   const float *p[NV], *q[NV];
 #pragma GCC unroll 4
   for (int j = 0; j < NV; ++j) {
     lo[j] = static_cast<__mmask16>(v[j].bm_lo), hi[j] = static_cast<__mmask16>(v[j].bm_hi);
+    sel[j] = _mm512_maskz_set1_epi32(hi[j], -1);
     p[j] = v[j].b_lo, q[j] = v[j].b_hi;
   }
   __m512 acc[8][NV];
@@ -93,7 +109,11 @@ void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int6
         // The empty asm keeps GCC from folding the blend back into a masked load.
         __m512 xp = _mm512_loadu_ps(p[j] + o), xq = _mm512_loadu_ps(q[j] + o);
         asm("" : "+v"(xp), "+v"(xq));
-        x[j] = _mm512_mask_blend_ps(hi[j], xp, xq);
+        if constexpr (Select)  // sel ? xq : xp bit by bit, written over xp (0xB8: B ? C : A; no copy of sel)
+          x[j] = _mm512_castsi512_ps(
+              _mm512_ternarylogic_epi32(_mm512_castps_si512(xp), sel[j], _mm512_castps_si512(xq), 0xB8));
+        else
+          x[j] = _mm512_mask_blend_ps(hi[j], xp, xq);
       } else {
         x[j] = _mm512_mask_loadu_ps(_mm512_maskz_loadu_ps(lo[j], p[j] + o), hi[j], q[j] + o);
       }
@@ -103,6 +123,33 @@ void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int6
       const __m512 ai = _mm512_set1_ps(a[i]);
 #pragma GCC unroll 4
       for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(ai, x[j], acc[i][j]);
+    }
+  }
+  if (ek.select) {  // relu's derivative times r: r's bits where relu keeps v, +0.0 elsewhere
+    for (int i = 0; i < 8; ++i) {
+      const __m512 b = ek.bias ? _mm512_set1_ps(ek.bias[i]) : _mm512_setzero_ps();
+      for (int j = 0; j < NV; ++j) {
+        __m512 y = acc[i][j];
+        if (ek.bias) y = ek.bias_first ? _mm512_add_ps(b, y) : _mm512_add_ps(y, b);
+        const __mmask16 keep = _mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_NLE_UQ);
+        const __mmask16 cl = static_cast<__mmask16>(v[j].cm_lo), ch = static_cast<__mmask16>(v[j].cm_hi);
+        _mm512_mask_storeu_ps(v[j].c_lo + i * v[j].ld_lo, cl, _mm512_maskz_loadu_ps(keep & cl, v[j].r_lo + i * ek.rld));
+        _mm512_mask_storeu_ps(v[j].c_hi + i * v[j].ld_hi, ch, _mm512_maskz_loadu_ps(keep & ch, v[j].r_hi + i * ek.rld));
+      }
+    }
+    return;
+  }
+  if (ek.bias || ek.relu) {
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      const __m512 b = ek.bias ? _mm512_set1_ps(ek.bias[i]) : _mm512_setzero_ps();
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) {
+        __m512 y = acc[i][j];
+        if (ek.bias) y = ek.bias_first ? _mm512_add_ps(b, y) : _mm512_add_ps(y, b);
+        if (ek.relu) y = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(y, _mm512_setzero_ps(), _CMP_NLE_UQ), y);
+        acc[i][j] = y;
+      }
     }
   }
 #pragma GCC unroll 4
@@ -120,6 +167,18 @@ void span_kernel_avx512(int64_t kc, const float* a, const SpanVec* v, const int6
 
 bool span_enabled() {
   static const bool on = tuning_choice("RAVEL_TBB_WINDOW_SPAN", "1", {"0", "1"}) == "1";
+  return on;
+}
+
+// Note [Selects instead of blends]
+// GCC kept the two vectors' blend masks in general registers and moved them into mask registers
+// (kmovw) on every k: on Intel the kmovw and the merge-masked move both issue on port 5, beside
+// the 512-bit FMAs on ports 0 and 5, so a k of 16 FMAs took 20 of those slots (perf annotate of
+// 128x32x14x14 -> 64, Intel Xeon). A bitwise select (vpternlogd) with the mask as a vector
+// register, made once per call, is one slot and needs no kmovw: 18 slots. Exact (a select moves
+// bits). RAVEL_TBB_SPAN_SELECT=0 gives back the blend. docs/performance.md §8 (convfwd).
+bool select_enabled() {
+  static const bool on = tuning_choice("RAVEL_TBB_SPAN_SELECT", "1", {"0", "1"}) == "1";
   return on;
 }
 
@@ -158,11 +217,29 @@ bool run_window_span(const Contraction& c, const Evaluator& ep, const WindowSpan
     while (at < end && pieces <= 2) at += piece(at, end), ++pieces;
     if (pieces > 2) return false;
   }
-  // The epilogue only stores, with C's columns contiguous within an image: C written in place.
+  // The epilogue only stores, or adds a bias and applies relu in registers (Note [Bias and relu
+  // in registers]), with C's columns contiguous within an image: C written in place.
   const Program& e = c.epilogue;
   const View& o = e.out;
-  const bool direct = e.n_ins == 1 && e.ins[0].op == RVL_OP_ACC && o.dtype == RVL_DTYPE_F32 &&
+  const BiasRelu er = match_bias_relu(c);
+  const bool direct = ((e.n_ins == 1 && e.ins[0].op == RVL_OP_ACC) || er.on) && o.dtype == RVL_DTYPE_F32 &&
                       o.stride[br + 1] == 1 && o.stride[br] >= N && o.data != c.a.data && o.data != c.b.data;
+  InKernel ek0;  // what the kernel applies (direct only)
+  std::vector<int64_t> orr;  // the select's r: each image's offset
+  if (direct && er.on) {
+    ek0.bias = er.bias.empty() ? nullptr : er.bias.data();
+    ek0.bias_first = er.bias_first, ek0.relu = er.relu, ek0.select = er.select, ek0.rld = er.r.stride[br];
+    if (er.select) {
+      orr.resize(static_cast<size_t>(batches));
+      for (int64_t b = 0; b < batches; ++b) {
+        int64_t off = er.r.offset;
+        for (int64_t d = br - 1, q = b; d >= 0; --d) off += (q % c.batch_shape[d]) * er.r.stride[d], q /= c.batch_shape[d];
+        orr[static_cast<size_t>(b)] = off;
+      }
+    }
+  }
+  const float* R = ek0.select ? reinterpret_cast<const float*>(er.r.data) : nullptr;
+  const bool select = select_enabled();
   const int threads = std::max(1, tbb::this_task_arena::max_concurrency());
   // Tiles of NC columns (whole vector pairs): >= 4 per thread, at most 1024 columns (M x NC of C
   // in L2; 128x32x14x14 -> 64: 1024 columns measured 2-5% faster than 384, 10-25% than 96-256).
@@ -240,9 +317,11 @@ bool run_window_span(const Contraction& c, const Evaluator& ep, const WindowSpan
       c_at(b0, n0, s.c_lo, s.ld_lo);
       s.cm_lo = lanes(0, wc);
       s.c_hi = s.c_lo, s.ld_hi = s.ld_lo, s.cm_hi = 0;
+      s.r_lo = s.r_hi = R ? R + orr[b0] + n0 : nullptr;
       if (j + wc < end) {
         c_at(b0 + 1, 0, s.c_hi, s.ld_hi);
         s.c_hi -= wc, s.cm_hi = lanes(wc, end - j);
+        if (R) s.r_hi = R + orr[b0 + 1] - wc;
       }
     }
     for (int64_t q = nv; q % kGroup; ++q)  // null partners: nothing read or written
@@ -255,8 +334,14 @@ bool run_window_span(const Contraction& c, const Evaluator& ep, const WindowSpan
         g[j].c_lo += s * 8 * g[j].ld_lo, g[j].c_hi += s * 8 * g[j].ld_hi;
         whole = whole && g[j].whole;
       }
-      if (whole) span_kernel_avx512<kGroup, true>(K, L.pa.get() + s * K * 8, g, t.bk.data());
-      else span_kernel_avx512<kGroup, false>(K, L.pa.get() + s * K * 8, g, t.bk.data());
+      const float* a = L.pa.get() + s * K * 8;
+      InKernel ek = ek0;
+      if (ek.bias) ek.bias += s * 8;
+      for (int j = 0; j < kGroup && ek.select; ++j)
+        g[j].r_lo += s * 8 * ek.rld, g[j].r_hi += s * 8 * ek.rld;
+      if (whole && select) span_kernel_avx512<kGroup, true, true>(K, a, g, t.bk.data(), ek);
+      else if (whole) span_kernel_avx512<kGroup, true, false>(K, a, g, t.bk.data(), ek);
+      else span_kernel_avx512<kGroup, false, false>(K, a, g, t.bk.data(), ek);
     };
     // Vector groups outside, slivers inside: the group's B rows stay in L1 while A's slivers (M x K,
     // <= 256 KiB, in L2) pass over them (slivers outside measured 2-10% slower).

@@ -9,6 +9,7 @@
 
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <cstdlib>
 #include <limits>
@@ -288,4 +289,43 @@ BOOST_AUTO_TEST_CASE(cross_entropy_reduction_and_ignore_index) {
   Tensor t2 = Tensor::from_vector<int64_t>({2, 0, 1, 0}, {4});
   BOOST_TEST(std::abs(ravel::nn::cross_entropy(logits, t2).item<float>() -
                       ravel::nn::cross_entropy(logits, t2, Reduction::Mean).item<float>()) <= 1e-6);
+}
+
+// Note [Cotangents of exactly one] (core/src/autodiff/rules.cpp): the gradient of sum(x * r) with
+// respect to x is r itself, bit for bit and with no kernel (1 * r was an elementwise kernel of its
+// own). The bits are the test: a signalling NaN stays signalling (the multiply quiets it: 0x7f800001
+// becomes 0x7fc00001 on x86), a negative quiet NaN keeps sign and payload, and -0.0, a subnormal
+// and infinity stay as they are. A cotangent that is not exactly one (2, below) still multiplies.
+BOOST_AUTO_TEST_CASE(gradient_of_a_sum_of_products_is_the_other_factor) {
+  const std::vector<uint32_t> bits = {0x7f800001u, 0xffc12345u, 0x80000000u, 0x00000001u,
+                                      0x7f800000u, 0x3fc00000u, 0xc0500000u};
+  std::vector<float> rv(bits.size());
+  std::memcpy(rv.data(), bits.data(), bits.size() * sizeof(float));
+  const int64_t n = static_cast<int64_t>(rv.size());
+  Tensor r = Tensor::from_vector<float>(rv, {n}).realize();
+  Tensor x = Tensor::from_vector<float>(std::vector<float>(rv.size(), 0.5f), {n}).realize();
+  auto bits_of = [](const Tensor& t) {
+    std::vector<float> v = t.to_vector<float>();
+    std::vector<uint32_t> b(v.size());
+    std::memcpy(b.data(), v.data(), v.size() * sizeof(float));
+    return b;
+  };
+  for (bool r_first : {false, true}) {
+    BOOST_TEST_CONTEXT("r is the product's " << (r_first ? "first" : "second") << " factor") {
+      Tensor g = ravel::gradients((r_first ? r * x : x * r).sum(), {x})[0];
+      g.realize();
+      BOOST_TEST(ravel::last_realization_stats().kernels() == 0);
+      std::vector<uint32_t> got = bits_of(g);
+      for (size_t i = 0; i < bits.size(); ++i)
+        BOOST_TEST(got[i] == bits[i], "element " << i << ": " << std::hex << got[i] << " want " << bits[i]);
+    }
+  }
+  // A cotangent of 2: 2 * r, the closed form, on the finite elements (x86's multiply quiets the NaNs).
+  std::vector<float> twice = ravel::gradients((x * r).sum() * 2.0, {x})[0].to_vector<float>();
+  for (size_t i = 2; i < bits.size(); ++i) {
+    BOOST_TEST_CONTEXT("element " << i) {
+      const double want = 2.0 * static_cast<double>(rv[i]);
+      BOOST_TEST((static_cast<double>(twice[i]) == want || (std::isinf(want) && std::isinf(twice[i]))));
+    }
+  }
 }

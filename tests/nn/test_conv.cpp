@@ -232,6 +232,41 @@ BOOST_AUTO_TEST_CASE(conv2d_gradients_are_contractions) {
   BOOST_TEST(ravel::last_realization_stats().contractions == 3);
 }
 
+// Note [Cotangents of exactly one] (autodiff/rules.cpp): the output gradient of sum(y * r) is r
+// itself, read in place by the weight gradient's contraction: the step is the input's pad copy
+// and the contraction, with no kernel writing 1 * r first. Values against double loops.
+BOOST_AUTO_TEST_CASE(conv2d_weight_gradient_reads_the_cotangent_in_place) {
+  if (ravel::fusion_options().policy < ravel::FusionPolicy::Reduce) return;
+  const int64_t n = 2, c = 3, o = 4, h = 7, wd = 6;
+  Tensor x = Tensor::randn({n, c, h, wd}, 31).realize();
+  Tensor w = Tensor::randn({o, c, 3, 3}, 32).realize();
+  Tensor r = Tensor::randn({n, o, h, wd}, 33).realize();
+  nn::ConvOptions opt;
+  opt.padding = {1, 1};
+  Tensor g = ravel::gradients((nn::conv2d(x, w, std::nullopt, opt) * r).sum(), {w})[0];
+  g.realize();
+  const ravel::KernelStats st = ravel::last_realization_stats();
+  BOOST_TEST(st.contractions == 1);
+  BOOST_TEST(st.programs == 1, st.programs << " programs (the pad copy only)");
+  auto gv = g.to_vector<double>(), xv = x.to_vector<double>(), rv = r.to_vector<double>();
+  for (int64_t oo = 0; oo < o; ++oo)
+    for (int64_t cc = 0; cc < c; ++cc)
+      for (int64_t a = 0; a < 3; ++a)
+        for (int64_t b = 0; b < 3; ++b) {
+          double want = 0, scale = 0;
+          for (int64_t im = 0; im < n; ++im)
+            for (int64_t i = 0; i < h; ++i)
+              for (int64_t j = 0; j < wd; ++j) {
+                const int64_t ii = i + a - 1, jj = j + b - 1;
+                if (ii < 0 || ii >= h || jj < 0 || jj >= wd) continue;
+                const double term = rv[((im * o + oo) * h + i) * wd + j] * xv[((im * c + cc) * h + ii) * wd + jj];
+                want += term, scale += std::fabs(term);
+              }
+          const double got = gv[((oo * c + cc) * 3 + a) * 3 + b];
+          BOOST_TEST(std::fabs(got - want) <= 1e-5 * (1 + scale), "dw " << oo << cc << a << b << ": " << got << " vs " << want);
+        }
+}
+
 namespace {
 
 struct WeightCase {
