@@ -29,15 +29,18 @@ stage() {
   echo "== [$(( $(date +%s) - start )) s, $cpu CPU-s] $*"
 }
 
-# -O1 -g1: sanitizer reports with line numbers at a fraction of the compile time of -O2 -g;
-# benchmarks are not tests and are not built here. The GPU backends are checked by their own
+# -Og -g1: sanitizer reports with line numbers at a fraction of the compile time of -O2 -g (-Og
+# compiles the instrumented code in about two thirds of -O1's time), and -O1 for the oneTBB
+# plugin (RAVEL_HOT_CODE_FLAGS): the tests run so many elements through its kernels that at -Og
+# the ASan + UBSan tests took twice as long (docs/testing.md, "Build time"). Benchmarks are not
+# tests and are not built here. The GPU backends are checked by their own
 # scripts (generated kernels, emulator, test driver); rebuilding them here would add ~5 minutes
 # to CI for code whose host side those scripts already run, so this build leaves them out. The
 # test sources are compiled without instrumentation (the code under test is instrumented; see
 # tests/CMakeLists.txt): that cut this build's compile time by about 40%.
 asan_build() {
-  cmake -S . -B build-asan -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-O1 -g1" -DCMAKE_CXX_FLAGS="-O1 -g1" \
-    -DRAVEL_SANITIZE=ON -DRAVEL_BUILD_BENCH=OFF -DRAVEL_HIP_PLATFORM=OFF -DRAVEL_LEVEL_ZERO=OFF -DRAVEL_OPENCL=OFF >/dev/null
+  cmake -S . -B build-asan -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=None -DCMAKE_C_FLAGS="-Og -g1" -DCMAKE_CXX_FLAGS="-Og -g1" \
+    -DRAVEL_HOT_CODE_FLAGS=-O1 -DRAVEL_SANITIZE=ON -DRAVEL_BUILD_BENCH=OFF -DRAVEL_HIP_PLATFORM=OFF -DRAVEL_LEVEL_ZERO=OFF -DRAVEL_OPENCL=OFF >/dev/null
   cmake --build build-asan -j"$jobs"
 }
 
